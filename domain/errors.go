@@ -1,0 +1,70 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the domain. Adapters wrap them with %w and a short context; the HTTP
+// adapter maps them to status codes in exactly one table, the consumers to ack/requeue/drop.
+var (
+	// ErrInvalidInput is the parent of every validation failure (see ValidationError).
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrInvalidIdempotencyKey means the Idempotency-Key is missing or malformed.
+	ErrInvalidIdempotencyKey = errors.New("invalid idempotency key")
+	// ErrQtyOutOfRange means qty is below 1 or above the product's per-order limit.
+	ErrQtyOutOfRange = errors.New("quantity out of range")
+	// ErrProductNotFound means no product has that id.
+	ErrProductNotFound = errors.New("product not found")
+	// ErrProductExists means a product with that id already exists.
+	ErrProductExists = errors.New("product already exists")
+	// ErrProductFrozen means the product is not on sale (frozen by an operator or by an alert).
+	ErrProductFrozen = errors.New("product frozen")
+	// ErrSoldOut means the gate has fewer reservable codes than asked for.
+	ErrSoldOut = errors.New("sold out")
+	// ErrGateNotReady means the stock gate has no record of the product (for example Redis lost
+	// its keys); orders are refused until the gate is rebuilt from the ledger.
+	ErrGateNotReady = errors.New("stock gate not initialised for product")
+	// ErrIdempotencyMismatch means an idempotency key was reused with a different request.
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+	// ErrRequestInProgress means the original request for an idempotency key is still running.
+	ErrRequestInProgress = errors.New("original request still in progress")
+	// ErrDuplicateIdempotencyKey is the ledger's last line of defence: an order with this
+	// buyer and idempotency key already exists.
+	ErrDuplicateIdempotencyKey = errors.New("duplicate idempotency key")
+	// ErrDuplicateOrder means an order with that order number already exists.
+	ErrDuplicateOrder = errors.New("duplicate order number")
+	// ErrOrderNotFound means no order has that number (or it belongs to another buyer).
+	ErrOrderNotFound = errors.New("order not found")
+	// ErrInvalidTransition means the order's status does not allow the requested change.
+	ErrInvalidTransition = errors.New("invalid order transition")
+	// ErrAmountMismatch means a payment's amount differs from the order's amount.
+	ErrAmountMismatch = errors.New("paid amount does not match order amount")
+	// ErrBadSignature means a callback's signature is missing, forged or stale.
+	ErrBadSignature = errors.New("invalid or stale signature")
+	// ErrUnauthorized means the caller presented no valid credentials.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrInsufficientCards means the card pool holds fewer sellable codes than an allocation
+	// needs: the gate promised stock the ledger does not have.
+	ErrInsufficientCards = errors.New("card pool has fewer codes than required")
+	// ErrDuplicateFlow means a flow row for this (reference, change type) already exists.
+	ErrDuplicateFlow = errors.New("duplicate stock flow entry")
+	// ErrUnavailable means a dependency (database, gate, broker) cannot be reached; the
+	// request changed nothing durable and may be retried.
+	ErrUnavailable = errors.New("dependency unavailable")
+)
+
+// ValidationError describes one invalid field of outside input. It matches ErrInvalidInput
+// with errors.Is.
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ValidationError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Reason) }
+
+// Is makes every ValidationError match ErrInvalidInput.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalidInput }
+
+// Invalid returns a ValidationError for field.
+func Invalid(field, reason string) error { return &ValidationError{Field: field, Reason: reason} }

@@ -1,0 +1,265 @@
+package domain
+
+import (
+	"context"
+	"time"
+)
+
+// Reservation asks the gate for qty units of a product on behalf of one order.
+//
+// A new order carries its buyer's idempotency key: the gate claims the key and reserves the
+// stock in one atomic step, so the key is never taken without the stock or the reverse.
+// A reservation taken again for a late payment has no key; Ref (unique per order and reason)
+// then makes a retried call harmless.
+type Reservation struct {
+	Product     ProductID
+	Buyer       BuyerID
+	Key         IdempotencyKey // empty for a late re-reservation
+	Ref         string         // idempotency reference when Key is empty
+	Qty         int
+	OrderNo     OrderNo
+	Fingerprint string        // RequestFingerprint of the request
+	KeyTTL      time.Duration // how long the idempotency key is remembered
+	At          time.Time
+}
+
+// ReserveOutcome is the gate's answer to a reservation.
+type ReserveOutcome int
+
+// The reserve outcomes.
+const (
+	Reserved    ReserveOutcome = iota + 1 // stock taken, key claimed
+	Replayed                              // key (or Ref) already claimed: see ExistingOrder
+	SoldOut                               // fewer units left than asked; nothing changed
+	Frozen                                // product frozen at the gate; nothing changed
+	GateMissing                           // the gate has no record of the product; nothing changed
+)
+
+// ReserveResult is what Reserve did.
+type ReserveResult struct {
+	Outcome             ReserveOutcome
+	ExistingOrder       OrderNo // with Replayed: the order the key belongs to
+	ExistingFingerprint string  // with Replayed: that order's request fingerprint
+	Left                int64   // units still reservable after the call
+}
+
+// GateChange is one idempotent adjustment of a product's gate counters: Stock and Sold are
+// added (negative subtracts). Ref identifies the change (order number + flow type, or an import
+// batch); applying the same Ref twice changes nothing the second time.
+type GateChange struct {
+	Product ProductID
+	Ref     string
+	Stock   int64
+	Sold    int64
+}
+
+// GateLevels are a product's gate counters.
+type GateLevels struct {
+	Stock  int64 // reservable units
+	Sold   int64 // units held by PENDING and PAID orders
+	Frozen bool
+}
+
+// StockGate is the fast admission layer (Redis in production). A successful reservation only
+// means "this buyer won the right to an order"; the ledger is the truth.
+type StockGate interface {
+	// Reserve claims r.Key (or r.Ref) and takes r.Qty units in one atomic step. It returns an
+	// outcome, not an error, for sold out, frozen, replay and missing product; errors mean the
+	// gate could not be reached (wrapping ErrUnavailable).
+	Reserve(ctx context.Context, r Reservation) (ReserveResult, error)
+	// Cancel undoes a Reserve whose order could not be written: if the claim for r.Key (or
+	// r.Ref) still exists and points at r.OrderNo, it deletes the claim and returns the units it
+	// reserved, and reports true; otherwise it changes nothing. So calling it twice returns the
+	// units once, and a later Reserve of the same Ref can be cancelled again.
+	Cancel(ctx context.Context, r Reservation) (cancelled bool, err error)
+	// Apply applies c once per c.Ref and reports whether this call applied it. A product the
+	// gate does not know is left alone (applied=false): the rebuild from the ledger counts it.
+	Apply(ctx context.Context, c GateChange) (applied bool, err error)
+	// Levels returns the counters; ok is false when the gate has no record of the product.
+	Levels(ctx context.Context, p ProductID) (l GateLevels, ok bool, err error)
+	// Rebuild overwrites the product's counters and frozen flag (initialisation and repair).
+	Rebuild(ctx context.Context, p ProductID, l GateLevels) error
+	// SetFrozen stops or resumes reservations for the product.
+	SetFrozen(ctx context.Context, p ProductID, frozen bool) error
+}
+
+// ProductCatalog stores products.
+type ProductCatalog interface {
+	// Create stores p; a zero id is assigned. Returns ErrProductExists for a taken id.
+	Create(ctx context.Context, p Product) (Product, error)
+	// Product returns ErrProductNotFound for an unknown id.
+	Product(ctx context.Context, id ProductID) (Product, error)
+	// Products lists every product by id.
+	Products(ctx context.Context) ([]Product, error)
+	// SetFrozen stores the frozen flag and reason; ErrProductNotFound for an unknown id.
+	SetFrozen(ctx context.Context, id ProductID, frozen bool, reason string) error
+}
+
+// StatusTotal counts a product's orders in one state and their summed qty.
+type StatusTotal struct {
+	Orders int64
+	Qty    int64
+}
+
+// OrderRepo stores orders. Every status change is conditional on the current status.
+type OrderRepo interface {
+	// Insert stores a new order. Returns ErrDuplicateOrder for a taken number and
+	// ErrDuplicateIdempotencyKey when the buyer already has an order with that key.
+	Insert(ctx context.Context, o Order) error
+	// Order returns ErrOrderNotFound for an unknown number.
+	Order(ctx context.Context, no OrderNo) (Order, error)
+	// OrderByKey returns the buyer's order placed with key, or ErrOrderNotFound.
+	OrderByKey(ctx context.Context, buyer BuyerID, key IdempotencyKey) (Order, error)
+	// Transition stores o if the stored order's status is still from and reports whether it
+	// won; of racing transitions from the same status exactly one wins.
+	Transition(ctx context.Context, o Order, from OrderStatus) (bool, error)
+	// Expired lists up to limit PENDING orders whose expiry is at or before t, oldest first.
+	Expired(ctx context.Context, t time.Time, limit int) ([]Order, error)
+	// Totals sums a product's orders by status.
+	Totals(ctx context.Context, p ProductID) (map[OrderStatus]StatusTotal, error)
+}
+
+// ImportResult reports one batch of imported codes.
+type ImportResult struct {
+	Added      int
+	Duplicates int
+}
+
+// CardCounts counts a product's codes by status.
+type CardCounts map[CardStatus]int64
+
+// CardVault is the card pool.
+type CardVault interface {
+	// Import adds codes as UNSOLD, skipping codes the product already has (reported as
+	// duplicates, also within the batch).
+	Import(ctx context.Context, p ProductID, codes []CardCode) (ImportResult, error)
+	// Allocate marks qty sellable codes of p SOLD to the order and returns them. Returns
+	// ErrInsufficientCards, changing nothing, when fewer than qty are sellable.
+	Allocate(ctx context.Context, p ProductID, no OrderNo, qty int) ([]Card, error)
+	// Cards returns the codes sold to the order.
+	Cards(ctx context.Context, no OrderNo) ([]Card, error)
+	// Reclaim moves the order's SOLD codes to RECYCLED (back to the pool) or VOID, and returns
+	// how many moved.
+	Reclaim(ctx context.Context, no OrderNo, to CardStatus) (int, error)
+	// Counts counts the product's codes by status.
+	Counts(ctx context.Context, p ProductID) (CardCounts, error)
+}
+
+// FlowLog is the append-only stock flow.
+type FlowLog interface {
+	// Append writes e. Returns ErrDuplicateFlow if (e.Ref, e.Type) exists.
+	Append(ctx context.Context, e FlowEntry) error
+	// Totals sums the product's flow by type.
+	Totals(ctx context.Context, p ProductID) (FlowTotals, error)
+	// Entries lists the flow rows with ref, oldest first.
+	Entries(ctx context.Context, ref string) ([]FlowEntry, error)
+}
+
+// Outbox topics.
+const (
+	TopicGateChange = "gate.change"     // payload: GateChange, applied to the StockGate
+	TopicDelivered  = "order.delivered" // payload: DeliveryEvent, published to notifiers
+)
+
+// OutboxMessage is a side effect recorded in the same transaction as the change that causes
+// it, and carried out (at least once) after commit by the relay.
+type OutboxMessage struct {
+	ID       int64
+	Topic    string
+	Key      string // order number or batch id
+	Payload  []byte
+	At       time.Time
+	Attempts int
+}
+
+// Outbox stores messages to relay.
+type Outbox interface {
+	// Add stores m; the store assigns ID.
+	Add(ctx context.Context, m OutboxMessage) error
+	// Pending lists up to limit unsent messages, oldest first.
+	Pending(ctx context.Context, limit int) ([]OutboxMessage, error)
+	// MarkSent marks a message sent; marking twice is harmless.
+	MarkSent(ctx context.Context, id int64, at time.Time) error
+	// MarkFailed counts a failed attempt.
+	MarkFailed(ctx context.Context, id int64) error
+	// Backlog counts unsent messages.
+	Backlog(ctx context.Context) (int64, error)
+}
+
+// Store is the ledger's set of repositories, bound either to the database or to one
+// transaction.
+type Store interface {
+	Products() ProductCatalog
+	Orders() OrderRepo
+	Cards() CardVault
+	Flows() FlowLog
+	Outbox() Outbox
+}
+
+// Ledger is the database: the truth about products, codes, orders and flow.
+type Ledger interface {
+	Store
+	// Atomically runs fn in one transaction: every write through tx commits together, or none
+	// does when fn returns an error. fn may run more than once (deadlock retry), so it must not
+	// have effects outside tx. Calling the Ledger's own Store inside fn is not allowed.
+	Atomically(ctx context.Context, fn func(tx Store) error) error
+}
+
+// DelayQueue schedules the close of an unpaid order.
+type DelayQueue interface {
+	// ScheduleClose asks for CloseExpired(no) at (or soon after) due. Delivery is at least
+	// once; the consumer must tolerate duplicates.
+	ScheduleClose(ctx context.Context, no OrderNo, due time.Time) error
+}
+
+// DeliveryEvent tells notifiers that an order's codes are ready. It carries no codes: the
+// storefront reads them with the buyer's token.
+type DeliveryEvent struct {
+	EventID string    `json:"event_id"`
+	OrderNo OrderNo   `json:"order_no"`
+	Buyer   BuyerID   `json:"buyer_id"`
+	Product ProductID `json:"product_id"`
+	Qty     int       `json:"qty"`
+	Amount  Money     `json:"amount"`
+	PaidAt  time.Time `json:"paid_at"`
+}
+
+// EventPublisher publishes outbox events (RabbitMQ in production).
+type EventPublisher interface {
+	// Publish delivers m at least once; an error means it must be tried again.
+	Publish(ctx context.Context, m OutboxMessage) error
+}
+
+// PaymentNotice is a verified payment provider callback.
+type PaymentNotice struct {
+	OrderNo    OrderNo
+	Paid       bool // false: the payment failed
+	Amount     Money
+	PaymentRef string
+	Reason     string
+}
+
+// PaymentVerifier checks a callback's signature and freshness and parses it.
+type PaymentVerifier interface {
+	// Verify returns ErrBadSignature for an unsigned, forged or stale callback and a
+	// ValidationError for a well-signed body that does not parse.
+	Verify(timestamp, signature string, body []byte, now time.Time) (PaymentNotice, error)
+}
+
+// Alert is something an operator must look at.
+type Alert struct {
+	Kind    string
+	Product ProductID
+	OrderNo OrderNo
+	Message string
+}
+
+// Alerter raises alerts.
+type Alerter interface {
+	Alert(ctx context.Context, a Alert)
+}
+
+// Clock tells the time.
+type Clock interface {
+	Now() time.Time
+}
