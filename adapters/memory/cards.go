@@ -1,0 +1,179 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"cardshop/domain"
+)
+
+// cardQueue is a product's sellable cards in the order they became sellable: imported codes
+// join at the back in id order, and so do recycled ones. Allocation takes from the front, so it
+// costs O(qty), not O(pool). The struct is a value: a write replaces it whole, and the undo log
+// restores the old value (see ledgerData on why the shared backing array is safe).
+type cardQueue struct {
+	ids  []int64
+	head int
+}
+
+func (q cardQueue) len() int { return len(q.ids) - q.head }
+
+func (q cardQueue) push(ids ...int64) cardQueue {
+	q.ids = append(q.ids, ids...)
+	return q
+}
+
+// take returns a copy of the first n ids and the queue without them.
+func (q cardQueue) take(n int) ([]int64, cardQueue) {
+	out := append([]int64(nil), q.ids[q.head:q.head+n]...)
+	q.head += n
+	// Compact into a fresh array once the consumed prefix dominates; the old array stays
+	// intact for any undo that still refers to it.
+	if q.head >= 1024 && q.head*2 >= len(q.ids) {
+		q.ids = append([]int64(nil), q.ids[q.head:]...)
+		q.head = 0
+	}
+	return out, q
+}
+
+type cardVault struct{ s *store }
+
+// Import adds the new codes as UNSOLD with increasing ids, in batch order.
+func (v cardVault) Import(_ context.Context, p domain.ProductID, codes []domain.CardCode) (domain.ImportResult, error) {
+	for _, c := range codes {
+		if c.IsZero() {
+			return domain.ImportResult{}, domain.Invalid("code", "empty")
+		}
+	}
+	release, err := v.s.acquire()
+	if err != nil {
+		return domain.ImportResult{}, err
+	}
+	defer release()
+	d := v.s.data
+	var res domain.ImportResult
+	var added []int64
+	for _, c := range codes {
+		if _, dup := d.codes[p][c.Reveal()]; dup {
+			res.Duplicates++
+			continue
+		}
+		d.lastCard++
+		id := d.lastCard
+		put(v.s, d.cards, id, domain.Card{ID: id, ProductID: p, Code: c, Status: domain.CardUnsold})
+		putIn(v.s, d.codes, p, c.Reveal(), id)
+		added = append(added, id)
+	}
+	if len(added) > 0 {
+		put(v.s, d.sellable, p, d.sellable[p].push(added...))
+		v.count(p, domain.CardUnsold, int64(len(added)))
+	}
+	res.Added = len(added)
+	return res, nil
+}
+
+func (v cardVault) count(p domain.ProductID, st domain.CardStatus, delta int64) {
+	putIn(v.s, v.s.data.cardCounts, p, st, v.s.data.cardCounts[p][st]+delta)
+}
+
+// Allocate takes the qty cards at the front of the product's sellable queue (see cardQueue).
+func (v cardVault) Allocate(_ context.Context, p domain.ProductID, no domain.OrderNo, qty int) ([]domain.Card, error) {
+	if qty < 1 {
+		return nil, domain.Invalid("qty", "must be at least 1")
+	}
+	if no == "" {
+		return nil, domain.Invalid("order_no", "required")
+	}
+	release, err := v.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	d := v.s.data
+	q := d.sellable[p]
+	if q.len() < qty {
+		return nil, fmt.Errorf("allocate %d codes of product %d (%d sellable): %w",
+			qty, p, q.len(), domain.ErrInsufficientCards)
+	}
+	ids, q := q.take(qty)
+	put(v.s, d.sellable, p, q)
+	out := make([]domain.Card, len(ids))
+	for i, id := range ids {
+		c := d.cards[id]
+		v.count(p, c.Status, -1)
+		c.Status, c.OrderNo = domain.CardSold, no
+		put(v.s, d.cards, id, c)
+		out[i] = c
+	}
+	v.count(p, domain.CardSold, int64(len(ids)))
+	put(v.s, d.orderCards, no, append(d.orderCards[no], ids...))
+	return out, nil
+}
+
+// sold returns the order's SOLD cards by id.
+func (v cardVault) sold(no domain.OrderNo) []domain.Card {
+	d := v.s.data
+	seen := make(map[int64]bool)
+	var out []domain.Card
+	for _, id := range d.orderCards[no] {
+		c := d.cards[id]
+		if seen[id] || c.Status != domain.CardSold || c.OrderNo != no {
+			continue
+		}
+		seen[id] = true
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Cards returns the order's SOLD cards ordered by id.
+func (v cardVault) Cards(_ context.Context, no domain.OrderNo) ([]domain.Card, error) {
+	release, err := v.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return v.sold(no), nil
+}
+
+// Reclaim keeps the order number on the moved cards, for audit; recycled cards join the back
+// of the sellable queue.
+func (v cardVault) Reclaim(_ context.Context, no domain.OrderNo, to domain.CardStatus) (int, error) {
+	if to != domain.CardRecycled && to != domain.CardVoid {
+		return 0, domain.Invalid("status", "must be RECYCLED or VOID")
+	}
+	release, err := v.s.acquire()
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	d := v.s.data
+	cards := v.sold(no)
+	for _, c := range cards {
+		v.count(c.ProductID, c.Status, -1)
+		v.count(c.ProductID, to, 1)
+		c.Status = to
+		put(v.s, d.cards, c.ID, c)
+		if to == domain.CardRecycled {
+			put(v.s, d.sellable, c.ProductID, d.sellable[c.ProductID].push(c.ID))
+		}
+	}
+	return len(cards), nil
+}
+
+func (v cardVault) Counts(_ context.Context, p domain.ProductID) (domain.CardCounts, error) {
+	release, err := v.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	out := make(domain.CardCounts)
+	for st, n := range v.s.data.cardCounts[p] {
+		if n != 0 {
+			out[st] = n
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,156 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"cardshop/domain"
+)
+
+type orderRepo struct{ s *store }
+
+func (r orderRepo) Insert(_ context.Context, o domain.Order) error {
+	if o.No() == "" {
+		return domain.Invalid("order_no", "required")
+	}
+	release, err := r.s.acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	d := r.s.data
+	if _, taken := d.orders[o.No()]; taken {
+		return fmt.Errorf("insert order %s: %w", o.No(), domain.ErrDuplicateOrder)
+	}
+	bk := buyerKey{buyer: o.Buyer(), key: o.IdempotencyKey()}
+	if bk.key != "" {
+		if _, taken := d.orderKeys[bk]; taken {
+			return fmt.Errorf("insert order %s: %w", o.No(), domain.ErrDuplicateIdempotencyKey)
+		}
+		put(r.s, d.orderKeys, bk, o.No())
+	}
+	put(r.s, d.orders, o.No(), o)
+	if o.Status() == domain.StatusPending {
+		put(r.s, d.pending, o.No(), o.ExpiresAt())
+	}
+	r.count(o, 1)
+	return nil
+}
+
+// count adds sign times o to its product's totals for o's status.
+func (r orderRepo) count(o domain.Order, sign int64) {
+	t := r.s.data.orderTotals[o.Product()][o.Status()]
+	t.Orders += sign
+	t.Qty += sign * int64(o.Qty())
+	putIn(r.s, r.s.data.orderTotals, o.Product(), o.Status(), t)
+}
+
+func (r orderRepo) Order(_ context.Context, no domain.OrderNo) (domain.Order, error) {
+	release, err := r.s.acquire()
+	if err != nil {
+		return domain.Order{}, err
+	}
+	defer release()
+	o, ok := r.s.data.orders[no]
+	if !ok {
+		return domain.Order{}, fmt.Errorf("order %s: %w", no, domain.ErrOrderNotFound)
+	}
+	return o, nil
+}
+
+func (r orderRepo) OrderByKey(_ context.Context, buyer domain.BuyerID, key domain.IdempotencyKey) (domain.Order, error) {
+	release, err := r.s.acquire()
+	if err != nil {
+		return domain.Order{}, err
+	}
+	defer release()
+	no, ok := r.s.data.orderKeys[buyerKey{buyer: buyer, key: key}]
+	if !ok || key == "" {
+		return domain.Order{}, fmt.Errorf("order of buyer %s by key: %w", buyer, domain.ErrOrderNotFound)
+	}
+	return r.s.data.orders[no], nil
+}
+
+// Transition stores o only if the stored order is still in from. The order's identity (buyer,
+// product, qty, idempotency key) cannot change: only its state and the fields that go with it.
+func (r orderRepo) Transition(_ context.Context, o domain.Order, from domain.OrderStatus) (bool, error) {
+	release, err := r.s.acquire()
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	d := r.s.data
+	stored, ok := d.orders[o.No()]
+	if !ok {
+		return false, fmt.Errorf("transition order %s: %w", o.No(), domain.ErrOrderNotFound)
+	}
+	if stored.Status() != from {
+		return false, nil
+	}
+	if o.Buyer() != stored.Buyer() || o.Product() != stored.Product() || o.Qty() != stored.Qty() ||
+		o.IdempotencyKey() != stored.IdempotencyKey() {
+		return false, domain.Invalid("order", "a transition cannot change buyer, product, qty or key")
+	}
+	r.count(stored, -1)
+	put(r.s, d.orders, o.No(), o)
+	r.count(o, 1)
+	if o.Status() == domain.StatusPending {
+		put(r.s, d.pending, o.No(), o.ExpiresAt())
+	} else {
+		del(r.s, d.pending, o.No())
+	}
+	return true, nil
+}
+
+// Expired looks only at PENDING orders (an index kept by Insert and Transition).
+func (r orderRepo) Expired(_ context.Context, t time.Time, limit int) ([]domain.Order, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	release, err := r.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	type due struct {
+		no  domain.OrderNo
+		exp time.Time
+	}
+	var dues []due
+	for no, exp := range r.s.data.pending {
+		if !exp.After(t) {
+			dues = append(dues, due{no, exp})
+		}
+	}
+	sort.Slice(dues, func(i, j int) bool {
+		if !dues[i].exp.Equal(dues[j].exp) {
+			return dues[i].exp.Before(dues[j].exp)
+		}
+		return dues[i].no < dues[j].no
+	})
+	if len(dues) > limit {
+		dues = dues[:limit]
+	}
+	out := make([]domain.Order, len(dues))
+	for i, du := range dues {
+		out[i] = r.s.data.orders[du.no]
+	}
+	return out, nil
+}
+
+func (r orderRepo) Totals(_ context.Context, p domain.ProductID) (map[domain.OrderStatus]domain.StatusTotal, error) {
+	release, err := r.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	out := make(map[domain.OrderStatus]domain.StatusTotal)
+	for st, t := range r.s.data.orderTotals[p] {
+		if t.Orders != 0 {
+			out[st] = t
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,13 @@
+// Package porttest holds the contract suites of the driven ports: RunStockGate, RunLedger and
+// RunDelayQueue check that an adapter behaves as the port documentation in package domain says.
+// Each adapter package runs them from its tests, the memory adapters in every `go test` and the
+// Redis, MySQL and RabbitMQ adapters whenever the service is reachable.
+//
+// Real adapters keep their state across tests and runs, so the suites never assume an empty
+// store: every case works on fresh random product ids, order numbers, buyers and keys, and
+// asserts only about what it wrote itself (or about deltas of global counts). Cases that
+// depend on expiry (idempotency key TTLs) are left to each adapter's own tests, because a real
+// gate measures them with its own clock.
+//
+// It imports only the domain package and the standard library (including testing).
+package porttest
