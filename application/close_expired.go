@@ -1,0 +1,45 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"cardshop/domain"
+)
+
+// CloseExpired closes an unpaid order whose time is up: PENDING -> CLOSED, flow
+// timeout-restore and the reservation returned to the gate. The delay queue's consumer calls
+// it; so does the sweeper. Redelivery is harmless: an order that is no longer PENDING, or
+// unknown, is left alone and nil returned (ack). An order that is not due yet is rescheduled.
+//
+// Errors: ErrUnavailable (requeue and try again).
+func (s *Shop) CloseExpired(ctx context.Context, no domain.OrderNo) error {
+	for attempt := 0; attempt < maxRaceRetries; attempt++ {
+		o, err := s.ledger.Orders().Order(ctx, no)
+		if errors.Is(err, domain.ErrOrderNotFound) {
+			s.log.WarnContext(ctx, "timeout for an unknown order dropped", "order_no", no)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("load order: %w", err)
+		}
+		if o.Status() != domain.StatusPending {
+			return nil
+		}
+		now := s.clock.Now()
+		closed := o
+		if err := closed.Close(now); err != nil {
+			if errors.Is(err, domain.ErrNotDue) {
+				return s.queue.ScheduleClose(ctx, no, o.ExpiresAt())
+			}
+			return err
+		}
+		err = s.endReservation(ctx, o, closed, domain.FlowTimeoutRestore, now)
+		if errors.Is(err, errLostRace) {
+			continue
+		}
+		return err
+	}
+	return nil
+}

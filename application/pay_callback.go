@@ -1,0 +1,271 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cardshop/domain"
+)
+
+// SignedCallback is a payment provider's callback as received: its signature headers and the
+// raw body they sign.
+type SignedCallback struct {
+	Timestamp string
+	Signature string
+	Body      []byte
+}
+
+// HandlePaymentCallback verifies a callback and applies it. Only verification and the short
+// ledger transaction happen here; delivery goes through the outbox.
+//
+// Errors: ErrBadSignature (forged, unsigned or stale: nothing changed), ErrInvalidInput,
+// ErrOrderNotFound, ErrAmountMismatch, ErrUnavailable (the provider must retry).
+func (s *Shop) HandlePaymentCallback(ctx context.Context, cb SignedCallback) (domain.Order, error) {
+	n, err := s.verifier.Verify(cb.Timestamp, cb.Signature, cb.Body, s.clock.Now())
+	if err != nil {
+		if errors.Is(err, domain.ErrBadSignature) {
+			s.log.WarnContext(ctx, "payment callback refused", "reason", err.Error())
+		}
+		return domain.Order{}, err
+	}
+	return s.ApplyPayment(ctx, n)
+}
+
+// ApplyPayment applies a verified payment notice. It is idempotent: a notice for an order
+// already handled answers the order as it is, so providers may retry freely.
+//
+//   - paid, PENDING: PAID with its codes, in one transaction (status, allocation, flow,
+//     delivery outbox row);
+//   - paid, CLOSED or FAILED (a late payment): the stock is reserved again and the order
+//     fulfilled; if none is left it becomes UNFULFILLED and an alert is raised;
+//   - paid, but the card pool is short of what the gate promised: the product is frozen, an
+//     alert raised and the order left UNFULFILLED for an operator;
+//   - failed, PENDING: FAILED and the reservation returned.
+//
+// Errors: ErrOrderNotFound, ErrAmountMismatch, ErrUnavailable.
+func (s *Shop) ApplyPayment(ctx context.Context, n domain.PaymentNotice) (domain.Order, error) {
+	for attempt := 0; attempt < maxRaceRetries; attempt++ {
+		o, err := s.ledger.Orders().Order(ctx, n.OrderNo)
+		if err != nil {
+			return domain.Order{}, fmt.Errorf("load order: %w", err)
+		}
+		var out domain.Order
+		if !n.Paid {
+			out, err = s.paymentFailed(ctx, o, n)
+		} else {
+			out, err = s.paymentSucceeded(ctx, o, n)
+		}
+		if errors.Is(err, errLostRace) {
+			continue
+		}
+		return out, err
+	}
+	return domain.Order{}, fmt.Errorf("apply payment: %w", domain.ErrUnavailable)
+}
+
+func (s *Shop) paymentSucceeded(ctx context.Context, o domain.Order, n domain.PaymentNotice) (domain.Order, error) {
+	if err := o.CheckPayment(n.Amount); err != nil {
+		s.alerts.Alert(ctx, domain.Alert{Kind: "amount_mismatch", Product: o.Product(), OrderNo: o.No(),
+			Message: fmt.Sprintf("paid %s, due %s; order left %s", n.Amount, o.Amount(), o.Status())})
+		return o, err
+	}
+	switch o.Status() {
+	case domain.StatusPending:
+		return s.fulfil(ctx, o, n, false)
+	case domain.StatusClosed, domain.StatusFailed:
+		return s.fulfil(ctx, o, n, true)
+	default: // PAID, REFUNDED, UNFULFILLED: this payment was handled before.
+		if n.PaymentRef != "" && o.PaymentRef() != "" && n.PaymentRef != o.PaymentRef() {
+			s.alerts.Alert(ctx, domain.Alert{Kind: "second_payment", Product: o.Product(), OrderNo: o.No(),
+				Message: "a second, different payment was received for an order already handled; refund it by hand"})
+		}
+		return o, nil
+	}
+}
+
+// fulfil moves o to PAID with its codes. late means the order no longer holds a reservation
+// (CLOSED, FAILED, UNFULFILLED), so one is taken again first.
+func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotice, late bool) (domain.Order, error) {
+	now := s.clock.Now()
+	from := o.Status()
+	var lateRes domain.Reservation
+	if late {
+		lateRes = domain.Reservation{Product: o.Product(), Buyer: o.Buyer(), Ref: flowRef(o.No(), domain.FlowLateReserve),
+			Qty: o.Qty(), OrderNo: o.No(), Fingerprint: o.Fingerprint(), KeyTTL: 24 * time.Hour, At: now}
+		res, err := s.gate.Reserve(ctx, lateRes)
+		if err != nil {
+			return o, fmt.Errorf("reserve stock again: %w", err)
+		}
+		switch {
+		case res.Outcome == domain.Reserved:
+		case res.Outcome == domain.Replayed && res.ExistingOrder == o.No():
+			// An earlier attempt reserved and did not finish: the units are still held for us.
+		case res.Outcome == domain.GateMissing:
+			return o, domain.ErrGateNotReady // the provider retries once the gate is rebuilt
+		case from == domain.StatusUnfulfilled:
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrSoldOut)
+		case res.Outcome == domain.Frozen:
+			return s.unfulfilled(ctx, o, n, "late payment: product frozen", false)
+		default:
+			return s.unfulfilled(ctx, o, n, "late payment: no stock left", false)
+		}
+	}
+	paid := o
+	if err := paid.MarkPaid(now, n.Amount, n.PaymentRef); err != nil {
+		return o, err
+	}
+	event, err := encodeDelivery(domain.DeliveryEvent{EventID: "delivered:" + string(o.No()), OrderNo: o.No(),
+		Buyer: o.Buyer(), Product: o.Product(), Qty: o.Qty(), Amount: o.Amount(), PaidAt: now})
+	if err != nil {
+		return o, err
+	}
+	err = s.ledger.Atomically(ctx, func(tx domain.Store) error {
+		won, err := tx.Orders().Transition(ctx, paid, from)
+		if err != nil {
+			return err
+		}
+		if !won {
+			return errLostRace
+		}
+		if late {
+			if err := tx.Flows().Append(ctx, orderFlow(o, domain.FlowLateReserve, now)); err != nil {
+				return err
+			}
+		}
+		// Allocation last but one: the FOR UPDATE row locks are held for as short as possible.
+		if _, err := tx.Cards().Allocate(ctx, o.Product(), o.No(), o.Qty()); err != nil {
+			return err
+		}
+		if err := tx.Flows().Append(ctx, orderFlow(o, domain.FlowPay, now)); err != nil {
+			return err
+		}
+		return tx.Outbox().Add(ctx, domain.OutboxMessage{Topic: domain.TopicDelivered, Key: string(o.No()), Payload: event, At: now})
+	})
+	if err == nil {
+		return paid, nil
+	}
+	if late {
+		s.cancelReservation(ctx, lateRes)
+	}
+	if errors.Is(err, domain.ErrInsufficientCards) {
+		// The gate promised codes the ledger does not have: stop selling, keep the money visible.
+		s.freezeOnInconsistency(ctx, o)
+		if from == domain.StatusUnfulfilled {
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrSoldOut)
+		}
+		return s.unfulfilled(ctx, o, n, "card pool short of the gate's stock", !late)
+	}
+	if errors.Is(err, errLostRace) {
+		return o, err
+	}
+	return o, fmt.Errorf("record payment: %w", err)
+}
+
+// unfulfilled records an accepted payment that cannot be fulfilled. release says whether the
+// order still holds a gate reservation to give back (it does when it was PENDING).
+func (s *Shop) unfulfilled(ctx context.Context, o domain.Order, n domain.PaymentNotice, reason string, release bool) (domain.Order, error) {
+	now := s.clock.Now()
+	from := o.Status()
+	u := o
+	if err := u.MarkUnfulfilled(now, n.Amount, n.PaymentRef, reason); err != nil {
+		return o, err
+	}
+	change := releaseChange(o, domain.FlowUnfulfilled)
+	err := s.ledger.Atomically(ctx, func(tx domain.Store) error {
+		won, err := tx.Orders().Transition(ctx, u, from)
+		if err != nil {
+			return err
+		}
+		if !won {
+			return errLostRace
+		}
+		if !release {
+			return nil
+		}
+		if err := tx.Flows().Append(ctx, orderFlow(o, domain.FlowUnfulfilled, now)); err != nil {
+			return err
+		}
+		m, err := gateChangeMessage(change, now)
+		if err != nil {
+			return err
+		}
+		return tx.Outbox().Add(ctx, m)
+	})
+	if err != nil {
+		if errors.Is(err, errLostRace) {
+			return o, err
+		}
+		return o, fmt.Errorf("record unfulfilled payment: %w", err)
+	}
+	if release {
+		s.applyGate(ctx, change)
+	}
+	s.alerts.Alert(ctx, domain.Alert{Kind: "paid_unfulfilled", Product: o.Product(), OrderNo: o.No(),
+		Message: reason + ": refund or fulfil the order"})
+	return u, nil
+}
+
+func (s *Shop) freezeOnInconsistency(ctx context.Context, o domain.Order) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	reason := "gate and ledger disagree: pool short while paying " + string(o.No())
+	if err := s.setFrozen(ctx, o.Product(), true, reason); err != nil {
+		s.log.ErrorContext(ctx, "could not freeze product", "product", o.Product(), "err", err)
+	}
+	s.alerts.Alert(ctx, domain.Alert{Kind: "stock_inconsistency", Product: o.Product(), OrderNo: o.No(),
+		Message: "product frozen: the card pool has fewer codes than the gate reserved; reconcile it"})
+}
+
+// paymentFailed moves a PENDING order to FAILED and returns its reservation. For any other
+// state the notice is stale and changes nothing.
+func (s *Shop) paymentFailed(ctx context.Context, o domain.Order, n domain.PaymentNotice) (domain.Order, error) {
+	if o.Status() != domain.StatusPending {
+		return o, nil
+	}
+	now := s.clock.Now()
+	failed := o
+	reason := n.Reason
+	if reason == "" {
+		reason = "payment failed"
+	}
+	if err := failed.Fail(now, reason); err != nil {
+		return o, err
+	}
+	if err := s.endReservation(ctx, o, failed, domain.FlowFailedRestore, now); err != nil {
+		return o, err
+	}
+	return failed, nil
+}
+
+// endReservation moves a PENDING order to its new state (CLOSED or FAILED), writes the restore
+// flow row and the gate change in one transaction, then applies the gate change.
+func (s *Shop) endReservation(ctx context.Context, o, ended domain.Order, t domain.FlowType, now time.Time) error {
+	change := releaseChange(o, t)
+	err := s.ledger.Atomically(ctx, func(tx domain.Store) error {
+		won, err := tx.Orders().Transition(ctx, ended, domain.StatusPending)
+		if err != nil {
+			return err
+		}
+		if !won {
+			return errLostRace
+		}
+		if err := tx.Flows().Append(ctx, orderFlow(o, t, now)); err != nil {
+			return err
+		}
+		m, err := gateChangeMessage(change, now)
+		if err != nil {
+			return err
+		}
+		return tx.Outbox().Add(ctx, m)
+	})
+	if err != nil {
+		if errors.Is(err, errLostRace) {
+			return err
+		}
+		return fmt.Errorf("record %s: %w", t, err)
+	}
+	s.applyGate(ctx, change)
+	return nil
+}

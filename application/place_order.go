@@ -1,0 +1,179 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"cardshop/domain"
+)
+
+// PlaceOrder is a buyer's request for qty codes of a product.
+type PlaceOrder struct {
+	Buyer          domain.BuyerID
+	Product        domain.ProductID
+	Qty            int
+	IdempotencyKey string
+}
+
+// PlacedOrder is the answer to PlaceOrder. Replayed is true when the key had already been
+// used with the same request and Order is the original order.
+type PlacedOrder struct {
+	Order    domain.Order
+	Replayed bool
+}
+
+// PlaceOrder validates the request, claims the idempotency key and reserves the stock at the
+// gate in one step, then writes the PENDING order and its reserve flow row in one transaction
+// and schedules its timeout. If the ledger write fails, the reservation is cancelled before
+// answering, so a failed request holds no stock and no key.
+//
+// Errors: ErrInvalidIdempotencyKey, ErrInvalidInput, ErrProductNotFound, ErrQtyOutOfRange,
+// ErrSoldOut, ErrProductFrozen, ErrGateNotReady, ErrIdempotencyMismatch,
+// ErrRequestInProgress, ErrUnavailable.
+func (s *Shop) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, error) {
+	key, err := domain.ParseIdempotencyKey(cmd.IdempotencyKey)
+	if err != nil {
+		return PlacedOrder{}, err
+	}
+	if _, err := domain.ParseBuyerID(string(cmd.Buyer)); err != nil {
+		return PlacedOrder{}, err
+	}
+	if cmd.Product <= 0 {
+		return PlacedOrder{}, domain.ErrProductNotFound
+	}
+	p, err := s.product(ctx, cmd.Product)
+	if err != nil {
+		return PlacedOrder{}, err
+	}
+	if err := p.CheckQty(cmd.Qty); err != nil {
+		return PlacedOrder{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		out, err := s.placeOnce(ctx, cmd, p, key)
+		if errors.Is(err, domain.ErrDuplicateOrder) && attempt == 0 {
+			// A random order number collided (its reservation was given back): draw another.
+			continue
+		}
+		return out, err
+	}
+}
+
+func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, key domain.IdempotencyKey) (PlacedOrder, error) {
+	now := s.clock.Now()
+	order, err := domain.NewOrder(domain.NewOrderNo(now, cmd.Buyer, rand.Uint64()), cmd.Buyer, p, cmd.Qty, key, now, s.cfg.OrderTimeout)
+	if err != nil {
+		return PlacedOrder{}, err
+	}
+	r := domain.Reservation{Product: p.ID(), Buyer: cmd.Buyer, Key: key, Qty: cmd.Qty, OrderNo: order.No(),
+		Fingerprint: order.Fingerprint(), KeyTTL: s.cfg.IdempotencyTTL, At: now}
+	res, err := s.gate.Reserve(ctx, r)
+	if err != nil {
+		// The call may have failed after the gate ran it (a timeout): give back a claim made for
+		// this order number, or the units stay held and the buyer's retry waits on an order that
+		// is never written. Cancel changes nothing when Reserve did not run.
+		s.tryCancelReservation(ctx, r)
+		return PlacedOrder{}, fmt.Errorf("reserve stock: %w", err)
+	}
+	switch res.Outcome {
+	case domain.Reserved:
+	case domain.Replayed:
+		if res.ExistingFingerprint != order.Fingerprint() {
+			return PlacedOrder{}, domain.ErrIdempotencyMismatch
+		}
+		return s.replay(ctx, res.ExistingOrder, cmd.Buyer, order.Fingerprint())
+	case domain.SoldOut:
+		return PlacedOrder{}, domain.ErrSoldOut
+	case domain.Frozen:
+		return PlacedOrder{}, domain.ErrProductFrozen
+	case domain.GateMissing:
+		return PlacedOrder{}, domain.ErrGateNotReady
+	default:
+		return PlacedOrder{}, fmt.Errorf("reserve stock: unknown outcome %d", res.Outcome)
+	}
+
+	err = s.ledger.Atomically(ctx, func(tx domain.Store) error {
+		if err := tx.Orders().Insert(ctx, order); err != nil {
+			return err
+		}
+		return tx.Flows().Append(ctx, orderFlow(order, domain.FlowReserve, now))
+	})
+	if err != nil {
+		s.cancelReservation(ctx, r)
+		if errors.Is(err, domain.ErrDuplicateIdempotencyKey) {
+			// The gate forgot the key (it expired, or Redis lost it) but the ledger did not.
+			return s.replayFromLedger(ctx, cmd.Buyer, key, order.Fingerprint())
+		}
+		return PlacedOrder{}, fmt.Errorf("record order: %w", err)
+	}
+	if err := s.queue.ScheduleClose(ctx, order.No(), order.ExpiresAt()); err != nil {
+		// The order stands: the sweeper closes it on time without the message.
+		s.log.WarnContext(ctx, "timeout not scheduled; the sweeper will close the order", "order_no", order.No(), "err", err)
+	}
+	return PlacedOrder{Order: order}, nil
+}
+
+// cancelReservation gives a reservation back after its order could not be written. It retries
+// briefly; a reservation it cannot give back is logged and alerted.
+func (s *Shop) cancelReservation(ctx context.Context, r domain.Reservation) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	var err error
+	for i := 0; i < 3; i++ {
+		if _, err = s.gate.Cancel(ctx, r); err == nil {
+			return
+		}
+		time.Sleep(time.Duration(i+1) * 50 * time.Millisecond)
+	}
+	s.alerts.Alert(ctx, domain.Alert{Kind: "reservation_not_returned", Product: r.Product, OrderNo: r.OrderNo,
+		Message: fmt.Sprintf("could not cancel a reservation of %d units: %v", r.Qty, err)})
+}
+
+// tryCancelReservation makes one attempt to give back a reservation whose outcome is unknown.
+// Unlike cancelReservation it neither waits nor alerts: the gate is probably down, and the
+// rebuild from the ledger returns anything left behind.
+func (s *Shop) tryCancelReservation(ctx context.Context, r domain.Reservation) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	if _, err := s.gate.Cancel(ctx, r); err != nil {
+		s.log.WarnContext(ctx, "reservation of unknown outcome not given back; reconcile returns it",
+			"product", r.Product, "order_no", r.OrderNo, "err", err)
+	}
+}
+
+// replay answers a repeated submission with the original order, waiting a little for it to be
+// written when the original request is still running.
+func (s *Shop) replay(ctx context.Context, no domain.OrderNo, buyer domain.BuyerID, fingerprint string) (PlacedOrder, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, s.cfg.ReplayWait)
+	defer cancel()
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		o, err := s.ledger.Orders().Order(ctx, no)
+		if err == nil {
+			if o.Buyer() != buyer || o.Fingerprint() != fingerprint {
+				return PlacedOrder{}, domain.ErrIdempotencyMismatch
+			}
+			return PlacedOrder{Order: o, Replayed: true}, nil
+		}
+		if !errors.Is(err, domain.ErrOrderNotFound) {
+			return PlacedOrder{}, fmt.Errorf("load original order: %w", err)
+		}
+		select {
+		case <-waitCtx.Done():
+			return PlacedOrder{}, domain.ErrRequestInProgress
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (s *Shop) replayFromLedger(ctx context.Context, buyer domain.BuyerID, key domain.IdempotencyKey, fingerprint string) (PlacedOrder, error) {
+	o, err := s.ledger.Orders().OrderByKey(ctx, buyer, key)
+	if err != nil {
+		return PlacedOrder{}, fmt.Errorf("load original order: %w", err)
+	}
+	if o.Fingerprint() != fingerprint {
+		return PlacedOrder{}, domain.ErrIdempotencyMismatch
+	}
+	return PlacedOrder{Order: o, Replayed: true}, nil
+}

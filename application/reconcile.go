@@ -1,0 +1,141 @@
+package application
+
+import (
+	"context"
+	"fmt"
+
+	"cardshop/domain"
+)
+
+// Check is one reconciliation equation: what it compares, the two sides, and whether they
+// agree.
+type Check struct {
+	Name string `json:"name"`
+	Want int64  `json:"want"`
+	Got  int64  `json:"got"`
+	OK   bool   `json:"ok"`
+}
+
+// Reconciliation compares the gate, the card pool, the orders and the stock flow of one
+// product (SPEC.md's invariants) and lists every equation with its numbers.
+type Reconciliation struct {
+	Product     domain.ProductID              `json:"product_id"`
+	GateKnown   bool                          `json:"gate_known"`
+	Gate        domain.GateLevels             `json:"-"`
+	Cards       map[string]int64              `json:"cards"`
+	Orders      map[string]domain.StatusTotal `json:"-"`
+	Flow        domain.Derived                `json:"-"`
+	Checks      []Check                       `json:"checks"`
+	Differences int                           `json:"differences"`
+	Repaired    bool                          `json:"repaired"`
+}
+
+// OK reports whether every check agrees.
+func (r Reconciliation) OK() bool { return r.Differences == 0 }
+
+// Reconcile reads a product's numbers from every side and checks SPEC.md's invariants. The
+// report is exact when nothing is in flight for the product (no request running, outbox
+// drained). With repair, the gate is rebuilt from the ledger first (the ledger wins) after
+// draining the outbox, and the report describes the repaired state.
+//
+// Errors: ErrProductNotFound, ErrUnavailable.
+func (s *Shop) Reconcile(ctx context.Context, id domain.ProductID, repair bool) (Reconciliation, error) {
+	p, err := s.ledger.Products().Product(ctx, id)
+	if err != nil {
+		return Reconciliation{}, fmt.Errorf("reconcile: %w", err)
+	}
+	if repair {
+		if _, err := s.RelayOutbox(ctx); err != nil {
+			return Reconciliation{}, fmt.Errorf("drain outbox before repair: %w", err)
+		}
+		if err := s.RebuildGate(ctx, p); err != nil {
+			return Reconciliation{}, err
+		}
+	}
+	rep, err := s.reconcile(ctx, id)
+	rep.Repaired = repair
+	return rep, err
+}
+
+// RebuildGate sets a product's gate from the ledger: sold = Σ qty of PENDING and PAID orders,
+// stock = live codes (imported - voided) - sold, frozen as the catalogue says.
+func (s *Shop) RebuildGate(ctx context.Context, p domain.Product) error {
+	counts, err := s.ledger.Cards().Counts(ctx, p.ID())
+	if err != nil {
+		return fmt.Errorf("rebuild gate: %w", err)
+	}
+	totals, err := s.ledger.Orders().Totals(ctx, p.ID())
+	if err != nil {
+		return fmt.Errorf("rebuild gate: %w", err)
+	}
+	held := totals[domain.StatusPending].Qty + totals[domain.StatusPaid].Qty
+	live := counts[domain.CardUnsold] + counts[domain.CardSold] + counts[domain.CardRecycled]
+	stock := live - held
+	if stock < 0 {
+		stock = 0 // more held than the pool has: never let the gate go negative; the report shows it
+	}
+	if err := s.gate.Rebuild(ctx, p.ID(), domain.GateLevels{Stock: stock, Sold: held, Frozen: p.Frozen()}); err != nil {
+		return fmt.Errorf("rebuild gate: %w", err)
+	}
+	s.log.InfoContext(ctx, "gate rebuilt from the ledger", "product", p.ID(), "stock", stock, "sold", held)
+	return nil
+}
+
+func (s *Shop) reconcile(ctx context.Context, id domain.ProductID) (Reconciliation, error) {
+	rep := Reconciliation{Product: id, Cards: map[string]int64{}, Orders: map[string]domain.StatusTotal{}}
+	var err error
+	if rep.Gate, rep.GateKnown, err = s.gate.Levels(ctx, id); err != nil {
+		return rep, fmt.Errorf("reconcile gate: %w", err)
+	}
+	counts, err := s.ledger.Cards().Counts(ctx, id)
+	if err != nil {
+		return rep, fmt.Errorf("reconcile cards: %w", err)
+	}
+	totals, err := s.ledger.Orders().Totals(ctx, id)
+	if err != nil {
+		return rep, fmt.Errorf("reconcile orders: %w", err)
+	}
+	flows, err := s.ledger.Flows().Totals(ctx, id)
+	if err != nil {
+		return rep, fmt.Errorf("reconcile flow: %w", err)
+	}
+	for st, n := range counts {
+		rep.Cards[st.String()] = n
+	}
+	for st, t := range totals {
+		rep.Orders[st.String()] = t
+	}
+	rep.Flow = flows.Derive()
+
+	sold := counts[domain.CardSold]
+	sellable := counts[domain.CardUnsold] + counts[domain.CardRecycled]
+	imported := sellable + sold + counts[domain.CardVoid]
+	live := imported - counts[domain.CardVoid]
+	paid := totals[domain.StatusPaid].Qty
+	pending := totals[domain.StatusPending].Qty
+	add := func(name string, want, got int64) {
+		c := Check{Name: name, Want: want, Got: got, OK: want == got}
+		if !c.OK {
+			rep.Differences++
+		}
+		rep.Checks = append(rep.Checks, c)
+	}
+	add("codes SOLD = qty of PAID orders", paid, sold)
+	add("codes SOLD + sellable = imported - voided", live, sold+sellable)
+	if rep.GateKnown {
+		add("gate stock + gate sold = imported - voided", live, rep.Gate.Stock+rep.Gate.Sold)
+		add("gate sold = qty of PENDING and PAID orders", pending+paid, rep.Gate.Sold)
+	} else {
+		add("gate knows the product", 1, 0)
+	}
+	add("flow: imported", imported, rep.Flow.Imported)
+	add("flow: voided", counts[domain.CardVoid], rep.Flow.Voided)
+	add("flow: sold", sold, rep.Flow.Sold)
+	add("flow: sellable", sellable, rep.Flow.Sellable)
+	add("flow: held by PENDING and PAID", pending+paid, rep.Flow.Held)
+	add("flow: pending", pending, rep.Flow.Pending)
+	if rep.GateKnown {
+		add("flow: gate stock", rep.Gate.Stock, rep.Flow.GateFree)
+	}
+	return rep, nil
+}

@@ -1,0 +1,143 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"cardshop/domain"
+)
+
+// Config holds the business settings of the use cases.
+type Config struct {
+	// OrderTimeout is how long a PENDING order waits for payment (SPEC: 15 min).
+	OrderTimeout time.Duration
+	// IdempotencyTTL is how long the gate remembers an idempotency key (SPEC: 10 min). After
+	// that a replay that can still reserve reaches the ledger's unique (buyer, key) and gets
+	// the original order; one for a sold-out or frozen product gets that answer instead (the
+	// sold-out path never reads the database).
+	IdempotencyTTL time.Duration
+	// ReplayWait is how long a replay waits for the original request's order to be written.
+	ReplayWait time.Duration
+	// SweepBatch is how many expired orders the sweeper reads at once.
+	SweepBatch int
+	// RelayBatch is how many outbox messages the relay reads at once.
+	RelayBatch int
+}
+
+// DefaultConfig returns SPEC.md's defaults.
+func DefaultConfig() Config {
+	return Config{OrderTimeout: 15 * time.Minute, IdempotencyTTL: 10 * time.Minute,
+		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500}
+}
+
+// Deps are the ports the use cases need.
+type Deps struct {
+	Ledger    domain.Ledger
+	Gate      domain.StockGate
+	Queue     domain.DelayQueue
+	Publisher domain.EventPublisher
+	Verifier  domain.PaymentVerifier
+	Alerter   domain.Alerter
+	Clock     domain.Clock
+	Logger    *slog.Logger
+}
+
+// Shop runs the use cases. It is safe for concurrent use.
+type Shop struct {
+	cfg      Config
+	ledger   domain.Ledger
+	gate     domain.StockGate
+	queue    domain.DelayQueue
+	pub      domain.EventPublisher
+	verifier domain.PaymentVerifier
+	alerts   domain.Alerter
+	clock    domain.Clock
+	log      *slog.Logger
+
+	// products caches the immutable part of products (price, limit) so that the hot path of
+	// placing an order, and above all its sold-out answer, touches the gate only. Sale state
+	// (frozen) is enforced by the gate itself.
+	products sync.Map // domain.ProductID -> domain.Product
+}
+
+// New checks deps and cfg and returns a Shop.
+func New(cfg Config, d Deps) (*Shop, error) {
+	if d.Ledger == nil || d.Gate == nil || d.Queue == nil || d.Publisher == nil || d.Verifier == nil ||
+		d.Alerter == nil || d.Clock == nil {
+		return nil, errors.New("application: every port is required")
+	}
+	if cfg.OrderTimeout <= 0 || cfg.IdempotencyTTL <= 0 || cfg.SweepBatch <= 0 || cfg.RelayBatch <= 0 {
+		return nil, errors.New("application: timeouts and batch sizes must be positive")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return &Shop{cfg: cfg, ledger: d.Ledger, gate: d.Gate, queue: d.Queue, pub: d.Publisher,
+		verifier: d.Verifier, alerts: d.Alerter, clock: d.Clock, log: d.Logger}, nil
+}
+
+// Config returns the shop's settings.
+func (s *Shop) Config() Config { return s.cfg }
+
+// errLostRace tells a use case that a conditional update lost to a concurrent one: re-read
+// the order and decide again.
+var errLostRace = errors.New("lost a race on the order's status")
+
+// maxRaceRetries bounds how often a use case re-reads an order after losing a race.
+const maxRaceRetries = 5
+
+// product returns a product from the cache or the catalogue.
+func (s *Shop) product(ctx context.Context, id domain.ProductID) (domain.Product, error) {
+	if p, ok := s.products.Load(id); ok {
+		return p.(domain.Product), nil
+	}
+	p, err := s.ledger.Products().Product(ctx, id)
+	if err != nil {
+		return domain.Product{}, fmt.Errorf("load product: %w", err)
+	}
+	s.products.Store(id, p)
+	return p, nil
+}
+
+// detached returns a context that survives the caller's cancellation, for compensations and
+// best-effort follow-ups that must not be abandoned half-way.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}
+
+// gateChangeMessage builds the outbox message that carries c to the gate after commit.
+func gateChangeMessage(c domain.GateChange, at time.Time) (domain.OutboxMessage, error) {
+	payload, err := encodeGateChange(c)
+	if err != nil {
+		return domain.OutboxMessage{}, err
+	}
+	return domain.OutboxMessage{Topic: domain.TopicGateChange, Key: c.Ref, Payload: payload, At: at}, nil
+}
+
+// applyGate applies a committed gate change right away. It is best effort: the outbox row
+// written in the same transaction makes the relay apply it (once, by Ref) if this fails.
+func (s *Shop) applyGate(ctx context.Context, c domain.GateChange) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	if _, err := s.gate.Apply(ctx, c); err != nil {
+		s.log.WarnContext(ctx, "gate change deferred to the outbox relay", "ref", c.Ref, "err", err)
+	}
+}
+
+// releaseChange is the gate change that returns an order's held units to the stock.
+func releaseChange(o domain.Order, t domain.FlowType) domain.GateChange {
+	q := int64(o.Qty())
+	return domain.GateChange{Product: o.Product(), Ref: flowRef(o.No(), t), Stock: q, Sold: -q}
+}
+
+// flowRef names the gate change that goes with an order's flow row of type t.
+func flowRef(no domain.OrderNo, t domain.FlowType) string { return fmt.Sprintf("%s:%d", no, int(t)) }
+
+// orderFlow is the flow row of type t for the order.
+func orderFlow(o domain.Order, t domain.FlowType, at time.Time) domain.FlowEntry {
+	return domain.FlowEntry{ProductID: o.Product(), Ref: string(o.No()), Type: t, Qty: int64(o.Qty()), At: at}
+}
