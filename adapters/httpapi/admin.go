@@ -1,0 +1,250 @@
+package httpapi
+
+import (
+	"io"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/adapters/authtoken"
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+type createProductRequest struct {
+	ID          int64  `json:"id"`
+	Name        string `json:"name"`
+	Price       int64  `json:"price"`
+	MaxPerOrder int    `json:"max_per_order"`
+}
+
+type productResponse struct {
+	ID           int64     `json:"id"`
+	Name         string    `json:"name"`
+	Price        int64     `json:"price"`
+	MaxPerOrder  int       `json:"max_per_order"`
+	Frozen       bool      `json:"frozen"`
+	FrozenReason string    `json:"frozen_reason,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+func newProductResponse(p domain.Product) productResponse {
+	return productResponse{ID: int64(p.ID()), Name: p.Name(), Price: int64(p.Price()), MaxPerOrder: p.MaxPerOrder(),
+		Frozen: p.Frozen(), FrozenReason: p.FrozenReason(), CreatedAt: p.CreatedAt()}
+}
+
+func (s *Server) createProduct(c *fiber.Ctx) error {
+	var req createProductRequest
+	if err := s.decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	p, err := s.shop.CreateProduct(c.UserContext(), application.NewProduct{ID: domain.ProductID(req.ID),
+		Name: req.Name, Price: domain.Money(req.Price), MaxPerOrder: req.MaxPerOrder})
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(newProductResponse(p))
+}
+
+func (s *Server) listProducts(c *fiber.Ctx) error {
+	ps, err := s.shop.Products(c.UserContext())
+	if err != nil {
+		return err
+	}
+	out := make([]productResponse, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, newProductResponse(p))
+	}
+	return c.JSON(fiber.Map{"products": out})
+}
+
+func (s *Server) getProduct(c *fiber.Ctx) error {
+	id, err := productParam(c)
+	if err != nil {
+		return err
+	}
+	p, err := s.shop.Product(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(newProductResponse(p))
+}
+
+type importResponse struct {
+	Added       int   `json:"added"`
+	Duplicates  int   `json:"duplicates"`
+	Invalid     int   `json:"invalid"`
+	InvalidRows []int `json:"invalid_lines,omitempty"`
+}
+
+// importCodes streams a text body (one code per line, or CSV with the code first) into the
+// pool without holding it in memory.
+func (s *Server) importCodes(c *fiber.Ctx) error {
+	id, err := productParam(c)
+	if err != nil {
+		return err
+	}
+	if n := c.Request().Header.ContentLength(); n > 0 && int64(n) > s.cfg.MaxImportBytes {
+		return errBodyTooLarge
+	}
+	lr := &io.LimitedReader{R: requestBody(c), N: s.cfg.MaxImportBytes + 1}
+	rep, err := s.shop.ImportCodes(c.UserContext(), id, lr)
+	if err == nil && lr.N <= 0 {
+		err = errBodyTooLarge // what was read before the limit stays imported, as reported
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(importResponse{Added: rep.Added, Duplicates: rep.Duplicates, Invalid: rep.Invalid, InvalidRows: rep.InvalidRows})
+}
+
+type freezeRequest struct {
+	Reason string `json:"reason"`
+}
+
+func (s *Server) freezeProduct(c *fiber.Ctx) error {
+	id, err := productParam(c)
+	if err != nil {
+		return err
+	}
+	var req freezeRequest
+	if err := s.decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	if err := s.shop.FreezeProduct(c.UserContext(), id, req.Reason); err != nil {
+		return err
+	}
+	return s.getProduct(c)
+}
+
+func (s *Server) unfreezeProduct(c *fiber.Ctx) error {
+	id, err := productParam(c)
+	if err != nil {
+		return err
+	}
+	if err := s.shop.UnfreezeProduct(c.UserContext(), id); err != nil {
+		return err
+	}
+	return s.getProduct(c)
+}
+
+type reconcileResponse struct {
+	ProductID   int64                 `json:"product_id"`
+	OK          bool                  `json:"ok"`
+	Differences int                   `json:"differences"`
+	Repaired    bool                  `json:"repaired"`
+	Gate        *gateLevels           `json:"gate"`
+	Cards       map[string]int64      `json:"cards"`
+	Orders      map[string]statusSums `json:"orders"`
+	Checks      []application.Check   `json:"checks"`
+}
+
+type gateLevels struct {
+	Stock  int64 `json:"stock"`
+	Sold   int64 `json:"sold"`
+	Frozen bool  `json:"frozen"`
+}
+
+type statusSums struct {
+	Orders int64 `json:"orders"`
+	Qty    int64 `json:"qty"`
+}
+
+// reconcile reports (GET) or, with POST ?repair=true, first rebuilds the gate from the ledger.
+func (s *Server) reconcile(c *fiber.Ctx) error {
+	id, err := productParam(c)
+	if err != nil {
+		return err
+	}
+	repair := c.Method() == fiber.MethodPost && c.QueryBool("repair", false)
+	rep, err := s.shop.Reconcile(c.UserContext(), id, repair)
+	if err != nil {
+		return err
+	}
+	out := reconcileResponse{ProductID: int64(rep.Product), OK: rep.OK(), Differences: rep.Differences,
+		Repaired: rep.Repaired, Cards: rep.Cards, Orders: map[string]statusSums{}, Checks: rep.Checks}
+	if rep.GateKnown {
+		out.Gate = &gateLevels{Stock: rep.Gate.Stock, Sold: rep.Gate.Sold, Frozen: rep.Gate.Frozen}
+	}
+	for k, v := range rep.Orders {
+		out.Orders[k] = statusSums{Orders: v.Orders, Qty: v.Qty}
+	}
+	return c.JSON(out)
+}
+
+func (s *Server) adminOrder(c *fiber.Ctx) error {
+	no, err := orderParam(c)
+	if err != nil {
+		return err
+	}
+	v, err := s.shop.AdminOrder(c.UserContext(), no)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(newOrderResponse(v.Order, v.Cards, true))
+}
+
+type refundRequest struct {
+	Void   bool   `json:"void"`
+	Reason string `json:"reason"`
+}
+
+func (s *Server) refund(c *fiber.Ctx) error {
+	no, err := orderParam(c)
+	if err != nil {
+		return err
+	}
+	var req refundRequest
+	if err := s.decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	o, err := s.shop.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Void: req.Void, Reason: req.Reason})
+	if err != nil {
+		return err
+	}
+	return c.JSON(newOrderResponse(o, nil, true))
+}
+
+func (s *Server) fulfil(c *fiber.Ctx) error {
+	no, err := orderParam(c)
+	if err != nil {
+		return err
+	}
+	o, err := s.shop.FulfilOrder(c.UserContext(), no)
+	if err != nil {
+		return err
+	}
+	return c.JSON(newOrderResponse(o, nil, true))
+}
+
+type tokenRequest struct {
+	BuyerID    string `json:"buyer_id"`
+	TTLSeconds int64  `json:"ttl_seconds"`
+}
+
+type tokenResponse struct {
+	Token     string    `json:"token"`
+	BuyerID   string    `json:"buyer_id"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// issueToken issues a buyer token (default lifetime 24 h).
+func (s *Server) issueToken(c *fiber.Ctx) error {
+	var req tokenRequest
+	if err := s.decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	ttl := 24 * time.Hour
+	if req.TTLSeconds < 0 || req.TTLSeconds > int64(authtoken.MaxTTL/time.Second) {
+		return domain.Invalid("ttl_seconds", "must be between 1 and 2592000")
+	}
+	if req.TTLSeconds != 0 {
+		ttl = time.Duration(req.TTLSeconds) * time.Second
+	}
+	tok, exp, err := s.tokens.Issue(domain.BuyerID(req.BuyerID), s.clock.Now(), ttl)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(tokenResponse{Token: tok, BuyerID: req.BuyerID, ExpiresAt: exp})
+}

@@ -1,0 +1,104 @@
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/domain"
+)
+
+// apiError is one row of the error table: an HTTP status, a stable code clients can switch
+// on, and a message safe to show (never the internal error text).
+type apiError struct {
+	status  int
+	code    string
+	message string
+}
+
+// errorTable maps domain errors to responses. The first match wins, so more specific errors
+// come before their parents (ErrNotDue wraps ErrInvalidTransition).
+var errorTable = []struct {
+	err error
+	api apiError
+}{
+	{domain.ErrInvalidIdempotencyKey, apiError{400, "invalid_idempotency_key", "Idempotency-Key header is required: 8 to 64 characters of A-Z a-z 0-9 . _ : -"}},
+	{domain.ErrQtyOutOfRange, apiError{400, "qty_out_of_range", "qty must be between 1 and the product's per-order limit"}},
+	{domain.ErrInvalidInput, apiError{400, "invalid_request", "the request is not valid"}},
+	{domain.ErrBadSignature, apiError{401, "invalid_signature", "the callback signature is missing, forged or stale"}},
+	{domain.ErrUnauthorized, apiError{401, "unauthorized", "missing or invalid credentials"}},
+	{domain.ErrProductNotFound, apiError{404, "product_not_found", "no such product"}},
+	{domain.ErrOrderNotFound, apiError{404, "order_not_found", "no such order"}},
+	{domain.ErrSoldOut, apiError{409, "sold_out", "sold out"}},
+	{domain.ErrProductExists, apiError{409, "product_exists", "a product with this id already exists"}},
+	{domain.ErrRequestInProgress, apiError{409, "request_in_progress", "the original request with this Idempotency-Key is still running; retry shortly"}},
+	{domain.ErrInvalidTransition, apiError{409, "invalid_order_state", "the order's state does not allow this"}},
+	{domain.ErrIdempotencyMismatch, apiError{422, "idempotency_key_reused", "this Idempotency-Key was used with a different request"}},
+	{domain.ErrAmountMismatch, apiError{422, "amount_mismatch", "the paid amount does not match the order"}},
+	{domain.ErrProductFrozen, apiError{423, "product_frozen", "the product is not on sale"}},
+	{errBodyTooLarge, apiError{413, "body_too_large", "the request body is too large"}},
+	{domain.ErrGateNotReady, apiError{503, "stock_gate_not_ready", "stock for this product is being rebuilt; retry shortly"}},
+	{domain.ErrUnavailable, apiError{503, "service_unavailable", "a dependency is unavailable; retry shortly"}},
+}
+
+var (
+	errBodyTooLarge = errors.New("body too large")
+)
+
+var errInternal = apiError{500, "internal_error", "internal error"}
+
+// errorBody is every error response.
+type errorBody struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Field     string `json:"field,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+func lookup(err error) apiError {
+	for _, row := range errorTable {
+		if errors.Is(err, row.err) {
+			return row.api
+		}
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case fiber.StatusNotFound:
+			return apiError{404, "route_not_found", "no such endpoint"}
+		case fiber.StatusMethodNotAllowed:
+			return apiError{405, "method_not_allowed", "method not allowed"}
+		case fiber.StatusRequestEntityTooLarge:
+			return apiError{413, "body_too_large", "the request body is too large"}
+		case fiber.StatusTooManyRequests:
+			return apiError{429, "rate_limited", "too many requests"}
+		}
+		if fe.Code >= 400 && fe.Code < 500 {
+			return apiError{fe.Code, "bad_request", "the request is not valid"}
+		}
+	}
+	return errInternal
+}
+
+// errorHandler is installed as Fiber's error handler: handlers just return err.
+func errorHandler(log *slog.Logger) fiber.ErrorHandler {
+	return func(c *fiber.Ctx, err error) error {
+		api := lookup(err)
+		body := errorBody{Code: api.code, Message: api.message, RequestID: requestID(c)}
+		var ve *domain.ValidationError
+		if errors.As(err, &ve) {
+			body.Field, body.Message = ve.Field, ve.Error()
+		}
+		level := slog.LevelInfo
+		if api.status >= 500 {
+			level = slog.LevelError
+		}
+		log.Log(c.UserContext(), level, "request failed", "request_id", body.RequestID, "method", c.Method(),
+			"path", c.Path(), "status", api.status, "code", api.code, "err", err.Error())
+		if api.status == fiber.StatusServiceUnavailable {
+			c.Set(fiber.HeaderRetryAfter, "1")
+		}
+		return c.Status(api.status).JSON(body)
+	}
+}

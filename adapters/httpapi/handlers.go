@@ -1,0 +1,121 @@
+package httpapi
+
+import (
+	"errors"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/adapters/paysig"
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+var errorsAs = errors.As
+
+// HeaderReplayed marks the answer to a repeated submission.
+const HeaderReplayed = "Idempotent-Replayed"
+
+// HeaderIdempotencyKey carries the client's idempotency key.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+type placeOrderRequest struct {
+	ProductID int64 `json:"product_id"`
+	Qty       int   `json:"qty"`
+}
+
+// orderResponse is an order as the API shows it.
+type orderResponse struct {
+	OrderNo    string     `json:"order_no"`
+	ProductID  int64      `json:"product_id"`
+	Qty        int        `json:"qty"`
+	UnitPrice  int64      `json:"unit_price"`
+	Amount     int64      `json:"amount"`
+	Status     string     `json:"status"`
+	Reason     string     `json:"reason,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	PaidAt     *time.Time `json:"paid_at,omitempty"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	BuyerID    string     `json:"buyer_id,omitempty"`
+	PaymentRef string     `json:"payment_ref,omitempty"`
+	Codes      []string   `json:"codes,omitempty"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func newOrderResponse(o domain.Order, cards []domain.Card, admin bool) orderResponse {
+	r := orderResponse{OrderNo: string(o.No()), ProductID: int64(o.Product()), Qty: o.Qty(),
+		UnitPrice: int64(o.UnitPrice()), Amount: int64(o.Amount()), Status: o.Status().String(),
+		Reason: o.Reason(), CreatedAt: o.CreatedAt(), ExpiresAt: o.ExpiresAt(), PaidAt: timePtr(o.PaidAt()),
+		EndedAt: timePtr(o.EndedAt())}
+	if admin {
+		r.BuyerID, r.PaymentRef = string(o.Buyer()), o.PaymentRef()
+	}
+	for _, c := range cards {
+		r.Codes = append(r.Codes, c.Code.Reveal()) // the one place a code leaves the process
+	}
+	return r
+}
+
+func (s *Server) placeOrder(c *fiber.Ctx) error {
+	var req placeOrderRequest
+	if err := s.decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	if req.ProductID <= 0 {
+		return domain.Invalid("product_id", "must be a positive integer")
+	}
+	key := c.Get(HeaderIdempotencyKey)
+	res, err := s.shop.PlaceOrder(c.UserContext(), application.PlaceOrder{Buyer: buyerOf(c),
+		Product: domain.ProductID(req.ProductID), Qty: req.Qty, IdempotencyKey: key})
+	if err != nil {
+		return err
+	}
+	status := fiber.StatusCreated
+	if res.Replayed {
+		c.Set(HeaderReplayed, "true")
+		status = fiber.StatusOK
+	}
+	return c.Status(status).JSON(newOrderResponse(res.Order, nil, false))
+}
+
+func (s *Server) getOrder(c *fiber.Ctx) error {
+	no, err := orderParam(c)
+	if err != nil {
+		return err
+	}
+	v, err := s.shop.BuyerOrder(c.UserContext(), buyerOf(c), no)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(newOrderResponse(v.Order, v.Cards, false))
+}
+
+type callbackResponse struct {
+	Result  string `json:"result"`
+	OrderNo string `json:"order_no"`
+	Status  string `json:"status"`
+}
+
+// paymentCallback verifies and applies a provider callback. Success (also for a duplicate)
+// answers 200 {"result":"success"}; anything else is an error the provider should retry
+// (5xx) or give up on (4xx).
+func (s *Server) paymentCallback(c *fiber.Ctx) error {
+	b, err := body(c, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	o, err := s.shop.HandlePaymentCallback(c.UserContext(), application.SignedCallback{
+		Timestamp: c.Get(paysig.HeaderTimestamp), Signature: c.Get(paysig.HeaderSignature), Body: b})
+	if err != nil {
+		return err
+	}
+	return c.JSON(callbackResponse{Result: "success", OrderNo: string(o.No()), Status: o.Status().String()})
+}

@@ -1,0 +1,259 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/gofiber/fiber/v2/middleware/requestid"
+
+	"cardshop/adapters/authtoken"
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// Config configures the HTTP adapter.
+type Config struct {
+	// AdminToken authenticates the /admin endpoints ("Authorization: Bearer <token>").
+	AdminToken string
+	// MaxBodyBytes bounds every JSON body (the code import streams and is bounded by
+	// MaxImportBytes instead).
+	MaxBodyBytes int64
+	// MaxImportBytes bounds one code import upload.
+	MaxImportBytes int64
+}
+
+// DefaultConfig returns the default limits.
+func DefaultConfig(adminToken string) Config {
+	return Config{AdminToken: adminToken, MaxBodyBytes: 64 << 10, MaxImportBytes: 1 << 30}
+}
+
+// Server holds the handlers' dependencies.
+type Server struct {
+	cfg    Config
+	shop   *application.Shop
+	tokens *authtoken.Issuer
+	clock  domain.Clock
+	log    *slog.Logger
+}
+
+// New builds the Fiber app with every route. The app streams request bodies (so a large code
+// import is never held in memory) and therefore bounds every other body itself.
+func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock domain.Clock, log *slog.Logger) *fiber.App {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{cfg: cfg, shop: shop, tokens: tokens, clock: clock, log: log}
+	app := fiber.New(fiber.Config{
+		AppName:           "cardshop",
+		ErrorHandler:      errorHandler(log),
+		StreamRequestBody: true,
+		// Without Immutable, c.Get and c.Params return strings that alias fasthttp's buffers,
+		// which the next request on the connection overwrites; the buyer id (from the token
+		// header) and the idempotency key outlive the request in orders and gate claims.
+		Immutable:             true,
+		BodyLimit:             int(cfg.MaxBodyBytes),
+		DisableStartupMessage: true,
+		ReadTimeout:           30 * time.Second,
+		IdleTimeout:           60 * time.Second,
+	})
+	app.Use(finishBody)
+	app.Use(recover.New())
+	app.Use(requestid.New())
+
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+
+	api := app.Group("/api")
+	api.Post("/order", s.buyer, s.placeOrder)
+	api.Get("/orders/:order_no", s.buyer, s.getOrder)
+	api.Post("/payments/callback", s.paymentCallback)
+
+	admin := app.Group("/admin", s.admin)
+	admin.Post("/products", s.createProduct)
+	admin.Get("/products", s.listProducts)
+	admin.Get("/products/:id", s.getProduct)
+	admin.Post("/products/:id/codes", s.importCodes)
+	admin.Post("/products/:id/freeze", s.freezeProduct)
+	admin.Post("/products/:id/unfreeze", s.unfreezeProduct)
+	admin.Get("/products/:id/reconcile", s.reconcile)
+	admin.Post("/products/:id/reconcile", s.reconcile)
+	admin.Get("/orders/:order_no", s.adminOrder)
+	admin.Post("/orders/:order_no/refund", s.refund)
+	admin.Post("/orders/:order_no/fulfil", s.fulfil)
+	admin.Post("/tokens", s.issueToken)
+	return app
+}
+
+func requestID(c *fiber.Ctx) string {
+	if id, ok := c.Locals(requestid.ConfigDefault.ContextKey).(string); ok {
+		return id
+	}
+	return string(c.Response().Header.Peek(fiber.HeaderXRequestID))
+}
+
+const buyerKey = "cardshop.buyer"
+
+func bearer(c *fiber.Ctx) string {
+	h := c.Get(fiber.HeaderAuthorization)
+	if len(h) > 7 && strings.EqualFold(h[:7], "Bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// buyer authenticates a buyer token and stores the buyer id for the handler.
+func (s *Server) buyer(c *fiber.Ctx) error {
+	id, err := s.tokens.Verify(bearer(c), s.clock.Now())
+	if err != nil {
+		return err
+	}
+	c.Locals(buyerKey, id)
+	return c.Next()
+}
+
+func buyerOf(c *fiber.Ctx) domain.BuyerID { return c.Locals(buyerKey).(domain.BuyerID) }
+
+// admin authenticates the admin token in constant time.
+func (s *Server) admin(c *fiber.Ctx) error {
+	tok := bearer(c)
+	if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) != 1 {
+		return domain.ErrUnauthorized
+	}
+	return c.Next()
+}
+
+// bodyKey stores a request's bodyReader in the context's locals.
+const bodyKey = "cardshop.body"
+
+// drainLimit is how much of a body no handler read is discarded to keep a keep-alive
+// connection; a longer rest closes the connection instead.
+const drainLimit = 64 << 10
+
+// bodyReader is the request body as one reader for the whole request. It remembers reaching
+// the end, because reading a chunked fasthttp stream past its end reads the next request.
+type bodyReader struct {
+	r      io.Reader
+	eof    bool
+	broken bool
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.eof {
+		return 0, io.EOF
+	}
+	if b.broken {
+		return 0, io.ErrUnexpectedEOF
+	}
+	n, err := b.r.Read(p)
+	switch {
+	case errors.Is(err, io.EOF):
+		b.eof = true
+	case err != nil:
+		b.broken = true
+	}
+	return n, err
+}
+
+// requestBody returns the request's body reader: the stream when the server streams (never
+// c.Body(), which would read a whole upload into memory first), else the buffered body.
+func requestBody(c *fiber.Ctx) *bodyReader {
+	if b, ok := c.Locals(bodyKey).(*bodyReader); ok {
+		return b
+	}
+	b := &bodyReader{}
+	if st := c.Context().RequestBodyStream(); st != nil {
+		b.r = st
+	} else {
+		b.r = bytes.NewReader(c.Body())
+	}
+	c.Locals(bodyKey, b)
+	return b
+}
+
+// finishBody keeps keep-alive connections in step. With StreamRequestBody, fasthttp leaves
+// whatever part of a body the handler did not read on the connection and parses it as the
+// next request: a refused upload, a 401, or a GET with a body would smuggle its rest in as a
+// request of its own. After every handler a short rest is drained; a long one, or a body that
+// could not be read, closes the connection.
+func finishBody(c *fiber.Ctx) error {
+	err := c.Next()
+	if c.Context().RequestBodyStream() == nil {
+		return err
+	}
+	b := requestBody(c)
+	if !b.eof && !b.broken {
+		_, _ = io.CopyN(io.Discard, b, drainLimit)
+	}
+	if !b.eof {
+		c.Context().SetConnectionClose()
+	}
+	return err
+}
+
+// body reads the request body, at most limit bytes.
+func body(c *fiber.Ctx, limit int64) ([]byte, error) {
+	if n := c.Request().Header.ContentLength(); n > 0 && int64(n) > limit {
+		return nil, errBodyTooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(requestBody(c), limit+1))
+	if err != nil {
+		return nil, domain.Invalid("body", "could not be read")
+	}
+	if int64(len(b)) > limit {
+		return nil, errBodyTooLarge
+	}
+	return b, nil
+}
+
+// decodeJSON strictly decodes a bounded JSON body into v: unknown fields, wrong types and
+// trailing data are refused. An empty body decodes as {} when allowEmpty. The Content-Type is
+// not checked (curl -d sends a form type): the body must be JSON whatever it says.
+func (s *Server) decodeJSON(c *fiber.Ctx, v any, allowEmpty bool) error {
+	b, err := body(c, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return domain.Invalid("body", "a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errorsAs(err, &te) && te.Field != "" {
+			return domain.Invalid(te.Field, "has the wrong type")
+		}
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			return domain.Invalid(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "unknown field")
+		}
+		return domain.Invalid("body", "not valid JSON")
+	}
+	// dec.More() would miss a stray '}' or ']': only the end of input may follow the object.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return domain.Invalid("body", "trailing data after the JSON object")
+	}
+	return nil
+}
+
+func productParam(c *fiber.Ctx) (domain.ProductID, error) {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, domain.ErrProductNotFound
+	}
+	return domain.ProductID(id), nil
+}
+
+func orderParam(c *fiber.Ctx) (domain.OrderNo, error) {
+	return domain.ParseOrderNo(c.Params("order_no"))
+}
