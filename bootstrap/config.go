@@ -1,0 +1,151 @@
+package bootstrap
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Adapter sets.
+const (
+	AdaptersMemory = "memory"
+	AdaptersReal   = "real"
+)
+
+// Config is everything the service reads from its environment. Every variable is listed in
+// the README's configuration table.
+type Config struct {
+	Adapters       string        // CARDSHOP_ADAPTERS: memory | real
+	HTTPAddr       string        // CARDSHOP_HTTP_ADDR
+	AdminToken     string        // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars)
+	PaymentSecret  string        // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars)
+	TokenSecret    string        // CARDSHOP_TOKEN_SECRET (required, >= 16 chars)
+	OrderTimeout   time.Duration // CARDSHOP_ORDER_TIMEOUT
+	IdempotencyTTL time.Duration // CARDSHOP_IDEMPOTENCY_TTL
+	SweepInterval  time.Duration // CARDSHOP_SWEEP_INTERVAL
+	RelayInterval  time.Duration // CARDSHOP_RELAY_INTERVAL
+	CallbackWindow time.Duration // CARDSHOP_CALLBACK_WINDOW
+	LogLevel       slog.Level    // CARDSHOP_LOG_LEVEL: debug | info | warn | error
+	ShutdownGrace  time.Duration // CARDSHOP_SHUTDOWN_GRACE
+
+	MySQLDSN   string   // CARDSHOP_MYSQL_DSN
+	RedisAddrs []string // CARDSHOP_REDIS_ADDRS (comma-separated; several = cluster)
+	AMQPURL    string   // CARDSHOP_AMQP_URL
+	Migrate    bool     // CARDSHOP_MIGRATE: apply migrations at start
+	CodeKey    string   // CARDSHOP_CODE_KEY: base64 AES-256 key for codes at rest
+}
+
+// envVar describes one variable: its default and how to store it.
+type envVar struct {
+	def string
+	set func(c *Config, v string) error
+}
+
+func durationVar(dst func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive duration such as 15m or 500ms, got %q", v)
+		}
+		*dst(c) = d
+		return nil
+	}
+}
+
+func stringVar(dst func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *dst(c) = v; return nil }
+}
+
+var envVars = map[string]envVar{
+	"CARDSHOP_ADAPTERS": {AdaptersMemory, func(c *Config, v string) error {
+		if v != AdaptersMemory && v != AdaptersReal {
+			return fmt.Errorf("want %q or %q, got %q", AdaptersMemory, AdaptersReal, v)
+		}
+		c.Adapters = v
+		return nil
+	}},
+	"CARDSHOP_HTTP_ADDR":       {"127.0.0.1:8080", stringVar(func(c *Config) *string { return &c.HTTPAddr })},
+	"CARDSHOP_ADMIN_TOKEN":     {"", stringVar(func(c *Config) *string { return &c.AdminToken })},
+	"CARDSHOP_PAYMENT_SECRET":  {"", stringVar(func(c *Config) *string { return &c.PaymentSecret })},
+	"CARDSHOP_TOKEN_SECRET":    {"", stringVar(func(c *Config) *string { return &c.TokenSecret })},
+	"CARDSHOP_ORDER_TIMEOUT":   {"15m", durationVar(func(c *Config) *time.Duration { return &c.OrderTimeout })},
+	"CARDSHOP_IDEMPOTENCY_TTL": {"10m", durationVar(func(c *Config) *time.Duration { return &c.IdempotencyTTL })},
+	"CARDSHOP_SWEEP_INTERVAL":  {"30s", durationVar(func(c *Config) *time.Duration { return &c.SweepInterval })},
+	"CARDSHOP_RELAY_INTERVAL":  {"1s", durationVar(func(c *Config) *time.Duration { return &c.RelayInterval })},
+	"CARDSHOP_CALLBACK_WINDOW": {"5m", durationVar(func(c *Config) *time.Duration { return &c.CallbackWindow })},
+	"CARDSHOP_SHUTDOWN_GRACE":  {"10s", durationVar(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
+	"CARDSHOP_LOG_LEVEL": {"info", func(c *Config, v string) error {
+		return c.LogLevel.UnmarshalText([]byte(v))
+	}},
+	"CARDSHOP_MYSQL_DSN": {"root@tcp(127.0.0.1:3306)/test?parseTime=true", stringVar(func(c *Config) *string { return &c.MySQLDSN })},
+	"CARDSHOP_REDIS_ADDRS": {"127.0.0.1:6379", func(c *Config, v string) error {
+		c.RedisAddrs = nil
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				c.RedisAddrs = append(c.RedisAddrs, a)
+			}
+		}
+		if len(c.RedisAddrs) == 0 {
+			return fmt.Errorf("want host:port[,host:port...]")
+		}
+		return nil
+	}},
+	"CARDSHOP_AMQP_URL": {"amqp://guest:guest@127.0.0.1:5672/", stringVar(func(c *Config) *string { return &c.AMQPURL })},
+	"CARDSHOP_MIGRATE": {"false", func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		c.Migrate = b
+		return nil
+	}},
+	"CARDSHOP_CODE_KEY": {"", stringVar(func(c *Config) *string { return &c.CodeKey })},
+}
+
+// EnvNames lists every variable the service reads, sorted.
+func EnvNames() []string {
+	names := make([]string, 0, len(envVars))
+	for n := range envVars {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LoadConfig reads the configuration from environ ("KEY=value" pairs, as os.Environ gives).
+// An unknown CARDSHOP_ variable, a malformed value or a missing secret is an error, so a typo
+// fails the start instead of silently running with a default.
+func LoadConfig(environ []string) (Config, error) {
+	given := map[string]string{}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, "CARDSHOP_") {
+			continue
+		}
+		if _, known := envVars[k]; !known {
+			return Config{}, fmt.Errorf("unknown setting %s (known: %s)", k, strings.Join(EnvNames(), ", "))
+		}
+		given[k] = v
+	}
+	var c Config
+	for _, name := range EnvNames() {
+		ev := envVars[name]
+		v, ok := given[name]
+		if !ok {
+			v = ev.def
+		}
+		if err := ev.set(&c, v); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	for name, v := range map[string]string{"CARDSHOP_ADMIN_TOKEN": c.AdminToken,
+		"CARDSHOP_PAYMENT_SECRET": c.PaymentSecret, "CARDSHOP_TOKEN_SECRET": c.TokenSecret} {
+		if len(v) < 16 {
+			return Config{}, fmt.Errorf("%s must be set to at least 16 characters (the service refuses to run with guessable secrets)", name)
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,157 @@
+package bootstrap_test
+
+import (
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+
+	"cardshop/bootstrap"
+)
+
+const (
+	adminToken    = "admin-token-0123456789"
+	paymentSecret = "payment-secret-0123456789"
+	tokenSecret   = "token-secret-0123456789"
+)
+
+var secrets = []string{
+	"CARDSHOP_ADMIN_TOKEN=" + adminToken,
+	"CARDSHOP_PAYMENT_SECRET=" + paymentSecret,
+	"CARDSHOP_TOKEN_SECRET=" + tokenSecret,
+}
+
+func env(extra ...string) []string {
+	return append(append([]string{"PATH=/usr/bin", "HOME=/root", "NOT_CARDSHOP_X=1", "CARDSHOPPING=1", "garbage"}, secrets...), extra...)
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := bootstrap.LoadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bootstrap.Config{
+		Adapters: bootstrap.AdaptersMemory, HTTPAddr: "127.0.0.1:8080",
+		AdminToken: adminToken, PaymentSecret: paymentSecret, TokenSecret: tokenSecret,
+		OrderTimeout: 15 * time.Minute, IdempotencyTTL: 10 * time.Minute, SweepInterval: 30 * time.Second,
+		RelayInterval: time.Second, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second,
+		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
+		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/",
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+}
+
+func TestLoadConfigValues(t *testing.T) {
+	c, err := bootstrap.LoadConfig(env(
+		"CARDSHOP_ADAPTERS=real", "CARDSHOP_HTTP_ADDR=:9000", "CARDSHOP_ORDER_TIMEOUT=2m",
+		"CARDSHOP_IDEMPOTENCY_TTL=90s", "CARDSHOP_SWEEP_INTERVAL=5s", "CARDSHOP_RELAY_INTERVAL=250ms",
+		"CARDSHOP_CALLBACK_WINDOW=1m", "CARDSHOP_SHUTDOWN_GRACE=3s", "CARDSHOP_LOG_LEVEL=debug",
+		"CARDSHOP_REDIS_ADDRS= a:1 , ,b:2 ", "CARDSHOP_MIGRATE=true", "CARDSHOP_AMQP_URL=amqp://x/",
+		"CARDSHOP_MYSQL_DSN=u@tcp(db:3306)/shop", "CARDSHOP_CODE_KEY=abc=", "CARDSHOP_TOKEN_SECRET=a=b=c=d=e=f=g=h=i",
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Adapters != "real" || c.HTTPAddr != ":9000" || c.OrderTimeout != 2*time.Minute || c.IdempotencyTTL != 90*time.Second ||
+		c.SweepInterval != 5*time.Second || c.RelayInterval != 250*time.Millisecond || c.CallbackWindow != time.Minute ||
+		c.ShutdownGrace != 3*time.Second || c.LogLevel != slog.LevelDebug || !reflect.DeepEqual(c.RedisAddrs, []string{"a:1", "b:2"}) ||
+		!c.Migrate || c.AMQPURL != "amqp://x/" || c.MySQLDSN != "u@tcp(db:3306)/shop" || c.CodeKey != "abc=" ||
+		c.TokenSecret != "a=b=c=d=e=f=g=h=i" {
+		t.Fatalf("config %+v", c)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		mention string
+	}{
+		{"unknown variable", env("CARDSHOP_ORDER_TIMOUT=5m"), "CARDSHOP_ORDER_TIMOUT"},
+		{"unknown variable, empty", env("CARDSHOP_DEBUG="), "CARDSHOP_DEBUG"},
+		{"duration without a unit", env("CARDSHOP_ORDER_TIMEOUT=15"), "CARDSHOP_ORDER_TIMEOUT"},
+		{"negative duration", env("CARDSHOP_SWEEP_INTERVAL=-1s"), "CARDSHOP_SWEEP_INTERVAL"},
+		{"zero duration", env("CARDSHOP_RELAY_INTERVAL=0s"), "CARDSHOP_RELAY_INTERVAL"},
+		{"empty duration", env("CARDSHOP_CALLBACK_WINDOW="), "CARDSHOP_CALLBACK_WINDOW"},
+		{"bogus adapters", env("CARDSHOP_ADAPTERS=bogus"), "CARDSHOP_ADAPTERS"},
+		{"adapters in upper case", env("CARDSHOP_ADAPTERS=MEMORY"), "CARDSHOP_ADAPTERS"},
+		{"bad log level", env("CARDSHOP_LOG_LEVEL=loud"), "CARDSHOP_LOG_LEVEL"},
+		{"no redis address", env("CARDSHOP_REDIS_ADDRS= , "), "CARDSHOP_REDIS_ADDRS"},
+		{"bad bool", env("CARDSHOP_MIGRATE=maybe"), "CARDSHOP_MIGRATE"},
+		{"no admin token", []string{secrets[1], secrets[2]}, "CARDSHOP_ADMIN_TOKEN"},
+		{"no payment secret", []string{secrets[0], secrets[2]}, "CARDSHOP_PAYMENT_SECRET"},
+		{"no token secret", []string{secrets[0], secrets[1]}, "CARDSHOP_TOKEN_SECRET"},
+		{"short admin token", env("CARDSHOP_ADMIN_TOKEN=short"), "CARDSHOP_ADMIN_TOKEN"},
+		{"payment secret of 15", env("CARDSHOP_PAYMENT_SECRET=" + strings.Repeat("p", 15)), "CARDSHOP_PAYMENT_SECRET"},
+		{"empty token secret", env("CARDSHOP_TOKEN_SECRET="), "CARDSHOP_TOKEN_SECRET"},
+		{"nothing set", nil, "CARDSHOP_"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := bootstrap.LoadConfig(tt.environ)
+			if err == nil {
+				t.Fatalf("accepted: %+v", c)
+			}
+			if !strings.Contains(err.Error(), tt.mention) {
+				t.Fatalf("error %q does not name %s", err, tt.mention)
+			}
+			for _, s := range []string{adminToken, paymentSecret, tokenSecret} {
+				if strings.Contains(err.Error(), s) {
+					t.Fatalf("error %q shows a secret", err)
+				}
+			}
+		})
+	}
+}
+
+func TestEnvNamesAreSortedAndKnown(t *testing.T) {
+	names := bootstrap.EnvNames()
+	for i, n := range names {
+		if !strings.HasPrefix(n, "CARDSHOP_") || (i > 0 && names[i-1] >= n) {
+			t.Fatalf("EnvNames %v", names)
+		}
+		// Every listed name is accepted.
+		if _, err := bootstrap.LoadConfig(env(n + "=" + validValue(n))); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+}
+
+func validValue(name string) string {
+	switch {
+	case strings.HasSuffix(name, "_TIMEOUT"), strings.HasSuffix(name, "_TTL"), strings.HasSuffix(name, "_INTERVAL"),
+		strings.HasSuffix(name, "_WINDOW"), strings.HasSuffix(name, "_GRACE"):
+		return "1m"
+	case name == "CARDSHOP_ADAPTERS":
+		return "memory"
+	case name == "CARDSHOP_LOG_LEVEL":
+		return "warn"
+	case name == "CARDSHOP_MIGRATE":
+		return "false"
+	case name == "CARDSHOP_REDIS_ADDRS":
+		return "r:6379"
+	default:
+		return "a-value-of-sixteen-or-more"
+	}
+}
+
+func TestModuleValidates(t *testing.T) {
+	cfg, err := bootstrap.LoadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.ValidateApp(bootstrap.Module(cfg), fx.NopLogger); err != nil {
+		t.Fatalf("memory adapter set: %v", err)
+	}
+	// A config that skipped LoadConfig (short secrets) does not build.
+	bad := cfg
+	bad.PaymentSecret = "short"
+	if err := fx.New(bootstrap.Module(bad), fx.NopLogger).Err(); err == nil {
+		t.Fatal("a short payment secret built an app")
+	}
+}

@@ -1,0 +1,42 @@
+package bootstrap
+
+import (
+	"errors"
+
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"cardshop/adapters/memory"
+	"cardshop/domain"
+)
+
+// MemoryAdapters provides every driven port in memory: the whole service in one process with
+// nothing else installed. State is lost when the process stops.
+func MemoryAdapters() fx.Option {
+	return fx.Options(
+		fx.Provide(
+			func() *memory.SystemClock { return &memory.SystemClock{} },
+			func(c *memory.SystemClock) domain.Clock { return c },
+			memory.NewLedger,
+			func(c domain.Clock) *memory.Gate { return memory.NewGate(c) },
+			func(c domain.Clock) *memory.DelayQueue { return memory.NewDelayQueue(c) },
+			memory.NewPublisher,
+			func(log *slog.Logger) *memory.Alerts { return memory.NewAlerts(log) },
+			func(l *memory.Ledger) domain.Ledger { return l },
+			func(g *memory.Gate) domain.StockGate { return g },
+			func(q *memory.DelayQueue) domain.DelayQueue { return q },
+			func(q *memory.DelayQueue) Consumer { return q },
+			func(p *memory.Publisher) domain.EventPublisher { return p },
+			func(a *memory.Alerts) domain.Alerter { return a },
+		),
+		fx.Invoke(func(lc fx.Lifecycle, q *memory.DelayQueue) {
+			lc.Append(fx.StopHook(q.Close))
+		}),
+	)
+}
+
+// RealAdapters provides the production adapters (Redis, MySQL, RabbitMQ).
+func RealAdapters() fx.Option {
+	return fx.Error(errors.New("CARDSHOP_ADAPTERS=real: the production adapters are not wired in yet"))
+}

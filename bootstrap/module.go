@@ -1,0 +1,150 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"go.uber.org/fx"
+
+	"cardshop/adapters/authtoken"
+	"cardshop/adapters/httpapi"
+	"cardshop/adapters/paysig"
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// Module is the whole service for cfg: shared pieces plus the adapter set cfg names.
+func Module(cfg Config) fx.Option {
+	adapters := MemoryAdapters()
+	if cfg.Adapters == AdaptersReal {
+		adapters = RealAdapters()
+	}
+	return fx.Options(
+		fx.Supply(cfg),
+		fx.Provide(newLogger, newSigner, newTokens, newShop, newHTTP),
+		adapters,
+		fx.Invoke(runWorkers, serveHTTP),
+	)
+}
+
+func newLogger(cfg Config) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+}
+
+func newSigner(cfg Config) (*paysig.Signer, error) {
+	return paysig.New(cfg.PaymentSecret, cfg.CallbackWindow)
+}
+
+func newTokens(cfg Config) (*authtoken.Issuer, error) { return authtoken.New(cfg.TokenSecret) }
+
+// Ports are the driven adapters an adapter set provides.
+type Ports struct {
+	fx.Out
+	Ledger    domain.Ledger
+	Gate      domain.StockGate
+	Queue     domain.DelayQueue
+	Publisher domain.EventPublisher
+	Alerter   domain.Alerter
+	Clock     domain.Clock
+}
+
+// Consumer is how an adapter set delivers due order timeouts to the use case.
+type Consumer interface {
+	Consume(handler func(context.Context, domain.OrderNo) error)
+}
+
+type shopIn struct {
+	fx.In
+	Cfg       Config
+	Ledger    domain.Ledger
+	Gate      domain.StockGate
+	Queue     domain.DelayQueue
+	Publisher domain.EventPublisher
+	Alerter   domain.Alerter
+	Clock     domain.Clock
+	Signer    *paysig.Signer
+	Log       *slog.Logger
+}
+
+func newShop(in shopIn) (*application.Shop, error) {
+	ac := application.DefaultConfig()
+	ac.OrderTimeout, ac.IdempotencyTTL = in.Cfg.OrderTimeout, in.Cfg.IdempotencyTTL
+	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
+		Publisher: in.Publisher, Verifier: in.Signer, Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
+}
+
+func newHTTP(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock domain.Clock, log *slog.Logger) *fiber.App {
+	return httpapi.New(httpapi.DefaultConfig(cfg.AdminToken), shop, tokens, clock, log)
+}
+
+// runWorkers starts the delay-queue consumer, the sweeper and the outbox relay with the
+// service and stops them (waiting for a running pass) when it stops.
+func runWorkers(lc fx.Lifecycle, cfg Config, shop *application.Shop, consumer Consumer, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	every := func(name string, d time.Duration, run func(context.Context) (int, error)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(d)
+			defer t.Stop()
+			for {
+				if n, err := run(ctx); err != nil && ctx.Err() == nil {
+					log.Warn(name+" pass failed", "err", err)
+				} else if n > 0 {
+					log.Debug(name+" pass", "n", n)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	}
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			consumer.Consume(shop.CloseExpired)
+			every("sweeper", cfg.SweepInterval, shop.Sweep)
+			every("outbox relay", cfg.RelayInterval, shop.RelayOutbox)
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			cancel()
+			wg.Wait()
+			return nil
+		},
+	})
+}
+
+// serveHTTP listens on cfg.HTTPAddr at start (a taken port fails the start) and shuts the
+// server down gracefully at stop, letting requests in flight finish.
+func serveHTTP(lc fx.Lifecycle, cfg Config, app *fiber.App, log *slog.Logger) {
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			ln, err := net.Listen("tcp", cfg.HTTPAddr)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+			}
+			log.Info("cardshop listening", "addr", ln.Addr().String(), "adapters", cfg.Adapters)
+			go func() {
+				if err := app.Listener(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+					log.Error("http server stopped", "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, cfg.ShutdownGrace)
+			defer cancel()
+			return app.ShutdownWithContext(ctx)
+		},
+	})
+}
