@@ -77,18 +77,21 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 		s.tryCancelReservation(ctx, r)
 		return PlacedOrder{}, fmt.Errorf("reserve stock: %w", err)
 	}
-	switch res.Outcome {
-	case domain.Reserved:
-	case domain.Replayed:
+	switch {
+	case res.Outcome == domain.Reserved:
+	case res.Outcome == domain.Replayed && res.ExistingOrder == order.No():
+		// A client-level retry of the same call (a lost reply) ran the script twice: the claim
+		// is ours and the units were taken once. Carry on as reserved.
+	case res.Outcome == domain.Replayed:
 		if res.ExistingFingerprint != order.Fingerprint() {
 			return PlacedOrder{}, domain.ErrIdempotencyMismatch
 		}
 		return s.replay(ctx, res.ExistingOrder, cmd.Buyer, order.Fingerprint())
-	case domain.SoldOut:
+	case res.Outcome == domain.SoldOut:
 		return PlacedOrder{}, domain.ErrSoldOut
-	case domain.Frozen:
+	case res.Outcome == domain.Frozen:
 		return PlacedOrder{}, domain.ErrProductFrozen
-	case domain.GateMissing:
+	case res.Outcome == domain.GateMissing:
 		return PlacedOrder{}, domain.ErrGateNotReady
 	default:
 		return PlacedOrder{}, fmt.Errorf("reserve stock: unknown outcome %d", res.Outcome)

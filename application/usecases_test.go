@@ -681,3 +681,19 @@ func TestPlaceOrderGivesBackAnAmbiguousReservation(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 }
+
+// A client retry that re-runs the reserve script (the first reply was lost) sees its own
+// claim: the order is placed once, with the units taken once.
+func TestPlaceOrderSurvivesAReRunReserveScript(t *testing.T) {
+	f := newFixture(t, withGate(func(m *memory.Gate) domain.StockGate { return retryingGate{m} }))
+	p := f.createProduct(t, 3, 5)
+	res, err := f.place("alice", p.ID(), 2, f.newKey())
+	is(t, "place through a retrying gate", err, nil)
+	if res.Replayed || res.Order.Status() != domain.StatusPending {
+		t.Fatalf("answered %+v (replayed %v), want a new PENDING order", res.Order.Record(), res.Replayed)
+	}
+	if lv := f.levels(t, p.ID()); lv.Stock != 3 || lv.Sold != 2 {
+		t.Fatalf("gate %+v, want stock 3 sold 2: reserved twice?", lv)
+	}
+	f.assertInvariants(t, p.ID())
+}
