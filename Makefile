@@ -23,12 +23,16 @@ run: ## run the service on the in-memory adapters (http://127.0.0.1:8080), dev s
 build: ## build bin/cardshop
 	$(GO) build -o bin/cardshop ./cmd/cardshop
 
+.PHONY: services
+services: ## (re)start MariaDB, Redis, RabbitMQ and a 3-node Redis Cluster if they are down
+	@bash .ci/services.sh
+
 .PHONY: test
-test: ## every test with -race (what CI runs)
+test: services ## every test with -race, integration suites included (what CI runs)
 	$(GO) test -race -count=1 ./...
 
 .PHONY: test-v
-test-v: ## every test with -race, verbose
+test-v: services ## every test with -race, verbose
 	$(GO) test -race -count=1 -v ./...
 
 .PHONY: check

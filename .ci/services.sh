@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# (Re)starts every service the tests need and waits until each answers: MariaDB, Redis,
+# RabbitMQ (the machine's own, started the way the machine starts them) and a 3-master Redis
+# Cluster on 127.0.0.1:7001-7003 for the gate's cluster suite. With CI=true a service that
+# still does not answer fails the script (the tests must not pass by skipping).
+set -uo pipefail
+CLUSTER_DIR=${CLUSTER_DIR:-/tmp/cardshop-redis-cluster}
+CLUSTER_PORTS=(7001 7002 7003)
+failed=()
+
+wait_for() { # name, seconds, command...
+  local name=$1 secs=$2; shift 2
+  for ((i = 0; i < secs * 5; i++)); do
+    if "$@" >/dev/null 2>&1; then echo "ok: $name"; return 0; fi
+    sleep 0.2
+  done
+  echo "NOT REACHABLE: $name"; failed+=("$name"); return 1
+}
+
+tcp_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+# MariaDB
+if ! mysqladmin -uroot -h127.0.0.1 ping >/dev/null 2>&1; then
+  echo "starting MariaDB"
+  start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd >/dev/null 2>&1 || true
+fi
+wait_for "MariaDB 127.0.0.1:3306" 60 mysqladmin -uroot -h127.0.0.1 ping
+
+# Redis
+if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+  echo "starting Redis"
+  mkdir -p /var/lib/redis /var/log/redis
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log >/dev/null 2>&1 || true
+fi
+wait_for "Redis 127.0.0.1:6379" 30 redis-cli -h 127.0.0.1 -p 6379 ping
+
+# RabbitMQ
+if ! tcp_open 127.0.0.1 5672; then
+  echo "starting RabbitMQ"
+  rabbitmq-server -detached >/dev/null 2>&1 || true
+fi
+wait_for "RabbitMQ 127.0.0.1:5672" 120 tcp_open 127.0.0.1 5672
+
+# Redis Cluster: three masters, no replicas, nothing on disk.
+cluster_ok() { redis-cli -p "${CLUSTER_PORTS[0]}" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; }
+if ! cluster_ok; then
+  echo "starting the Redis Cluster on ports ${CLUSTER_PORTS[*]}"
+  for p in "${CLUSTER_PORTS[@]}"; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
+  rm -rf "$CLUSTER_DIR"; mkdir -p "$CLUSTER_DIR"
+  for p in "${CLUSTER_PORTS[@]}"; do
+    mkdir -p "$CLUSTER_DIR/$p"
+    redis-server --daemonize yes --bind 127.0.0.1 --port "$p" --cluster-enabled yes \
+      --cluster-config-file "$CLUSTER_DIR/$p/nodes.conf" --cluster-node-timeout 5000 \
+      --save "" --appendonly no --dir "$CLUSTER_DIR/$p" --logfile "$CLUSTER_DIR/$p/redis.log" >/dev/null 2>&1
+  done
+  for p in "${CLUSTER_PORTS[@]}"; do wait_for "Redis cluster node $p" 20 redis-cli -p "$p" ping; done
+  redis-cli --cluster create $(printf '127.0.0.1:%s ' "${CLUSTER_PORTS[@]}") --cluster-replicas 0 --cluster-yes >/dev/null 2>&1 || true
+fi
+wait_for "Redis Cluster 127.0.0.1:${CLUSTER_PORTS[0]}-${CLUSTER_PORTS[-1]}" 30 cluster_ok
+
+if ((${#failed[@]})); then
+  echo "unreachable: ${failed[*]}"
+  if [[ "${CI:-}" == "true" ]]; then exit 1; fi
+  echo "(not CI: the integration suites that need them will be skipped)"
+fi
+exit 0
