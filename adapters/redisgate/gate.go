@@ -1,0 +1,327 @@
+// Package redisgate is the domain.StockGate on Redis (standalone or Cluster) through go-redis
+// v9: every operation that reads and writes is one of the Lua scripts in package lua, so it is
+// atomic on the server, with the same semantics as the in-memory gate (adapters/memory).
+//
+// Keys (SPEC.md; the {pid} braces are Cluster hash tags, so all keys of one product share a
+// slot and one script may touch them all):
+//
+//	stock:product:{<pid>}              reservable count; missing = the gate does not know the product
+//	sold:product:{<pid>}               reserved-or-sold count
+//	frozen:product:{<pid>}             present while the product is frozen
+//	idem:order:{<pid>}:<buyer>:<key>   a buyer's idempotency claim: <order no>|<fingerprint>|<qty>
+//	idem:ref:{<pid>}:<ref>             the claim of a reservation without a key
+//	gate:applied:{<pid>}:<ref>         an applied GateChange, kept MarkerTTL
+//
+// It imports the domain, package lua and go-redis.
+package redisgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"cardshop/domain"
+	"cardshop/lua"
+)
+
+// DefaultKeyTTL is how long the gate remembers an idempotency claim when a reservation does
+// not say (the same as the in-memory gate's).
+const DefaultKeyTTL = 10 * time.Minute
+
+// MarkerTTL is how long the gate remembers that an Apply reference was applied (the same as the
+// in-memory gate's).
+const MarkerTTL = 7 * 24 * time.Hour
+
+// claimSep separates the fields of a claim's value. Order numbers may not contain it; the
+// fingerprint sits between the first and the last separator, so it may.
+const claimSep = "|"
+
+// The scripts. Script.Run sends EVALSHA and falls back to EVAL when the server answers NOSCRIPT
+// (an empty script cache: a restart, a failover, SCRIPT FLUSH), which also caches the script
+// again.
+//
+// go-redis re-sends a command after a retryable failure (MaxRetries), including an EOF read
+// after the command was written: a script may then run twice. That is safe for every one of
+// them: a second reserve.lua finds its own claim and answers Replayed with the same order
+// number, a second cancel.lua finds no claim and a second apply.lua finds the marker (both
+// answer 0 and change nothing), and rebuild.lua writes the same values again.
+var (
+	reserveScript = redis.NewScript(lua.Reserve)
+	cancelScript  = redis.NewScript(lua.Cancel)
+	applyScript   = redis.NewScript(lua.Apply)
+	rebuildScript = redis.NewScript(lua.Rebuild)
+)
+
+// reserve.lua's outcome codes.
+const (
+	codeReserved    = 1
+	codeReplayed    = 2
+	codeSoldOut     = 3
+	codeFrozen      = 4
+	codeGateMissing = 5
+)
+
+// Gate is a domain.StockGate on Redis. It is safe for concurrent use.
+type Gate struct {
+	c redis.UniversalClient
+}
+
+var _ domain.StockGate = (*Gate)(nil)
+
+// New returns a gate on c, a standalone, failover or Cluster client. The gate does not own c:
+// closing it is the caller's business.
+func New(c redis.UniversalClient) *Gate { return &Gate{c: c} }
+
+// Ping checks that Redis answers; its error wraps domain.ErrUnavailable.
+func (g *Gate) Ping(ctx context.Context) error {
+	return wrap("ping", g.c.Ping(ctx).Err())
+}
+
+func productTag(p domain.ProductID) string { return "{" + strconv.FormatInt(int64(p), 10) + "}" }
+
+func stockKey(p domain.ProductID) string  { return "stock:product:" + productTag(p) }
+func soldKey(p domain.ProductID) string   { return "sold:product:" + productTag(p) }
+func frozenKey(p domain.ProductID) string { return "frozen:product:" + productTag(p) }
+
+// claimKey names a reservation's idempotency claim. Buyers' claims live under idem:order: and
+// keyless ones under idem:ref:, so a Ref can never take a buyer's key or the reverse; within
+// idem:order: the buyer cannot contain ':' (checkClaim), so <buyer>:<key> splits one way only.
+func claimKey(r domain.Reservation) string {
+	if r.Key == "" {
+		return "idem:ref:" + productTag(r.Product) + ":" + r.Ref
+	}
+	return "idem:order:" + productTag(r.Product) + ":" + string(r.Buyer) + ":" + string(r.Key)
+}
+
+func markerKey(c domain.GateChange) string {
+	return "gate:applied:" + productTag(c.Product) + ":" + c.Ref
+}
+
+// checkClaim refuses what cannot be stored as a claim unambiguously.
+func checkClaim(r domain.Reservation) error {
+	if r.Key == "" && r.Ref == "" {
+		// Without either, every keyless reservation of the product would share one claim.
+		return domain.Invalid("ref", "required when the idempotency key is empty")
+	}
+	if r.Key != "" && strings.Contains(string(r.Buyer), ":") {
+		// "a:b" + "c" and "a" + "b:c" would name the same claim: one buyer could replay another's
+		// order. domain.ParseBuyerID never lets ':' through; this guards other callers.
+		return domain.Invalid("buyer_id", "must not contain ':'")
+	}
+	if strings.Contains(string(r.OrderNo), claimSep) {
+		return domain.Invalid("order_no", "must not contain '"+claimSep+"'")
+	}
+	return nil
+}
+
+// reserveArgs are reserve.lua's KEYS and ARGV for r.
+func reserveArgs(r domain.Reservation) (keys []string, args []any) {
+	ttl := r.KeyTTL
+	if ttl <= 0 {
+		ttl = DefaultKeyTTL
+	}
+	ms := max(ttl.Milliseconds(), 1)
+	qty := strconv.Itoa(r.Qty)
+	claim := string(r.OrderNo) + claimSep + r.Fingerprint + claimSep + qty
+	return []string{stockKey(r.Product), soldKey(r.Product), frozenKey(r.Product), claimKey(r)},
+		[]any{qty, claim, strconv.FormatInt(ms, 10)}
+}
+
+// Reserve claims the reservation's key (or Ref) and takes its units in one atomic step
+// (reserve.lua). Sold out, frozen, replay and a missing product are outcomes; a qty below 1 or
+// a reservation with neither key nor Ref is a domain.ValidationError; an error reaching Redis
+// wraps domain.ErrUnavailable.
+func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
+	if r.Qty < 1 {
+		return domain.ReserveResult{}, domain.Invalid("qty", "must be at least 1")
+	}
+	if err := checkClaim(r); err != nil {
+		return domain.ReserveResult{}, err
+	}
+	keys, args := reserveArgs(r)
+	reply, err := reserveScript.Run(ctx, g.c, keys, args...).Slice()
+	if err != nil {
+		return domain.ReserveResult{}, wrap("reserve", err)
+	}
+	res, err := decodeReserve(reply)
+	if err != nil {
+		return domain.ReserveResult{}, fmt.Errorf("redis gate reserve: %w", err)
+	}
+	return res, nil
+}
+
+// decodeReserve reads reserve.lua's {code, claim, left}.
+func decodeReserve(reply []any) (domain.ReserveResult, error) {
+	if len(reply) != 3 {
+		return domain.ReserveResult{}, fmt.Errorf("reply %v: want {code, claim, left}", reply)
+	}
+	code, ok1 := reply[0].(int64)
+	claim, ok2 := reply[1].(string)
+	left, ok3 := reply[2].(int64)
+	if !ok1 || !ok2 || !ok3 {
+		return domain.ReserveResult{}, fmt.Errorf("reply %v: want {integer, string, integer}", reply)
+	}
+	res := domain.ReserveResult{Left: left}
+	switch code {
+	case codeReserved:
+		res.Outcome = domain.Reserved
+	case codeReplayed:
+		res.Outcome = domain.Replayed
+		order, fingerprint, ok := parseClaim(claim)
+		if !ok {
+			return domain.ReserveResult{}, fmt.Errorf("malformed claim %q", claim)
+		}
+		res.ExistingOrder, res.ExistingFingerprint = order, fingerprint
+	case codeSoldOut:
+		res.Outcome = domain.SoldOut
+	case codeFrozen:
+		res.Outcome = domain.Frozen
+	case codeGateMissing:
+		res.Outcome = domain.GateMissing
+	default:
+		return domain.ReserveResult{}, fmt.Errorf("unknown outcome code %d", code)
+	}
+	return res, nil
+}
+
+// parseClaim splits <order no>|<fingerprint>|<qty>.
+func parseClaim(v string) (domain.OrderNo, string, bool) {
+	order, rest, ok := strings.Cut(v, claimSep)
+	if !ok {
+		return "", "", false
+	}
+	i := strings.LastIndex(rest, claimSep)
+	if i < 0 {
+		return "", "", false
+	}
+	return domain.OrderNo(order), rest[:i], true
+}
+
+// Cancel undoes a reservation whose order could not be written (cancel.lua): if the claim for
+// its key (or Ref) still exists and points at r.OrderNo, it drops the claim, returns the units
+// the claim took and reports true; otherwise it changes nothing and reports false. A
+// reservation with neither key nor Ref is a domain.ValidationError; an error reaching Redis
+// wraps domain.ErrUnavailable.
+func (g *Gate) Cancel(ctx context.Context, r domain.Reservation) (bool, error) {
+	if err := checkClaim(r); err != nil {
+		return false, err
+	}
+	n, err := cancelScript.Run(ctx, g.c, []string{stockKey(r.Product), soldKey(r.Product), claimKey(r)},
+		string(r.OrderNo)).Int64()
+	if err != nil {
+		return false, wrap("cancel", err)
+	}
+	return n == 1, nil
+}
+
+// Apply adds c's Stock and Sold to the product's counters once per c.Ref (apply.lua) and
+// reports whether this call applied it; a product the gate does not know is left alone and
+// nothing is recorded for it. An error reaching Redis wraps domain.ErrUnavailable.
+func (g *Gate) Apply(ctx context.Context, c domain.GateChange) (bool, error) {
+	n, err := applyScript.Run(ctx, g.c, []string{stockKey(c.Product), soldKey(c.Product), markerKey(c)},
+		strconv.FormatInt(c.Stock, 10), strconv.FormatInt(c.Sold, 10),
+		strconv.FormatInt(MarkerTTL.Milliseconds(), 10)).Int64()
+	if err != nil {
+		return false, wrap("apply", err)
+	}
+	return n == 1, nil
+}
+
+// Levels returns the product's counters, read together (one MGET, one slot); ok is false when
+// the gate has no stock key for it, and then only Frozen is reported. An error reaching Redis
+// wraps domain.ErrUnavailable.
+func (g *Gate) Levels(ctx context.Context, p domain.ProductID) (domain.GateLevels, bool, error) {
+	vals, err := g.c.MGet(ctx, stockKey(p), soldKey(p), frozenKey(p)).Result()
+	if err != nil {
+		return domain.GateLevels{}, false, wrap("levels", err)
+	}
+	if len(vals) != 3 {
+		return domain.GateLevels{}, false, fmt.Errorf("redis gate levels: MGET answered %d values, want 3", len(vals))
+	}
+	l := domain.GateLevels{Frozen: vals[2] != nil}
+	if vals[0] == nil {
+		return l, false, nil
+	}
+	if l.Stock, err = counter(vals[0]); err != nil {
+		return domain.GateLevels{}, false, fmt.Errorf("redis gate levels: stock: %w", err)
+	}
+	if vals[1] != nil { // Rebuild writes both; a lone stock key reads as sold 0
+		if l.Sold, err = counter(vals[1]); err != nil {
+			return domain.GateLevels{}, false, fmt.Errorf("redis gate levels: sold: %w", err)
+		}
+	}
+	return l, true, nil
+}
+
+func counter(v any) (int64, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("value %v is not a string", v)
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
+// Rebuild overwrites the product's counters and frozen flag in one step (rebuild.lua); claims
+// and markers are kept. An error reaching Redis wraps domain.ErrUnavailable.
+func (g *Gate) Rebuild(ctx context.Context, p domain.ProductID, l domain.GateLevels) error {
+	frozen := "0"
+	if l.Frozen {
+		frozen = "1"
+	}
+	err := rebuildScript.Run(ctx, g.c, []string{stockKey(p), soldKey(p), frozenKey(p)},
+		strconv.FormatInt(l.Stock, 10), strconv.FormatInt(l.Sold, 10), frozen).Err()
+	return wrap("rebuild", err)
+}
+
+// SetFrozen sets or clears the product's frozen flag, even before the product has counters
+// (which alone does not make the product known). An error reaching Redis wraps
+// domain.ErrUnavailable.
+func (g *Gate) SetFrozen(ctx context.Context, p domain.ProductID, frozen bool) error {
+	var err error
+	if frozen {
+		err = g.c.Set(ctx, frozenKey(p), "1", 0).Err()
+	} else {
+		err = g.c.Del(ctx, frozenKey(p)).Err()
+	}
+	return wrap("set frozen", err)
+}
+
+// wrap adds the operation to err and, when Redis could not be reached or could not serve the
+// command for now, domain.ErrUnavailable.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if unavailable(err) {
+		return fmt.Errorf("redis gate %s: %w: %w", op, domain.ErrUnavailable, err)
+	}
+	return fmt.Errorf("redis gate %s: %w", op, err)
+}
+
+// unavailable reports whether err means "Redis is not there for now" rather than "Redis
+// answered no". An error without a server reply (dial, I/O, EOF, timeout, context, closed
+// client, pool timeout) is unavailable; of the server's replies only the transient ones are:
+// redis.Nil, script error replies and WRONGTYPE are answers, and a retry would get them again.
+func unavailable(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return true
+	}
+	if errors.Is(err, redis.Nil) {
+		return false
+	}
+	if _, ok := redis.IsMovedError(err); ok {
+		return true // still redirected after MaxRedirects: the cluster is resharding
+	}
+	if _, ok := redis.IsAskError(err); ok {
+		return true
+	}
+	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
+		redis.IsTryAgainError(err) || redis.IsMasterDownError(err) || redis.IsMaxClientsError(err) ||
+		redis.IsOOMError(err) || redis.IsNoReplicasError(err) || redis.HasErrorPrefix(err, "BUSY ")
+}

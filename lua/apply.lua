@@ -1,0 +1,41 @@
+-- apply.lua: add a change to a product's counters once per reference.
+--
+-- KEYS[1]  stock:product:{<pid>}
+-- KEYS[2]  sold:product:{<pid>}
+-- KEYS[3]  the marker: gate:applied:{<pid>}:<ref>
+-- ARGV[1]  dStock: a signed integer added to stock
+-- ARGV[2]  dSold: a signed integer added to sold
+-- ARGV[3]  the marker's TTL in milliseconds (7 days): a positive integer
+--
+-- Returns 1 when the change was applied (and the marker set), 0 when it was not: the product's
+-- stock key is missing (nothing is recorded, so the change applies once the gate is rebuilt)
+-- or the marker exists (already applied). An error reply, before anything is written, when ARGV
+-- is malformed.
+--
+-- Why atomic: the marker check, the two increments and the marker must be one step, or two
+-- deliveries of one outbox message could both miss the marker and apply the change twice, or a
+-- crash between the increments and the marker could leave a change applied but unrecorded. The
+-- marker is also what makes a second run (a client re-send after a lost reply) return 0 and
+-- change nothing.
+
+local function integer(s)
+  return s and (s == '0' or string.match(s, '^-?[1-9]%d*$')) and #s <= 20
+end
+
+local dStock, dSold, ttl = ARGV[1], ARGV[2], ARGV[3]
+if not (integer(dStock) and integer(dSold)) then
+  return redis.error_reply('ERR apply.lua: deltas must be integers')
+end
+if not (ttl and string.match(ttl, '^[1-9]%d*$')) then
+  return redis.error_reply('ERR apply.lua: marker TTL must be a positive integer of milliseconds')
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  return 0
+end
+redis.call('INCRBY', KEYS[1], dStock)
+redis.call('INCRBY', KEYS[2], dSold)
+redis.call('SET', KEYS[3], '1', 'PX', ttl)
+return 1

@@ -1,0 +1,35 @@
+-- rebuild.lua: overwrite a product's counters and frozen flag (initialisation and repair).
+--
+-- KEYS[1]  stock:product:{<pid>}
+-- KEYS[2]  sold:product:{<pid>}
+-- KEYS[3]  frozen:product:{<pid>}
+-- ARGV[1]  stock: an integer
+-- ARGV[2]  sold: an integer
+-- ARGV[3]  frozen: 1 to freeze, 0 to clear the flag
+--
+-- Returns 1. An error reply, before anything is written, when ARGV is malformed. Claims and
+-- applied markers are left alone.
+--
+-- Why atomic: a reservation running between separate writes could see the new stock with the old
+-- sold (breaking stock + sold = live codes for reconciliation) or sell from a product that the
+-- rebuild is about to freeze.
+
+local function integer(s)
+  return s and (s == '0' or string.match(s, '^-?[1-9]%d*$')) and #s <= 20
+end
+
+local stock, sold, frozen = ARGV[1], ARGV[2], ARGV[3]
+if not (integer(stock) and integer(sold)) then
+  return redis.error_reply('ERR rebuild.lua: stock and sold must be integers')
+end
+if frozen ~= '0' and frozen ~= '1' then
+  return redis.error_reply('ERR rebuild.lua: frozen must be 0 or 1')
+end
+redis.call('SET', KEYS[1], stock)
+redis.call('SET', KEYS[2], sold)
+if frozen == '1' then
+  redis.call('SET', KEYS[3], '1')
+else
+  redis.call('DEL', KEYS[3])
+end
+return 1
