@@ -1,0 +1,233 @@
+package mysqlstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/uptrace/bun"
+
+	"cardshop/domain"
+)
+
+type cardVault struct{ s *store }
+
+// importChunk bounds the rows of one INSERT, keeping a statement far below max_allowed_packet
+// (a row is at most about 400 bytes of SQL).
+const importChunk = 1000
+
+type cardRow struct {
+	ID         int64  `bun:"id"`
+	ProductID  int64  `bun:"product_id"`
+	CodeCipher []byte `bun:"code_cipher"`
+	KeyID      string `bun:"key_id"`
+	Status     string `bun:"status"`
+	OrderNo    string `bun:"order_no"`
+}
+
+const cardColumns = "id, product_id, code_cipher, key_id, status, order_no"
+
+// card decrypts the row's code.
+func (v cardVault) card(r cardRow) (domain.Card, error) {
+	st, err := domain.ParseCardStatus(r.Status)
+	if err != nil {
+		return domain.Card{}, fmt.Errorf("card %d: %w", r.ID, err)
+	}
+	code, err := v.s.keys().open(domain.ProductID(r.ProductID), r.KeyID, r.CodeCipher)
+	if err != nil {
+		return domain.Card{}, fmt.Errorf("card %d: %w", r.ID, err)
+	}
+	return domain.Card{ID: r.ID, ProductID: domain.ProductID(r.ProductID), Code: code, Status: st,
+		OrderNo: domain.OrderNo(r.OrderNo)}, nil
+}
+
+// Import de-duplicates the batch by code, then inserts it with ON DUPLICATE KEY UPDATE id = id:
+// a code the product already has (same HMAC in uk_product_code) changes no row, so the rows
+// the statement changed are the codes added. All chunks of a batch commit together.
+func (v cardVault) Import(ctx context.Context, p domain.ProductID, codes []domain.CardCode) (domain.ImportResult, error) {
+	for _, c := range codes {
+		if c.IsZero() {
+			return domain.ImportResult{}, domain.Invalid("code", "empty")
+		}
+	}
+	keys := v.s.keys()
+	seen := make(map[string]struct{}, len(codes))
+	args := make([]any, 0, 4*min(len(codes), importChunk))
+	type row struct {
+		sealed []byte
+		kid    string
+		hash   []byte
+	}
+	rows := make([]row, 0, len(codes))
+	for _, c := range codes {
+		if _, dup := seen[c.Reveal()]; dup {
+			continue
+		}
+		seen[c.Reveal()] = struct{}{}
+		sealed, kid := keys.seal(p, c.Reveal())
+		rows = append(rows, row{sealed: sealed, kid: kid, hash: keys.hash(c.Reveal())})
+	}
+	op := fmt.Sprintf("import %d codes of product %d", len(codes), p)
+	var added int64
+	err := v.s.atomic(ctx, func(s *store) error {
+		added = 0
+		for start := 0; start < len(rows); start += importChunk {
+			chunk := rows[start:min(start+importChunk, len(rows))]
+			var q strings.Builder
+			q.WriteString("INSERT INTO card_stock (product_id, code_cipher, key_id, code_hash, status, created_at, updated_at) VALUES ")
+			args = args[:0]
+			for i, r := range chunk {
+				if i > 0 {
+					q.WriteString(", ")
+				}
+				q.WriteString("(?, ?, ?, ?, 'UNSOLD', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
+				args = append(args, int64(p), r.sealed, r.kid, r.hash)
+			}
+			q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
+			n, err := s.execN(ctx, op, q.String(), args...)
+			if err != nil {
+				return err
+			}
+			added += n
+		}
+		return nil
+	})
+	if err != nil {
+		return domain.ImportResult{}, err
+	}
+	return domain.ImportResult{Added: int(added), Duplicates: len(codes) - int(added)}, nil
+}
+
+// Allocate takes the qty sellable codes first in (status, id) order — UNSOLD before RECYCLED,
+// each oldest first — which is the allocation index's order, so the server reads and locks
+// only the rows it returns (ORDER BY id alone would sort, and lock, the product's whole pool).
+//
+// SKIP LOCKED lets concurrent payments of one product take different codes instead of
+// queueing on the same rows. When it finds fewer than qty, a plain read (which sees rows
+// locked by payments still in flight as sellable) tells a real shortage, answered at once with
+// ErrInsufficientCards, from codes that are merely locked. In the second case waiting for the
+// locks right here would deadlock: this transaction already holds the codes it did not skip,
+// out of index order, and so does every other payment in the same situation. So the
+// transaction is voided instead and Atomically runs it again with blocking FOR UPDATE reads,
+// which lock in index order and wait for the payments ahead to commit or roll back; what is
+// then still short is short.
+func (v cardVault) Allocate(ctx context.Context, p domain.ProductID, no domain.OrderNo, qty int) ([]domain.Card, error) {
+	if qty < 1 {
+		return nil, domain.Invalid("qty", "must be at least 1")
+	}
+	if no == "" {
+		return nil, domain.Invalid("order_no", "required")
+	}
+	op := fmt.Sprintf("allocate %d codes of product %d to order %s", qty, p, no)
+	var out []domain.Card
+	err := v.s.atomic(ctx, func(s *store) error {
+		const pick = "SELECT " + cardColumns + " FROM card_stock WHERE product_id = ? AND status IN ('UNSOLD', 'RECYCLED') " +
+			"ORDER BY status, id LIMIT ? FOR UPDATE"
+		short := func(n int) error {
+			return fmt.Errorf("%s (%d sellable): %w", op, n, domain.ErrInsufficientCards)
+		}
+		var rows []cardRow
+		if s.tx.run.waitForLocks.Load() {
+			if err := s.get(ctx, op, &rows, pick, int64(p), qty); err != nil {
+				return err
+			}
+			if len(rows) < qty {
+				return short(len(rows))
+			}
+		} else {
+			if err := s.get(ctx, op, &rows, pick+" SKIP LOCKED", int64(p), qty); err != nil {
+				return err
+			}
+			if len(rows) < qty {
+				var sellable int
+				if err := s.get(ctx, op, &sellable, "SELECT COUNT(*) FROM (SELECT 1 FROM card_stock "+
+					"WHERE product_id = ? AND status IN ('UNSOLD', 'RECYCLED') LIMIT ?) AS sellable", int64(p), qty); err != nil {
+					return err
+				}
+				if sellable < qty {
+					return short(sellable)
+				}
+				s.tx.run.waitForLocks.Store(true)
+				s.tx.restart(errCodesLocked)
+				return fmt.Errorf("%s: %w", op, errCodesLocked)
+			}
+		}
+		ids := make([]int64, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ID
+		}
+		n, err := s.execN(ctx, op, "UPDATE card_stock SET status = 'SOLD', order_no = ?, updated_at = UTC_TIMESTAMP(6) "+
+			"WHERE id IN (?) AND status IN ('UNSOLD', 'RECYCLED')", string(no), bun.List(ids))
+		if err != nil {
+			return err
+		}
+		if n != int64(qty) {
+			return fmt.Errorf("%s: marked %d of %d locked codes sold", op, n, qty)
+		}
+		out = make([]domain.Card, len(rows))
+		for i, r := range rows {
+			r.Status, r.OrderNo = domain.CardSold.String(), string(no)
+			c, err := v.card(r)
+			if err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			out[i] = c
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Cards decrypts the order's SOLD codes, ordered by id.
+func (v cardVault) Cards(ctx context.Context, no domain.OrderNo) ([]domain.Card, error) {
+	op := fmt.Sprintf("cards of order %s", no)
+	var rows []cardRow
+	if err := v.s.get(ctx, op, &rows, "SELECT "+cardColumns+" FROM card_stock WHERE order_no = ? AND status = 'SOLD' ORDER BY id",
+		string(no)); err != nil {
+		return nil, err
+	}
+	out := make([]domain.Card, len(rows))
+	for i, r := range rows {
+		c, err := v.card(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// Reclaim keeps the order number on the moved codes, for audit.
+func (v cardVault) Reclaim(ctx context.Context, no domain.OrderNo, to domain.CardStatus) (int, error) {
+	if to != domain.CardRecycled && to != domain.CardVoid {
+		return 0, domain.Invalid("status", "must be RECYCLED or VOID")
+	}
+	n, err := v.s.execN(ctx, fmt.Sprintf("reclaim codes of order %s", no),
+		"UPDATE card_stock SET status = ?, updated_at = UTC_TIMESTAMP(6) WHERE order_no = ? AND status = 'SOLD'",
+		to.String(), string(no))
+	return int(n), err
+}
+
+func (v cardVault) Counts(ctx context.Context, p domain.ProductID) (domain.CardCounts, error) {
+	var rows []struct {
+		Status string `bun:"status"`
+		N      int64  `bun:"n"`
+	}
+	op := fmt.Sprintf("card counts of product %d", p)
+	if err := v.s.get(ctx, op, &rows, "SELECT status, COUNT(*) AS n FROM card_stock WHERE product_id = ? GROUP BY status",
+		int64(p)); err != nil {
+		return nil, err
+	}
+	out := make(domain.CardCounts, len(rows))
+	for _, r := range rows {
+		st, err := domain.ParseCardStatus(r.Status)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		out[st] = r.N
+	}
+	return out, nil
+}

@@ -1,0 +1,20 @@
+package mysqlstore_test
+
+import (
+	"fmt"
+	"testing"
+
+	"cardshop/adapters/porttest"
+	"cardshop/domain"
+)
+
+// TestContractMariaDB runs the ledger contract twice on the same database: the second run
+// proves that the adapter (and the suite) never assume an empty store.
+func TestContractMariaDB(t *testing.T) {
+	l := newLedger(t)
+	for run := 1; run <= 2; run++ {
+		t.Run(fmt.Sprintf("run%d", run), func(t *testing.T) {
+			porttest.RunLedger(t, func(*testing.T) domain.Ledger { return l })
+		})
+	}
+}

@@ -1,0 +1,8 @@
+package mysqlstore
+
+// Internals the external tests exercise directly.
+var (
+	SplitStatements = splitStatements
+	Retryable       = retryable
+	WrapErr         = wrapErr
+)

@@ -1,0 +1,68 @@
+package mysqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cardshop/domain"
+)
+
+type flowLog struct{ s *store }
+
+type flowRow struct {
+	ID         int64     `bun:"id"`
+	ProductID  int64     `bun:"product_id"`
+	Ref        string    `bun:"order_no"`
+	ChangeType int       `bun:"change_type"`
+	Qty        int64     `bun:"qty"`
+	CreatedAt  time.Time `bun:"created_at"`
+}
+
+// Append relies on uk_ref_type (order_no, change_type): the flow row is what makes a retried
+// change harmless, so the database, not a read before the write, refuses the second one.
+func (f flowLog) Append(ctx context.Context, e domain.FlowEntry) error {
+	if !e.Type.Valid() {
+		return domain.Invalid("type", fmt.Sprintf("unknown flow type %d", int(e.Type)))
+	}
+	if e.Ref == "" {
+		return domain.Invalid("ref", "required")
+	}
+	op := fmt.Sprintf("append %s flow of %s", e.Type, e.Ref)
+	_, err := f.s.exec(ctx, op, "INSERT INTO stock_flow (product_id, order_no, change_type, qty, created_at) VALUES (?, ?, ?, ?, ?)",
+		int64(e.ProductID), e.Ref, int(e.Type), e.Qty, e.At.UTC())
+	if _, dup := duplicateKey(err); dup {
+		return fmt.Errorf("%s: %w", op, domain.ErrDuplicateFlow)
+	}
+	return err
+}
+
+func (f flowLog) Totals(ctx context.Context, p domain.ProductID) (domain.FlowTotals, error) {
+	var rows []struct {
+		ChangeType int   `bun:"change_type"`
+		Qty        int64 `bun:"qty"`
+	}
+	if err := f.s.get(ctx, fmt.Sprintf("flow totals of product %d", p), &rows,
+		"SELECT change_type, SUM(qty) AS qty FROM stock_flow WHERE product_id = ? GROUP BY change_type", int64(p)); err != nil {
+		return nil, err
+	}
+	out := make(domain.FlowTotals, len(rows))
+	for _, r := range rows {
+		out[domain.FlowType(r.ChangeType)] = r.Qty
+	}
+	return out, nil
+}
+
+func (f flowLog) Entries(ctx context.Context, ref string) ([]domain.FlowEntry, error) {
+	var rows []flowRow
+	if err := f.s.get(ctx, fmt.Sprintf("flow of %s", ref), &rows,
+		"SELECT id, product_id, order_no, change_type, qty, created_at FROM stock_flow WHERE order_no = ? ORDER BY id", ref); err != nil {
+		return nil, err
+	}
+	out := make([]domain.FlowEntry, len(rows))
+	for i, r := range rows {
+		out[i] = domain.FlowEntry{ID: r.ID, ProductID: domain.ProductID(r.ProductID), Ref: r.Ref,
+			Type: domain.FlowType(r.ChangeType), Qty: r.Qty, At: r.CreatedAt}
+	}
+	return out, nil
+}

@@ -1,0 +1,154 @@
+package mysqlstore
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"cardshop/domain"
+)
+
+// ErrUndecryptable means a stored card code cannot be decrypted: the keyring lacks the key it
+// was encrypted with, or the ciphertext does not authenticate (wrong key, tampered row, or a
+// row moved to another product).
+var ErrUndecryptable = errors.New("mysqlstore: card code cannot be decrypted")
+
+// Keyring encrypts card codes at rest and computes their de-duplication hash.
+//
+// Codes are sealed with AES-256-GCM under the active key, a random 96-bit nonce per code, and
+// the product id as additional data, so a ciphertext copied to another product's row does not
+// decrypt. The row records the key id, so after a rotation old codes still decrypt with the
+// retired key while new ones use the new active key. The hash is HMAC-SHA256 under a separate
+// key that never rotates: a code re-imported after a rotation is still found as a duplicate.
+//
+// A Keyring is safe for concurrent use. It never prints its keys.
+type Keyring struct {
+	active  string
+	kids    []string
+	aeads   map[string]cipher.AEAD
+	hashKey []byte
+}
+
+var keyID = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,32}$`)
+
+// minHashKey is the shortest HMAC key accepted, in bytes.
+const minHashKey = 16
+
+// NewKeyring builds a keyring from keys, "kid:base64key[,kid:base64key…]", and hashKey, a
+// base64 secret of at least 16 bytes. Each key decodes to 32 bytes (AES-256); a key id is 1 to
+// 32 characters of [A-Za-z0-9_.-]. The first key is the active one, used for new codes; all are
+// used to decrypt. To rotate, put a new key first and keep the old ones until no row uses
+// them. Never change hashKey: codes are de-duplicated by it.
+func NewKeyring(keys string, hashKey string) (*Keyring, error) {
+	k := &Keyring{aeads: make(map[string]cipher.AEAD)}
+	for _, entry := range strings.Split(keys, ",") {
+		entry = strings.TrimSpace(entry)
+		kid, b64, ok := strings.Cut(entry, ":")
+		if !ok || !keyID.MatchString(kid) {
+			return nil, fmt.Errorf("mysqlstore: keyring entry %d: want kid:base64key with a kid of 1 to 32 characters of A-Z a-z 0-9 _ . -", len(k.kids)+1)
+		}
+		if _, dup := k.aeads[kid]; dup {
+			return nil, fmt.Errorf("mysqlstore: keyring: key id %q appears twice", kid)
+		}
+		raw, err := decodeBase64(b64)
+		if err != nil || len(raw) != 32 {
+			return nil, fmt.Errorf("mysqlstore: keyring key %q: want 32 bytes in base64", kid)
+		}
+		block, err := aes.NewCipher(raw)
+		if err != nil {
+			return nil, fmt.Errorf("mysqlstore: keyring key %q: %w", kid, err)
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, fmt.Errorf("mysqlstore: keyring key %q: %w", kid, err)
+		}
+		k.aeads[kid] = aead
+		k.kids = append(k.kids, kid)
+	}
+	k.active = k.kids[0]
+	hk, err := decodeBase64(strings.TrimSpace(hashKey))
+	if err != nil || len(hk) < minHashKey {
+		return nil, fmt.Errorf("mysqlstore: keyring hash key: want at least %d bytes in base64", minHashKey)
+	}
+	k.hashKey = hk
+	return k, nil
+}
+
+func decodeBase64(s string) ([]byte, error) {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			return b, nil
+		}
+	}
+	return nil, errors.New("not base64")
+}
+
+// GenerateKeyring returns a fresh random keys string (one key, with a random key id) and hash
+// key in the formats NewKeyring reads, for tests, development and first installs.
+func GenerateKeyring() (keys, hashKey string) {
+	kid := make([]byte, 4)
+	key := make([]byte, 32)
+	hk := make([]byte, 32)
+	for _, b := range [][]byte{kid, key, hk} {
+		_, _ = rand.Read(b) // crypto/rand.Read never fails
+	}
+	return fmt.Sprintf("k%x:%s", kid, base64.StdEncoding.EncodeToString(key)), base64.StdEncoding.EncodeToString(hk)
+}
+
+// ActiveKeyID returns the id of the key new codes are encrypted with.
+func (k *Keyring) ActiveKeyID() string { return k.active }
+
+// KeyIDs returns the ids of every key, the active one first.
+func (k *Keyring) KeyIDs() []string { return append([]string(nil), k.kids...) }
+
+// String names the keys, never their bytes.
+func (k *Keyring) String() string {
+	return fmt.Sprintf("Keyring(active=%s, keys=%s)", k.active, strings.Join(k.kids, ","))
+}
+
+// GoString names the keys, never their bytes.
+func (k *Keyring) GoString() string { return k.String() }
+
+func additionalData(p domain.ProductID) []byte {
+	return binary.BigEndian.AppendUint64([]byte("cardshop.card.v1:"), uint64(p))
+}
+
+// seal encrypts code for product p under the active key: nonce || ciphertext+tag.
+func (k *Keyring) seal(p domain.ProductID, code string) (sealed []byte, kid string) {
+	aead := k.aeads[k.active]
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(code)+aead.Overhead())
+	_, _ = rand.Read(nonce)
+	return aead.Seal(nonce, nonce, []byte(code), additionalData(p)), k.active
+}
+
+// open decrypts a sealed code of product p.
+func (k *Keyring) open(p domain.ProductID, kid string, sealed []byte) (domain.CardCode, error) {
+	aead, ok := k.aeads[kid]
+	if !ok {
+		return domain.CardCode{}, fmt.Errorf("%w: key %q is not in the keyring", ErrUndecryptable, kid)
+	}
+	if len(sealed) < aead.NonceSize()+aead.Overhead() {
+		return domain.CardCode{}, fmt.Errorf("%w: ciphertext too short", ErrUndecryptable)
+	}
+	n := aead.NonceSize()
+	plain, err := aead.Open(nil, sealed[:n], sealed[n:], additionalData(p))
+	if err != nil {
+		return domain.CardCode{}, fmt.Errorf("%w: key %q: %w", ErrUndecryptable, kid, err)
+	}
+	return domain.RehydrateCardCode(string(plain)), nil
+}
+
+// hash is the code's de-duplication hash, stable across key rotations.
+func (k *Keyring) hash(code string) []byte {
+	m := hmac.New(sha256.New, k.hashKey)
+	m.Write([]byte(code))
+	return m.Sum(nil)
+}

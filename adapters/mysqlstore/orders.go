@@ -1,0 +1,169 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"cardshop/domain"
+)
+
+type orderRepo struct{ s *store }
+
+type orderRow struct {
+	OrderNo    string    `bun:"order_no"`
+	BuyerID    string    `bun:"buyer_id"`
+	ProductID  int64     `bun:"product_id"`
+	Qty        int       `bun:"qty"`
+	UnitPrice  int64     `bun:"unit_price"`
+	Amount     int64     `bun:"amount"`
+	IdemKey    string    `bun:"idem_key"` // NULL reads as ""
+	Status     string    `bun:"status"`
+	Reason     string    `bun:"reason"`
+	PaymentRef string    `bun:"payment_ref"`
+	CreatedAt  time.Time `bun:"created_at"`
+	ExpiresAt  time.Time `bun:"expires_at"`
+	PaidAt     time.Time `bun:"paid_at"` // NULL reads as the zero time
+	EndedAt    time.Time `bun:"ended_at"`
+	UpdatedAt  time.Time `bun:"updated_at"`
+}
+
+const orderColumns = "order_no, buyer_id, product_id, qty, unit_price, amount, idem_key, status, reason, " +
+	"payment_ref, created_at, expires_at, paid_at, ended_at, updated_at"
+
+func (r orderRow) order() (domain.Order, error) {
+	st, err := domain.ParseOrderStatus(r.Status)
+	if err != nil {
+		return domain.Order{}, fmt.Errorf("order %s: %w", r.OrderNo, err)
+	}
+	return domain.RehydrateOrder(domain.OrderRecord{No: domain.OrderNo(r.OrderNo), Buyer: domain.BuyerID(r.BuyerID),
+		Product: domain.ProductID(r.ProductID), Qty: r.Qty, UnitPrice: domain.Money(r.UnitPrice),
+		Amount: domain.Money(r.Amount), IdemKey: domain.IdempotencyKey(r.IdemKey), Status: st, Reason: r.Reason,
+		PaymentRef: r.PaymentRef, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, PaidAt: r.PaidAt,
+		EndedAt: r.EndedAt, UpdatedAt: r.UpdatedAt}), nil
+}
+
+func (r orderRepo) Insert(ctx context.Context, o domain.Order) error {
+	if o.No() == "" {
+		return domain.Invalid("order_no", "required")
+	}
+	rec := o.Record()
+	op := fmt.Sprintf("insert order %s", rec.No)
+	_, err := r.s.exec(ctx, op, "INSERT INTO orders ("+orderColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		string(rec.No), string(rec.Buyer), int64(rec.Product), rec.Qty, int64(rec.UnitPrice), int64(rec.Amount),
+		nullString(string(rec.IdemKey)), rec.Status.String(), rec.Reason, rec.PaymentRef,
+		rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC())
+	if key, dup := duplicateKey(err); dup {
+		// Told apart by the key the server names: the number is the primary key.
+		if key == "uk_buyer_idem" {
+			return fmt.Errorf("%s: %w", op, domain.ErrDuplicateIdempotencyKey)
+		}
+		return fmt.Errorf("%s: %w", op, domain.ErrDuplicateOrder)
+	}
+	return err
+}
+
+func (r orderRepo) one(ctx context.Context, op, where string, args ...any) (domain.Order, error) {
+	var row orderRow
+	err := r.s.get(ctx, op, &row, "SELECT "+orderColumns+" FROM orders WHERE "+where, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Order{}, fmt.Errorf("%s: %w", op, domain.ErrOrderNotFound)
+	}
+	if err != nil {
+		return domain.Order{}, err
+	}
+	return row.order()
+}
+
+func (r orderRepo) Order(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
+	return r.one(ctx, fmt.Sprintf("order %s", no), "order_no = ?", string(no))
+}
+
+func (r orderRepo) OrderByKey(ctx context.Context, buyer domain.BuyerID, key domain.IdempotencyKey) (domain.Order, error) {
+	op := fmt.Sprintf("order of buyer %s by key", buyer)
+	if key == "" {
+		return domain.Order{}, fmt.Errorf("%s: %w", op, domain.ErrOrderNotFound)
+	}
+	return r.one(ctx, op, "buyer_id = ? AND idem_key = ?", string(buyer), string(key))
+}
+
+// Transition is one conditional UPDATE; of racing transitions from the same status the row
+// lock lets exactly one match. The order's identity (buyer, product, qty, key) is part of the
+// condition, because a transition may not change it. Only when nothing changed does it read
+// the row, to tell an unknown order, a lost race and a change of identity apart.
+func (r orderRepo) Transition(ctx context.Context, o domain.Order, from domain.OrderStatus) (bool, error) {
+	rec := o.Record()
+	op := fmt.Sprintf("transition order %s from %s to %s", rec.No, from, rec.Status)
+	// FORCE INDEX: with the identity in the condition the optimizer may walk
+	// idx_product_status instead, locking a secondary-index record before the row, in another
+	// order than every other statement on orders takes its locks.
+	n, err := r.s.execN(ctx, op, "UPDATE orders FORCE INDEX (PRIMARY) SET status = ?, reason = ?, payment_ref = ?, paid_at = ?, ended_at = ?, updated_at = ? "+
+		"WHERE order_no = ? AND status = ? AND buyer_id = ? AND product_id = ? AND qty = ? AND idem_key <=> ?",
+		rec.Status.String(), rec.Reason, rec.PaymentRef, nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC(),
+		string(rec.No), from.String(), string(rec.Buyer), int64(rec.Product), rec.Qty, nullString(string(rec.IdemKey)))
+	if err != nil {
+		return false, err
+	}
+	if n == 1 {
+		return true, nil
+	}
+	stored, err := r.Order(ctx, rec.No)
+	if err != nil {
+		return false, err
+	}
+	if stored.Status() != from {
+		return false, nil
+	}
+	if stored.Buyer() != o.Buyer() || stored.Product() != o.Product() || stored.Qty() != o.Qty() ||
+		stored.IdempotencyKey() != o.IdempotencyKey() {
+		return false, domain.Invalid("order", "a transition cannot change buyer, product, qty or key")
+	}
+	// The row matched but already held exactly these values (MySQL counts changed rows).
+	return true, nil
+}
+
+// Expired walks the (status, expires_at) index; order_no breaks ties, as it is the index's
+// implicit last column.
+func (r orderRepo) Expired(ctx context.Context, t time.Time, limit int) ([]domain.Order, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var rows []orderRow
+	if err := r.s.get(ctx, "expired orders", &rows, "SELECT "+orderColumns+" FROM orders "+
+		"WHERE status = 'PENDING' AND expires_at <= ? ORDER BY expires_at, order_no LIMIT ?", t.UTC(), limit); err != nil {
+		return nil, err
+	}
+	out := make([]domain.Order, len(rows))
+	for i, row := range rows {
+		o, err := row.order()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = o
+	}
+	return out, nil
+}
+
+func (r orderRepo) Totals(ctx context.Context, p domain.ProductID) (map[domain.OrderStatus]domain.StatusTotal, error) {
+	var rows []struct {
+		Status string `bun:"status"`
+		Orders int64  `bun:"orders"`
+		Qty    int64  `bun:"qty"`
+	}
+	op := fmt.Sprintf("order totals of product %d", p)
+	if err := r.s.get(ctx, op, &rows, "SELECT status, COUNT(*) AS orders, COALESCE(SUM(qty), 0) AS qty "+
+		"FROM orders WHERE product_id = ? GROUP BY status", int64(p)); err != nil {
+		return nil, err
+	}
+	out := make(map[domain.OrderStatus]domain.StatusTotal, len(rows))
+	for _, row := range rows {
+		st, err := domain.ParseOrderStatus(row.Status)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		out[st] = domain.StatusTotal{Orders: row.Orders, Qty: row.Qty}
+	}
+	return out, nil
+}

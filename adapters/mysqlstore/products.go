@@ -1,0 +1,107 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"cardshop/domain"
+)
+
+type productCatalog struct{ s *store }
+
+type productRow struct {
+	ID           int64     `bun:"id"`
+	Name         string    `bun:"name"`
+	Price        int64     `bun:"price"`
+	MaxPerOrder  int       `bun:"max_per_order"`
+	Frozen       bool      `bun:"frozen"`
+	FrozenReason string    `bun:"frozen_reason"`
+	CreatedAt    time.Time `bun:"created_at"`
+}
+
+const productColumns = "id, name, price, max_per_order, frozen, frozen_reason, created_at"
+
+func (r productRow) product() domain.Product {
+	return domain.RehydrateProduct(domain.ProductRecord{ID: domain.ProductID(r.ID), Name: r.Name,
+		Price: domain.Money(r.Price), MaxPerOrder: r.MaxPerOrder, Frozen: r.Frozen,
+		FrozenReason: r.FrozenReason, CreatedAt: r.CreatedAt})
+}
+
+// Create lets AUTO_INCREMENT assign a zero id.
+func (c productCatalog) Create(ctx context.Context, p domain.Product) (domain.Product, error) {
+	if p.ID() < 0 {
+		return domain.Product{}, domain.Invalid("id", "must be positive")
+	}
+	r := p.Record()
+	var id any
+	if r.ID != 0 {
+		id = int64(r.ID)
+	}
+	op := fmt.Sprintf("create product %d", r.ID)
+	res, err := c.s.exec(ctx, op,
+		"INSERT INTO products ("+productColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
+		id, r.Name, int64(r.Price), r.MaxPerOrder, r.Frozen, r.FrozenReason, r.CreatedAt.UTC())
+	if _, dup := duplicateKey(err); dup {
+		return domain.Product{}, fmt.Errorf("%s: %w", op, domain.ErrProductExists)
+	}
+	if err != nil {
+		return domain.Product{}, err
+	}
+	if r.ID == 0 {
+		newID, err := res.LastInsertId()
+		if err != nil {
+			return domain.Product{}, c.s.failed(op, err)
+		}
+		p = p.WithID(domain.ProductID(newID))
+	}
+	return p, nil
+}
+
+func (c productCatalog) Product(ctx context.Context, id domain.ProductID) (domain.Product, error) {
+	var row productRow
+	err := c.s.get(ctx, fmt.Sprintf("product %d", id), &row,
+		"SELECT "+productColumns+" FROM products WHERE id = ?", int64(id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Product{}, fmt.Errorf("product %d: %w", id, domain.ErrProductNotFound)
+	}
+	if err != nil {
+		return domain.Product{}, err
+	}
+	return row.product(), nil
+}
+
+func (c productCatalog) Products(ctx context.Context) ([]domain.Product, error) {
+	var rows []productRow
+	if err := c.s.get(ctx, "list products", &rows, "SELECT "+productColumns+" FROM products ORDER BY id"); err != nil {
+		return nil, err
+	}
+	out := make([]domain.Product, len(rows))
+	for i, r := range rows {
+		out[i] = r.product()
+	}
+	return out, nil
+}
+
+// SetFrozen stores the reason as domain.Product.Freeze would (trimmed; empty when unfrozen).
+func (c productCatalog) SetFrozen(ctx context.Context, id domain.ProductID, frozen bool, reason string) error {
+	reason = strings.TrimSpace(reason)
+	if !frozen {
+		reason = ""
+	}
+	op := fmt.Sprintf("freeze product %d", id)
+	n, err := c.s.execN(ctx, op, "UPDATE products SET frozen = ?, frozen_reason = ? WHERE id = ?", frozen, reason, int64(id))
+	if err != nil || n == 1 {
+		return err
+	}
+	// Zero rows changed: either no such product, or it already had these values.
+	var exists int
+	err = c.s.get(ctx, op, &exists, "SELECT 1 FROM products WHERE id = ?", int64(id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", op, domain.ErrProductNotFound)
+	}
+	return err
+}
