@@ -15,9 +15,22 @@ DEV_ENV := CARDSHOP_ADMIN_TOKEN=dev-admin-token-change-me \
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
+# Development keys for codes at rest with `make run-real` (public: never use them for real codes).
+DEV_REAL_ENV := CARDSHOP_ADAPTERS=real CARDSHOP_MIGRATE=true \
+	CARDSHOP_CODE_KEYS=1:uZV/T0DKC0hvayBUi9pqlPrt+dudhiCsjzvNkVCcF8Q= \
+	CARDSHOP_CODE_HASH_KEY=bXZjr1kVuZF/4eIYy/o1Uy8qfvT5cZSpqIHyiV1fbfY=
+
 .PHONY: run
 run: ## run the service on the in-memory adapters (http://127.0.0.1:8080), dev secrets
 	$(DEV_ENV) $(GO) run ./cmd/cardshop serve
+
+.PHONY: run-real
+run-real: services ## run the service on Redis + MariaDB (database test) + RabbitMQ, dev secrets and keys
+	$(DEV_ENV) $(DEV_REAL_ENV) $(GO) run ./cmd/cardshop serve
+
+.PHONY: migrate
+migrate: ## apply the MySQL schema to CARDSHOP_MYSQL_DSN (default: root@127.0.0.1:3306/test)
+	$(GO) run ./cmd/cardshop migrate
 
 .PHONY: build
 build: ## build bin/cardshop
@@ -28,12 +41,13 @@ services: ## (re)start MariaDB, Redis, RabbitMQ and a 3-node Redis Cluster if th
 	@bash .ci/services.sh
 
 .PHONY: test
-test: services ## every test with -race, integration suites included (what CI runs)
-	$(GO) test -race -count=1 ./...
+test: services ## every test with -race, integration suites included; -v output + a pass/fail/skip count
+	@set -o pipefail; $(GO) test -race -count=1 -v ./... 2>&1 | bash .ci/test-summary.sh
 
-.PHONY: test-v
-test-v: services ## every test with -race, verbose
-	$(GO) test -race -count=1 -v ./...
+.PHONY: test-quick
+test-quick: ## unit tests only against memory (no services, integration suites skip)
+	TEST_MYSQL_DSN='root@tcp(127.0.0.1:1)/' TEST_REDIS_ADDR=127.0.0.1:1 TEST_REDIS_CLUSTER=127.0.0.1:1 \
+	TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:1/ CI= $(GO) test -race -count=1 ./...
 
 .PHONY: check
 check: fmt-check vet lint ## gofmt, go vet and staticcheck

@@ -139,3 +139,28 @@ func (s *Shop) reconcile(ctx context.Context, id domain.ProductID) (Reconciliati
 	}
 	return rep, nil
 }
+
+// EnsureGates initialises, from the ledger, the gate of every product the gate does not know
+// (a fresh Redis, or one that lost its keys), and reports how many it rebuilt. Products the
+// gate knows are left alone. It runs at start.
+func (s *Shop) EnsureGates(ctx context.Context) (int, error) {
+	products, err := s.ledger.Products().Products(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("ensure gates: %w", err)
+	}
+	rebuilt := 0
+	for _, p := range products {
+		_, ok, err := s.gate.Levels(ctx, p.ID())
+		if err != nil {
+			return rebuilt, fmt.Errorf("ensure gates: %w", err)
+		}
+		if ok {
+			continue
+		}
+		if err := s.RebuildGate(ctx, p); err != nil {
+			return rebuilt, err
+		}
+		rebuilt++
+	}
+	return rebuilt, nil
+}

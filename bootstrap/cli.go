@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"cardshop/adapters/authtoken"
+	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/paysig"
 	"cardshop/domain"
 )
@@ -26,6 +28,7 @@ Usage: cardshop <command> [flags]
 
 Commands:
   serve   run the HTTP service (configuration from CARDSHOP_* environment variables)
+  migrate apply the MySQL schema (CARDSHOP_MYSQL_DSN)
   pay     send a signed payment callback for an order, as a payment provider would
   token   issue a buyer token
 
@@ -41,6 +44,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		err = serve(args[1:], stderr)
+	case "migrate":
+		err = migrate(args[1:], stdout, stderr)
 	case "pay":
 		err = pay(args[1:], stdout, stderr)
 	case "token":
@@ -183,5 +188,37 @@ func token(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, tok)
+	return nil
+}
+
+// migrate applies the embedded schema to CARDSHOP_MYSQL_DSN (or -dsn) and lists what it did.
+func migrate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := os.Getenv("CARDSHOP_MYSQL_DSN")
+	if def == "" {
+		def = envVars["CARDSHOP_MYSQL_DSN"].def
+	}
+	dsn := fs.String("dsn", def, "MySQL DSN (default: CARDSHOP_MYSQL_DSN)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	db, err := mysqlstore.Open(*dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	applied, err := mysqlstore.Migrate(ctx, db)
+	if err != nil {
+		return err
+	}
+	if len(applied) == 0 {
+		fmt.Fprintln(stdout, "schema up to date")
+	}
+	for _, v := range applied {
+		fmt.Fprintln(stdout, "applied", v)
+	}
 	return nil
 }

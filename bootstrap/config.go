@@ -34,8 +34,10 @@ type Config struct {
 	MySQLDSN   string   // CARDSHOP_MYSQL_DSN
 	RedisAddrs []string // CARDSHOP_REDIS_ADDRS (comma-separated; several = cluster)
 	AMQPURL    string   // CARDSHOP_AMQP_URL
+	AMQPPrefix string   // CARDSHOP_AMQP_PREFIX: name prefix of every exchange and queue
 	Migrate    bool     // CARDSHOP_MIGRATE: apply migrations at start
-	CodeKey    string   // CARDSHOP_CODE_KEY: base64 AES-256 key for codes at rest
+	CodeKeys   string   // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
+	CodeHash   string   // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
 }
 
 // envVar describes one variable: its default and how to store it.
@@ -94,6 +96,13 @@ var envVars = map[string]envVar{
 		return nil
 	}},
 	"CARDSHOP_AMQP_URL": {"amqp://guest:guest@127.0.0.1:5672/", stringVar(func(c *Config) *string { return &c.AMQPURL })},
+	"CARDSHOP_AMQP_PREFIX": {"cardshop", func(c *Config, v string) error {
+		if !validPrefix(v) {
+			return fmt.Errorf("want 1 to 64 characters of a-z 0-9 . _ -, got %q", v)
+		}
+		c.AMQPPrefix = v
+		return nil
+	}},
 	"CARDSHOP_MIGRATE": {"false", func(c *Config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -102,7 +111,8 @@ var envVars = map[string]envVar{
 		c.Migrate = b
 		return nil
 	}},
-	"CARDSHOP_CODE_KEY": {"", stringVar(func(c *Config) *string { return &c.CodeKey })},
+	"CARDSHOP_CODE_KEYS":     {"", stringVar(func(c *Config) *string { return &c.CodeKeys })},
+	"CARDSHOP_CODE_HASH_KEY": {"", stringVar(func(c *Config) *string { return &c.CodeHash })},
 }
 
 // EnvNames lists every variable the service reads, sorted.
@@ -147,5 +157,20 @@ func LoadConfig(environ []string) (Config, error) {
 			return Config{}, fmt.Errorf("%s must be set to at least 16 characters (the service refuses to run with guessable secrets)", name)
 		}
 	}
+	if c.Adapters == AdaptersReal && (c.CodeKeys == "" || c.CodeHash == "") {
+		return Config{}, fmt.Errorf("CARDSHOP_CODE_KEYS and CARDSHOP_CODE_HASH_KEY must be set with CARDSHOP_ADAPTERS=real (codes are encrypted at rest; see README)")
+	}
 	return c, nil
+}
+
+func validPrefix(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

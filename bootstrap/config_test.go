@@ -39,7 +39,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		OrderTimeout: 15 * time.Minute, IdempotencyTTL: 10 * time.Minute, SweepInterval: 30 * time.Second,
 		RelayInterval: time.Second, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second,
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
-		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/",
+		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -52,7 +52,7 @@ func TestLoadConfigValues(t *testing.T) {
 		"CARDSHOP_IDEMPOTENCY_TTL=90s", "CARDSHOP_SWEEP_INTERVAL=5s", "CARDSHOP_RELAY_INTERVAL=250ms",
 		"CARDSHOP_CALLBACK_WINDOW=1m", "CARDSHOP_SHUTDOWN_GRACE=3s", "CARDSHOP_LOG_LEVEL=debug",
 		"CARDSHOP_REDIS_ADDRS= a:1 , ,b:2 ", "CARDSHOP_MIGRATE=true", "CARDSHOP_AMQP_URL=amqp://x/",
-		"CARDSHOP_MYSQL_DSN=u@tcp(db:3306)/shop", "CARDSHOP_CODE_KEY=abc=", "CARDSHOP_TOKEN_SECRET=a=b=c=d=e=f=g=h=i",
+		"CARDSHOP_MYSQL_DSN=u@tcp(db:3306)/shop", "CARDSHOP_CODE_KEYS=1:abc=", "CARDSHOP_CODE_HASH_KEY=def=", "CARDSHOP_TOKEN_SECRET=a=b=c=d=e=f=g=h=i",
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestLoadConfigValues(t *testing.T) {
 	if c.Adapters != "real" || c.HTTPAddr != ":9000" || c.OrderTimeout != 2*time.Minute || c.IdempotencyTTL != 90*time.Second ||
 		c.SweepInterval != 5*time.Second || c.RelayInterval != 250*time.Millisecond || c.CallbackWindow != time.Minute ||
 		c.ShutdownGrace != 3*time.Second || c.LogLevel != slog.LevelDebug || !reflect.DeepEqual(c.RedisAddrs, []string{"a:1", "b:2"}) ||
-		!c.Migrate || c.AMQPURL != "amqp://x/" || c.MySQLDSN != "u@tcp(db:3306)/shop" || c.CodeKey != "abc=" ||
+		!c.Migrate || c.AMQPURL != "amqp://x/" || c.MySQLDSN != "u@tcp(db:3306)/shop" || c.CodeKeys != "1:abc=" || c.CodeHash != "def=" ||
 		c.TokenSecret != "a=b=c=d=e=f=g=h=i" {
 		t.Fatalf("config %+v", c)
 	}
@@ -73,6 +73,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		mention string
 	}{
 		{"unknown variable", env("CARDSHOP_ORDER_TIMOUT=5m"), "CARDSHOP_ORDER_TIMOUT"},
+		{"real adapters without code keys", env("CARDSHOP_ADAPTERS=real"), "CARDSHOP_CODE_KEYS"},
 		{"unknown variable, empty", env("CARDSHOP_DEBUG="), "CARDSHOP_DEBUG"},
 		{"duration without a unit", env("CARDSHOP_ORDER_TIMEOUT=15"), "CARDSHOP_ORDER_TIMEOUT"},
 		{"negative duration", env("CARDSHOP_SWEEP_INTERVAL=-1s"), "CARDSHOP_SWEEP_INTERVAL"},

@@ -1,8 +1,6 @@
 package bootstrap
 
 import (
-	"errors"
-
 	"log/slog"
 
 	"go.uber.org/fx"
@@ -34,9 +32,4 @@ func MemoryAdapters() fx.Option {
 			lc.Append(fx.StopHook(q.Close))
 		}),
 	)
-}
-
-// RealAdapters provides the production adapters (Redis, MySQL, RabbitMQ).
-func RealAdapters() fx.Option {
-	return fx.Error(errors.New("CARDSHOP_ADAPTERS=real: the production adapters are not wired in yet"))
 }

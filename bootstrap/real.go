@@ -1,0 +1,138 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+	"go.uber.org/fx"
+
+	"cardshop/adapters/mysqlstore"
+	"cardshop/adapters/rabbitmq"
+	"cardshop/adapters/redisgate"
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// RealAdapters provides the production adapters: the gate on Redis (a cluster when several
+// addresses are given), the ledger on MySQL/MariaDB, the delay queue and events on RabbitMQ.
+// The start fails, naming the service, when one is unreachable or the schema is not migrated.
+func RealAdapters() fx.Option {
+	return fx.Options(
+		fx.Provide(
+			func() domain.Clock { return systemClock{} },
+			newRedisClient,
+			func(c redis.UniversalClient) *redisgate.Gate { return redisgate.New(c) },
+			func(g *redisgate.Gate) domain.StockGate { return g },
+			newMySQL,
+			func(cfg Config) (*mysqlstore.Keyring, error) {
+				return mysqlstore.NewKeyring(cfg.CodeKeys, cfg.CodeHash)
+			},
+			mysqlstore.New,
+			func(l *mysqlstore.Ledger) domain.Ledger { return l },
+			newBroker,
+			func(b *rabbitmq.Broker) domain.DelayQueue { return b },
+			func(b *rabbitmq.Broker) domain.EventPublisher { return b },
+			func(b *rabbitmq.Broker) Consumer { return b },
+			func(log *slog.Logger) domain.Alerter { return logAlerter{log} },
+		),
+		fx.Invoke(ensureGates),
+	)
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// logAlerter raises alerts as ERROR log lines with kind "alert", for the log pipeline to page on.
+type logAlerter struct{ log *slog.Logger }
+
+func (a logAlerter) Alert(ctx context.Context, al domain.Alert) {
+	a.log.ErrorContext(ctx, "alert", "alert", al.Kind, "product", al.Product, "order_no", al.OrderNo, "message", al.Message)
+}
+
+func newRedisClient(lc fx.Lifecycle, cfg Config) (redis.UniversalClient, error) {
+	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: cfg.RedisAddrs, IsClusterMode: len(cfg.RedisAddrs) > 1,
+		PoolSize: 256, MinIdleConns: 32, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("redis %s: %w", strings.Join(cfg.RedisAddrs, ","), err)
+	}
+	warmRedis(ctx, c)
+	lc.Append(fx.StopHook(c.Close))
+	return c, nil
+}
+
+// warmRedis opens the idle connections before the first request (the seed's first trap: a
+// cold pool under a flash sale).
+func warmRedis(ctx context.Context, c redis.UniversalClient) {
+	for i := 0; i < 32; i++ {
+		_ = c.Ping(ctx).Err()
+	}
+}
+
+func newMySQL(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*bun.DB, error) {
+	db, err := mysqlstore.Open(cfg.MySQLDSN)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	if cfg.Migrate {
+		applied, err := mysqlstore.Migrate(ctx, db)
+		if err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("migrate: %w", err)
+		}
+		if len(applied) > 0 {
+			log.Info("migrations applied", "versions", applied)
+		}
+	}
+	pending, err := mysqlstore.Pending(ctx, db)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	if len(pending) > 0 {
+		_ = db.Close()
+		return nil, fmt.Errorf("mysql: migrations not applied: %s (run `cardshop migrate` or set CARDSHOP_MIGRATE=true)", strings.Join(pending, ", "))
+	}
+	lc.Append(fx.StopHook(db.Close))
+	return db, nil
+}
+
+func newBroker(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*rabbitmq.Broker, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := rabbitmq.Dial(ctx, rabbitmq.Config{URL: cfg.AMQPURL, Prefix: cfg.AMQPPrefix, Delays: []time.Duration{cfg.OrderTimeout}, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("rabbitmq: %w", err)
+	}
+	lc.Append(fx.StopHook(b.Close))
+	return b, nil
+}
+
+// ensureGates initialises the gate of every product Redis does not know (a fresh or flushed
+// Redis) from the ledger before the service takes traffic.
+func ensureGates(lc fx.Lifecycle, shop *application.Shop, log *slog.Logger) {
+	lc.Append(fx.StartHook(func(ctx context.Context) error {
+		n, err := shop.EnsureGates(ctx)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			log.Info("gates rebuilt from the ledger at start", "products", n)
+		}
+		return nil
+	}))
+}

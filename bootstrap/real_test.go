@@ -1,0 +1,212 @@
+package bootstrap_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"cardshop/adapters/mysqlstore"
+	"cardshop/adapters/porttest"
+	"cardshop/bootstrap"
+)
+
+// realService starts the whole service on Redis, MariaDB and RabbitMQ (its own database) and
+// returns an HTTP client, a Redis client and the database for direct checks.
+func realService(t *testing.T, orderTimeout time.Duration) (client, *redis.Client, *sql.DB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rdb := redis.NewClient(&redis.Options{Addr: porttest.RedisAddr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	porttest.RequireService(t, "Redis", rdb.Ping(ctx).Err())
+	dsn, err := mysqlstore.CreateDatabase(ctx, porttest.MySQLDSN, "cardshop_test_e2e")
+	porttest.RequireService(t, "MariaDB", err)
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+
+	cfg, err := bootstrap.LoadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, hashKey := mysqlstore.GenerateKeyring()
+	cfg.Adapters, cfg.HTTPAddr, cfg.MySQLDSN, cfg.RedisAddrs = bootstrap.AdaptersReal, freeAddr(t), dsn, []string{porttest.RedisAddr}
+	cfg.AMQPPrefix = "cardshop-e2e"
+	cfg.AMQPURL, cfg.Migrate, cfg.CodeKeys, cfg.CodeHash = porttest.AMQPURL, true, keys, hashKey
+	cfg.OrderTimeout, cfg.SweepInterval, cfg.RelayInterval = orderTimeout, 500*time.Millisecond, 200*time.Millisecond
+	app := fx.New(bootstrap.Module(cfg), fx.NopLogger, fx.Decorate(func(*slog.Logger) *slog.Logger {
+		return slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}))
+	porttest.RequireService(t, "Redis, MariaDB and RabbitMQ", app.Err())
+	if err := app.Start(ctx); err != nil {
+		porttest.RequireService(t, "Redis, MariaDB and RabbitMQ", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := app.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return client{t: t, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 10 * time.Second}}, rdb, db
+}
+
+type orderBody struct {
+	OrderNo string   `json:"order_no"`
+	Status  string   `json:"status"`
+	Amount  int64    `json:"amount"`
+	Codes   []string `json:"codes"`
+}
+
+// TestRealAdaptersEndToEnd sells over HTTP on the production adapters: place -> pay -> read
+// codes; place -> short timeout -> CLOSED with the stock back in Redis and a flow row;
+// refund; and a reconciliation with zero differences — each checked in Redis and MariaDB
+// directly, not only through the API.
+func TestRealAdaptersEndToEnd(t *testing.T) {
+	c, rdb, db := realService(t, 2*time.Second)
+	ctx := context.Background()
+	pid := int64(porttest.NewProductID())
+	stockKey := fmt.Sprintf("stock:product:{%d}", pid)
+	soldKey := fmt.Sprintf("sold:product:{%d}", pid)
+	gate := func() (int64, int64) {
+		t.Helper()
+		s, err1 := rdb.Get(ctx, stockKey).Int64()
+		d, err2 := rdb.Get(ctx, soldKey).Int64()
+		if err1 != nil || err2 != nil {
+			t.Fatalf("gate keys: %v %v", err1, err2)
+		}
+		return s, d
+	}
+
+	c.want(201, "POST", "/admin/products", adminToken, fmt.Sprintf(`{"id":%d,"name":"Real 10","price":1000,"max_per_order":3}`, pid), nil)
+	codes := make([]string, 6)
+	for i := range codes {
+		codes[i] = fmt.Sprintf("REAL-%d-%04d", pid, i)
+	}
+	c.want(200, "POST", fmt.Sprintf("/admin/products/%d/codes", pid), adminToken, strings.Join(codes, "\n"), nil)
+	if s, d := gate(); s != 6 || d != 0 {
+		t.Fatalf("gate after import: stock %d sold %d, want 6/0", s, d)
+	}
+	var tok struct {
+		Token string `json:"token"`
+	}
+	c.want(201, "POST", "/admin/tokens", adminToken, `{"buyer_id":"real-buyer"}`, &tok)
+
+	// place -> pay -> read codes
+	var paid orderBody
+	c.want(201, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":2}`, pid), &paid, "Idempotency-Key", fmt.Sprintf("real-%d-1", pid))
+	var replay orderBody
+	c.want(200, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":2}`, pid), &replay, "Idempotency-Key", fmt.Sprintf("real-%d-1", pid))
+	if replay.OrderNo != paid.OrderNo {
+		t.Fatalf("replay gave order %s, want %s", replay.OrderNo, paid.OrderNo)
+	}
+	t.Setenv("CARDSHOP_PAYMENT_SECRET", paymentSecret)
+	for i := 0; i < 2; i++ { // a duplicate callback changes nothing
+		if code := bootstrap.Main([]string{"pay", "-url", c.base, "-order", paid.OrderNo, "-amount", "2000", "-ref", "real-ref-1"}, &strings.Builder{}, &strings.Builder{}); code != 0 {
+			t.Fatalf("pay exited %d", code)
+		}
+	}
+	c.want(200, "GET", "/api/orders/"+paid.OrderNo, tok.Token, "", &paid)
+	if paid.Status != "PAID" || len(paid.Codes) != 2 || !strings.HasPrefix(paid.Codes[0], "REAL-") {
+		t.Fatalf("paid order %+v", paid)
+	}
+	var sold int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM card_stock WHERE product_id=? AND status='SOLD' AND order_no=?", pid, paid.OrderNo).Scan(&sold); err != nil || sold != 2 {
+		t.Fatalf("SOLD rows for the order: %d, %v", sold, err)
+	}
+
+	// place -> timeout -> CLOSED, stock back in Redis, flow row timeout-restore
+	var expiring orderBody
+	c.want(201, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":3}`, pid), &expiring, "Idempotency-Key", fmt.Sprintf("real-%d-2", pid))
+	if s, d := gate(); s != 1 || d != 5 {
+		t.Fatalf("gate with one paid and one pending order: stock %d sold %d, want 1/5", s, d)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var o orderBody
+		c.want(200, "GET", "/api/orders/"+expiring.OrderNo, tok.Token, "", &o)
+		if o.Status == "CLOSED" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("order still %s 15 s after a 2 s timeout", o.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var flowRows int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM stock_flow WHERE order_no=? AND change_type=3 AND qty=3", expiring.OrderNo).Scan(&flowRows); err != nil || flowRows != 1 {
+		t.Fatalf("timeout-restore flow rows: %d, %v", flowRows, err)
+	}
+	for time.Now().Before(deadline) { // the gate change may still be in the outbox
+		if s, d := gate(); s == 4 && d == 2 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s, d := gate(); s != 4 || d != 2 {
+		t.Fatalf("gate after the timeout: stock %d sold %d, want 4/2", s, d)
+	}
+
+	// refund: codes recycled, stock back
+	c.want(200, "POST", "/admin/orders/"+paid.OrderNo+"/refund", adminToken, `{}`, nil)
+	var recycled int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM card_stock WHERE product_id=? AND status='RECYCLED'", pid).Scan(&recycled); err != nil || recycled != 2 {
+		t.Fatalf("RECYCLED rows: %d, %v", recycled, err)
+	}
+
+	// reconcile: zero differences
+	var rec struct {
+		OK          bool `json:"ok"`
+		Differences int  `json:"differences"`
+		Gate        struct {
+			Stock int64 `json:"stock"`
+			Sold  int64 `json:"sold"`
+		} `json:"gate"`
+	}
+	c.want(200, "POST", fmt.Sprintf("/admin/products/%d/reconcile?repair=true", pid), adminToken, "", &rec)
+	if !rec.OK || rec.Differences != 0 || rec.Gate.Stock != 6 || rec.Gate.Sold != 0 {
+		t.Fatalf("reconcile %+v", rec)
+	}
+	var outboxLeft int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL").Scan(&outboxLeft); err != nil || outboxLeft != 0 {
+		t.Fatalf("unsent outbox rows after reconcile: %d, %v", outboxLeft, err)
+	}
+}
+
+// TestRealAdaptersRebuildTheGateAtStart: a product whose gate keys are gone (Redis lost
+// them) is rebuilt from the ledger when the service starts.
+func TestRealAdaptersRebuildTheGateAtStart(t *testing.T) {
+	c, rdb, _ := realService(t, time.Minute)
+	ctx := context.Background()
+	pid := int64(porttest.NewProductID())
+	c.want(201, "POST", "/admin/products", adminToken, fmt.Sprintf(`{"id":%d,"name":"Lost","price":100,"max_per_order":1}`, pid), nil)
+	c.want(200, "POST", fmt.Sprintf("/admin/products/%d/codes", pid), adminToken, fmt.Sprintf("LOST-%d-1\nLOST-%d-2", pid, pid), nil)
+	keys := []string{fmt.Sprintf("stock:product:{%d}", pid), fmt.Sprintf("sold:product:{%d}", pid)}
+	if err := rdb.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var tok struct {
+		Token string `json:"token"`
+	}
+	c.want(201, "POST", "/admin/tokens", adminToken, `{"buyer_id":"lost-buyer"}`, &tok)
+	// Never oversold on a missing key: refused until rebuilt.
+	c.want(503, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":1}`, pid), nil, "Idempotency-Key", fmt.Sprintf("lost-%d-1", pid))
+
+	c2, _, _ := realService(t, time.Minute) // a second instance starts and rebuilds it
+	if s, err := rdb.Get(ctx, keys[0]).Int64(); err != nil || s != 2 {
+		t.Fatalf("stock after a restart: %d, %v", s, err)
+	}
+	c2.want(201, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":1}`, pid), nil, "Idempotency-Key", fmt.Sprintf("lost-%d-2", pid))
+}
