@@ -90,12 +90,16 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		if errors.As(err, &ve) {
 			body.Field, body.Message = ve.Field, ve.Error()
 		}
-		level := slog.LevelInfo
+		// A refused request (4xx) is the business working as intended — a flash sale answers
+		// hundreds of thousands of sold_out — so it logs at debug; 5xx at error.
+		level := slog.LevelDebug
 		if api.status >= 500 {
 			level = slog.LevelError
 		}
-		log.Log(c.UserContext(), level, "request failed", "request_id", body.RequestID, "method", c.Method(),
-			"path", c.Path(), "status", api.status, "code", api.code, "err", err.Error())
+		if log.Enabled(c.UserContext(), level) {
+			log.Log(c.UserContext(), level, "request failed", "request_id", body.RequestID, "method", c.Method(),
+				"path", c.Path(), "status", api.status, "code", api.code, "err", err.Error())
+		}
 		if api.status == fiber.StatusServiceUnavailable {
 			c.Set(fiber.HeaderRetryAfter, "1")
 		}
