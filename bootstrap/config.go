@@ -20,6 +20,7 @@ const (
 type Config struct {
 	Adapters       string        // CARDSHOP_ADAPTERS: memory | real
 	HTTPAddr       string        // CARDSHOP_HTTP_ADDR
+	PprofAddr      string        // CARDSHOP_PPROF_ADDR: net/http/pprof on this address when set
 	AdminToken     string        // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars)
 	PaymentSecret  string        // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars)
 	TokenSecret    string        // CARDSHOP_TOKEN_SECRET (required, >= 16 chars)
@@ -33,11 +34,13 @@ type Config struct {
 
 	MySQLDSN   string   // CARDSHOP_MYSQL_DSN
 	RedisAddrs []string // CARDSHOP_REDIS_ADDRS (comma-separated; several = cluster)
-	AMQPURL    string   // CARDSHOP_AMQP_URL
-	AMQPPrefix string   // CARDSHOP_AMQP_PREFIX: name prefix of every exchange and queue
-	Migrate    bool     // CARDSHOP_MIGRATE: apply migrations at start
-	CodeKeys   string   // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
-	CodeHash   string   // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
+	// RedisAutoPipeline is CARDSHOP_REDIS_AUTOPIPELINE: batch concurrent reservations.
+	RedisAutoPipeline bool
+	AMQPURL           string // CARDSHOP_AMQP_URL
+	AMQPPrefix        string // CARDSHOP_AMQP_PREFIX: name prefix of every exchange and queue
+	Migrate           bool   // CARDSHOP_MIGRATE: apply migrations at start
+	CodeKeys          string // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
+	CodeHash          string // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
 }
 
 // envVar describes one variable: its default and how to store it.
@@ -71,6 +74,7 @@ var envVars = map[string]envVar{
 	}},
 	"CARDSHOP_HTTP_ADDR":       {"127.0.0.1:8080", stringVar(func(c *Config) *string { return &c.HTTPAddr })},
 	"CARDSHOP_ADMIN_TOKEN":     {"", stringVar(func(c *Config) *string { return &c.AdminToken })},
+	"CARDSHOP_PPROF_ADDR":      {"", stringVar(func(c *Config) *string { return &c.PprofAddr })},
 	"CARDSHOP_PAYMENT_SECRET":  {"", stringVar(func(c *Config) *string { return &c.PaymentSecret })},
 	"CARDSHOP_TOKEN_SECRET":    {"", stringVar(func(c *Config) *string { return &c.TokenSecret })},
 	"CARDSHOP_ORDER_TIMEOUT":   {"15m", durationVar(func(c *Config) *time.Duration { return &c.OrderTimeout })},
@@ -101,6 +105,14 @@ var envVars = map[string]envVar{
 			return fmt.Errorf("want 1 to 64 characters of a-z 0-9 . _ -, got %q", v)
 		}
 		c.AMQPPrefix = v
+		return nil
+	}},
+	"CARDSHOP_REDIS_AUTOPIPELINE": {"true", func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		c.RedisAutoPipeline = b
 		return nil
 	}},
 	"CARDSHOP_MIGRATE": {"false", func(c *Config, v string) error {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"sync"
 	"time"
@@ -30,7 +32,7 @@ func Module(cfg Config) fx.Option {
 		fx.Supply(cfg),
 		fx.Provide(newLogger, newSigner, newTokens, newShop, newHTTP),
 		adapters,
-		fx.Invoke(runWorkers, serveHTTP),
+		fx.Invoke(runWorkers, serveHTTP, servePprof),
 	)
 }
 
@@ -146,5 +148,32 @@ func serveHTTP(lc fx.Lifecycle, cfg Config, app *fiber.App, log *slog.Logger) {
 			defer cancel()
 			return app.ShutdownWithContext(ctx)
 		},
+	})
+}
+
+// servePprof serves net/http/pprof on cfg.PprofAddr (keep it on loopback) for profiling under
+// load; nothing is served when it is empty.
+func servePprof(lc fx.Lifecycle, cfg Config, log *slog.Logger) {
+	if cfg.PprofAddr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: cfg.PprofAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			ln, err := net.Listen("tcp", cfg.PprofAddr)
+			if err != nil {
+				return fmt.Errorf("pprof listen on %s: %w", cfg.PprofAddr, err)
+			}
+			log.Info("pprof listening", "addr", ln.Addr().String())
+			go func() { _ = srv.Serve(ln) }()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error { return srv.Shutdown(ctx) },
 	})
 }

@@ -65,6 +65,27 @@ func TestContractCluster(t *testing.T) {
 	porttest.RunStockGate(t, func(*testing.T) domain.StockGate { return g })
 }
 
+// The same contract through go-redis's auto-pipeliner (what production uses for Reserve).
+func TestContractStandaloneAutoPipeline(t *testing.T) {
+	c := standalone(t)
+	ap, err := redisgate.AutoPipeliner(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := redisgate.New(c).WithAutoPipeline(ap)
+	porttest.RunStockGate(t, func(*testing.T) domain.StockGate { return g })
+}
+
+func TestContractClusterAutoPipeline(t *testing.T) {
+	c := cluster(t)
+	ap, err := redisgate.AutoPipeliner(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := redisgate.New(c).WithAutoPipeline(ap)
+	porttest.RunStockGate(t, func(*testing.T) domain.StockGate { return g })
+}
+
 func TestTTLsMatchTheMemoryGate(t *testing.T) {
 	if redisgate.DefaultKeyTTL != memory.DefaultKeyTTL || redisgate.MarkerTTL != memory.MarkerTTL {
 		t.Fatalf("redisgate TTLs (%v, %v) differ from memory's (%v, %v)", redisgate.DefaultKeyTTL,
