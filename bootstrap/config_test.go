@@ -129,13 +129,15 @@ func validValue(name string) string {
 	case strings.HasSuffix(name, "_TIMEOUT"), strings.HasSuffix(name, "_TTL"), strings.HasSuffix(name, "_INTERVAL"),
 		strings.HasSuffix(name, "_WINDOW"), strings.HasSuffix(name, "_GRACE"):
 		return "1m"
+	case name == "CARDSHOP_AMQP_PREFIX":
+		return "shop-1"
 	case name == "CARDSHOP_ADAPTERS":
 		return "memory"
 	case name == "CARDSHOP_LOG_LEVEL":
 		return "warn"
-	case name == "CARDSHOP_MIGRATE":
+	case name == "CARDSHOP_MIGRATE", name == "CARDSHOP_REDIS_AUTOPIPELINE":
 		return "false"
-	case name == "CARDSHOP_REDIS_ADDRS":
+	case name == "CARDSHOP_REDIS_ADDRS", name == "CARDSHOP_PPROF_ADDR":
 		return "r:6379"
 	default:
 		return "a-value-of-sixteen-or-more"
