@@ -33,6 +33,7 @@ type Config struct {
 	ShutdownGrace  time.Duration // CARDSHOP_SHUTDOWN_GRACE
 
 	MySQLDSN   string   // CARDSHOP_MYSQL_DSN
+	MySQLConns int      // CARDSHOP_MYSQL_MAX_CONNS: connection pool size
 	RedisAddrs []string // CARDSHOP_REDIS_ADDRS (comma-separated; several = cluster)
 	// RedisAutoPipeline is CARDSHOP_REDIS_AUTOPIPELINE: batch concurrent reservations.
 	RedisAutoPipeline bool
@@ -87,6 +88,14 @@ var envVars = map[string]envVar{
 		return c.LogLevel.UnmarshalText([]byte(v))
 	}},
 	"CARDSHOP_MYSQL_DSN": {"root@tcp(127.0.0.1:3306)/test?parseTime=true", stringVar(func(c *Config) *string { return &c.MySQLDSN })},
+	"CARDSHOP_MYSQL_MAX_CONNS": {"64", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 2 || n > 1000 {
+			return fmt.Errorf("want a number from 2 to 1000, got %q", v)
+		}
+		c.MySQLConns = n
+		return nil
+	}},
 	"CARDSHOP_REDIS_ADDRS": {"127.0.0.1:6379", func(c *Config, v string) error {
 		c.RedisAddrs = nil
 		for _, a := range strings.Split(v, ",") {

@@ -40,7 +40,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		RelayInterval: time.Second, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second,
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop",
-		RedisAutoPipeline: true,
+		RedisAutoPipeline: true, MySQLConns: 64,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -137,6 +137,8 @@ func validValue(name string) string {
 		return "warn"
 	case name == "CARDSHOP_MIGRATE", name == "CARDSHOP_REDIS_AUTOPIPELINE":
 		return "false"
+	case name == "CARDSHOP_MYSQL_MAX_CONNS":
+		return "16"
 	case name == "CARDSHOP_REDIS_ADDRS", name == "CARDSHOP_PPROF_ADDR":
 		return "r:6379"
 	default:

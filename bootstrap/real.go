@@ -97,6 +97,8 @@ func newMySQL(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*bun.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
+	db.SetMaxOpenConns(cfg.MySQLConns)
+	db.SetMaxIdleConns(cfg.MySQLConns)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
@@ -129,7 +131,7 @@ func newMySQL(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*bun.DB, error) {
 func newBroker(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*rabbitmq.Broker, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b, err := rabbitmq.Dial(ctx, rabbitmq.Config{URL: cfg.AMQPURL, Prefix: cfg.AMQPPrefix, Delays: []time.Duration{cfg.OrderTimeout}, Logger: log})
+	b, err := rabbitmq.Dial(ctx, rabbitmq.Config{URL: cfg.AMQPURL, Prefix: cfg.AMQPPrefix, Channels: 64, Delays: []time.Duration{cfg.OrderTimeout}, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmq: %w", err)
 	}

@@ -137,7 +137,9 @@ func gaveUp(err error) error {
 func (l *Ledger) runTx(ctx context.Context, run *runState, fn func(tx domain.Store) error) error {
 	state := &txState{run: run}
 	fnFailed := false
-	err := l.db.RunInTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(_ context.Context, tx bun.Tx) error {
+	// READ COMMITTED is the session's isolation level (Open forces tx_isolation), so BEGIN is one
+	// round trip: sql.TxOptions{Isolation: …} would send SET TRANSACTION before every START.
+	err := l.db.RunInTx(ctx, nil, func(_ context.Context, tx bun.Tx) error {
 		defer state.end()
 		err := fn(&store{db: tx, ledger: l, tx: state})
 		if lost := state.lost(); lost != nil {

@@ -8,6 +8,8 @@ import (
 	"net"
 	"slices"
 	"strings"
+
+	"cardshop/adapters/porttest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -419,5 +421,33 @@ func TestImportLargeBatch(t *testing.T) {
 	}
 	if counts, err := l.Cards().Counts(ctx, p); err != nil || counts[domain.CardUnsold] != 2500 {
 		t.Fatalf("Counts = %v, %v; want 2500 UNSOLD", counts, err)
+	}
+}
+
+// Every pooled session runs at READ COMMITTED even when the DSN asks otherwise: the payment
+// transaction deadlocks at REPEATABLE READ, and BEGIN carries no isolation of its own.
+func TestSessionsRunAtReadCommitted(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		var level string
+		if err := db.QueryRowContext(ctx, "SELECT @@tx_isolation").Scan(&level); err != nil {
+			t.Fatal(err)
+		}
+		if level != "READ-COMMITTED" {
+			t.Fatalf("session isolation %s, want READ-COMMITTED", level)
+		}
+	}
+	other, err := mysqlstore.Open(strings.Replace(porttest.MySQLDSN, "/", "/?tx_isolation=%27REPEATABLE-READ%27&", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var level string
+	if err := other.QueryRowContext(ctx, "SELECT @@tx_isolation").Scan(&level); err != nil {
+		t.Fatal(err)
+	}
+	if level != "READ-COMMITTED" {
+		t.Fatalf("a DSN asking for REPEATABLE READ got %s, want READ-COMMITTED", level)
 	}
 }
