@@ -75,3 +75,11 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 .PHONY: bench
 bench: ## Go benchmarks of the use cases on the memory adapters
 	$(GO) test -run '^$$' -bench . -benchmem ./application/
+
+.PHONY: loadcheck
+loadcheck: services ## the load proof: 5 wrk scenarios on the real adapters, ceilings, every invariant (~10 min)
+	$(GO) run ./cmd/loadcheck
+
+.PHONY: loadcheck-short
+loadcheck-short: services ## the load proof in CI form: a few seconds per scenario, same invariants
+	$(GO) run ./cmd/loadcheck -short

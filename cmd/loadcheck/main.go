@@ -1,0 +1,252 @@
+// Command loadcheck is the load proof of SPEC.md: it starts cardshop on the real adapters (or
+// targets running instances), measures this machine's ceilings, runs the flash-sale scenarios
+// with wrk, pays most orders through signed callbacks (duplicates mixed in), lets the rest
+// expire, and then checks every invariant directly against Redis and MariaDB. It prints the
+// numbers and exits non-zero if any invariant fails.
+//
+// Run it with `make loadcheck` (full) or `make loadcheck-short` (CI).
+package main
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"cardshop/adapters/mysqlstore"
+)
+
+//go:embed script.lua
+var orderScript string
+
+//go:embed hello.lua
+var helloScript string
+
+// options are the command-line settings.
+type options struct {
+	duration     time.Duration
+	threads      int
+	conns        int
+	short        bool
+	only         string
+	orderTimeout time.Duration
+	payShare     float64
+	dupCallbacks float64
+	keep         bool
+	mysqlServer  string
+	redisAddr    string
+	amqpURL      string
+}
+
+func main() {
+	var o options
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "wrk duration of each scenario")
+	flag.IntVar(&o.threads, "threads", 2, "wrk threads")
+	flag.IntVar(&o.conns, "conns", 200, "wrk connections")
+	flag.BoolVar(&o.short, "short", false, "CI form: 3 s per scenario, smaller stock, short ceilings")
+	flag.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (default all)")
+	flag.DurationVar(&o.orderTimeout, "order-timeout", 40*time.Second, "the service's order timeout (unpaid orders close after it)")
+	flag.Float64Var(&o.payShare, "pay", 0.8, "share of the orders that get paid")
+	flag.Float64Var(&o.dupCallbacks, "dup-callbacks", 0.2, "share of the paid orders whose callback is sent twice at once")
+	flag.BoolVar(&o.keep, "keep", false, "leave the load database in place for inspection")
+	flag.StringVar(&o.mysqlServer, "mysql", envOr("TEST_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/"), "MariaDB server DSN (a database cardshop_load is created)")
+	flag.StringVar(&o.redisAddr, "redis", envOr("TEST_REDIS_ADDR", "127.0.0.1:6379"), "Redis address")
+	flag.StringVar(&o.amqpURL, "amqp", envOr("TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ URL")
+	flag.Parse()
+	if o.short {
+		o.duration, o.orderTimeout = 3*time.Second, 12*time.Second
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	failed, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadcheck:", err)
+		os.Exit(2)
+	}
+	if failed > 0 {
+		fmt.Printf("\nFAIL: %d invariant check(s) failed\n", failed)
+		os.Exit(1)
+	}
+	fmt.Println("\nPASS: every invariant holds in every scenario")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// env is what every service instance and the harness share.
+type env struct {
+	o          options
+	dir        string
+	binary     string
+	dsn        string
+	db         *sql.DB
+	rdb        *redis.Client
+	secrets    secrets
+	ceil       ceilings
+	orderLua   string
+	helloLua   string
+	instances  []*instance
+	tokensFile string
+}
+
+type secrets struct{ admin, payment, token, codeKeys, codeHash string }
+
+type ceilings struct {
+	hello   WrkResult
+	redis   float64
+	insert  float64
+	payTx   float64
+	measure time.Duration
+}
+
+func run(ctx context.Context, o options) (int, error) {
+	if err := ensureWrk(); err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "cardshop-loadcheck-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	e := &env{o: o, dir: dir}
+	e.orderLua, e.helloLua = filepath.Join(dir, "order.lua"), filepath.Join(dir, "hello.lua")
+	if err := os.WriteFile(e.orderLua, []byte(orderScript), 0o644); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(e.helloLua, []byte(helloScript), 0o644); err != nil {
+		return 0, err
+	}
+
+	fmt.Printf("cardshop load check — %s — %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine())
+	fmt.Printf("wrk -t%d -c%d -d%s --latency per scenario; order timeout %s; pay %.0f%% (%.0f%% of them twice at once)\n\n",
+		o.threads, o.conns, o.duration, o.orderTimeout, o.payShare*100, o.dupCallbacks*100)
+
+	if err := e.build(ctx); err != nil {
+		return 0, err
+	}
+	if err := e.openStores(ctx); err != nil {
+		return 0, err
+	}
+	defer e.db.Close()
+	defer e.rdb.Close()
+	if !o.keep {
+		defer e.dropDatabase()
+	}
+	if err := e.measureCeilings(ctx); err != nil {
+		return 0, err
+	}
+	if err := e.writeTokens(2000); err != nil {
+		return 0, err
+	}
+	defer e.stopInstances()
+
+	failed := 0
+	var results []scenarioResult
+	for _, sc := range scenarios(o) {
+		if o.only != "" && !strings.Contains(","+o.only+",", fmt.Sprintf(",%d,", sc.num)) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return failed, ctx.Err()
+		}
+		res, err := e.runScenario(ctx, sc)
+		if err != nil {
+			return failed, fmt.Errorf("scenario %d (%s): %w", sc.num, sc.name, err)
+		}
+		failed += res.failed()
+		results = append(results, res)
+	}
+	e.printSummary(results)
+	return failed, nil
+}
+
+// build compiles the service binary once.
+func (e *env) build(ctx context.Context) error {
+	e.binary = filepath.Join(e.dir, "cardshop")
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	fmt.Println("building cardshop …")
+	return runCmd(ctx, root, "go", "build", "-o", e.binary, "./cmd/cardshop")
+}
+
+func (e *env) openStores(ctx context.Context) error {
+	dsn, err := mysqlstore.CreateDatabase(ctx, e.o.mysqlServer, "cardshop_load")
+	if err != nil {
+		return fmt.Errorf("MariaDB: %w", err)
+	}
+	e.dsn = dsn
+	if e.db, err = sql.Open("mysql", dsn); err != nil {
+		return err
+	}
+	// MariaDB allows 151 connections by default: 2 instances x 48 + the harness's 48.
+	e.db.SetMaxOpenConns(48)
+	e.db.SetMaxIdleConns(48)
+	if err := e.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("MariaDB: %w", err)
+	}
+	e.rdb = redis.NewClient(&redis.Options{Addr: e.o.redisAddr, PoolSize: 64})
+	if err := e.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("Redis: %w", err)
+	}
+	keys, hash := mysqlstore.GenerateKeyring()
+	e.secrets = secrets{admin: randomSecret(), payment: randomSecret(), token: randomSecret(), codeKeys: keys, codeHash: hash}
+	return nil
+}
+
+func (e *env) dropDatabase() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := e.db.ExecContext(ctx, "DROP DATABASE IF EXISTS cardshop_load"); err != nil {
+		fmt.Fprintln(os.Stderr, "drop cardshop_load:", err)
+	}
+}
+
+func (e *env) measureCeilings(ctx context.Context) error {
+	d := 5 * time.Second
+	if e.o.short {
+		d = 2 * time.Second
+	}
+	e.ceil.measure = d
+	fmt.Println("measuring this machine's ceilings …")
+	var err error
+	if e.ceil.hello, err = helloCeiling(ctx, WrkRun{Threads: e.o.threads, Conns: e.o.conns, Duration: e.o.duration, Script: e.helloLua}); err != nil {
+		return fmt.Errorf("hello ceiling: %w", err)
+	}
+	n := 300000
+	if e.o.short {
+		n = 50000
+	}
+	if e.ceil.redis, err = redisScriptCeiling(ctx, e.o.redisAddr, 50, n); err != nil {
+		return fmt.Errorf("redis ceiling: %w", err)
+	}
+	e.db.SetMaxOpenConns(64)
+	e.db.SetMaxIdleConns(64)
+	if e.ceil.insert, err = insertCeiling(ctx, e.db, 64, d); err != nil {
+		return fmt.Errorf("insert ceiling: %w", err)
+	}
+	defer func() { e.db.SetMaxOpenConns(48); e.db.SetMaxIdleConns(48) }()
+	if e.ceil.payTx, err = payTxCeiling(ctx, e.db, 32, d); err != nil {
+		return fmt.Errorf("pay ceiling: %w", err)
+	}
+	fmt.Printf("  Fiber hello world (same wrk command) %s req/s · p99 %s\n", num(e.ceil.hello.RPS), e.ceil.hello.P99)
+	fmt.Printf("  Redis reserve script (redis-benchmark EVALSHA, 50 clients) %s calls/s\n", num(e.ceil.redis))
+	fmt.Printf("  MariaDB single-row INSERT, 64 connections %s rows/s\n", num(e.ceil.insert))
+	fmt.Printf("  raw pay transaction on one hot product, 32 connections %s tx/s\n\n", num(e.ceil.payTx))
+	return nil
+}

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cardshop/adapters/paysig"
+)
+
+// scenario is one load shape.
+type scenario struct {
+	num       int
+	name      string
+	codes     int
+	qtyMax    int
+	dup       int
+	instances int
+	soldOut   bool // also measure the pure sold-out path after the sale
+}
+
+func scenarios(o options) []scenario {
+	scale := func(full, short int) int {
+		if o.short {
+			return short
+		}
+		return full
+	}
+	return []scenario{
+		{num: 1, name: "flash sale: 1,000 codes, sells out", codes: 1000, qtyMax: 1, dup: 1, instances: 1, soldOut: true},
+		{num: 2, name: "deep stock: never sells out", codes: scale(120000, 30000), qtyMax: 1, dup: 1, instances: 1},
+		{num: 3, name: "bulk buyers: qty 1-10", codes: scale(150000, 40000), qtyMax: 10, dup: 1, instances: 1},
+		{num: 4, name: "double submit: every key sent 4 times at once", codes: scale(60000, 20000), qtyMax: 1, dup: 4, instances: 1},
+		{num: 5, name: "two instances behind the same Redis, MariaDB, RabbitMQ", codes: scale(120000, 30000), qtyMax: 1, dup: 1, instances: 2},
+	}
+}
+
+type scenarioResult struct {
+	sc          scenario
+	load        WrkResult
+	soldOut     *WrkResult
+	soldOutDB   dbDelta
+	idleDB      dbDelta
+	created     int64
+	paid        int
+	dupSent     int
+	payRate     float64
+	payErrors   int
+	expired     int64
+	unfulfilled int64
+	codesSold   int64
+	checks      []Check
+}
+
+func (r scenarioResult) failed() int {
+	n := 0
+	for _, c := range r.checks {
+		if !c.OK {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, error) {
+	res := scenarioResult{sc: sc}
+	fmt.Printf("== scenario %d: %s\n", sc.num, sc.name)
+	for len(e.instances) < sc.instances {
+		in, err := e.startInstance(ctx, fmt.Sprintf("instance-%d", len(e.instances)+1), fmt.Sprintf("127.0.0.1:%d", 6061+len(e.instances)))
+		if err != nil {
+			return res, err
+		}
+		_ = in
+	}
+	pid := 1_000_000 + rand.Int64N(8_000_000_000)
+	if err := e.createProduct(ctx, pid, sc.codes); err != nil {
+		return res, err
+	}
+	// Warm up: a short run on a sold-out product fills the HTTP, Redis and DB pools.
+	warm := pid + 1
+	if err := e.createProduct(ctx, warm, 0); err != nil {
+		return res, err
+	}
+	if _, err := e.load(ctx, sc, warm, 1*time.Second, "warm"); err != nil {
+		return res, err
+	}
+
+	if sc.soldOut {
+		// What the idle service issues by itself (sweeper, relay) over the same time, before load.
+		idle, err := e.dbCounters(ctx, e.o.duration)
+		if err != nil {
+			return res, err
+		}
+		res.idleDB = idle
+	}
+	load, err := e.load(ctx, sc, pid, e.o.duration, "load")
+	if err != nil {
+		return res, err
+	}
+	res.load = load
+	res.created = load.Status[201]
+	fmt.Printf("   load      %s req/s (%.2f of the hello ceiling) · p50 %s · p90 %s · p99 %s · %s\n",
+		num(load.RPS), load.RPS/e.ceil.hello.RPS, load.P50, load.P90, load.P99, statusMix(load.Status))
+	if load.SocketErrors != "" {
+		fmt.Printf("   wrk       %s\n", load.SocketErrors)
+	}
+
+	if sc.soldOut {
+		// Let the sale's own follow-ups (outbox relay) finish before counting the sold-out run.
+		time.Sleep(2 * time.Second)
+		before, err := readCounters(ctx, e.db)
+		if err != nil {
+			return res, err
+		}
+		so, err := e.load(ctx, sc, pid, e.o.duration, "soldout")
+		if err != nil {
+			return res, err
+		}
+		after, err := readCounters(ctx, e.db)
+		if err != nil {
+			return res, err
+		}
+		res.soldOut, res.soldOutDB = &so, after.minus(before)
+		fmt.Printf("   sold out  %s req/s (%.2f of the hello ceiling) · p50 %s · p99 %s · %s\n",
+			num(so.RPS), so.RPS/e.ceil.hello.RPS, so.P50, so.P99, statusMix(so.Status))
+		fmt.Printf("             MariaDB statements during it: %s (idle baseline over the same time: %s) → %.5f per request\n",
+			res.soldOutDB, res.idleDB, float64(res.soldOutDB.total()-res.idleDB.total())/float64(max(so.Requests, 1)))
+	}
+
+	accepted, err := e.pay(ctx, pid, &res)
+	if err != nil {
+		return res, err
+	}
+	fmt.Printf("   payments  %d paid (%d callbacks sent twice at once) · %s callbacks/s (%.2f of the pay-tx ceiling) · %d refused\n",
+		res.paid, res.dupSent, num(res.payRate), res.payRate/e.ceil.payTx, res.payErrors)
+	if err := e.settle(ctx, pid); err != nil {
+		return res, err
+	}
+	if err := e.db.QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(status='CLOSED'),0), COALESCE(SUM(status='UNFULFILLED'),0)
+		FROM orders WHERE product_id=?`, pid).Scan(&res.expired, &res.unfulfilled); err != nil {
+		return res, err
+	}
+	if err := e.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM card_stock WHERE product_id=? AND status='SOLD'`, pid).Scan(&res.codesSold); err != nil {
+		return res, err
+	}
+	fmt.Printf("   orders    %d created · %d paid · %d closed unpaid · %d unfulfilled · %d codes sold of %d\n",
+		res.created, res.paid, res.expired, res.unfulfilled, res.codesSold, sc.codes)
+
+	res.checks, err = checkInvariants(ctx, e.db, e.rdb, Expect{ProductID: pid, Created: res.created, InFlight: int64(e.o.conns),
+		AcceptedPayments: accepted, ExpiryGrace: 5 * time.Second})
+	if err != nil {
+		return res, err
+	}
+	for _, c := range res.checks {
+		verdict := "PASS"
+		if !c.OK {
+			verdict = "FAIL"
+		}
+		fmt.Printf("   %s  %s: %s\n", verdict, c.Name, c.Detail)
+	}
+	fmt.Println()
+	return res, nil
+}
+
+// createProduct creates a product and imports n codes through the admin API.
+func (e *env) createProduct(ctx context.Context, pid int64, n int) error {
+	in := e.instances[0]
+	body := fmt.Sprintf(`{"id":%d,"name":"load %d","price":1000,"max_per_order":10}`, pid, pid)
+	if st, b, err := in.admin(ctx, e.secrets.admin, "POST", "/admin/products", strings.NewReader(body)); err != nil || st != 201 {
+		return fmt.Errorf("create product: %d %s %v", st, b, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		var b bytes.Buffer
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "LC-%d-%08d\n", pid, i)
+			if b.Len() > 64<<10 {
+				if _, err := pw.Write(b.Bytes()); err != nil {
+					return
+				}
+				b.Reset()
+			}
+		}
+		_, _ = pw.Write(b.Bytes())
+		_ = pw.Close()
+	}()
+	start := time.Now()
+	st, b, err := in.admin(ctx, e.secrets.admin, "POST", fmt.Sprintf("/admin/products/%d/codes", pid), pr)
+	if err != nil || st != 200 {
+		return fmt.Errorf("import codes: %d %s %v", st, b, err)
+	}
+	fmt.Printf("   stock     %d codes imported in %s: %s\n", n, time.Since(start).Round(10*time.Millisecond), bytes.TrimSpace(b))
+	return nil
+}
+
+// load runs wrk against POST /api/order, split across the scenario's instances.
+func (e *env) load(ctx context.Context, sc scenario, pid int64, d time.Duration, tag string) (WrkResult, error) {
+	k := sc.instances
+	runs := make([]WrkResult, k)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i := 0; i < k; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			run := WrkRun{Threads: max(e.o.threads/k, 1), Conns: e.o.conns / k, Duration: d, URL: e.instances[i].base,
+				Script: e.orderLua, Args: []string{strconv.FormatInt(pid, 10), strconv.Itoa(sc.qtyMax), strconv.Itoa(sc.dup),
+					e.tokensFile, fmt.Sprintf("%s%d-%d", tag, i, time.Now().UnixNano())}}
+			runs[i], errs[i] = runWrk(ctx, run)
+		}(i)
+	}
+	wg.Wait()
+	out := WrkResult{Status: map[int]int64{}}
+	for i := 0; i < k; i++ {
+		if errs[i] != nil {
+			return out, errs[i]
+		}
+		r := runs[i]
+		out.RPS += r.RPS
+		out.Requests += r.Requests
+		out.P50, out.P90, out.P99 = maxDur(out.P50, r.P50), maxDur(out.P90, r.P90), maxDur(out.P99, r.P99)
+		for c, n := range r.Status {
+			out.Status[c] += n
+		}
+		if r.SocketErrors != "" {
+			out.SocketErrors = strings.TrimSpace(out.SocketErrors + " " + r.SocketErrors)
+		}
+	}
+	return out, nil
+}
+
+func maxDur(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func statusMix(m map[int]int64) string {
+	codes := make([]int, 0, len(m))
+	for c := range m {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	parts := make([]string, 0, len(codes))
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("%d: %s", c, num(float64(m[c]))))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// pay sends signed "paid" callbacks for a share of the product's PENDING orders (some twice at
+// once), spread over the instances, and returns the orders whose payment was accepted.
+func (e *env) pay(ctx context.Context, pid int64, res *scenarioResult) (map[string]bool, error) {
+	rows, err := e.db.QueryContext(ctx, "SELECT order_no, amount FROM orders WHERE product_id=? AND status='PENDING' ORDER BY created_at", pid)
+	if err != nil {
+		return nil, err
+	}
+	type due struct {
+		no     string
+		amount int64
+	}
+	var all []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.no, &d.amount); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		all = append(all, d)
+	}
+	rows.Close()
+	n := int(float64(len(all)) * e.o.payShare)
+	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	toPay := all[:n]
+	signer, err := paysig.New(e.secrets.payment, 0)
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
+	accepted := make(map[string]bool, n)
+	var mu sync.Mutex
+	var refused, dupSent atomic.Int64
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	send := func(d due, inst *instance) bool {
+		body, ts, sig, err := signer.SignedBody(paysig.Notice{OrderNo: d.no, Status: "paid", Amount: d.amount, PaymentRef: "lc-" + d.no}, time.Now())
+		if err != nil {
+			return false
+		}
+		req, _ := http.NewRequestWithContext(ctx, "POST", inst.base+"/api/payments/callback", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(paysig.HeaderTimestamp, ts)
+		req.Header.Set(paysig.HeaderSignature, sig)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == 200 && bytes.Contains(b, []byte(`"result":"success"`))
+	}
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := range jobs {
+				d := toPay[i]
+				inst := e.instances[i%len(e.instances)]
+				ok := false
+				if float64(i) < float64(n)*e.o.dupCallbacks {
+					// The provider sends the same callback twice at once (to both instances when
+					// there are two): both must answer success, the codes are allocated once.
+					var ok2 bool
+					var inner sync.WaitGroup
+					inner.Add(1)
+					go func() { defer inner.Done(); ok2 = send(d, e.instances[(i+1)%len(e.instances)]) }()
+					ok = send(d, inst)
+					inner.Wait()
+					ok = ok && ok2
+					dupSent.Add(1)
+				} else {
+					ok = send(d, inst)
+				}
+				if ok {
+					mu.Lock()
+					accepted[d.no] = true
+					mu.Unlock()
+				} else {
+					refused.Add(1)
+				}
+			}
+		}(w)
+	}
+	start := time.Now()
+	for i := range toPay {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	elapsed := time.Since(start)
+	res.paid, res.dupSent, res.payErrors = len(accepted), int(dupSent.Load()), int(refused.Load())
+	if elapsed > 0 {
+		res.payRate = float64(n) / elapsed.Seconds()
+	}
+	return accepted, nil
+}
+
+// settle waits until the product has no PENDING order (the rest expired and were closed) and
+// the outbox is drained (every gate change and delivery event relayed).
+func (e *env) settle(ctx context.Context, pid int64) error {
+	deadline := time.Now().Add(e.o.orderTimeout + 90*time.Second)
+	start := time.Now()
+	for {
+		var pending, unsent int64
+		if err := e.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders WHERE product_id=? AND status='PENDING'", pid).Scan(&pending); err != nil {
+			return err
+		}
+		if err := e.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL").Scan(&unsent); err != nil {
+			return err
+		}
+		if pending == 0 && unsent == 0 {
+			fmt.Printf("   settled   unpaid orders closed and outbox drained after %s\n", time.Since(start).Round(100*time.Millisecond))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			fmt.Printf("   settled   NOT within %s: %d PENDING, %d unsent outbox rows (the invariants will say what leaked)\n",
+				time.Since(start).Round(time.Second), pending, unsent)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WrkResult is what one wrk run measured.
+type WrkResult struct {
+	RPS           float64
+	Requests      int64
+	P50, P90, P99 time.Duration
+	Status        map[int]int64 // response-code mix, counted by the Lua script's response()
+	SocketErrors  string        // wrk's "Socket errors" line, if any
+	Raw           string
+}
+
+// WrkRun describes one wrk invocation.
+type WrkRun struct {
+	Threads, Conns int
+	Duration       time.Duration
+	URL            string
+	Script         string   // Lua script path, or "" for a plain GET
+	Args           []string // passed to the script after "--"
+}
+
+var (
+	reRPS     = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
+	reTotal   = regexp.MustCompile(`(\d+) requests in`)
+	reLatency = regexp.MustCompile(`(?m)^\s+(50|90|99)%\s+([\d.]+)(us|ms|s)\s*$`)
+	reStatus  = regexp.MustCompile(`(?m)^status (\d+) (\d+)$`)
+	reSocket  = regexp.MustCompile(`Socket errors:.*`)
+)
+
+// runWrk runs wrk with --latency and parses its report (and the status lines our Lua
+// script prints in done()).
+func runWrk(ctx context.Context, r WrkRun) (WrkResult, error) {
+	args := []string{fmt.Sprintf("-t%d", r.Threads), fmt.Sprintf("-c%d", r.Conns),
+		fmt.Sprintf("-d%ds", int(r.Duration.Seconds())), "--latency", "--timeout", "10s"}
+	if r.Script != "" {
+		args = append(args, "-s", r.Script)
+	}
+	args = append(args, r.URL)
+	if len(r.Args) > 0 {
+		args = append(append(args, "--"), r.Args...)
+	}
+	cmd := exec.CommandContext(ctx, "wrk", args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return WrkResult{}, fmt.Errorf("wrk %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return parseWrk(out.String())
+}
+
+func parseWrk(s string) (WrkResult, error) {
+	res := WrkResult{Raw: s, Status: map[int]int64{}}
+	m := reRPS.FindStringSubmatch(s)
+	if m == nil {
+		return res, fmt.Errorf("wrk output has no Requests/sec:\n%s", s)
+	}
+	res.RPS, _ = strconv.ParseFloat(m[1], 64)
+	if m := reTotal.FindStringSubmatch(s); m != nil {
+		res.Requests, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	for _, m := range reLatency.FindAllStringSubmatch(s, -1) {
+		v, _ := strconv.ParseFloat(m[2], 64)
+		unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[m[3]]
+		d := time.Duration(v * float64(unit))
+		switch m[1] {
+		case "50":
+			res.P50 = d
+		case "90":
+			res.P90 = d
+		case "99":
+			res.P99 = d
+		}
+	}
+	for _, m := range reStatus.FindAllStringSubmatch(s, -1) {
+		code, _ := strconv.Atoi(m[1])
+		n, _ := strconv.ParseInt(m[2], 10, 64)
+		res.Status[code] += n
+	}
+	res.SocketErrors = reSocket.FindString(s)
+	return res, nil
+}
+
+// ensureWrk installs wrk from Debian's packages when it is missing.
+func ensureWrk() error {
+	if _, err := exec.LookPath("wrk"); err == nil {
+		return nil
+	}
+	fmt.Fprintln(os.Stderr, "wrk not found: installing it with apt-get")
+	for _, args := range [][]string{{"update", "-qq"}, {"install", "-y", "-qq", "wrk"}} {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("apt-get %s: %w", strings.Join(args, " "), err)
+		}
+	}
+	_, err := exec.LookPath("wrk")
+	return err
+}
+
+// lines splits s into non-empty lines.
+func lines(s string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		if t := strings.TrimSpace(sc.Text()); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
