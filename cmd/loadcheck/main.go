@@ -68,16 +68,20 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	failed, err := run(ctx, o)
+	checks, failed, err := run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadcheck:", err)
 		os.Exit(2)
 	}
 	if failed > 0 {
 		fmt.Printf("\nFAIL: %d invariant check(s) failed\n", failed)
+	} else {
+		fmt.Println("\nPASS: every invariant holds in every scenario")
+	}
+	fmt.Printf("loadcheck: %d passed, %d failed\n", checks-failed, failed)
+	if failed > 0 {
 		os.Exit(1)
 	}
-	fmt.Println("\nPASS: every invariant holds in every scenario")
 }
 
 func envOr(name, def string) string {
@@ -113,22 +117,23 @@ type ceilings struct {
 	measure time.Duration
 }
 
-func run(ctx context.Context, o options) (int, error) {
+// run returns how many invariant checks ran and how many failed.
+func run(ctx context.Context, o options) (checks, failed int, err error) {
 	if err := ensureWrk(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	dir, err := os.MkdirTemp("", "cardshop-loadcheck-")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
 	e := &env{o: o, dir: dir}
 	e.orderLua, e.helloLua = filepath.Join(dir, "order.lua"), filepath.Join(dir, "hello.lua")
 	if err := os.WriteFile(e.orderLua, []byte(orderScript), 0o644); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := os.WriteFile(e.helloLua, []byte(helloScript), 0o644); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 
 	fmt.Printf("cardshop load check — %s — %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine())
@@ -136,10 +141,10 @@ func run(ctx context.Context, o options) (int, error) {
 		o.threads, o.conns, o.duration, o.orderTimeout, o.payShare*100, o.dupCallbacks*100)
 
 	if err := e.build(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := e.openStores(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer e.db.Close()
 	defer e.rdb.Close()
@@ -147,31 +152,31 @@ func run(ctx context.Context, o options) (int, error) {
 		defer e.dropDatabase()
 	}
 	if err := e.measureCeilings(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := e.writeTokens(2000); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer e.stopInstances()
 
-	failed := 0
 	var results []scenarioResult
 	for _, sc := range scenarios(o) {
 		if o.only != "" && !strings.Contains(","+o.only+",", fmt.Sprintf(",%d,", sc.num)) {
 			continue
 		}
 		if ctx.Err() != nil {
-			return failed, ctx.Err()
+			return checks, failed, ctx.Err()
 		}
 		res, err := e.runScenario(ctx, sc)
 		if err != nil {
-			return failed, fmt.Errorf("scenario %d (%s): %w", sc.num, sc.name, err)
+			return checks, failed, fmt.Errorf("scenario %d (%s): %w", sc.num, sc.name, err)
 		}
 		failed += res.failed()
+		checks += len(res.checks)
 		results = append(results, res)
 	}
 	e.printSummary(results)
-	return failed, nil
+	return checks, failed, nil
 }
 
 // build compiles the service binary once.
