@@ -90,7 +90,7 @@ func filteredEnviron() []string {
 
 func (e *env) stopInstances() {
 	for _, in := range e.instances {
-		if in.cmd.Process == nil || in.cmd.ProcessState != nil {
+		if in.cmd == nil || in.cmd.Process == nil || in.cmd.ProcessState != nil {
 			continue
 		}
 		_ = in.cmd.Process.Signal(syscall.SIGTERM)

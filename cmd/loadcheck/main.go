@@ -43,6 +43,7 @@ type options struct {
 	payShare     float64
 	dupCallbacks float64
 	keep         bool
+	targets      string
 	mysqlServer  string
 	redisAddr    string
 	amqpURL      string
@@ -59,6 +60,9 @@ func main() {
 	flag.Float64Var(&o.payShare, "pay", 0.8, "share of the orders that get paid")
 	flag.Float64Var(&o.dupCallbacks, "dup-callbacks", 0.2, "share of the paid orders whose callback is sent twice at once")
 	flag.BoolVar(&o.keep, "keep", false, "leave the load database in place for inspection")
+	flag.StringVar(&o.targets, "target", "", "comma-separated base URLs of already running instances to load instead of starting them\n"+
+		"(secrets from CARDSHOP_ADMIN_TOKEN, CARDSHOP_PAYMENT_SECRET, CARDSHOP_TOKEN_SECRET; their database from\n"+
+		"CARDSHOP_MYSQL_DSN; -order-timeout must match theirs; scenario 5 needs two)")
 	flag.StringVar(&o.mysqlServer, "mysql", envOr("TEST_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/"), "MariaDB server DSN (a database cardshop_load is created)")
 	flag.StringVar(&o.redisAddr, "redis", envOr("TEST_REDIS_ADDR", "127.0.0.1:6379"), "Redis address")
 	flag.StringVar(&o.amqpURL, "amqp", envOr("TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ URL")
@@ -140,15 +144,17 @@ func run(ctx context.Context, o options) (checks, failed int, err error) {
 	fmt.Printf("wrk -t%d -c%d -d%s --latency per scenario; order timeout %s; pay %.0f%% (%.0f%% of them twice at once)\n\n",
 		o.threads, o.conns, o.duration, o.orderTimeout, o.payShare*100, o.dupCallbacks*100)
 
-	if err := e.build(ctx); err != nil {
-		return 0, 0, err
+	if o.targets == "" {
+		if err := e.build(ctx); err != nil {
+			return 0, 0, err
+		}
 	}
 	if err := e.openStores(ctx); err != nil {
 		return 0, 0, err
 	}
 	defer e.db.Close()
 	defer e.rdb.Close()
-	if !o.keep {
+	if !o.keep && o.targets == "" {
 		defer e.dropDatabase()
 	}
 	if err := e.measureCeilings(ctx); err != nil {
@@ -191,6 +197,9 @@ func (e *env) build(ctx context.Context) error {
 }
 
 func (e *env) openStores(ctx context.Context) error {
+	if e.o.targets != "" {
+		return e.openTargets(ctx)
+	}
 	dsn, err := mysqlstore.CreateDatabase(ctx, e.o.mysqlServer, "cardshop_load")
 	if err != nil {
 		return fmt.Errorf("MariaDB: %w", err)
@@ -253,5 +262,34 @@ func (e *env) measureCeilings(ctx context.Context) error {
 	fmt.Printf("  Redis reserve script (redis-benchmark EVALSHA, 50 clients) %s calls/s\n", num(e.ceil.redis))
 	fmt.Printf("  MariaDB single-row INSERT, 64 connections %s rows/s\n", num(e.ceil.insert))
 	fmt.Printf("  raw pay transaction on one hot product, 32 connections %s tx/s\n\n", num(e.ceil.payTx))
+	return nil
+}
+
+// openTargets points the harness at running instances: their secrets and database come from
+// the CARDSHOP_* environment the instances were started with.
+func (e *env) openTargets(ctx context.Context) error {
+	e.secrets = secrets{admin: os.Getenv("CARDSHOP_ADMIN_TOKEN"), payment: os.Getenv("CARDSHOP_PAYMENT_SECRET"),
+		token: os.Getenv("CARDSHOP_TOKEN_SECRET")}
+	if e.secrets.admin == "" || e.secrets.payment == "" || e.secrets.token == "" {
+		return fmt.Errorf("-target needs CARDSHOP_ADMIN_TOKEN, CARDSHOP_PAYMENT_SECRET and CARDSHOP_TOKEN_SECRET of the instances")
+	}
+	e.dsn = envOr("CARDSHOP_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/test")
+	var err error
+	if e.db, err = sql.Open("mysql", e.dsn); err != nil {
+		return err
+	}
+	e.db.SetMaxOpenConns(48)
+	e.db.SetMaxIdleConns(48)
+	if err := e.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("MariaDB: %w", err)
+	}
+	e.rdb = redis.NewClient(&redis.Options{Addr: e.o.redisAddr, PoolSize: 64})
+	if err := e.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("Redis: %w", err)
+	}
+	for i, u := range strings.Split(e.o.targets, ",") {
+		u = strings.TrimRight(strings.TrimSpace(u), "/")
+		e.instances = append(e.instances, &instance{name: fmt.Sprintf("target-%d", i+1), base: u})
+	}
 	return nil
 }

@@ -46,6 +46,7 @@ func scenarios(o options) []scenario {
 
 type scenarioResult struct {
 	sc          scenario
+	skipped     bool
 	load        WrkResult
 	soldOut     *WrkResult
 	soldOutDB   dbDelta
@@ -74,6 +75,11 @@ func (r scenarioResult) failed() int {
 func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, error) {
 	res := scenarioResult{sc: sc}
 	fmt.Printf("== scenario %d: %s\n", sc.num, sc.name)
+	if e.o.targets != "" && len(e.instances) < sc.instances {
+		fmt.Printf("   skipped: needs %d instances, -target gave %d\n\n", sc.instances, len(e.instances))
+		res.skipped = true
+		return res, nil
+	}
 	for len(e.instances) < sc.instances {
 		in, err := e.startInstance(ctx, fmt.Sprintf("instance-%d", len(e.instances)+1), fmt.Sprintf("127.0.0.1:%d", 6061+len(e.instances)))
 		if err != nil {

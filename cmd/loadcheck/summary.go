@@ -12,6 +12,10 @@ func (e *env) printSummary(results []scenarioResult) {
 	fmt.Println("== summary")
 	fmt.Printf("   %-3s %-52s %10s %9s %9s %9s %8s %8s %6s\n", "#", "scenario", "req/s", "p50", "p90", "p99", "created", "sold", "checks")
 	for _, r := range results {
+		if r.skipped {
+			fmt.Printf("   %-3d %-52s skipped\n", r.sc.num, trim(r.sc.name, 52))
+			continue
+		}
 		verdict := "PASS"
 		if r.failed() > 0 {
 			verdict = fmt.Sprintf("%d FAIL", r.failed())
