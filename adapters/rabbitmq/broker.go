@@ -39,7 +39,8 @@ const (
 	publishTimeout   = 10 * time.Second       // confirm wait when the caller's context has no deadline
 	pingTimeout      = 5 * time.Second        // Ping's wait when the caller's context has no deadline
 	prefetch         = 32                     // unacked deliveries the consumer holds
-	workers          = 8                      // handlers running at once
+	workers          = 8                      // deliveries handled at once
+	handlers         = 8                      // handler calls running at once, over all deliveries
 	handlerTimeout   = 30 * time.Second       // bound on one handler call
 	nackPause        = time.Second            // pause before a requeue when even the reschedule failed
 	republishTimeout = 5 * time.Second        // bound on the consumer's own publishes
@@ -69,6 +70,10 @@ type Broker struct {
 	wg   sync.WaitGroup // supervisor and consumer loop
 
 	pool chan *pubChannel // free publisher channels
+
+	batch           closeBatcher  // ScheduleClose's group commit
+	handlerSlots    chan struct{} // bounds the handlers running at once, over all deliveries
+	timeoutMessages atomic.Int64  // timeout messages confirmed (batches and re-parks)
 
 	blocked atomic.Pointer[blocking] // set while the broker blocks the connection's publishes
 
@@ -124,7 +129,10 @@ func Dial(ctx context.Context, cfg Config) (*Broker, error) {
 		connName: fmt.Sprintf("%s@%s/%d/%08x", cfg.Prefix, host, os.Getpid(), rand.Uint32()),
 		pool:     make(chan *pubChannel, cfg.Channels),
 		up:       make(chan struct{}),
+
+		handlerSlots: make(chan struct{}, handlers),
 	}
+	b.batch.linger = defaultLinger
 	for range cfg.Channels {
 		b.pool <- &pubChannel{}
 	}
@@ -356,8 +364,9 @@ func (b *Broker) Ping(ctx context.Context) error {
 }
 
 // Close stops the consumer (no new deliveries; running handlers finish and are acked; the
-// deliveries not yet handled go back to the queue), stops the supervisor and closes the
-// connection. Later calls of ScheduleClose, Publish and Ping fail with domain.ErrUnavailable.
+// deliveries not yet handled go back to the queue), stops the supervisor, flushes the
+// ScheduleClose calls still queued (their callers get the result of that publish) and closes
+// the connection. Later calls of ScheduleClose, Publish and Ping fail with domain.ErrUnavailable.
 // Calling Close again does nothing.
 func (b *Broker) Close() error {
 	b.mu.Lock()
@@ -370,8 +379,9 @@ func (b *Broker) Close() error {
 
 	b.stop()
 	// Handlers still running may publish (a reschedule): the connection stays up until they
-	// are done.
+	// are done, and until the batches queued by them or by other callers are flushed.
 	b.wg.Wait()
+	b.closeBatcher()
 
 	b.mu.Lock()
 	b.closed = true

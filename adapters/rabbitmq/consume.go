@@ -13,10 +13,10 @@ import (
 )
 
 // Consume starts the timeout consumer: every order number due on the order-timeouts queue is
-// handed to handler (several at once), and it returns at once. The consumer survives
-// reconnections; Close stops it. A nil result acks the message; an error reschedules the
-// order Config.RetryDelay ahead. A later call only replaces the handler; a nil handler is
-// ignored.
+// handed to handler (several at once, also those of one message), and it returns at once. The
+// consumer survives reconnections; Close stops it. A message is acked once every order in it
+// was handled: a nil result is done, an error reschedules that order Config.RetryDelay ahead.
+// A later call only replaces the handler; a nil handler is ignored.
 func (b *Broker) Consume(handler func(context.Context, domain.OrderNo) error) {
 	if handler == nil {
 		return
@@ -111,47 +111,117 @@ func (b *Broker) consumeOn(conn *amqp.Connection) error {
 	}
 }
 
-// handle processes one delivery; see Consume.
+// handle processes one delivery; see Consume. A message lists one or more order numbers.
 func (b *Broker) handle(d amqp.Delivery) {
-	no, err := domain.ParseOrderNo(string(d.Body))
-	if err != nil {
+	nos, bad := decodeOrders(d.Body)
+	if len(nos) == 0 {
+		// Dropped: the sweeper closes whatever order it might have meant.
 		b.log.Error("malformed timeout message dropped", "body", truncate(d.Body), "message_id", d.MessageId)
 		b.ack(d)
 		return
+	}
+	if len(bad) > 0 {
+		b.log.Error("malformed lines of a timeout message skipped",
+			"count", len(bad), "first", bad[0], "message_id", d.MessageId)
 	}
 	if b.life.Err() != nil { // closing: leave it to the next consumer
 		b.nack(d)
 		return
 	}
 	if due, ok := dueOf(d); ok && time.Now().Before(due) {
-		// A shorter bucket delivered it early: park it again for the rest of the delay.
-		if err := b.republish(no, due); err != nil {
-			b.log.Warn("timeout not re-parked; requeued", "order_no", no, "err", err)
+		// A shorter bucket delivered it early: park the whole message again for the rest of
+		// the delay.
+		if err := b.repark(d, nos, due); err != nil {
+			b.log.Warn("timeout message not re-parked; requeued", "message_id", d.MessageId, "orders", len(nos), "err", err)
 			b.pauseThenNack(d)
 			return
 		}
 		b.ack(d)
 		return
 	}
-	handler := b.currentHandler()
-	ctx, cancel := context.WithTimeout(context.Background(), handlerTimeout)
-	err = handler(ctx, no)
-	cancel()
-	if err == nil {
+	failed, complete := b.runHandlers(nos)
+	if !complete { // closing: the orders not handled (and, harmlessly, the others) come back
+		b.nack(d)
+		return
+	}
+	if len(failed) == 0 {
 		b.ack(d)
 		return
 	}
-	b.log.Warn("timeout handler failed; rescheduled", "order_no", no, "retry_in", b.cfg.RetryDelay, "err", err)
-	if err := b.republish(no, time.Now().Add(b.cfg.RetryDelay)); err != nil {
-		b.log.Warn("timeout not rescheduled; requeued", "order_no", no, "err", err)
-		b.pauseThenNack(d)
-		return
+	// Rescheduled each on its own, all at once: they share the next batch.
+	retryAt := time.Now().Add(b.cfg.RetryDelay)
+	errs := make([]error, len(failed))
+	var wg sync.WaitGroup
+	for i, no := range failed {
+		wg.Go(func() { errs[i] = b.republish(no, retryAt) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			b.log.Warn("timeout not rescheduled; message requeued", "order_no", failed[i], "message_id", d.MessageId, "err", err)
+			b.pauseThenNack(d)
+			return
+		}
 	}
 	b.ack(d)
 }
 
-// republish schedules no again. The new message is confirmed before the old one is acked, so
-// a crash in between duplicates the close (harmless) but never loses it.
+// runHandlers calls the handler for every order of a message, several at once within the
+// broker's handler slots, and returns the orders whose handler failed. complete is false when
+// Close stopped it before every order was started (the ones started have finished).
+func (b *Broker) runHandlers(nos []domain.OrderNo) (failed []domain.OrderNo, complete bool) {
+	handler := b.currentHandler()
+	errs := make([]error, len(nos))
+	var wg sync.WaitGroup
+	complete = true
+	for i, no := range nos {
+		if b.life.Err() != nil {
+			complete = false
+			break
+		}
+		select {
+		case b.handlerSlots <- struct{}{}:
+		case <-b.life.Done():
+			complete = false
+		}
+		if !complete {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-b.handlerSlots }()
+			ctx, cancel := context.WithTimeout(context.Background(), handlerTimeout)
+			defer cancel()
+			errs[i] = handler(ctx, no)
+		})
+	}
+	wg.Wait()
+	if !complete {
+		return nil, false
+	}
+	for i, err := range errs {
+		if err != nil {
+			b.log.Warn("timeout handler failed; rescheduled", "order_no", nos[i], "retry_in", b.cfg.RetryDelay, "err", err)
+			failed = append(failed, nos[i])
+		}
+	}
+	return failed, true
+}
+
+// repark publishes the orders of an early message again, with the same id and due time, for the
+// rest of the delay. The new message is confirmed before the old one is acked.
+func (b *Broker) repark(d amqp.Delivery, nos []domain.OrderNo, due time.Time) error {
+	ctx, cancel := context.WithTimeout(context.Background(), republishTimeout)
+	defer cancel()
+	id := d.MessageId
+	if id == "" {
+		id = newBatchID()
+	}
+	return b.publishTimeouts(ctx, nos, due, id)
+}
+
+// republish schedules no again (through the batches of ScheduleClose). The new message is
+// confirmed before the old one is acked, so a crash in between duplicates the close (harmless)
+// but never loses it.
 func (b *Broker) republish(no domain.OrderNo, due time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), republishTimeout)
 	defer cancel()

@@ -1,6 +1,9 @@
 package rabbitmq
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Test-only access to the internals the tests check.
 
@@ -39,4 +42,44 @@ func (b *Broker) CurrentConn() any {
 		return nil
 	}
 	return b.conn
+}
+
+// TimeoutMessages counts the timeout messages the broker has had confirmed: batches of
+// ScheduleClose and the consumer's re-parked early arrivals.
+func (b *Broker) TimeoutMessages() int64 { return b.timeoutMessages.Load() }
+
+// SetLinger changes how long a ScheduleClose batch waits for more orders (call it before the
+// first ScheduleClose of the batch it should apply to).
+func (b *Broker) SetLinger(d time.Duration) {
+	b.batch.mu.Lock()
+	defer b.batch.mu.Unlock()
+	b.batch.linger = d
+}
+
+// Queued counts the ScheduleClose calls waiting for their batch to be flushed.
+func (b *Broker) Queued() int {
+	b.batch.mu.Lock()
+	defer b.batch.mu.Unlock()
+	return len(b.batch.items)
+}
+
+// EncodeOrders and DecodeOrders expose a timeout message's body format.
+var (
+	EncodeOrders = encodeOrders
+	DecodeOrders = decodeOrders
+)
+
+// GroupSizes sorts dues and reports the sizes of the groups a flush at now would publish as
+// one message each.
+func GroupSizes(buckets []time.Duration, dues []time.Time, now time.Time) []int {
+	items := make([]*pendingClose, len(dues))
+	for i, d := range dues {
+		items[i] = &pendingClose{due: d}
+	}
+	slices.SortFunc(items, func(x, y *pendingClose) int { return x.due.Compare(y.due) })
+	var sizes []int
+	for _, g := range groupByDue(buckets, items, now) {
+		sizes = append(sizes, len(g))
+	}
+	return sizes
 }

@@ -177,6 +177,7 @@ type proxy struct {
 	down    bool
 	conns   map[net.Conn]struct{}
 	injects map[chan []byte]struct{} // frames to send to each client
+	hold    chan struct{}            // non-nil while server-to-client frames are held back
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -189,6 +190,7 @@ func startProxy(t *testing.T, target string) *proxy {
 	go p.serve()
 	t.Cleanup(func() {
 		_ = ln.Close()
+		p.resume()
 		p.cut()
 	})
 	return p
@@ -230,9 +232,12 @@ func (p *proxy) pipe(client net.Conn) {
 	p.conns[client], p.conns[server] = struct{}{}, struct{}{}
 	p.injects[inject] = struct{}{}
 	p.mu.Unlock()
+	quit := make(chan struct{})
+	var once sync.Once
 	closeBoth := func() {
 		_ = client.Close()
 		_ = server.Close()
+		once.Do(func() { close(quit) })
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -266,6 +271,16 @@ func (p *proxy) pipe(client net.Conn) {
 				}
 				f = fr
 			case f = <-inject:
+			}
+			p.mu.Lock()
+			hold := p.hold
+			p.mu.Unlock()
+			if hold != nil {
+				select {
+				case <-hold:
+				case <-quit:
+					return
+				}
 			}
 			if _, err := client.Write(f); err != nil {
 				return
@@ -305,6 +320,25 @@ func (p *proxy) block(reason string) {
 
 // unblock sends connection.unblocked.
 func (p *proxy) unblock() { p.sendToClients(10, 61, nil) }
+
+// stall holds back everything the broker sends (confirms included) until resume: the broker
+// looks alive but answers nothing.
+func (p *proxy) stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hold == nil {
+		p.hold = make(chan struct{})
+	}
+}
+
+func (p *proxy) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hold != nil {
+		close(p.hold)
+		p.hold = nil
+	}
+}
 
 // cut closes every proxied connection and refuses new ones until restore.
 func (p *proxy) cut() {

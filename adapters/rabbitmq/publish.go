@@ -133,35 +133,41 @@ func (b *Broker) publish(ctx context.Context, exchange, key string, msg amqp.Pub
 	return nil
 }
 
-// ScheduleClose publishes a timeout message for no, due at due, into the delay bucket chosen by
-// bucketFor (straight to the timeouts exchange when due has passed) and waits for the broker's
-// confirm. The consumer hands it to the handler at or soon after due (a message that arrives
-// early is re-published for the rest of the delay). Delivery is at least once.
+// ScheduleClose schedules the close of no at due and returns once the broker has confirmed the
+// message that carries it. The consumer hands no to the handler at or soon after due, never
+// before (a message that arrives early is re-published for the rest of the delay). Delivery is
+// at least once.
+//
+// Calls are committed in groups: the order joins the current batch, which is flushed when it
+// holds maxBatch orders or defaultLinger after its first order, as one message per group of
+// close due times (see the package documentation). The call therefore takes at least the linger
+// plus one confirm, and every caller of a message gets that message's result.
 //
 // Errors wrap domain.ErrUnavailable: not connected, broker closed, nack, return, or no confirm
-// before ctx ends (10s without a deadline). The message may still have been stored then; a
-// retry can deliver it twice, which the consumer tolerates.
+// before ctx ends (10s without a deadline). The message may still have been stored then (a
+// caller whose ctx ends stops waiting, but its order may already be on its way); a retry can
+// deliver it twice, which the consumer tolerates.
 func (b *Broker) ScheduleClose(ctx context.Context, no domain.OrderNo, due time.Time) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("schedule close of %s: %w", no, err)
+		return fmt.Errorf("schedule close of %s: %w", no, unavailable("publish", err))
 	}
-	now := time.Now()
-	exchange, key := b.topo.timeouts, closeRoutingKey
-	if delay := due.Sub(now); delay > 0 {
-		exchange, key = "", b.topo.delayQueue(bucketFor(b.topo.buckets, delay))
+	// Fail fast during an outage rather than after the linger.
+	if _, err := b.current(); err != nil {
+		return fmt.Errorf("schedule close of %s: %w", no, unavailable("publish", err))
 	}
-	err := b.publish(ctx, exchange, key, amqp.Publishing{
-		DeliveryMode: amqp.Persistent,
-		ContentType:  "text/plain",
-		MessageId:    string(no),
-		Timestamp:    now,
-		Headers:      amqp.Table{dueHeader: due.UnixMilli()},
-		Body:         []byte(no),
-	})
-	if err != nil {
-		return fmt.Errorf("schedule close of %s: %w", no, err)
+	p := &pendingClose{no: no, due: due, ctx: ctx, done: make(chan error, 1)}
+	if err := b.enqueue(p); err != nil {
+		return fmt.Errorf("schedule close of %s: %w", no, unavailable("publish", err))
 	}
-	return nil
+	select {
+	case err := <-p.done:
+		if err != nil {
+			return fmt.Errorf("schedule close of %s: %w", no, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("schedule close of %s: %w", no, unavailable("publish: wait for the batch", ctx.Err()))
+	}
 }
 
 // Publish sends the outbox message to the events exchange with routing key m.Topic (persistent,
