@@ -258,7 +258,7 @@ func (e *env) measureCeilings(ctx context.Context) error {
 	if e.ceil.payTx, err = payTxCeiling(ctx, e.db, 32, d); err != nil {
 		return fmt.Errorf("pay ceiling: %w", err)
 	}
-	fmt.Printf("  Fiber hello world (same wrk command) %s req/s · p99 %s\n", num(e.ceil.hello.RPS), e.ceil.hello.P99)
+	fmt.Printf("  Fiber hello world (same wrk command) %s req/s · p99 %s\n", num(e.ceil.hello.RPS), ms(e.ceil.hello.P99))
 	fmt.Printf("  Redis reserve script (redis-benchmark EVALSHA, 50 clients) %s calls/s\n", num(e.ceil.redis))
 	fmt.Printf("  MariaDB single-row INSERT, 64 connections %s rows/s\n", num(e.ceil.insert))
 	fmt.Printf("  raw pay transaction on one hot product, 32 connections %s tx/s\n\n", num(e.ceil.payTx))

@@ -115,7 +115,7 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	res.load = load
 	res.created = load.Status[201]
 	fmt.Printf("   load      %s req/s (%.2f of the hello ceiling) · p50 %s · p90 %s · p99 %s · %s\n",
-		num(load.RPS), load.RPS/e.ceil.hello.RPS, load.P50, load.P90, load.P99, statusMix(load.Status))
+		num(load.RPS), load.RPS/e.ceil.hello.RPS, ms(load.P50), ms(load.P90), ms(load.P99), statusMix(load.Status))
 	if load.SocketErrors != "" {
 		fmt.Printf("   wrk       %s\n", load.SocketErrors)
 	}
@@ -137,7 +137,7 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		}
 		res.soldOut, res.soldOutDB = &so, after.minus(before)
 		fmt.Printf("   sold out  %s req/s (%.2f of the hello ceiling) · p50 %s · p99 %s · %s\n",
-			num(so.RPS), so.RPS/e.ceil.hello.RPS, so.P50, so.P99, statusMix(so.Status))
+			num(so.RPS), so.RPS/e.ceil.hello.RPS, ms(so.P50), ms(so.P99), statusMix(so.Status))
 		fmt.Printf("             MariaDB statements during it: %s (idle baseline over the same time: %s) → %.5f per request\n",
 			res.soldOutDB, res.idleDB, float64(res.soldOutDB.total()-res.idleDB.total())/float64(max(so.Requests, 1)))
 	}

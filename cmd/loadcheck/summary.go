@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // printSummary prints one line per scenario and the targets of the load-proof issue, each with
@@ -21,7 +22,7 @@ func (e *env) printSummary(results []scenarioResult) {
 			verdict = fmt.Sprintf("%d FAIL", r.failed())
 		}
 		fmt.Printf("   %-3d %-52s %10s %9s %9s %9s %8d %8d %6s\n", r.sc.num, trim(r.sc.name, 52), num(r.load.RPS),
-			r.load.P50, r.load.P90, r.load.P99, r.created, r.codesSold, verdict)
+			ms(r.load.P50), ms(r.load.P90), ms(r.load.P99), r.created, r.codesSold, verdict)
 	}
 	fmt.Println()
 	fmt.Println("== targets (each measured in this run against this machine's ceilings)")
@@ -77,3 +78,6 @@ func trim(s string, n int) string {
 	}
 	return s[:n-1] + "…"
 }
+
+// ms formats a latency in milliseconds with two decimals.
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
