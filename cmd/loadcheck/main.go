@@ -216,7 +216,7 @@ func (e *env) openStores(ctx context.Context) error {
 	}
 	e.rdb = redis.NewClient(&redis.Options{Addr: e.o.redisAddr, PoolSize: 64})
 	if err := e.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("Redis: %w", err)
+		return fmt.Errorf("redis: %w", err)
 	}
 	keys, hash := mysqlstore.GenerateKeyring()
 	e.secrets = secrets{admin: randomSecret(), payment: randomSecret(), token: randomSecret(), codeKeys: keys, codeHash: hash}
@@ -285,7 +285,7 @@ func (e *env) openTargets(ctx context.Context) error {
 	}
 	e.rdb = redis.NewClient(&redis.Options{Addr: e.o.redisAddr, PoolSize: 64})
 	if err := e.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("Redis: %w", err)
+		return fmt.Errorf("redis: %w", err)
 	}
 	for i, u := range strings.Split(e.o.targets, ",") {
 		u = strings.TrimRight(strings.TrimSpace(u), "/")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -108,16 +107,4 @@ func ensureWrk() error {
 	}
 	_, err := exec.LookPath("wrk")
 	return err
-}
-
-// lines splits s into non-empty lines.
-func lines(s string) []string {
-	var out []string
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		if t := strings.TrimSpace(sc.Text()); t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
 }
