@@ -610,3 +610,26 @@ func (g retryingGate) Reserve(ctx context.Context, r domain.Reservation) (domain
 	}
 	return g.Gate.Reserve(ctx, r)
 }
+
+// unknownCommitLedger answers the next Atomically calls with a lost COMMIT reply: when commit
+// is true the writes are kept (the server committed), otherwise they are rolled back.
+type unknownCommitLedger struct {
+	*memory.Ledger
+	remaining atomic.Int32
+	commit    bool
+}
+
+func (l *unknownCommitLedger) Atomically(ctx context.Context, fn func(tx domain.Store) error) error {
+	if l.remaining.Add(-1) < 0 {
+		return l.Ledger.Atomically(ctx, fn)
+	}
+	lost := fmt.Errorf("commit: %w: %w: connection reset", domain.ErrUnavailable, domain.ErrCommitUnknown)
+	if !l.commit {
+		_ = l.Ledger.Atomically(ctx, func(tx domain.Store) error { _ = fn(tx); return lost })
+		return lost
+	}
+	if err := l.Ledger.Atomically(ctx, fn); err != nil {
+		return err
+	}
+	return lost
+}

@@ -103,6 +103,7 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 		case res.Outcome == domain.Replayed && res.ExistingOrder == o.No():
 			// An earlier attempt reserved and did not finish: the units are still held for us.
 		case res.Outcome == domain.GateMissing:
+			s.rebuildGateLater(o.Product())
 			return o, domain.ErrGateNotReady // the provider retries once the gate is rebuilt
 		case from == domain.StatusUnfulfilled:
 			return o, fmt.Errorf("fulfil again: %w", domain.ErrSoldOut)
@@ -146,7 +147,9 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 	if err == nil {
 		return paid, nil
 	}
-	if late {
+	if late && !errors.Is(err, domain.ErrCommitUnknown) {
+		// (With a commit of unknown outcome the claim is kept: the provider's retry either finds
+		// the order PAID, or takes the held claim as its own and finishes the payment.)
 		s.cancelReservation(ctx, lateRes)
 	}
 	if errors.Is(err, domain.ErrInsufficientCards) {

@@ -92,6 +92,7 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 	case res.Outcome == domain.Frozen:
 		return PlacedOrder{}, domain.ErrProductFrozen
 	case res.Outcome == domain.GateMissing:
+		s.rebuildGateLater(p.ID())
 		return PlacedOrder{}, domain.ErrGateNotReady
 	default:
 		return PlacedOrder{}, fmt.Errorf("reserve stock: unknown outcome %d", res.Outcome)
@@ -103,6 +104,17 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 		}
 		return tx.Flows().Append(ctx, orderFlow(order, domain.FlowReserve, now))
 	})
+	if err != nil && errors.Is(err, domain.ErrCommitUnknown) {
+		// The commit's answer was lost: the order may be stored. Giving the stock back for a
+		// stored order would let the gate sell it twice, so read back first.
+		if stored, known := s.orderStored(ctx, order.No()); known && stored {
+			err = nil
+		} else if !known {
+			s.log.WarnContext(ctx, "order outcome unknown; its reservation is kept (the orphan sweep returns it if the order was not stored)",
+				"order_no", order.No(), "product", p.ID())
+			return PlacedOrder{}, fmt.Errorf("record order: %w", err)
+		}
+	}
 	if err != nil {
 		s.cancelReservation(ctx, r)
 		if errors.Is(err, domain.ErrDuplicateIdempotencyKey) {
@@ -179,4 +191,22 @@ func (s *Shop) replayFromLedger(ctx context.Context, buyer domain.BuyerID, key d
 		return PlacedOrder{}, domain.ErrIdempotencyMismatch
 	}
 	return PlacedOrder{Order: o, Replayed: true}, nil
+}
+
+// orderStored reads back whether an order was stored after a commit of unknown outcome,
+// retrying briefly while the ledger is unreachable. known is false when it could not tell.
+func (s *Shop) orderStored(ctx context.Context, no domain.OrderNo) (stored, known bool) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	for i := 0; i < 5; i++ {
+		_, err := s.ledger.Orders().Order(ctx, no)
+		switch {
+		case err == nil:
+			return true, true
+		case errors.Is(err, domain.ErrOrderNotFound):
+			return false, true
+		}
+		time.Sleep(time.Duration(i+1) * 100 * time.Millisecond)
+	}
+	return false, false
 }

@@ -26,12 +26,15 @@ type Config struct {
 	SweepBatch int
 	// RelayBatch is how many outbox messages the relay reads at once.
 	RelayBatch int
+	// RebuildDelay is how long after the gate is found without a product its automatic rebuild
+	// waits, so that reservations taken before the loss finish writing their orders.
+	RebuildDelay time.Duration
 }
 
 // DefaultConfig returns SPEC.md's defaults.
 func DefaultConfig() Config {
 	return Config{OrderTimeout: 15 * time.Minute, IdempotencyTTL: 10 * time.Minute,
-		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500}
+		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500, RebuildDelay: time.Second}
 }
 
 // Deps are the ports the use cases need.
@@ -62,6 +65,9 @@ type Shop struct {
 	// placing an order, and above all its sold-out answer, touches the gate only. Sale state
 	// (frozen) is enforced by the gate itself.
 	products sync.Map // domain.ProductID -> domain.Product
+
+	rebuilding sync.Map // domain.ProductID -> true while an automatic gate rebuild is pending
+	background sync.WaitGroup
 }
 
 // New checks deps and cfg and returns a Shop.

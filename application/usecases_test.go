@@ -697,3 +697,71 @@ func TestPlaceOrderSurvivesAReRunReserveScript(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 }
+
+// A lost reply to the order's COMMIT: if the order was stored, the buyer gets it and the
+// reservation stays (giving it back would let the gate sell the units twice); if it was not,
+// the reservation is given back.
+func TestPlaceOrderWithALostCommitReply(t *testing.T) {
+	for _, committed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("committed=%v", committed), func(t *testing.T) {
+			var l *unknownCommitLedger
+			f := newFixture(t, withLedger(func(m *memory.Ledger) domain.Ledger {
+				l = &unknownCommitLedger{Ledger: m, commit: committed}
+				return l
+			}))
+			p := f.createProduct(t, 3, 5)
+			l.remaining.Store(1)
+			res, err := f.place("alice", p.ID(), 2, f.newKey())
+			lv := f.levels(t, p.ID())
+			if committed {
+				is(t, "place with a lost commit reply (committed)", err, nil)
+				if res.Order.Status() != domain.StatusPending || lv.Stock != 3 || lv.Sold != 2 {
+					t.Fatalf("order %v, gate %+v: want the PENDING order and its 2 units held", res.Order.Status(), lv)
+				}
+				f.track(res.Order)
+			} else {
+				is(t, "place with a lost commit reply (rolled back)", err, domain.ErrUnavailable)
+				if lv.Stock != 5 || lv.Sold != 0 {
+					t.Fatalf("gate %+v after a rolled-back order: want the units given back", lv)
+				}
+			}
+			f.assertInvariants(t, p.ID())
+		})
+	}
+}
+
+// Redis loses its keys mid-sale: orders are refused (never oversold on a missing key), the gate
+// is rebuilt from the ledger by itself, sales resume, and the invariants hold — replays of
+// orders placed before the loss still answer the original order.
+func TestGateLostMidSaleIsRebuiltByItself(t *testing.T) {
+	var g *memory.Gate
+	f := newFixture(t, withGate(func(m *memory.Gate) domain.StockGate { g = m; return m }),
+		withConfig(func(c *application.Config) { c.RebuildDelay = 10 * time.Millisecond }))
+	p := f.createProduct(t, 3, 10)
+	key := f.newKey()
+	first, err := f.place("alice", p.ID(), 2, key)
+	is(t, "place before the loss", err, nil)
+	f.mustPay(t, first.Order.No())
+	pending := f.mustPlace(t, "bob", p.ID(), 3)
+
+	g.Flush()
+	_, err = f.place("carol", p.ID(), 1, f.newKey())
+	is(t, "place while the gate has lost the product", err, domain.ErrGateNotReady)
+	f.shop.WaitBackground()
+
+	lv := f.levels(t, p.ID())
+	if lv.Stock != 5 || lv.Sold != 5 {
+		t.Fatalf("rebuilt gate %+v, want stock 5 sold 5 (2 paid + 3 pending of 10)", lv)
+	}
+	again, err := f.place("alice", p.ID(), 2, key)
+	is(t, "replay after the loss", err, nil)
+	if !again.Replayed || again.Order.No() != first.Order.No() {
+		t.Fatalf("replay after the loss gave %s (replayed %v), want the original %s", again.Order.No(), again.Replayed, first.Order.No())
+	}
+	f.mustPlace(t, "carol", p.ID(), 3)
+	f.mustPay(t, pending.No())
+	if f.alertCount("gate_rebuilt") != 1 {
+		t.Fatalf("gate_rebuilt alerts: %d, want 1", f.alertCount("gate_rebuilt"))
+	}
+	f.assertInvariants(t, p.ID())
+}

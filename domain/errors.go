@@ -50,8 +50,13 @@ var (
 	// ErrDuplicateFlow means a flow row for this (reference, change type) already exists.
 	ErrDuplicateFlow = errors.New("duplicate stock flow entry")
 	// ErrUnavailable means a dependency (database, gate, broker) cannot be reached; the
-	// request changed nothing durable and may be retried.
+	// request may be retried. Unless the error also matches ErrCommitUnknown, nothing durable
+	// changed.
 	ErrUnavailable = errors.New("dependency unavailable")
+	// ErrCommitUnknown means a transaction's COMMIT was sent but its answer was lost (the
+	// connection broke): it may or may not have committed. It comes with ErrUnavailable; a
+	// caller that must compensate reads back what it wrote first.
+	ErrCommitUnknown = errors.New("transaction outcome unknown")
 )
 
 // ValidationError describes one invalid field of outside input. It matches ErrInvalidInput

@@ -133,30 +133,47 @@ func gaveUp(err error) error {
 	return fmt.Errorf("transaction: %w: %w", domain.ErrUnavailable, err)
 }
 
-// runTx runs fn once in a transaction.
-func (l *Ledger) runTx(ctx context.Context, run *runState, fn func(tx domain.Store) error) error {
+// runTx runs fn once in a transaction. A failure of COMMIT itself with a broken connection is
+// reported as domain.ErrCommitUnknown: the server may have committed before the answer was
+// lost, so a caller must not assume the writes are gone.
+func (l *Ledger) runTx(ctx context.Context, run *runState, fn func(tx domain.Store) error) (err error) {
 	state := &txState{run: run}
-	fnFailed := false
 	// READ COMMITTED is the session's isolation level (Open forces tx_isolation), so BEGIN is one
 	// round trip: sql.TxOptions{Isolation: …} would send SET TRANSACTION before every START.
-	err := l.db.RunInTx(ctx, nil, func(_ context.Context, tx bun.Tx) error {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return wrapErr("begin transaction", err)
+	}
+	done := false
+	defer func() {
+		if !done { // fn panicked
+			_ = tx.Rollback()
+		}
+	}()
+	fnErr := func() error {
 		defer state.end()
 		err := fn(&store{db: tx, ledger: l, tx: state})
 		if lost := state.lost(); lost != nil {
 			// The server already rolled back: whatever fn made of the error, this run is void.
-			fnFailed = true
 			if err != nil && !errors.Is(err, lost) {
 				return errors.Join(lost, err)
 			}
 			return lost
 		}
-		fnFailed = err != nil
 		return err
-	})
-	if err != nil && !fnFailed {
-		return wrapErr("transaction", err) // begin or commit
+	}()
+	done = true
+	if fnErr != nil {
+		_ = tx.Rollback()
+		return fnErr
 	}
-	return err
+	if err := tx.Commit(); err != nil {
+		if unavailable(err) {
+			return fmt.Errorf("commit: %w: %w: %w", domain.ErrUnavailable, domain.ErrCommitUnknown, err)
+		}
+		return wrapErr("commit", err)
+	}
+	return nil
 }
 
 // runState is what the attempts of one Atomically call share.
