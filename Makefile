@@ -72,6 +72,10 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	  done; \
 	done
 
+.PHONY: fuzz-short
+fuzz-short: ## every fuzz target for 3 s (what CI runs)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
+
 .PHONY: bench
 bench: ## Go benchmarks of the use cases on the memory adapters
 	$(GO) test -run '^$$' -bench . -benchmem ./application/
