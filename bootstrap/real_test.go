@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql"
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
@@ -22,7 +22,7 @@ import (
 
 // realService starts the whole service on Redis, MariaDB and RabbitMQ (its own database) and
 // returns an HTTP client, a Redis client and the database for direct checks.
-func realService(t *testing.T, orderTimeout time.Duration) (client, *redis.Client, *sql.DB) {
+func realService(t *testing.T, orderTimeout time.Duration, tweaks ...func(*bootstrap.Config)) (client, *redis.Client, *sql.DB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -46,6 +46,9 @@ func realService(t *testing.T, orderTimeout time.Duration) (client, *redis.Clien
 	cfg.AMQPPrefix = "cardshop-e2e"
 	cfg.AMQPURL, cfg.Migrate, cfg.CodeKeys, cfg.CodeHash = porttest.AMQPURL, true, keys, hashKey
 	cfg.OrderTimeout, cfg.SweepInterval, cfg.RelayInterval = orderTimeout, 500*time.Millisecond, 200*time.Millisecond
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
 	app := fx.New(bootstrap.Module(cfg), fx.NopLogger, fx.Decorate(func(*slog.Logger) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}))
@@ -209,4 +212,73 @@ func TestRealAdaptersRebuildTheGateAtStart(t *testing.T) {
 		t.Fatalf("stock after a restart: %d, %v", s, err)
 	}
 	c2.want(201, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":1}`, pid), nil, "Idempotency-Key", fmt.Sprintf("lost-%d-2", pid))
+}
+
+// TestRealAdaptersMariaDBDown: with MariaDB unreachable (a proxy cut in front of it), an
+// order is refused with 503 and its gate reservation given back; a payment callback answers
+// 503 so the provider retries, and the retry succeeds once MariaDB is back; the ledger and the
+// gate then agree.
+func TestRealAdaptersMariaDBDown(t *testing.T) {
+	var proxy *porttest.Proxy
+	c, rdb, _ := realService(t, time.Minute, func(cfg *bootstrap.Config) {
+		mc, err := mysqldriver.ParseDSN(cfg.MySQLDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy = porttest.NewProxy(t, mc.Addr)
+		mc.Addr = proxy.Addr()
+		cfg.MySQLDSN = mc.FormatDSN()
+	})
+	ctx := context.Background()
+	pid := int64(porttest.NewProductID())
+	c.want(201, "POST", "/admin/products", adminToken, fmt.Sprintf(`{"id":%d,"name":"Down","price":500,"max_per_order":2}`, pid), nil)
+	c.want(200, "POST", fmt.Sprintf("/admin/products/%d/codes", pid), adminToken, fmt.Sprintf("DOWN-%d-1\nDOWN-%d-2\nDOWN-%d-3", pid, pid, pid), nil)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	c.want(201, "POST", "/admin/tokens", adminToken, `{"buyer_id":"down-buyer"}`, &tok)
+	var pending orderBody
+	c.want(201, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":1}`, pid), &pending, "Idempotency-Key", fmt.Sprintf("down-%d-1", pid))
+	gate := func() string {
+		v, err := rdb.MGet(ctx, fmt.Sprintf("stock:product:{%d}", pid), fmt.Sprintf("sold:product:{%d}", pid)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(v)
+	}
+	before := gate()
+
+	proxy.Cut()
+	c.want(503, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":2}`, pid), nil, "Idempotency-Key", fmt.Sprintf("down-%d-2", pid))
+	if after := gate(); after != before {
+		t.Fatalf("gate %s after a refused order, want %s: the reservation was not given back", after, before)
+	}
+	t.Setenv("CARDSHOP_PAYMENT_SECRET", paymentSecret)
+	pay := func() int {
+		return bootstrap.Main([]string{"pay", "-url", c.base, "-order", pending.OrderNo, "-amount", "500", "-ref", "down-ref"}, &strings.Builder{}, &strings.Builder{})
+	}
+	if code := pay(); code == 0 {
+		t.Fatal("a payment callback succeeded while MariaDB was down")
+	}
+
+	proxy.Restore()
+	deadline := time.Now().Add(10 * time.Second)
+	for pay() != 0 { // the provider retries
+		if time.Now().After(deadline) {
+			t.Fatal("the payment retry did not succeed after MariaDB came back")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.want(200, "GET", "/api/orders/"+pending.OrderNo, tok.Token, "", &pending)
+	if pending.Status != "PAID" || len(pending.Codes) != 1 {
+		t.Fatalf("order after the retry: %+v", pending)
+	}
+	c.want(201, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":2}`, pid), nil, "Idempotency-Key", fmt.Sprintf("down-%d-2", pid))
+	var rec struct {
+		OK bool `json:"ok"`
+	}
+	c.want(200, "POST", fmt.Sprintf("/admin/products/%d/reconcile?repair=false", pid), adminToken, "", &rec)
+	if !rec.OK {
+		t.Fatal("gate and ledger disagree after MariaDB came back")
+	}
 }
