@@ -102,14 +102,14 @@ func TestFlashSaleNeverOversells(t *testing.T) {
 	}
 }
 
-// A provider retrying one callback 50 times at once gets 50 successes and one allocation.
+// A provider retrying one callback 100 times at once gets 100 successes and one allocation.
 func TestConcurrentIdenticalCallbacksAllocateOnce(t *testing.T) {
 	f := newFixture(t)
 	p := f.createProduct(t, 3, 10)
 	o := f.mustPlace(t, "alice", p.ID(), 3)
 	cb := f.callbackFor(t, o, "paid", o.Amount())
 
-	const n = 50
+	const n = 100
 	got := make([]domain.Order, n)
 	errs := make([]error, n)
 	start := make(chan struct{})

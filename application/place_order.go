@@ -30,8 +30,11 @@ type PlacedOrder struct {
 // and schedules its timeout. If the ledger write fails, the reservation is cancelled before
 // answering, so a failed request holds no stock and no key.
 //
+// With Config.BuyerCap set, a buyer who has reserved that many units of the product within
+// Config.BuyerWindow is refused (ErrBuyerLimit) until the window ends; replays do not count.
+//
 // Errors: ErrInvalidIdempotencyKey, ErrInvalidInput, ErrProductNotFound, ErrQtyOutOfRange,
-// ErrSoldOut, ErrProductFrozen, ErrGateNotReady, ErrIdempotencyMismatch,
+// ErrSoldOut, ErrProductFrozen, ErrBuyerLimit, ErrGateNotReady, ErrIdempotencyMismatch,
 // ErrRequestInProgress, ErrUnavailable.
 func (s *Shop) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, error) {
 	key, err := domain.ParseIdempotencyKey(cmd.IdempotencyKey)
@@ -68,7 +71,8 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 		return PlacedOrder{}, err
 	}
 	r := domain.Reservation{Product: p.ID(), Buyer: cmd.Buyer, Key: key, Qty: cmd.Qty, OrderNo: order.No(),
-		Fingerprint: order.Fingerprint(), KeyTTL: s.cfg.IdempotencyTTL, At: now}
+		Fingerprint: order.Fingerprint(), KeyTTL: s.cfg.IdempotencyTTL, At: now,
+		BuyerCap: s.cfg.BuyerCap, BuyerWindow: s.cfg.BuyerWindow}
 	res, err := s.gate.Reserve(ctx, r)
 	if err != nil {
 		// The call may have failed after the gate ran it (a timeout): give back a claim made for
@@ -91,6 +95,8 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 		return PlacedOrder{}, domain.ErrSoldOut
 	case res.Outcome == domain.Frozen:
 		return PlacedOrder{}, domain.ErrProductFrozen
+	case res.Outcome == domain.BuyerLimit:
+		return PlacedOrder{}, domain.ErrBuyerLimit
 	case res.Outcome == domain.GateMissing:
 		s.rebuildGateLater(p.ID())
 		return PlacedOrder{}, domain.ErrGateNotReady
@@ -131,7 +137,8 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 }
 
 // cancelReservation gives a reservation back after its order could not be written. It retries
-// briefly; a reservation it cannot give back is logged and alerted.
+// briefly; a reservation it cannot give back is alerted, and the orphan sweep returns it once
+// it is Config.OrphanAfter old (a keyed one: keyless ones are not tracked).
 func (s *Shop) cancelReservation(ctx context.Context, r domain.Reservation) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
@@ -143,17 +150,18 @@ func (s *Shop) cancelReservation(ctx context.Context, r domain.Reservation) {
 		time.Sleep(time.Duration(i+1) * 50 * time.Millisecond)
 	}
 	s.alerts.Alert(ctx, domain.Alert{Kind: "reservation_not_returned", Product: r.Product, OrderNo: r.OrderNo,
-		Message: fmt.Sprintf("could not cancel a reservation of %d units: %v", r.Qty, err)})
+		Message: fmt.Sprintf("could not cancel a reservation of %d units (the orphan sweep returns a keyed one after %v): %v",
+			r.Qty, s.cfg.OrphanAfter, err)})
 }
 
 // tryCancelReservation makes one attempt to give back a reservation whose outcome is unknown.
 // Unlike cancelReservation it neither waits nor alerts: the gate is probably down, and the
-// rebuild from the ledger returns anything left behind.
+// orphan sweep (or a rebuild from the ledger) returns anything left behind.
 func (s *Shop) tryCancelReservation(ctx context.Context, r domain.Reservation) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	if _, err := s.gate.Cancel(ctx, r); err != nil {
-		s.log.WarnContext(ctx, "reservation of unknown outcome not given back; reconcile returns it",
+		s.log.WarnContext(ctx, "reservation of unknown outcome not given back; the orphan sweep returns it",
 			"product", r.Product, "order_no", r.OrderNo, "err", err)
 	}
 }

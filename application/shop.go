@@ -29,12 +29,28 @@ type Config struct {
 	// RebuildDelay is how long after the gate is found without a product its automatic rebuild
 	// waits, so that reservations taken before the loss finish writing their orders.
 	RebuildDelay time.Duration
+	// OrphanAfter is how old a reservation still tracked by the gate must be before the sweeper
+	// asks the ledger whether its order was written, and releases it when not (the service died
+	// between the gate and the ledger). It must be far longer than any request: a reservation
+	// whose order is still being written would be released under it. Zero means 2 minutes.
+	OrphanAfter time.Duration
+	// BuyerCap is how many units of one product one buyer may reserve per BuyerWindow (stock-lock
+	// abuse: one buyer holding the whole stock unpaid for the order timeout); 0 = no limit.
+	// Replays of a placed order do not count; refused and cancelled ones are not refunded.
+	BuyerCap int64
+	// BuyerWindow is how long a buyer's count lives from the first reservation of the window.
+	// Zero means OrderTimeout.
+	BuyerWindow time.Duration
 }
+
+// DefaultOrphanAfter is Config.OrphanAfter's default.
+const DefaultOrphanAfter = 2 * time.Minute
 
 // DefaultConfig returns SPEC.md's defaults.
 func DefaultConfig() Config {
 	return Config{OrderTimeout: 15 * time.Minute, IdempotencyTTL: 10 * time.Minute,
-		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500, RebuildDelay: time.Second}
+		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500, RebuildDelay: time.Second,
+		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: 15 * time.Minute}
 }
 
 // Deps are the ports the use cases need.
@@ -78,6 +94,15 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	}
 	if cfg.OrderTimeout <= 0 || cfg.IdempotencyTTL <= 0 || cfg.SweepBatch <= 0 || cfg.RelayBatch <= 0 {
 		return nil, errors.New("application: timeouts and batch sizes must be positive")
+	}
+	if cfg.OrphanAfter < 0 || cfg.BuyerCap < 0 || cfg.BuyerWindow < 0 {
+		return nil, errors.New("application: the orphan age, the buyer cap and the buyer window must not be negative")
+	}
+	if cfg.OrphanAfter == 0 {
+		cfg.OrphanAfter = DefaultOrphanAfter
+	}
+	if cfg.BuyerWindow == 0 {
+		cfg.BuyerWindow = cfg.OrderTimeout
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()

@@ -6,8 +6,9 @@ import (
 )
 
 // Sweep closes every PENDING order past its expiry, whatever happened to its timeout message
-// (lost, broker down, service restarted), so that no reservation leaks. It returns how many
-// orders it looked at.
+// (lost, broker down, service restarted), and then returns orphan reservations (SweepOrphans),
+// so that no reservation leaks. It returns how many orders it closed or looked at plus how many
+// orphans it released.
 func (s *Shop) Sweep(ctx context.Context) (int, error) {
 	seen := 0
 	for {
@@ -22,7 +23,9 @@ func (s *Shop) Sweep(ctx context.Context) (int, error) {
 		}
 		seen += len(due)
 		if len(due) < s.cfg.SweepBatch {
-			return seen, nil
+			break
 		}
 	}
+	released, err := s.SweepOrphans(ctx)
+	return seen + released, err
 }

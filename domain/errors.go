@@ -22,6 +22,9 @@ var (
 	ErrProductFrozen = errors.New("product frozen")
 	// ErrSoldOut means the gate has fewer reservable codes than asked for.
 	ErrSoldOut = errors.New("sold out")
+	// ErrBuyerLimit means the buyer has reserved as many units of the product as one buyer may
+	// within the budget window (stock-lock abuse); retry later.
+	ErrBuyerLimit = errors.New("buyer has reserved as much as allowed for now")
 	// ErrGateNotReady means the stock gate has no record of the product (for example Redis lost
 	// its keys); orders are refused until the gate is rebuilt from the ledger.
 	ErrGateNotReady = errors.New("stock gate not initialised for product")

@@ -11,6 +11,10 @@ import (
 // stock in one atomic step, so the key is never taken without the stock or the reverse.
 // A reservation taken again for a late payment has no key; Ref (unique per order and reason)
 // then makes a retried call harmless.
+//
+// A keyed reservation is also tracked as a Hold (scored by At) until its order is known to be
+// written (Forget) or is found never written (ReleaseOrphan), and it counts against the buyer's
+// budget when BuyerCap > 0. Keyless reservations do neither.
 type Reservation struct {
 	Product     ProductID
 	Buyer       BuyerID
@@ -20,7 +24,13 @@ type Reservation struct {
 	OrderNo     OrderNo
 	Fingerprint string        // RequestFingerprint of the request
 	KeyTTL      time.Duration // how long the idempotency key is remembered
-	At          time.Time
+	At          time.Time     // when the reservation was asked for; scores its Hold (zero: the gate's now)
+	// BuyerCap, when above 0, is how many units of the product the buyer may reserve per
+	// BuyerWindow with keyed reservations; a reservation that would pass it is BuyerLimit.
+	BuyerCap int64
+	// BuyerWindow is how long the buyer's count lives from the first reservation that opened
+	// it; it must be positive when BuyerCap is.
+	BuyerWindow time.Duration
 }
 
 // ReserveOutcome is the gate's answer to a reservation.
@@ -33,6 +43,7 @@ const (
 	SoldOut                               // fewer units left than asked; nothing changed
 	Frozen                                // product frozen at the gate; nothing changed
 	GateMissing                           // the gate has no record of the product; nothing changed
+	BuyerLimit                            // the buyer's budget (BuyerCap per BuyerWindow) is spent; nothing changed
 )
 
 // ReserveResult is what Reserve did.
@@ -53,6 +64,17 @@ type GateChange struct {
 	Sold    int64
 }
 
+// Hold is a keyed reservation the gate still tracks because its order has not been confirmed
+// written: At (Reservation.At, to the millisecond) tells the sweeper how old it is. One whose
+// order never appears in the ledger (the service died between the gate and the ledger) is an
+// orphan and is released.
+type Hold struct {
+	Product ProductID
+	OrderNo OrderNo
+	Qty     int
+	At      time.Time
+}
+
 // GateLevels are a product's gate counters.
 type GateLevels struct {
 	Stock  int64 // reservable units
@@ -63,24 +85,47 @@ type GateLevels struct {
 // StockGate is the fast admission layer (Redis in production). A successful reservation only
 // means "this buyer won the right to an order"; the ledger is the truth.
 type StockGate interface {
-	// Reserve claims r.Key (or r.Ref) and takes r.Qty units in one atomic step. It returns an
-	// outcome, not an error, for sold out, frozen, replay and missing product; errors mean the
-	// gate could not be reached (wrapping ErrUnavailable).
+	// Reserve claims r.Key (or r.Ref) and takes r.Qty units in one atomic step; a keyed
+	// reservation also starts its Hold and, with BuyerCap > 0, adds r.Qty to the buyer's budget.
+	// It returns an outcome, not an error, for replay, missing product, frozen, buyer limit and
+	// sold out (checked in that order); a qty below 1, neither Key nor Ref, or a BuyerCap without
+	// a positive BuyerWindow is a ValidationError; other errors mean the gate could not be
+	// reached (wrapping ErrUnavailable).
 	Reserve(ctx context.Context, r Reservation) (ReserveResult, error)
 	// Cancel undoes a Reserve whose order could not be written: if the claim for r.Key (or
-	// r.Ref) still exists and points at r.OrderNo, it deletes the claim and returns the units it
-	// reserved, and reports true; otherwise it changes nothing. So calling it twice returns the
-	// units once, and a later Reserve of the same Ref can be cancelled again.
+	// r.Ref) still exists and points at r.OrderNo, it deletes the claim, stops tracking the
+	// claim's hold and returns the units it reserved, and reports true; otherwise it changes
+	// nothing. So calling it twice returns the units once, and a later Reserve of the same Ref
+	// can be cancelled again. The buyer's budget is not refunded.
 	Cancel(ctx context.Context, r Reservation) (cancelled bool, err error)
 	// Apply applies c once per c.Ref and reports whether this call applied it. A product the
 	// gate does not know is left alone (applied=false): the rebuild from the ledger counts it.
 	Apply(ctx context.Context, c GateChange) (applied bool, err error)
 	// Levels returns the counters; ok is false when the gate has no record of the product.
 	Levels(ctx context.Context, p ProductID) (l GateLevels, ok bool, err error)
-	// Rebuild overwrites the product's counters and frozen flag (initialisation and repair).
+	// Rebuild overwrites the product's counters and frozen flag (initialisation and repair) and
+	// drops the product's holds: the counters now come from the ledger, which does not count
+	// reservations without an order, so releasing such a hold later would return its units
+	// twice. Claims and applied markers are kept.
 	Rebuild(ctx context.Context, p ProductID, l GateLevels) error
 	// SetFrozen stops or resumes reservations for the product.
 	SetFrozen(ctx context.Context, p ProductID, frozen bool) error
+
+	// Holds lists up to limit of the product's holds whose At is at or before olderThan, oldest
+	// first (ties by order number). limit <= 0 lists nothing. Errors: ErrUnavailable when the
+	// gate cannot be reached.
+	Holds(ctx context.Context, p ProductID, olderThan time.Time, limit int) ([]Hold, error)
+	// Forget stops tracking the holds of these orders of the product, whose orders are written:
+	// their units now follow the orders' life cycle. Unknown numbers are ignored, so it is
+	// idempotent. Errors: ErrUnavailable when the gate cannot be reached.
+	Forget(ctx context.Context, p ProductID, nos []OrderNo) error
+	// ReleaseOrphan gives back a hold whose order was never written, in one atomic step: if the
+	// hold is still tracked it is removed, its units go back from sold to stock when the
+	// product's counters exist, and the claim is deleted when it still points at the order (so
+	// the buyer's key works again). It reports true only for the call that released the hold;
+	// a hold already released, forgotten, cancelled or dropped by Rebuild gives false and changes
+	// nothing. Errors: ErrUnavailable when the gate cannot be reached.
+	ReleaseOrphan(ctx context.Context, h Hold) (released bool, err error)
 }
 
 // ProductCatalog stores products.
@@ -117,6 +162,9 @@ type OrderRepo interface {
 	Expired(ctx context.Context, t time.Time, limit int) ([]Order, error)
 	// Totals sums a product's orders by status.
 	Totals(ctx context.Context, p ProductID) (map[OrderStatus]StatusTotal, error)
+	// Existing reports, for each of nos, whether an order with that number exists (in any
+	// status); every number asked for is a key of the map. One query, however many numbers.
+	Existing(ctx context.Context, nos []OrderNo) (map[OrderNo]bool, error)
 }
 
 // ImportResult reports one batch of imported codes.

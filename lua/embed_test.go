@@ -11,7 +11,8 @@ import (
 // why it has to be one atomic step.
 func TestScriptsOpenWithTheirContract(t *testing.T) {
 	scripts := map[string]string{"reserve.lua": lua.Reserve, "cancel.lua": lua.Cancel,
-		"apply.lua": lua.Apply, "rebuild.lua": lua.Rebuild}
+		"apply.lua": lua.Apply, "rebuild.lua": lua.Rebuild, "holds.lua": lua.Holds, "forget.lua": lua.Forget,
+		"release.lua": lua.Release}
 	for name, src := range scripts {
 		t.Run(name, func(t *testing.T) {
 			if !strings.HasPrefix(src, "-- "+name+":") {

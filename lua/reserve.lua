@@ -5,30 +5,53 @@
 -- KEYS[3]  frozen:product:{<pid>}   present while the product is frozen
 -- KEYS[4]  the claim: idem:order:{<pid>}:<buyer>:<key>, or idem:ref:{<pid>}:<ref> when the
 --          reservation has no idempotency key
+-- KEYS[5]  holds:{<pid>}            sorted set: order no scored by the reservation's time (ms)
+-- KEYS[6]  holdinfo:{<pid>}         hash: order no -> <qty>|<claim key>
+-- KEYS[7]  budget:{<pid>}:<buyer>   units the buyer reserved in the current window
 -- ARGV[1]  qty: a positive integer
 -- ARGV[2]  the claim's value: <order no>|<fingerprint>|<qty> (qty equal to ARGV[1], so that
 --          cancel.lua returns exactly what this script took)
 -- ARGV[3]  the claim's TTL in milliseconds: a positive integer
+-- ARGV[4]  the hold's score (unix ms, a non-negative integer), or "" for a reservation that is
+--          not tracked (keyless: a late re-reservation)
+-- ARGV[5]  the buyer's cap of units per window: a non-negative integer, 0 = no cap
+-- ARGV[6]  the budget window in milliseconds: a positive integer when ARGV[5] > 0, else "0"
+-- KEYS[5..7] and ARGV[4..6] may be left out together (4 keys, 3 arguments): then nothing is
+-- tracked and there is no cap, as for a keyless reservation. The gate always sends all of them;
+-- the load check's script ceiling (cmd/loadcheck) sends the short form.
 --
 -- Returns {code, claim, left}, checked in this order:
 --   {2, <existing claim value>, stock or 0}  Replayed: KEYS[4] is already claimed; nothing changed
 --   {5, "", 0}                               GateMissing: no stock key; a missing key is never
 --                                            "unlimited"; nothing changed
 --   {4, "", stock}                           Frozen: nothing changed
+--   {6, "", stock}                           BuyerLimit: budget + qty > cap; nothing changed
 --   {3, "", stock}                           SoldOut: stock < qty; nothing changed
---   {1, "", stock after}                     Reserved: stock -= qty, sold += qty, claim set
+--   {1, "", stock after}                     Reserved: stock -= qty, sold += qty, claim set; with
+--                                            a hold score, the order is added to KEYS[5] and
+--                                            KEYS[6]; with a cap, KEYS[7] += qty and, if it has
+--                                            no expiry yet, it expires after ARGV[6] ms
 -- An error reply, before anything is read or written, when ARGV is malformed: a bad qty must
 -- never reach DECRBY, where a negative number would add stock.
 --
--- Why atomic: the claim and the stock move together. Two separate commands would leave a window
--- where the key is claimed without stock taken (a replay points at an order that holds nothing)
--- or stock is taken without the key (a double click takes it twice); and the check-then-take of
--- the stock would oversell under concurrent buyers.
+-- Why atomic: the claim, the stock, the hold and the budget move together. Two separate commands
+-- would leave a window where the key is claimed without stock taken (a replay points at an order
+-- that holds nothing) or stock is taken without the key (a double click takes it twice) or
+-- without the hold (a crash before the order is written would leak it for good); the
+-- check-then-take of the stock would oversell under concurrent buyers, and the check-then-add
+-- of the budget would let concurrent requests of one buyer pass the cap.
 --
 -- Running it twice with the same arguments (a client that re-sends after a lost reply) is
--- harmless: the second run finds its own claim and answers Replayed with the same order number.
+-- harmless: the second run finds its own claim and answers Replayed with the same order number,
+-- before the hold or the budget is touched.
 
 local qty, claim, ttl = ARGV[1], ARGV[2], ARGV[3]
+local score, cap, window = ARGV[4], ARGV[5], ARGV[6]
+if #KEYS == 4 and #ARGV == 3 then
+  score, cap, window = '', '0', '0'
+elseif #KEYS ~= 7 then
+  return redis.error_reply('ERR reserve.lua: want 7 keys (or 4 with 3 arguments), got ' .. #KEYS)
+end
 if not (qty and string.match(qty, '^[1-9]%d*$') and #qty <= 19) then
   return redis.error_reply('ERR reserve.lua: qty must be a positive integer, got ' .. tostring(qty))
 end
@@ -37,6 +60,16 @@ if not (claim and string.match(claim, '^[^|]*|.*|' .. qty .. '$')) then
 end
 if not (ttl and string.match(ttl, '^[1-9]%d*$')) then
   return redis.error_reply('ERR reserve.lua: claim TTL must be a positive integer of milliseconds')
+end
+if not (score and (score == '' or (string.match(score, '^%d+$') and #score <= 15))) then
+  return redis.error_reply('ERR reserve.lua: hold score must be a non-negative integer of milliseconds or empty')
+end
+if not (cap and string.match(cap, '^%d+$') and #cap <= 18) then
+  return redis.error_reply('ERR reserve.lua: buyer cap must be a non-negative integer')
+end
+local capped = tonumber(cap) > 0
+if capped and not (window and string.match(window, '^[1-9]%d*$')) then
+  return redis.error_reply('ERR reserve.lua: budget window must be a positive integer of milliseconds')
 end
 
 local stock = redis.call('GET', KEYS[1])
@@ -58,10 +91,30 @@ end
 if redis.call('EXISTS', KEYS[3]) == 1 then
   return {4, '', left}
 end
+if capped then
+  local used = tonumber(redis.call('GET', KEYS[7]) or '0')
+  if not used then
+    return redis.error_reply('ERR reserve.lua: budget is not an integer')
+  end
+  if used + tonumber(qty) > tonumber(cap) then
+    return {6, '', left}
+  end
+end
 if left < tonumber(qty) then
   return {3, '', left}
 end
 left = redis.call('DECRBY', KEYS[1], qty)
 redis.call('INCRBY', KEYS[2], qty)
 redis.call('SET', KEYS[4], claim, 'PX', ttl)
+if score ~= '' then
+  local order = string.sub(claim, 1, string.find(claim, '|', 1, true) - 1)
+  redis.call('ZADD', KEYS[5], score, order)
+  redis.call('HSET', KEYS[6], order, qty .. '|' .. KEYS[4])
+end
+if capped then
+  redis.call('INCRBY', KEYS[7], qty)
+  if redis.call('PTTL', KEYS[7]) < 0 then
+    redis.call('PEXPIRE', KEYS[7], window)
+  end
+end
 return {1, '', left}

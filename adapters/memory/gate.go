@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
@@ -46,6 +47,25 @@ type markerKey struct {
 	ref     string
 }
 
+// hold is a keyed reservation whose order is not yet known to be written.
+type hold struct {
+	qty   int64
+	at    time.Time // Reservation.At to the millisecond, as Redis scores it
+	claim claimKey  // the claim the reservation made, deleted with an orphan
+}
+
+// budgetKey names a buyer's budget for one product.
+type budgetKey struct {
+	product domain.ProductID
+	buyer   domain.BuyerID
+}
+
+// budget counts the units a buyer reserved within a window that opened with the first of them.
+type budget struct {
+	used      int64
+	expiresAt time.Time
+}
+
 // Gate is an in-memory domain.StockGate with the same semantics as the Redis+Lua gate: every
 // operation is atomic under one mutex, as every script is atomic in Redis.
 type Gate struct {
@@ -55,6 +75,8 @@ type Gate struct {
 	products map[domain.ProductID]gateCounters
 	claims   map[claimKey]claim
 	markers  map[markerKey]time.Time // ref -> expiry
+	holds    map[domain.ProductID]map[domain.OrderNo]hold
+	budgets  map[budgetKey]budget
 	writes   int
 }
 
@@ -71,6 +93,8 @@ func (g *Gate) reset() {
 	g.products = make(map[domain.ProductID]gateCounters)
 	g.claims = make(map[claimKey]claim)
 	g.markers = make(map[markerKey]time.Time)
+	g.holds = make(map[domain.ProductID]map[domain.OrderNo]hold)
+	g.budgets = make(map[budgetKey]budget)
 }
 
 func claimKeyOf(r domain.Reservation) claimKey {
@@ -88,7 +112,29 @@ func checkReservation(r domain.Reservation) error {
 		// Without either, every keyless reservation of the product would share one claim.
 		return domain.Invalid("ref", "required when the idempotency key is empty")
 	}
+	if r.Key != "" && r.BuyerCap > 0 && r.BuyerWindow <= 0 {
+		return domain.Invalid("buyer_window", "must be positive when a buyer cap is set")
+	}
 	return nil
+}
+
+// holdTime is when a hold taken at now for r is scored: r.At (or now) to the millisecond.
+func holdTime(r domain.Reservation, now time.Time) time.Time {
+	at := r.At
+	if at.IsZero() {
+		at = now
+	}
+	return time.UnixMilli(at.UnixMilli())
+}
+
+// liveBudget returns the buyer's budget unless its window has ended (ended ones are dropped).
+func (g *Gate) liveBudget(k budgetKey, now time.Time) budget {
+	b, ok := g.budgets[k]
+	if ok && !now.Before(b.expiresAt) {
+		delete(g.budgets, k)
+		return budget{}
+	}
+	return b
 }
 
 // liveClaim returns the claim under k unless it has expired (expired claims are dropped).
@@ -133,9 +179,17 @@ func (g *Gate) wrote(now time.Time) {
 			delete(g.markers, k)
 		}
 	}
+	for k, b := range g.budgets {
+		if !now.Before(b.expiresAt) {
+			delete(g.budgets, k)
+		}
+	}
 }
 
-// Reserve claims the reservation's key (or Ref) and takes its units in one atomic step.
+// Reserve claims the reservation's key (or Ref) and takes its units in one atomic step; a
+// keyed reservation also starts its hold and, with a BuyerCap, counts against the buyer's
+// budget. The checks run in reserve.lua's order: live claim, missing product, frozen, buyer
+// limit, stock.
 func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveResult, error) {
 	if err := checkReservation(r); err != nil {
 		return domain.ReserveResult{}, err
@@ -163,20 +217,46 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 		return domain.ReserveResult{Outcome: domain.GateMissing}, nil
 	case c.frozen:
 		return domain.ReserveResult{Outcome: domain.Frozen, Left: c.stock}, nil
-	case c.stock < int64(r.Qty):
+	}
+	capped := r.Key != "" && r.BuyerCap > 0
+	bk := budgetKey{product: r.Product, buyer: r.Buyer}
+	var b budget
+	if capped {
+		b = g.liveBudget(bk, now)
+		if b.used+int64(r.Qty) > r.BuyerCap {
+			return domain.ReserveResult{Outcome: domain.BuyerLimit, Left: c.stock}, nil
+		}
+	}
+	if c.stock < int64(r.Qty) {
 		return domain.ReserveResult{Outcome: domain.SoldOut, Left: c.stock}, nil
 	}
 	c.stock -= int64(r.Qty)
 	c.sold += int64(r.Qty)
 	g.products[r.Product] = c
 	g.claims[k] = claim{orderNo: r.OrderNo, fingerprint: r.Fingerprint, qty: int64(r.Qty), expiresAt: now.Add(ttl)}
+	if r.Key != "" {
+		hs := g.holds[r.Product]
+		if hs == nil {
+			hs = make(map[domain.OrderNo]hold)
+			g.holds[r.Product] = hs
+		}
+		hs[r.OrderNo] = hold{qty: int64(r.Qty), at: holdTime(r, now), claim: k}
+	}
+	if capped {
+		if b.expiresAt.IsZero() { // the first units of a new window open it
+			b.expiresAt = now.Add(r.BuyerWindow)
+		}
+		b.used += int64(r.Qty)
+		g.budgets[bk] = b
+	}
 	g.wrote(now)
 	return domain.ReserveResult{Outcome: domain.Reserved, Left: c.stock}, nil
 }
 
 // Cancel undoes a reservation whose order could not be written: if the claim for its key (or
-// Ref) is still live and points at r.OrderNo, it drops the claim, returns the units the claim
-// took and reports true; otherwise it changes nothing and reports false.
+// Ref) is still live and points at r.OrderNo, it drops the claim and the hold that goes with
+// it, returns the units the claim took and reports true; otherwise it changes nothing and
+// reports false.
 func (g *Gate) Cancel(_ context.Context, r domain.Reservation) (bool, error) {
 	if r.Key == "" && r.Ref == "" {
 		return false, domain.Invalid("ref", "required when the idempotency key is empty")
@@ -191,6 +271,9 @@ func (g *Gate) Cancel(_ context.Context, r domain.Reservation) (bool, error) {
 		return false, nil
 	}
 	delete(g.claims, k)
+	if h, ok := g.holds[r.Product][r.OrderNo]; ok && h.claim == k {
+		delete(g.holds[r.Product], r.OrderNo)
+	}
 	if c := g.products[r.Product]; c.exists {
 		c.stock += existing.qty
 		c.sold -= existing.qty
@@ -230,11 +313,13 @@ func (g *Gate) Levels(_ context.Context, p domain.ProductID) (domain.GateLevels,
 	return domain.GateLevels{Stock: c.stock, Sold: c.sold, Frozen: c.frozen}, true, nil
 }
 
-// Rebuild overwrites the product's counters and frozen flag; claims and markers are kept.
+// Rebuild overwrites the product's counters and frozen flag and drops its holds (the ledger's
+// numbers do not count reservations without an order); claims, markers and budgets are kept.
 func (g *Gate) Rebuild(_ context.Context, p domain.ProductID, l domain.GateLevels) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.products[p] = gateCounters{stock: l.Stock, sold: l.Sold, frozen: l.Frozen, exists: true}
+	delete(g.holds, p)
 	return nil
 }
 
@@ -246,6 +331,66 @@ func (g *Gate) SetFrozen(_ context.Context, p domain.ProductID, frozen bool) err
 	c.frozen = frozen
 	g.products[p] = c
 	return nil
+}
+
+// Holds lists up to limit of the product's holds taken at or before olderThan (to the
+// millisecond), oldest first, ties by order number.
+func (g *Gate) Holds(_ context.Context, p domain.ProductID, olderThan time.Time, limit int) ([]domain.Hold, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	cutoff := olderThan.UnixMilli()
+	g.mu.Lock()
+	var out []domain.Hold
+	for no, h := range g.holds[p] {
+		if h.at.UnixMilli() <= cutoff {
+			out = append(out, domain.Hold{Product: p, OrderNo: no, Qty: int(h.qty), At: h.at})
+		}
+	}
+	g.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].At.Equal(out[j].At) {
+			return out[i].At.Before(out[j].At)
+		}
+		return out[i].OrderNo < out[j].OrderNo
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Forget stops tracking the holds of these orders of the product; unknown ones are ignored.
+func (g *Gate) Forget(_ context.Context, p domain.ProductID, nos []domain.OrderNo) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, no := range nos {
+		delete(g.holds[p], no)
+	}
+	return nil
+}
+
+// ReleaseOrphan removes a hold that is still tracked, returns its units to the product's
+// counters (when they exist) and deletes its claim if the claim still points at the order.
+// It reports whether it released the hold.
+func (g *Gate) ReleaseOrphan(_ context.Context, h domain.Hold) (bool, error) {
+	now := g.clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	held, ok := g.holds[h.Product][h.OrderNo]
+	if !ok {
+		return false, nil
+	}
+	delete(g.holds[h.Product], h.OrderNo)
+	if c := g.products[h.Product]; c.exists {
+		c.stock += held.qty
+		c.sold -= held.qty
+		g.products[h.Product] = c
+	}
+	if cl, live := g.liveClaim(held.claim, now); live && cl.orderNo == h.OrderNo {
+		delete(g.claims, held.claim)
+	}
+	return true, nil
 }
 
 // Flush forgets everything, as Redis does when it loses its keys; for tests.

@@ -17,7 +17,10 @@ import (
 )
 
 func TestGateContract(t *testing.T) {
-	porttest.RunStockGate(t, func(*testing.T) domain.StockGate { return memory.NewGate(memory.SystemClock{}) })
+	// One fake clock for every case's gate: the suite's windows pass without sleeping.
+	clock := memory.NewFakeClock(time.Now())
+	porttest.RunStockGate(t, func(*testing.T) domain.StockGate { return memory.NewGate(clock) },
+		porttest.WithElapse(func(_ *testing.T, d time.Duration) { clock.Advance(d) }))
 }
 
 func TestLedgerContract(t *testing.T) {
@@ -124,6 +127,34 @@ func TestGateFlushForgetsEverything(t *testing.T) {
 	mustReserve(t, g, r, domain.GateMissing)
 	if applied, _ := g.Apply(t.Context(), domain.GateChange{Product: p, Ref: "x", Stock: 1}); applied {
 		t.Fatal("Apply after Flush applied to a product the gate lost")
+	}
+}
+
+func TestGateFlushForgetsHoldsAndBudgets(t *testing.T) {
+	g, _, p := gateWithStock(t, 10)
+	r := reservation(p, "key-00000001", "order-1", time.Minute)
+	r.BuyerCap, r.BuyerWindow = 1, time.Hour
+	mustReserve(t, g, r, domain.Reserved)
+	g.Flush()
+	if err := g.Rebuild(t.Context(), p, domain.GateLevels{Stock: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _ := g.Holds(t.Context(), p, t0.Add(time.Hour), 10); len(hs) != 0 {
+		t.Fatalf("Holds after Flush = %+v, want none", hs)
+	}
+	again := reservation(p, "key-00000002", "order-2", time.Minute)
+	again.BuyerCap, again.BuyerWindow = 1, time.Hour
+	mustReserve(t, g, again, domain.Reserved) // the budget went with the flush
+}
+
+// A reservation without a time is held from the gate's clock, to the millisecond.
+func TestGateHoldTimeDefaultsToTheClock(t *testing.T) {
+	g, clock, p := gateWithStock(t, 10)
+	clock.Set(t0.Add(1234567 * time.Nanosecond))
+	mustReserve(t, g, reservation(p, "key-00000001", "order-1", time.Minute), domain.Reserved)
+	hs, err := g.Holds(t.Context(), p, clock.Now(), 10)
+	if err != nil || len(hs) != 1 || !hs[0].At.Equal(t0.Add(time.Millisecond)) || hs[0].Qty != 1 || hs[0].OrderNo != "order-1" {
+		t.Fatalf("Holds = %+v, %v; want order-1 held at %v", hs, err, t0.Add(time.Millisecond))
 	}
 }
 

@@ -154,3 +154,17 @@ func (r orderRepo) Totals(_ context.Context, p domain.ProductID) (map[domain.Ord
 	}
 	return out, nil
 }
+
+// Existing looks each number up.
+func (r orderRepo) Existing(_ context.Context, nos []domain.OrderNo) (map[domain.OrderNo]bool, error) {
+	release, err := r.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	out := make(map[domain.OrderNo]bool, len(nos))
+	for _, no := range nos {
+		_, out[no] = r.s.data.orders[no]
+	}
+	return out, nil
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"cardshop/domain"
 )
 
@@ -164,6 +166,28 @@ func (r orderRepo) Totals(ctx context.Context, p domain.ProductID) (map[domain.O
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 		out[st] = domain.StatusTotal{Orders: row.Orders, Qty: row.Qty}
+	}
+	return out, nil
+}
+
+// Existing is one primary-key lookup of every number: SELECT order_no … WHERE order_no IN (…).
+func (r orderRepo) Existing(ctx context.Context, nos []domain.OrderNo) (map[domain.OrderNo]bool, error) {
+	out := make(map[domain.OrderNo]bool, len(nos))
+	if len(nos) == 0 {
+		return out, nil
+	}
+	keys := make([]string, len(nos))
+	for i, no := range nos {
+		keys[i] = string(no)
+		out[no] = false
+	}
+	var found []string
+	if err := r.s.get(ctx, fmt.Sprintf("existing orders (%d asked)", len(nos)), &found,
+		"SELECT order_no FROM orders WHERE order_no IN (?)", bun.List(keys)); err != nil {
+		return nil, err
+	}
+	for _, no := range found {
+		out[domain.OrderNo(no)] = true
 	}
 	return out, nil
 }

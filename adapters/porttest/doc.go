@@ -6,8 +6,10 @@
 // Real adapters keep their state across tests and runs, so the suites never assume an empty
 // store: every case works on fresh random product ids, order numbers, buyers and keys, and
 // asserts only about what it wrote itself (or about deltas of global counts). Cases that
-// depend on expiry (idempotency key TTLs) are left to each adapter's own tests, because a real
-// gate measures them with its own clock.
+// depend on expiry are mostly left to each adapter's own tests, because a real gate measures
+// them with its own clock; the few in RunStockGate (a buyer's budget window, a claim expiring
+// under its hold) use windows of about a second and let them pass as WithElapse says: a fake
+// clock advances, a real gate sleeps.
 //
 // It imports only the domain package and the standard library (including testing).
 package porttest

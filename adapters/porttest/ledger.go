@@ -285,6 +285,50 @@ func runOrders(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 	})
 
+	t.Run("existing tells written orders from unknown numbers, in any status", func(t *testing.T) {
+		l := newLedger(t)
+		p := createProduct(t, l)
+		pending, closed := newOrder(t, p, 1, now()), newOrder(t, p, 2, now())
+		insertOrder(t, l, pending)
+		insertOrder(t, l, closed)
+		byClose := closed
+		if err := byClose.Close(closed.ExpiresAt()); err != nil {
+			t.Fatal(err)
+		}
+		if won, err := l.Orders().Transition(t.Context(), byClose, domain.StatusPending); err != nil || !won {
+			t.Fatalf("Transition to CLOSED = %v, %v", won, err)
+		}
+		t.Cleanup(func() { closeOrders(l, []domain.Order{pending}) })
+		unknown := newOrderNo()
+		asked := []domain.OrderNo{pending.No(), unknown, closed.No(), pending.No()}
+		got, err := l.Orders().Existing(t.Context(), asked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[domain.OrderNo]bool{pending.No(): true, closed.No(): true, unknown: false}
+		if len(got) != len(want) {
+			t.Fatalf("Existing = %v, want %v", got, want)
+		}
+		for no, w := range want {
+			if v, ok := got[no]; !ok || v != w {
+				t.Fatalf("Existing = %v, want %v", got, want)
+			}
+		}
+		if none, err := l.Orders().Existing(t.Context(), nil); err != nil || len(none) != 0 {
+			t.Fatalf("Existing(nothing) = %v, %v; want an empty map", none, err)
+		}
+		// Many numbers still make one answer.
+		many := make([]domain.OrderNo, 700)
+		for i := range many {
+			many[i] = newOrderNo()
+		}
+		many[350] = closed.No()
+		got, err = l.Orders().Existing(t.Context(), many)
+		if err != nil || len(got) != len(many) || !got[closed.No()] || got[many[0]] {
+			t.Fatalf("Existing of %d numbers = %d answers (%v), closed %v", len(many), len(got), err, got[closed.No()])
+		}
+	})
+
 	t.Run("race: 30 transitions of one order, exactly one wins", func(t *testing.T) {
 		l := newLedger(t)
 		at := now()

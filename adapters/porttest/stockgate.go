@@ -11,8 +11,11 @@ import (
 )
 
 // RunStockGate checks a domain.StockGate against the port's contract. newGate returns the gate
-// under test; it is called once per case and may return the same shared gate every time.
-func RunStockGate(t *testing.T, newGate func(t *testing.T) domain.StockGate) {
+// under test; it is called once per case and may return the same shared gate every time. The
+// cases about windows and claims that expire let time pass as WithElapse says (by default they
+// sleep, about 2.5 s in all).
+func RunStockGate(t *testing.T, newGate func(t *testing.T) domain.StockGate, opts ...StockGateOption) {
+
 	t.Run("missing product is GateMissing and never reserves", func(t *testing.T) {
 		g, p := newGate(t), NewProductID()
 		r := newReservation(p, 1)
@@ -314,6 +317,10 @@ func RunStockGate(t *testing.T, newGate func(t *testing.T) domain.StockGate) {
 		}
 		wantLevels(t, g, p, domain.GateLevels{Stock: 17})
 	})
+
+	o := stockGateOpts(opts)
+	t.Run("holds", func(t *testing.T) { runHolds(t, newGate, o) })
+	t.Run("budget", func(t *testing.T) { runBudget(t, newGate, o) })
 }
 
 // newReservation is a new order's reservation of qty units of p by a fresh buyer and key.
@@ -340,7 +347,8 @@ func reserveOK(t *testing.T, g domain.StockGate, r domain.Reservation) {
 
 func describe(res domain.ReserveResult) string {
 	names := map[domain.ReserveOutcome]string{domain.Reserved: "Reserved", domain.Replayed: "Replayed",
-		domain.SoldOut: "SoldOut", domain.Frozen: "Frozen", domain.GateMissing: "GateMissing"}
+		domain.SoldOut: "SoldOut", domain.Frozen: "Frozen", domain.GateMissing: "GateMissing",
+		domain.BuyerLimit: "BuyerLimit"}
 	return fmt.Sprintf("%s(left %d, existing %q)", names[res.Outcome], res.Left, res.ExistingOrder)
 }
 

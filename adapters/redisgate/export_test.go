@@ -8,4 +8,7 @@ var (
 	ClaimKey    = claimKey
 	MarkerKey   = markerKey
 	ReserveArgs = reserveArgs
+	HoldsKey    = holdsKey
+	HoldInfoKey = holdInfoKey
+	BudgetKey   = budgetKey
 )

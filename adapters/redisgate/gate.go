@@ -11,6 +11,11 @@
 //	idem:order:{<pid>}:<buyer>:<key>   a buyer's idempotency claim: <order no>|<fingerprint>|<qty>
 //	idem:ref:{<pid>}:<ref>             the claim of a reservation without a key
 //	gate:applied:{<pid>}:<ref>         an applied GateChange, kept MarkerTTL
+//	holds:{<pid>}                      sorted set of keyed reservations not yet confirmed written:
+//	                                   order no scored by Reservation.At in unix ms
+//	holdinfo:{<pid>}                   hash: order no -> <qty>|<claim key>, what releasing it needs
+//	budget:{<pid>}:<buyer>             units the buyer reserved in the current window (expires
+//	                                   BuyerWindow after the window's first reservation)
 //
 // It imports the domain, package lua and go-redis.
 package redisgate
@@ -55,7 +60,13 @@ var (
 	cancelScript  = redis.NewScript(lua.Cancel)
 	applyScript   = redis.NewScript(lua.Apply)
 	rebuildScript = redis.NewScript(lua.Rebuild)
+	holdsScript   = redis.NewScript(lua.Holds)
+	forgetScript  = redis.NewScript(lua.Forget)
+	releaseScript = redis.NewScript(lua.Release)
 )
+
+// forgetChunk bounds the order numbers of one forget.lua run (Lua's unpack has a stack limit).
+const forgetChunk = 1000
 
 // reserve.lua's outcome codes.
 const (
@@ -64,6 +75,7 @@ const (
 	codeSoldOut     = 3
 	codeFrozen      = 4
 	codeGateMissing = 5
+	codeBuyerLimit  = 6
 )
 
 // Gate is a domain.StockGate on Redis. It is safe for concurrent use.
@@ -123,6 +135,14 @@ func markerKey(c domain.GateChange) string {
 	return "gate:applied:" + productTag(c.Product) + ":" + c.Ref
 }
 
+func holdsKey(p domain.ProductID) string    { return "holds:" + productTag(p) }
+func holdInfoKey(p domain.ProductID) string { return "holdinfo:" + productTag(p) }
+
+// budgetKey names a buyer's budget for a product; like claims, it relies on buyers without ':'.
+func budgetKey(p domain.ProductID, b domain.BuyerID) string {
+	return "budget:" + productTag(p) + ":" + string(b)
+}
+
 // checkClaim refuses what cannot be stored as a claim unambiguously.
 func checkClaim(r domain.Reservation) error {
 	if r.Key == "" && r.Ref == "" {
@@ -140,7 +160,17 @@ func checkClaim(r domain.Reservation) error {
 	return nil
 }
 
-// reserveArgs are reserve.lua's KEYS and ARGV for r.
+// checkBudget refuses a cap without a window (it would never reset).
+func checkBudget(r domain.Reservation) error {
+	if r.Key != "" && r.BuyerCap > 0 && r.BuyerWindow <= 0 {
+		return domain.Invalid("buyer_window", "must be positive when a buyer cap is set")
+	}
+	return nil
+}
+
+// reserveArgs are reserve.lua's KEYS and ARGV for r. A keyed reservation is tracked as a hold
+// scored by r.At (now when zero) and, with a BuyerCap, counted against the buyer's budget; a
+// keyless one is neither.
 func reserveArgs(r domain.Reservation) (keys []string, args []any) {
 	ttl := r.KeyTTL
 	if ttl <= 0 {
@@ -149,19 +179,36 @@ func reserveArgs(r domain.Reservation) (keys []string, args []any) {
 	ms := max(ttl.Milliseconds(), 1)
 	qty := strconv.Itoa(r.Qty)
 	claim := string(r.OrderNo) + claimSep + r.Fingerprint + claimSep + qty
-	return []string{stockKey(r.Product), soldKey(r.Product), frozenKey(r.Product), claimKey(r)},
-		[]any{qty, claim, strconv.FormatInt(ms, 10)}
+	score, capacity, window := "", "0", "0"
+	if r.Key != "" {
+		at := r.At
+		if at.IsZero() {
+			at = time.Now()
+		}
+		score = strconv.FormatInt(max(at.UnixMilli(), 0), 10)
+		if r.BuyerCap > 0 {
+			capacity = strconv.FormatInt(r.BuyerCap, 10)
+			window = strconv.FormatInt(max(r.BuyerWindow.Milliseconds(), 1), 10)
+		}
+	}
+	return []string{stockKey(r.Product), soldKey(r.Product), frozenKey(r.Product), claimKey(r),
+			holdsKey(r.Product), holdInfoKey(r.Product), budgetKey(r.Product, r.Buyer)},
+		[]any{qty, claim, strconv.FormatInt(ms, 10), score, capacity, window}
 }
 
 // Reserve claims the reservation's key (or Ref) and takes its units in one atomic step
-// (reserve.lua). Sold out, frozen, replay and a missing product are outcomes; a qty below 1 or
-// a reservation with neither key nor Ref is a domain.ValidationError; an error reaching Redis
-// wraps domain.ErrUnavailable.
+// (reserve.lua), tracking a keyed reservation's hold and buyer budget in the same step. Replay,
+// a missing product, frozen, buyer limit and sold out are outcomes; a qty below 1, a
+// reservation with neither key nor Ref, or a BuyerCap without a positive BuyerWindow is a
+// domain.ValidationError; an error reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
 	if r.Qty < 1 {
 		return domain.ReserveResult{}, domain.Invalid("qty", "must be at least 1")
 	}
 	if err := checkClaim(r); err != nil {
+		return domain.ReserveResult{}, err
+	}
+	if err := checkBudget(r); err != nil {
 		return domain.ReserveResult{}, err
 	}
 	keys, args := reserveArgs(r)
@@ -204,6 +251,8 @@ func decodeReserve(reply []any) (domain.ReserveResult, error) {
 		res.Outcome = domain.Frozen
 	case codeGateMissing:
 		res.Outcome = domain.GateMissing
+	case codeBuyerLimit:
+		res.Outcome = domain.BuyerLimit
 	default:
 		return domain.ReserveResult{}, fmt.Errorf("unknown outcome code %d", code)
 	}
@@ -224,16 +273,16 @@ func parseClaim(v string) (domain.OrderNo, string, bool) {
 }
 
 // Cancel undoes a reservation whose order could not be written (cancel.lua): if the claim for
-// its key (or Ref) still exists and points at r.OrderNo, it drops the claim, returns the units
-// the claim took and reports true; otherwise it changes nothing and reports false. A
-// reservation with neither key nor Ref is a domain.ValidationError; an error reaching Redis
-// wraps domain.ErrUnavailable.
+// its key (or Ref) still exists and points at r.OrderNo, it drops the claim and the hold made
+// with it, returns the units the claim took and reports true; otherwise it changes nothing and
+// reports false. A reservation with neither key nor Ref is a domain.ValidationError; an error
+// reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) Cancel(ctx context.Context, r domain.Reservation) (bool, error) {
 	if err := checkClaim(r); err != nil {
 		return false, err
 	}
-	n, err := cancelScript.Run(ctx, g.c, []string{stockKey(r.Product), soldKey(r.Product), claimKey(r)},
-		string(r.OrderNo)).Int64()
+	n, err := cancelScript.Run(ctx, g.c, []string{stockKey(r.Product), soldKey(r.Product), claimKey(r),
+		holdsKey(r.Product), holdInfoKey(r.Product)}, string(r.OrderNo)).Int64()
 	if err != nil {
 		return false, wrap("cancel", err)
 	}
@@ -287,14 +336,15 @@ func counter(v any) (int64, error) {
 	return strconv.ParseInt(s, 10, 64)
 }
 
-// Rebuild overwrites the product's counters and frozen flag in one step (rebuild.lua); claims
-// and markers are kept. An error reaching Redis wraps domain.ErrUnavailable.
+// Rebuild overwrites the product's counters and frozen flag and drops its holds in one step
+// (rebuild.lua); claims, budgets and markers are kept. An error reaching Redis wraps
+// domain.ErrUnavailable.
 func (g *Gate) Rebuild(ctx context.Context, p domain.ProductID, l domain.GateLevels) error {
 	frozen := "0"
 	if l.Frozen {
 		frozen = "1"
 	}
-	err := rebuildScript.Run(ctx, g.c, []string{stockKey(p), soldKey(p), frozenKey(p)},
+	err := rebuildScript.Run(ctx, g.c, []string{stockKey(p), soldKey(p), frozenKey(p), holdsKey(p), holdInfoKey(p)},
 		strconv.FormatInt(l.Stock, 10), strconv.FormatInt(l.Sold, 10), frozen).Err()
 	return wrap("rebuild", err)
 }
@@ -310,6 +360,94 @@ func (g *Gate) SetFrozen(ctx context.Context, p domain.ProductID, frozen bool) e
 		err = g.c.Del(ctx, frozenKey(p)).Err()
 	}
 	return wrap("set frozen", err)
+}
+
+// Holds lists up to limit of the product's holds scored at or before olderThan (to the
+// millisecond), oldest first, with their qty (holds.lua: one atomic read of the sorted set and
+// the hash). An error reaching Redis wraps domain.ErrUnavailable; a malformed reply is a plain
+// error.
+func (g *Gate) Holds(ctx context.Context, p domain.ProductID, olderThan time.Time, limit int) ([]domain.Hold, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	reply, err := holdsScript.Run(ctx, g.c, []string{holdsKey(p), holdInfoKey(p)},
+		strconv.FormatInt(olderThan.UnixMilli(), 10), strconv.Itoa(limit)).StringSlice()
+	if err != nil {
+		return nil, wrap("holds", err)
+	}
+	if len(reply)%3 != 0 {
+		return nil, fmt.Errorf("redis gate holds: reply of %d values, want triples", len(reply))
+	}
+	out := make([]domain.Hold, 0, len(reply)/3)
+	for i := 0; i < len(reply); i += 3 {
+		if reply[i+2] == "" {
+			continue // a member without info: nothing to release it with (never written so)
+		}
+		score, err := strconv.ParseFloat(reply[i+1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("redis gate holds: score %q of %s: %w", reply[i+1], reply[i], err)
+		}
+		qty, _, err := parseHoldInfo(reply[i+2])
+		if err != nil {
+			return nil, fmt.Errorf("redis gate holds: %s: %w", reply[i], err)
+		}
+		out = append(out, domain.Hold{Product: p, OrderNo: domain.OrderNo(reply[i]), Qty: qty,
+			At: time.UnixMilli(int64(score))})
+	}
+	return out, nil
+}
+
+// parseHoldInfo splits a hold's <qty>|<claim key>.
+func parseHoldInfo(v string) (qty int, claim string, err error) {
+	q, claim, ok := strings.Cut(v, claimSep)
+	if ok {
+		qty, err = strconv.Atoi(q)
+	}
+	if !ok || err != nil || qty < 1 || claim == "" {
+		return 0, "", fmt.Errorf("malformed hold info %q", v)
+	}
+	return qty, claim, nil
+}
+
+// Forget stops tracking the holds of these orders of the product (forget.lua, in chunks);
+// unknown numbers are ignored. An error reaching Redis wraps domain.ErrUnavailable.
+func (g *Gate) Forget(ctx context.Context, p domain.ProductID, nos []domain.OrderNo) error {
+	for start := 0; start < len(nos); start += forgetChunk {
+		chunk := nos[start:min(start+forgetChunk, len(nos))]
+		args := make([]any, len(chunk))
+		for i, no := range chunk {
+			args[i] = string(no)
+		}
+		if err := forgetScript.Run(ctx, g.c, []string{holdsKey(p), holdInfoKey(p)}, args...).Err(); err != nil {
+			return wrap("forget", err)
+		}
+	}
+	return nil
+}
+
+// ReleaseOrphan gives back a hold whose order was never written (release.lua): if it is still
+// tracked, it is removed, its units return from sold to stock when the product's counters
+// exist, and its claim is deleted if it still points at the order; true only for the call that
+// released it. The claim's name is read from the hold first (HGET), because a script may only
+// touch the keys it is given. An error reaching Redis wraps domain.ErrUnavailable.
+func (g *Gate) ReleaseOrphan(ctx context.Context, h domain.Hold) (bool, error) {
+	info, err := g.c.HGet(ctx, holdInfoKey(h.Product), string(h.OrderNo)).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, wrap("release orphan", err)
+	}
+	_, claim, err := parseHoldInfo(info)
+	if err != nil {
+		return false, fmt.Errorf("redis gate release orphan %s: %w", h.OrderNo, err)
+	}
+	n, err := releaseScript.Run(ctx, g.c, []string{stockKey(h.Product), soldKey(h.Product), holdsKey(h.Product),
+		holdInfoKey(h.Product), claim}, string(h.OrderNo)).Int64()
+	if err != nil {
+		return false, wrap("release orphan", err)
+	}
+	return n == 1, nil
 }
 
 // wrap adds the operation to err and, when Redis could not be reached or could not serve the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -14,8 +15,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cardshop/adapters/memory"
+	"cardshop/adapters/paysig"
 	"cardshop/adapters/porttest"
 	"cardshop/adapters/redisgate"
+	"cardshop/application"
 	"cardshop/domain"
 	"cardshop/lua"
 )
@@ -263,6 +266,8 @@ func TestScriptCacheFlushed(t *testing.T) {
 				return err
 			}},
 			{"cancel", func() error { _, err := g.Cancel(t.Context(), newReservation(p, 1)); return err }},
+			{"holds", func() error { _, err := g.Holds(t.Context(), p, time.Now(), 10); return err }},
+			{"forget", func() error { return g.Forget(t.Context(), p, []domain.OrderNo{"unknown"}) }},
 		}
 		for _, s := range steps {
 			flushScripts(t, c)
@@ -295,7 +300,8 @@ func TestClusterProductKeysShareOneSlot(t *testing.T) {
 	keyless := r
 	keyless.Key, keyless.Ref = "", "order:late_reserve"
 	keys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), redisgate.FrozenKey(p), redisgate.ClaimKey(r),
-		redisgate.ClaimKey(keyless), redisgate.MarkerKey(domain.GateChange{Product: p, Ref: "batch-1"})}
+		redisgate.ClaimKey(keyless), redisgate.MarkerKey(domain.GateChange{Product: p, Ref: "batch-1"}),
+		redisgate.HoldsKey(p), redisgate.HoldInfoKey(p), redisgate.BudgetKey(p, r.Buyer)}
 	want, err := c.ClusterKeySlot(ctx, keys[0]).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +377,8 @@ func TestCancelScriptTwiceReturnsUnitsOnce(t *testing.T) {
 		r := newReservation(p, 3)
 		reserve(t, g, r, domain.Reserved)
 		script := redis.NewScript(lua.Cancel)
-		keys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), redisgate.ClaimKey(r)}
+		keys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), redisgate.ClaimKey(r), redisgate.HoldsKey(p),
+			redisgate.HoldInfoKey(p)}
 		for i, want := range []int64{1, 0} {
 			n, err := script.Run(t.Context(), c, keys, string(r.OrderNo)).Int64()
 			if err != nil || n != want {
@@ -429,6 +436,12 @@ func TestUnreachableRedisIsUnavailable(t *testing.T) {
 		"Levels":    func() error { _, _, err := g.Levels(t.Context(), p); return err },
 		"Rebuild":   func() error { return g.Rebuild(t.Context(), p, domain.GateLevels{Stock: 1}) },
 		"SetFrozen": func() error { return g.SetFrozen(t.Context(), p, true) },
+		"Holds":     func() error { _, err := g.Holds(t.Context(), p, time.Now(), 10); return err },
+		"Forget":    func() error { return g.Forget(t.Context(), p, []domain.OrderNo{r.OrderNo}) },
+		"ReleaseOrphan": func() error {
+			_, err := g.ReleaseOrphan(t.Context(), domain.Hold{Product: p, OrderNo: r.OrderNo, Qty: 1})
+			return err
+		},
 	}
 	for name, op := range ops {
 		err := op()
@@ -478,6 +491,7 @@ func TestInvalidReservationNeverReachesRedis(t *testing.T) {
 		"neither key nor ref":   func(r *domain.Reservation) { r.Key = "" },
 		"buyer with a colon":    func(r *domain.Reservation) { r.Buyer = "a:b" },
 		"order no with the sep": func(r *domain.Reservation) { r.OrderNo = "1|2" },
+		"buyer cap, no window":  func(r *domain.Reservation) { r.BuyerCap, r.BuyerWindow = 5, 0 },
 	}
 	for name, spoil := range bad {
 		r := newReservation(p, 1)
@@ -531,12 +545,26 @@ func TestScriptsRejectMalformedArgs(t *testing.T) {
 			{"1", "no-separators", good[2]}, // the claim has no order number to match
 			{"1", claim("1"), "0"},          // a claim that never expires
 			{"1", claim("1"), "-1000"},
-			{"1", claim("1")}, // ARGV[3] missing
+			{"1", claim("1")},                              // ARGV[3] missing
+			{"1", claim("1"), good[2], "-5", "0", "0"},     // a negative hold score
+			{"1", claim("1"), good[2], "1.5", "0", "0"},    // a fractional hold score
+			{"1", claim("1"), good[2], good[3], "-1", "0"}, // a negative cap
+			{"1", claim("1"), good[2], good[3], "x", "0"},  // a cap that is no number
+			{"1", claim("1"), good[2], good[3], "5", "0"},  // a cap without a window
+			{"1", claim("1"), good[2], good[3], "5", "-1"}, // a negative window
+			{"1", claim("1"), good[2], good[3], "5"},       // ARGV[6] missing
 		} {
 			err := reserveScript.Run(t.Context(), c, keys, args...).Err()
 			if err == nil || errors.Is(err, domain.ErrUnavailable) || !strings.Contains(err.Error(), "reserve.lua") {
 				t.Errorf("reserve.lua %q = %v, want its error reply", args, err)
 			}
+		}
+		// 7 keys and 6 arguments, or the short form of 4 keys and 3 arguments (no hold, no cap).
+		if err := reserveScript.Run(t.Context(), c, keys[:5], good...).Err(); err == nil || !strings.Contains(err.Error(), "reserve.lua") {
+			t.Errorf("reserve.lua with 5 keys = %v, want its error reply", err)
+		}
+		if err := reserveScript.Run(t.Context(), c, keys[:4], good...).Err(); err == nil || !strings.Contains(err.Error(), "reserve.lua") {
+			t.Errorf("reserve.lua with 4 keys and 6 arguments = %v, want its error reply", err)
 		}
 		wantNoKey(t, c, redisgate.ClaimKey(r))
 		wantLevels(t, g, p, domain.GateLevels{Stock: 10, Sold: 2})
@@ -559,6 +587,160 @@ func TestScriptsRejectMalformedArgs(t *testing.T) {
 			}
 		}
 		wantLevels(t, g, p, domain.GateLevels{Stock: 10, Sold: 2})
+
+		// The hold scripts: malformed calls change nothing.
+		holdKeys := []string{redisgate.HoldsKey(p), redisgate.HoldInfoKey(p)}
+		for _, args := range [][]any{{"x", "10"}, {"1.5", "10"}, {"100", "0"}, {"100", "-1"}, {"100"}} {
+			err := redis.NewScript(lua.Holds).Run(t.Context(), c, holdKeys, args...).Err()
+			if err == nil || !strings.Contains(err.Error(), "holds.lua") {
+				t.Errorf("holds.lua %q = %v, want its error reply", args, err)
+			}
+		}
+		if err := redis.NewScript(lua.Forget).Run(t.Context(), c, holdKeys).Err(); err == nil || !strings.Contains(err.Error(), "forget.lua") {
+			t.Errorf("forget.lua without order numbers = %v, want its error reply", err)
+		}
+		held := newReservation(p, 2)
+		reserve(t, g, held, domain.Reserved)
+		releaseKeys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), redisgate.HoldsKey(p), redisgate.HoldInfoKey(p),
+			redisgate.ClaimKey(r)} // another claim than the hold's
+		if err := redis.NewScript(lua.Release).Run(t.Context(), c, releaseKeys, string(held.OrderNo)).Err(); err == nil ||
+			!strings.Contains(err.Error(), "release.lua") {
+			t.Errorf("release.lua naming another claim = %v, want its error reply", err)
+		}
+		cancelKeys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), redisgate.ClaimKey(held)} // the old 3 keys
+		if err := redis.NewScript(lua.Cancel).Run(t.Context(), c, cancelKeys, string(held.OrderNo)).Err(); err == nil ||
+			!strings.Contains(err.Error(), "cancel.lua") {
+			t.Errorf("cancel.lua with 3 keys = %v, want its error reply", err)
+		}
+		if n, err := c.Exists(t.Context(), redisgate.ClaimKey(held)).Result(); err != nil || n != 1 {
+			t.Fatalf("the claim after refused scripts: EXISTS = %d, %v; want 1", n, err)
+		}
+		wantLevels(t, g, p, domain.GateLevels{Stock: 8, Sold: 4})
+		if hs, err := g.Holds(t.Context(), p, time.Now().Add(time.Hour), 10); err != nil || len(hs) != 1 || hs[0].OrderNo != held.OrderNo {
+			t.Fatalf("Holds after refused scripts = %+v, %v; want the one hold", hs, err)
+		}
+	})
+}
+
+// What reserve.lua writes for a hold and a budget, and for how long the budget lives: the
+// window opens with the first reservation and a later one does not extend it.
+func TestHoldAndBudgetKeys(t *testing.T) {
+	onBoth(t, func(t *testing.T, c redis.UniversalClient) {
+		g, p := redisgate.New(c), porttest.NewProductID()
+		rebuild(t, g, p, domain.GateLevels{Stock: 10})
+		r := newReservation(p, 2)
+		r.At = time.UnixMilli(1_700_000_000_123).Add(456 * time.Microsecond)
+		r.BuyerCap, r.BuyerWindow = 5, time.Minute
+		reserve(t, g, r, domain.Reserved)
+		score, err := c.ZScore(t.Context(), redisgate.HoldsKey(p), string(r.OrderNo)).Result()
+		if err != nil || score != 1_700_000_000_123 {
+			t.Fatalf("hold score = %v, %v; want the reservation's unix ms", score, err)
+		}
+		info, err := c.HGet(t.Context(), redisgate.HoldInfoKey(p), string(r.OrderNo)).Result()
+		if want := "2|" + redisgate.ClaimKey(r); err != nil || info != want {
+			t.Fatalf("hold info = %q, %v; want %q", info, err, want)
+		}
+		used, err := c.Get(t.Context(), redisgate.BudgetKey(p, r.Buyer)).Int64()
+		if err != nil || used != 2 {
+			t.Fatalf("budget = %d, %v; want 2", used, err)
+		}
+		first, err := c.PTTL(t.Context(), redisgate.BudgetKey(p, r.Buyer)).Result()
+		if err != nil || first <= 50*time.Second || first > time.Minute {
+			t.Fatalf("budget PTTL = %v, %v; want just under 1m", first, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		more := newReservation(p, 1)
+		more.Buyer, more.BuyerCap, more.BuyerWindow = r.Buyer, 5, 10*time.Minute
+		reserve(t, g, more, domain.Reserved)
+		later, err := c.PTTL(t.Context(), redisgate.BudgetKey(p, r.Buyer)).Result()
+		if err != nil || later >= first || later <= 0 {
+			t.Fatalf("budget PTTL after a second reservation = %v, %v; want below %v (not extended)", later, err, first)
+		}
+		// A keyless reservation neither holds nor counts.
+		keyless := newReservation(p, 1)
+		keyless.Key, keyless.Ref, keyless.BuyerCap, keyless.BuyerWindow = "", "x:8", 1, time.Minute
+		reserve(t, g, keyless, domain.Reserved)
+		if n, err := c.ZCard(t.Context(), redisgate.HoldsKey(p)).Result(); err != nil || n != 2 {
+			t.Fatalf("holds = %d, %v; want 2", n, err)
+		}
+		wantNoKey(t, c, redisgate.BudgetKey(p, keyless.Buyer))
+	})
+}
+
+// The crash end to end on Redis: a reservation made at the gate whose order never reached the
+// ledger (memory here) is given back by the sweeper after OrphanAfter, and the buyer's key works
+// again.
+func TestSweeperReleasesOrphanOnRedis(t *testing.T) {
+	onBoth(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := t.Context()
+		clock := memory.NewFakeClock(time.Now())
+		signer, err := paysig.New("redis-orphan-secret-0123456789", paysig.DefaultTolerance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queue := memory.NewDelayQueue(clock)
+		t.Cleanup(queue.Close)
+		g := redisgate.New(c)
+		ledger := memory.NewLedger()
+		alerts := memory.NewAlerts(slog.New(slog.DiscardHandler))
+		cfg := application.DefaultConfig()
+		cfg.ReplayWait = 20 * time.Millisecond
+		shop, err := application.New(cfg, application.Deps{Ledger: ledger, Gate: g, Queue: queue,
+			Publisher: memory.NewPublisher(), Verifier: signer, Alerter: alerts, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := shop.CreateProduct(ctx, application.NewProduct{ID: porttest.NewProductID(), Name: "orphan", Price: 100, MaxPerOrder: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := shop.ImportCodes(ctx, p.ID(), strings.NewReader("CODE-0001\nCODE-0002\nCODE-0003\nCODE-0004\nCODE-0005")); err != nil || rep.Added != 5 {
+			t.Fatalf("import: %+v, %v", rep, err)
+		}
+		placed, err := shop.PlaceOrder(ctx, application.PlaceOrder{Buyer: "bob", Product: p.ID(), Qty: 1, IdempotencyKey: "key-written-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// The crash: PlaceOrder's reservation, and then nothing.
+		orphan := domain.Reservation{Product: p.ID(), Buyer: "alice", Key: "key-crashed-1", Qty: 3,
+			OrderNo: domain.NewOrderNo(clock.Now(), "alice", rand.Uint64()), Fingerprint: domain.RequestFingerprint(p.ID(), 3),
+			KeyTTL: cfg.IdempotencyTTL, At: clock.Now()}
+		reserve(t, g, orphan, domain.Reserved)
+		wantLevels(t, g, p.ID(), domain.GateLevels{Stock: 1, Sold: 4})
+		retry := application.PlaceOrder{Buyer: "alice", Product: p.ID(), Qty: 3, IdempotencyKey: "key-crashed-1"}
+		if _, err := shop.PlaceOrder(ctx, retry); !errors.Is(err, domain.ErrRequestInProgress) {
+			t.Fatalf("retry while the orphan holds the key: err = %v, want ErrRequestInProgress", err)
+		}
+		if n, err := shop.Sweep(ctx); err != nil || n != 0 {
+			t.Fatalf("sweep before OrphanAfter = %d, %v; want 0", n, err)
+		}
+
+		clock.Advance(cfg.OrphanAfter)
+		if n, err := shop.Sweep(ctx); err != nil || n != 1 {
+			t.Fatalf("sweep after OrphanAfter = %d, %v; want 1 released", n, err)
+		}
+		wantLevels(t, g, p.ID(), domain.GateLevels{Stock: 4, Sold: 1})
+		wantNoKey(t, c, redisgate.ClaimKey(orphan))
+		if n, err := c.Exists(ctx, redisgate.HoldsKey(p.ID()), redisgate.HoldInfoKey(p.ID())).Result(); err != nil || n != 0 {
+			t.Fatalf("hold keys left: %d, %v (the written order's hold is forgotten, the orphan's released)", n, err)
+		}
+		var kinds []string
+		for _, a := range alerts.Alerts() {
+			kinds = append(kinds, a.Kind)
+		}
+		if len(kinds) != 1 || kinds[0] != "orphan_reservation_released" {
+			t.Fatalf("alerts %v, want one orphan_reservation_released", kinds)
+		}
+		again, err := shop.PlaceOrder(ctx, retry)
+		if err != nil || again.Replayed || again.Order.No() == orphan.OrderNo {
+			t.Fatalf("retry after the release = %+v, %v; want a new order", again, err)
+		}
+		rec, err := shop.Reconcile(ctx, p.ID(), false)
+		if err != nil || !rec.OK() {
+			t.Fatalf("reconcile = %+v, %v; want every check OK (orders %s and %s PENDING)", rec.Checks, err,
+				placed.Order.No(), again.Order.No())
+		}
 	})
 }
 

@@ -1,0 +1,32 @@
+-- holds.lua: list a product's oldest tracked holds.
+--
+-- KEYS[1]  holds:{<pid>}      sorted set: order no scored by the reservation's time (unix ms)
+-- KEYS[2]  holdinfo:{<pid>}   hash: order no -> <qty>|<claim key>
+-- ARGV[1]  the cutoff: holds scored at or before it (unix ms, an integer) are listed
+-- ARGV[2]  limit: a positive integer
+--
+-- Returns a flat array {order no, score, info, order no, score, info, ...}, oldest first (equal
+-- scores by order no), at most ARGV[2] holds. A member without info (which reserve.lua never
+-- writes) is returned with info "" for the caller to skip. An error reply when ARGV is malformed.
+--
+-- Why atomic: the sorted set and the hash are read in one step, so every listed hold comes with
+-- the qty it holds: between two separate reads a release or a cancel could remove it.
+
+if #KEYS ~= 2 then
+  return redis.error_reply('ERR holds.lua: want 2 keys, got ' .. #KEYS)
+end
+local cutoff, limit = ARGV[1], ARGV[2]
+if not (cutoff and string.match(cutoff, '^-?%d+$')) then
+  return redis.error_reply('ERR holds.lua: cutoff must be an integer of milliseconds')
+end
+if not (limit and string.match(limit, '^[1-9]%d*$')) then
+  return redis.error_reply('ERR holds.lua: limit must be a positive integer')
+end
+local found = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'WITHSCORES', 'LIMIT', 0, limit)
+local out = {}
+for i = 1, #found, 2 do
+  out[#out + 1] = found[i]
+  out[#out + 1] = found[i + 1]
+  out[#out + 1] = redis.call('HGET', KEYS[2], found[i]) or ''
+end
+return out
