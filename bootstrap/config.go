@@ -26,6 +26,7 @@ type Config struct {
 	TokenSecret    string        // CARDSHOP_TOKEN_SECRET (required, >= 16 chars)
 	OrderTimeout   time.Duration // CARDSHOP_ORDER_TIMEOUT
 	IdempotencyTTL time.Duration // CARDSHOP_IDEMPOTENCY_TTL
+	BuyerCap       int64         // CARDSHOP_BUYER_CAP: units per buyer, product and order timeout; 0 = no limit
 	SweepInterval  time.Duration // CARDSHOP_SWEEP_INTERVAL
 	RelayInterval  time.Duration // CARDSHOP_RELAY_INTERVAL
 	CallbackWindow time.Duration // CARDSHOP_CALLBACK_WINDOW
@@ -42,6 +43,10 @@ type Config struct {
 	Migrate           bool   // CARDSHOP_MIGRATE: apply migrations at start
 	CodeKeys          string // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
 	CodeHash          string // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
+
+	RatePerIP    int           // CARDSHOP_RATE_PER_IP: requests per window per client IP on /api (0 = off)
+	RatePerBuyer int           // CARDSHOP_RATE_PER_BUYER: orders per window per buyer (0 = off)
+	RateWindow   time.Duration // CARDSHOP_RATE_WINDOW: the window of both rate limits
 }
 
 // envVar describes one variable: its default and how to store it.
@@ -57,6 +62,18 @@ func durationVar(dst func(*Config) *time.Duration) func(*Config, string) error {
 			return fmt.Errorf("want a positive duration such as 15m or 500ms, got %q", v)
 		}
 		*dst(c) = d
+		return nil
+	}
+}
+
+// rateVar reads a rate limit: requests per CARDSHOP_RATE_WINDOW, 0 = off.
+func rateVar(dst func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 1_000_000 {
+			return fmt.Errorf("want a number from 0 (off) to 1000000, got %q", v)
+		}
+		*dst(c) = n
 		return nil
 	}
 }
@@ -80,6 +97,14 @@ var envVars = map[string]envVar{
 	"CARDSHOP_TOKEN_SECRET":    {"", stringVar(func(c *Config) *string { return &c.TokenSecret })},
 	"CARDSHOP_ORDER_TIMEOUT":   {"15m", durationVar(func(c *Config) *time.Duration { return &c.OrderTimeout })},
 	"CARDSHOP_IDEMPOTENCY_TTL": {"10m", durationVar(func(c *Config) *time.Duration { return &c.IdempotencyTTL })},
+	"CARDSHOP_BUYER_CAP": {"100", func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > 1_000_000_000 {
+			return fmt.Errorf("want a number of units from 0 (no limit) to 1000000000, got %q", v)
+		}
+		c.BuyerCap = n
+		return nil
+	}},
 	"CARDSHOP_SWEEP_INTERVAL":  {"30s", durationVar(func(c *Config) *time.Duration { return &c.SweepInterval })},
 	"CARDSHOP_RELAY_INTERVAL":  {"1s", durationVar(func(c *Config) *time.Duration { return &c.RelayInterval })},
 	"CARDSHOP_CALLBACK_WINDOW": {"5m", durationVar(func(c *Config) *time.Duration { return &c.CallbackWindow })},
@@ -132,8 +157,11 @@ var envVars = map[string]envVar{
 		c.Migrate = b
 		return nil
 	}},
-	"CARDSHOP_CODE_KEYS":     {"", stringVar(func(c *Config) *string { return &c.CodeKeys })},
-	"CARDSHOP_CODE_HASH_KEY": {"", stringVar(func(c *Config) *string { return &c.CodeHash })},
+	"CARDSHOP_CODE_KEYS":      {"", stringVar(func(c *Config) *string { return &c.CodeKeys })},
+	"CARDSHOP_RATE_PER_IP":    {"600", rateVar(func(c *Config) *int { return &c.RatePerIP })},
+	"CARDSHOP_RATE_PER_BUYER": {"60", rateVar(func(c *Config) *int { return &c.RatePerBuyer })},
+	"CARDSHOP_RATE_WINDOW":    {"1m", durationVar(func(c *Config) *time.Duration { return &c.RateWindow })},
+	"CARDSHOP_CODE_HASH_KEY":  {"", stringVar(func(c *Config) *string { return &c.CodeHash })},
 }
 
 // EnvNames lists every variable the service reads, sorted.

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"cardshop/application"
 	"cardshop/bootstrap"
 )
 
@@ -40,7 +41,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 		RelayInterval: time.Second, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second,
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop",
-		RedisAutoPipeline: true, MySQLConns: 64,
+		RedisAutoPipeline: true, MySQLConns: 64, BuyerCap: 100,
+		RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -54,6 +56,7 @@ func TestLoadConfigValues(t *testing.T) {
 		"CARDSHOP_CALLBACK_WINDOW=1m", "CARDSHOP_SHUTDOWN_GRACE=3s", "CARDSHOP_LOG_LEVEL=debug",
 		"CARDSHOP_REDIS_ADDRS= a:1 , ,b:2 ", "CARDSHOP_MIGRATE=true", "CARDSHOP_AMQP_URL=amqp://x/",
 		"CARDSHOP_MYSQL_DSN=u@tcp(db:3306)/shop", "CARDSHOP_CODE_KEYS=1:abc=", "CARDSHOP_CODE_HASH_KEY=def=", "CARDSHOP_TOKEN_SECRET=a=b=c=d=e=f=g=h=i",
+		"CARDSHOP_BUYER_CAP=0",
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +65,7 @@ func TestLoadConfigValues(t *testing.T) {
 		c.SweepInterval != 5*time.Second || c.RelayInterval != 250*time.Millisecond || c.CallbackWindow != time.Minute ||
 		c.ShutdownGrace != 3*time.Second || c.LogLevel != slog.LevelDebug || !reflect.DeepEqual(c.RedisAddrs, []string{"a:1", "b:2"}) ||
 		!c.Migrate || c.AMQPURL != "amqp://x/" || c.MySQLDSN != "u@tcp(db:3306)/shop" || c.CodeKeys != "1:abc=" || c.CodeHash != "def=" ||
-		c.TokenSecret != "a=b=c=d=e=f=g=h=i" {
+		c.TokenSecret != "a=b=c=d=e=f=g=h=i" || c.BuyerCap != 0 {
 		t.Fatalf("config %+v", c)
 	}
 }
@@ -85,6 +88,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"bad log level", env("CARDSHOP_LOG_LEVEL=loud"), "CARDSHOP_LOG_LEVEL"},
 		{"no redis address", env("CARDSHOP_REDIS_ADDRS= , "), "CARDSHOP_REDIS_ADDRS"},
 		{"bad bool", env("CARDSHOP_MIGRATE=maybe"), "CARDSHOP_MIGRATE"},
+		{"negative buyer cap", env("CARDSHOP_BUYER_CAP=-1"), "CARDSHOP_BUYER_CAP"},
+		{"buyer cap not a number", env("CARDSHOP_BUYER_CAP=lots"), "CARDSHOP_BUYER_CAP"},
 		{"no admin token", []string{secrets[1], secrets[2]}, "CARDSHOP_ADMIN_TOKEN"},
 		{"no payment secret", []string{secrets[0], secrets[2]}, "CARDSHOP_PAYMENT_SECRET"},
 		{"no token secret", []string{secrets[0], secrets[1]}, "CARDSHOP_TOKEN_SECRET"},
@@ -139,6 +144,10 @@ func validValue(name string) string {
 		return "false"
 	case name == "CARDSHOP_MYSQL_MAX_CONNS":
 		return "16"
+	case name == "CARDSHOP_BUYER_CAP":
+		return "25"
+	case name == "CARDSHOP_RATE_PER_IP", name == "CARDSHOP_RATE_PER_BUYER":
+		return "0"
 	case name == "CARDSHOP_REDIS_ADDRS", name == "CARDSHOP_PPROF_ADDR":
 		return "r:6379"
 	default:
@@ -159,5 +168,21 @@ func TestModuleValidates(t *testing.T) {
 	bad.PaymentSecret = "short"
 	if err := fx.New(bootstrap.Module(bad), fx.NopLogger).Err(); err == nil {
 		t.Fatal("a short payment secret built an app")
+	}
+}
+
+// CARDSHOP_BUYER_CAP reaches the use cases, with the order timeout as the budget's window.
+func TestShopGetsTheBuyerBudget(t *testing.T) {
+	cfg, err := bootstrap.LoadConfig(env("CARDSHOP_BUYER_CAP=7", "CARDSHOP_ORDER_TIMEOUT=3m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shop *application.Shop
+	app := fx.New(bootstrap.Module(cfg), fx.NopLogger, fx.Populate(&shop))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := shop.Config(); got.BuyerCap != 7 || got.BuyerWindow != 3*time.Minute || got.OrderTimeout != 3*time.Minute {
+		t.Fatalf("shop config: buyer cap %d, window %v, order timeout %v; want 7, 3m, 3m", got.BuyerCap, got.BuyerWindow, got.OrderTimeout)
 	}
 }

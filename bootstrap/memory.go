@@ -20,6 +20,7 @@ func MemoryAdapters() fx.Option {
 			func(c domain.Clock) *memory.Gate { return memory.NewGate(c) },
 			func(c domain.Clock) *memory.DelayQueue { return memory.NewDelayQueue(c) },
 			memory.NewPublisher,
+			newMemoryLimiter,
 			func(log *slog.Logger) *memory.Alerts { return memory.NewAlerts(log) },
 			func(l *memory.Ledger) domain.Ledger { return l },
 			func(g *memory.Gate) domain.StockGate { return g },

@@ -78,12 +78,16 @@ type shopIn struct {
 func newShop(in shopIn) (*application.Shop, error) {
 	ac := application.DefaultConfig()
 	ac.OrderTimeout, ac.IdempotencyTTL = in.Cfg.OrderTimeout, in.Cfg.IdempotencyTTL
+	// A buyer's budget lasts one order timeout: as long as an unpaid reservation can lock stock.
+	ac.BuyerCap, ac.BuyerWindow = in.Cfg.BuyerCap, in.Cfg.OrderTimeout
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
 		Publisher: in.Publisher, Verifier: in.Signer, Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
 }
 
-func newHTTP(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock domain.Clock, log *slog.Logger) *fiber.App {
-	return httpapi.New(httpapi.DefaultConfig(cfg.AdminToken), shop, tokens, clock, log)
+func newHTTP(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock domain.Clock, limiter httpapi.Limiter, log *slog.Logger) *fiber.App {
+	hc := httpapi.DefaultConfig(cfg.AdminToken)
+	hc.RateLimits = httpapi.RateLimits{PerIP: cfg.RatePerIP, PerBuyer: cfg.RatePerBuyer, Window: cfg.RateWindow, Limiter: limiter}
+	return httpapi.New(hc, shop, tokens, clock, log)
 }
 
 // runWorkers starts the delay-queue consumer, the sweeper and the outbox relay with the

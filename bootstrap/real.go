@@ -27,6 +27,7 @@ func RealAdapters() fx.Option {
 			func() domain.Clock { return systemClock{} },
 			newRedisClient,
 			newGate,
+			newRedisLimiter,
 			func(g *redisgate.Gate) domain.StockGate { return g },
 			newMySQL,
 			func(cfg Config) (*mysqlstore.Keyring, error) {

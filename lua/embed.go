@@ -1,7 +1,7 @@
-// Package lua holds the Redis scripts of the stock gate, embedded into the binary so the
-// program and its scripts can never drift apart. Each script is one atomic step of the gate
-// (see docs/DESIGN.md, "The gate's operations") and opens with its KEYS, ARGV and return
-// values. The adapter in adapters/redisgate runs them; nothing else should.
+// Package lua holds the Redis scripts, embedded into the binary so the program and its scripts
+// can never drift apart. Each script is one atomic step and opens with its KEYS, ARGV and
+// return values: the stock gate's (see docs/DESIGN.md, "The gate's operations"), run by
+// adapters/redisgate, and the rate limiter's (ratelimit.lua), run by adapters/ratelimit.
 //
 // It imports only the standard library (embed).
 package lua
@@ -30,3 +30,20 @@ var Apply string
 //
 //go:embed rebuild.lua
 var Rebuild string
+
+// Holds is holds.lua: list a product's oldest tracked holds (keyed reservations whose orders
+// are not yet confirmed written) with the qty each holds.
+//
+//go:embed holds.lua
+var Holds string
+
+// Forget is forget.lua: stop tracking the holds of orders that were written.
+//
+//go:embed forget.lua
+var Forget string
+
+// Release is release.lua: give back a hold whose order was never written (an orphan), its
+// units to the stock and its claim dropped if it still points at the order.
+//
+//go:embed release.lua
+var Release string

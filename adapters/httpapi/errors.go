@@ -37,13 +37,16 @@ var errorTable = []struct {
 	{domain.ErrIdempotencyMismatch, apiError{422, "idempotency_key_reused", "this Idempotency-Key was used with a different request"}},
 	{domain.ErrAmountMismatch, apiError{422, "amount_mismatch", "the paid amount does not match the order"}},
 	{domain.ErrProductFrozen, apiError{423, "product_frozen", "the product is not on sale"}},
+	{domain.ErrBuyerLimit, apiError{429, "buyer_limit", "you have reserved as many units of this product as one buyer may for now; retry later"}},
 	{errBodyTooLarge, apiError{413, "body_too_large", "the request body is too large"}},
+	{errRateLimited, apiError{429, "rate_limited", "too many requests; retry after the seconds in Retry-After"}},
 	{domain.ErrGateNotReady, apiError{503, "stock_gate_not_ready", "stock for this product is being rebuilt; retry shortly"}},
 	{domain.ErrUnavailable, apiError{503, "service_unavailable", "a dependency is unavailable; retry shortly"}},
 }
 
 var (
 	errBodyTooLarge = errors.New("body too large")
+	errRateLimited  = errors.New("rate limited") // over a RateLimits limit (ratelimit.go)
 )
 
 var errInternal = apiError{500, "internal_error", "internal error"}

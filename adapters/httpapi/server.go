@@ -29,9 +29,11 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxImportBytes bounds one code import upload.
 	MaxImportBytes int64
+	// RateLimits limits requests per client IP and per buyer; the zero value is off.
+	RateLimits RateLimits
 }
 
-// DefaultConfig returns the default limits.
+// DefaultConfig returns the default body limits, with no rate limits.
 func DefaultConfig(adminToken string) Config {
 	return Config{AdminToken: adminToken, MaxBodyBytes: 64 << 10, MaxImportBytes: 1 << 30}
 }
@@ -43,11 +45,15 @@ type Server struct {
 	tokens *authtoken.Issuer
 	clock  domain.Clock
 	log    *slog.Logger
+
+	limiterWarnings limiterWarnings
 }
 
 // New builds the Fiber app with every route. The app streams request bodies (so a large code
-// import is never held in memory) and therefore bounds every other body itself.
+// import is never held in memory) and therefore bounds every other body itself. It panics
+// when cfg.RateLimits sets a limit without a Limiter or a Window.
 func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock domain.Clock, log *slog.Logger) *fiber.App {
+	cfg.RateLimits.check()
 	if log == nil {
 		log = slog.Default()
 	}
@@ -71,9 +77,12 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 
+	// The per-IP limit is on each buyer route rather than on the group, so that the payment
+	// callback is left out by construction (see RateLimits); it runs before the token check,
+	// so guessing tokens is limited too.
 	api := app.Group("/api")
-	api.Post("/order", s.buyer, s.placeOrder)
-	api.Get("/orders/:order_no", s.buyer, s.getOrder)
+	api.Post("/order", s.limitIP, s.buyer, s.limitBuyer, s.placeOrder)
+	api.Get("/orders/:order_no", s.limitIP, s.buyer, s.getOrder)
 	api.Post("/payments/callback", s.paymentCallback)
 
 	admin := app.Group("/admin", s.admin)

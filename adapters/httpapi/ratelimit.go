@@ -1,0 +1,114 @@
+package httpapi
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Limiter decides whether one more request under a key is within a limit. Rate limiting is a
+// concern of the HTTP edge, not of the shop, so the port lives here and not in the domain;
+// adapters/ratelimit implements it in memory and on Redis (shared by every instance).
+type Limiter interface {
+	// Allow charges one request to key against limit requests per window. It reports whether
+	// the request may go ahead and, when not, how long until one would be allowed. An error
+	// means the limiter could not decide (Redis unreachable: it wraps domain.ErrUnavailable).
+	Allow(ctx context.Context, key string, limit int, window time.Duration) (allowed bool, retryAfter time.Duration, err error)
+}
+
+// RateLimits configures the rate limits of the buyer API. A zero limit is off; with both off
+// the Limiter is never called. A refused request answers 429 "rate_limited" with Retry-After
+// and reaches no handler.
+//
+// PerIP applies to every /api route except the payment callback: providers retry callbacks
+// in bursts from a few addresses, and each one is authenticated by its HMAC signature anyway.
+// /admin (admin token) and /healthz are not limited. The IP is Fiber's c.IP(): the peer
+// address, so behind a load balancer every buyer shares the balancer's budget unless Fiber
+// is told to trust a proxy header.
+//
+// PerBuyer applies to POST /api/order, after the buyer's token is verified (so an invalid
+// token cannot spend a real buyer's budget), counting replays of an idempotency key too.
+//
+// With adapters/ratelimit, n per Window means a burst of n, then one every Window/n.
+//
+// When the Limiter fails (Redis down), the request is let through and a warning logged (at
+// most one every 10 s, counting those held back): selling beats rate limiting, and a limiter
+// outage must not become a shop outage.
+type RateLimits struct {
+	PerIP    int           // requests per Window per client IP on /api; 0 = off
+	PerBuyer int           // orders per Window per buyer; 0 = off
+	Window   time.Duration // the window both limits are counted over
+	Limiter  Limiter
+}
+
+func (r RateLimits) enabled() bool { return r.PerIP > 0 || r.PerBuyer > 0 }
+
+// check panics on a configuration that would silently not limit: a programming error of the
+// wiring, caught at start.
+func (r RateLimits) check() {
+	if r.enabled() && (r.Limiter == nil || r.Window <= 0) {
+		panic("httpapi: RateLimits with a limit needs a Limiter and a positive Window")
+	}
+}
+
+// limiterWarnEvery bounds the warnings of a failing limiter: under a Redis outage every request
+// would log one, at flash-sale rates a flood that costs more than the outage.
+const limiterWarnEvery = 10 * time.Second
+
+// limiterWarnings throttles the warnings of a failing limiter.
+type limiterWarnings struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// limitIP charges the request to its client IP (see RateLimits.PerIP).
+func (s *Server) limitIP(c *fiber.Ctx) error {
+	return s.limit(c, "ip", s.cfg.RateLimits.PerIP, func() string { return "ip:" + c.IP() })
+}
+
+// limitBuyer charges the request to its buyer; it runs after s.buyer (see RateLimits.PerBuyer).
+func (s *Server) limitBuyer(c *fiber.Ctx) error {
+	return s.limit(c, "buyer", s.cfg.RateLimits.PerBuyer, func() string { return "buyer:" + string(buyerOf(c)) })
+}
+
+func (s *Server) limit(c *fiber.Ctx, kind string, limit int, key func() string) error {
+	if limit <= 0 {
+		return c.Next()
+	}
+	ok, retry, err := s.cfg.RateLimits.Limiter.Allow(c.UserContext(), key(), limit, s.cfg.RateLimits.Window)
+	if err != nil {
+		s.warnLimiterFailed(c, kind, err)
+		return c.Next() // fail open: see RateLimits
+	}
+	if !ok {
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(retryAfterSeconds(retry), 10))
+		return errRateLimited
+	}
+	return c.Next()
+}
+
+// retryAfterSeconds is d in whole seconds, rounded up (Retry-After has no fractions, and a
+// client that comes back early is refused again), at least 1.
+func retryAfterSeconds(d time.Duration) int64 {
+	return max(int64((d+time.Second-1)/time.Second), 1)
+}
+
+func (s *Server) warnLimiterFailed(c *fiber.Ctx, kind string, err error) {
+	w := &s.limiterWarnings
+	now := s.clock.Now()
+	w.mu.Lock()
+	if !w.last.IsZero() && now.Sub(w.last) < limiterWarnEvery {
+		w.suppressed++
+		w.mu.Unlock()
+		return
+	}
+	suppressed := w.suppressed
+	w.last, w.suppressed = now, 0
+	w.mu.Unlock()
+	s.log.WarnContext(c.UserContext(), "rate limiter failed; request let through", "request_id", requestID(c),
+		"limit", kind, "err", err.Error(), "suppressed_since_last", suppressed)
+}

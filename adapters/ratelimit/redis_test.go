@@ -1,0 +1,143 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"cardshop/adapters/porttest"
+	"cardshop/adapters/ratelimit"
+	"cardshop/adapters/redisgate"
+	"cardshop/domain"
+)
+
+// standaloneDB is the database the standalone tests use, out of the way of the gate's tests
+// (DB 1, which they flush) and of other packages' (DB 0).
+const standaloneDB = 2
+
+// redisWindow is the window of the contract on Redis: real time, so long enough that a race of
+// 5·limit calls (under -race, on the Cluster) ends well within one interval (400ms).
+const redisWindow = 2 * time.Second
+
+// standalone returns a new client of the standalone Redis, or stops the test as RequireService
+// says when Redis cannot be reached.
+func standalone(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: porttest.RedisAddr, DB: standaloneDB})
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	porttest.RequireService(t, "Redis "+porttest.RedisAddr, c.Ping(ctx).Err())
+	return c
+}
+
+// cluster returns a new client of the Redis Cluster, or stops the test as RequireService says
+// when a master cannot be reached.
+func cluster(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(porttest.RedisCluster, ",")})
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() })
+	porttest.RequireService(t, "Redis Cluster "+porttest.RedisCluster, err)
+	return c
+}
+
+// redisBackend returns two limiters on two clients of one Redis (two service instances),
+// connected once for all the cases.
+func redisBackend(t *testing.T, newClient func(testing.TB) redis.UniversalClient, autoPipeline bool) func(*testing.T) backend {
+	t.Helper()
+	limiter := func() *ratelimit.Redis {
+		c := newClient(t)
+		l := ratelimit.NewRedis(c)
+		if autoPipeline {
+			ap, err := redisgate.AutoPipeliner(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l = l.WithAutoPipeline(ap)
+		}
+		return l
+	}
+	be := backend{a: limiter(), b: limiter(), window: redisWindow, wait: time.Sleep, parallel: true}
+	return func(*testing.T) backend { return be }
+}
+
+func standaloneClient(t testing.TB) redis.UniversalClient { return standalone(t) }
+func clusterClient(t testing.TB) redis.UniversalClient    { return cluster(t) }
+
+// The contract on Redis runs in parallel: each case waits out real windows.
+
+func TestRedisContractStandalone(t *testing.T) {
+	t.Parallel()
+	runContract(t, redisBackend(t, standaloneClient, false))
+}
+
+func TestRedisContractCluster(t *testing.T) {
+	t.Parallel()
+	runContract(t, redisBackend(t, clusterClient, false))
+}
+
+// The same contract through the auto-pipeliner (what production uses with
+// CARDSHOP_REDIS_AUTOPIPELINE).
+func TestRedisContractStandaloneAutoPipeline(t *testing.T) {
+	t.Parallel()
+	runContract(t, redisBackend(t, standaloneClient, true))
+}
+
+func TestRedisContractClusterAutoPipeline(t *testing.T) {
+	t.Parallel()
+	runContract(t, redisBackend(t, clusterClient, true))
+}
+
+// The state is one key per limit key, with the hash tag around the whole key, expiring when
+// the TAT passes: an idle key costs nothing.
+func TestRedisKeyAndExpiry(t *testing.T) {
+	c := standalone(t)
+	l := ratelimit.NewRedis(c)
+	key := "buyer:" + t.Name() + time.Now().Format(time.RFC3339Nano)
+	if got, want := ratelimit.RedisKey(key), "rl:{"+key+"}"; got != want {
+		t.Fatalf("RedisKey = %q, want %q", got, want)
+	}
+	for range 3 {
+		if ok, _, err := l.Allow(t.Context(), key, 10, time.Minute); !ok || err != nil {
+			t.Fatalf("Allow = %v, %v", ok, err)
+		}
+	}
+	// Three of 10 per minute: the TAT is 18s ahead.
+	ttl, err := c.PTTL(t.Context(), ratelimit.RedisKey(key)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl <= 17*time.Second || ttl > 18*time.Second {
+		t.Fatalf("PTTL %v, want about 18s", ttl)
+	}
+}
+
+// A key that does not hold a number is an error, never "no limit" or "no requests yet".
+func TestRedisGarbageKeyIsAnError(t *testing.T) {
+	c := standalone(t)
+	key := "garbage:" + time.Now().Format(time.RFC3339Nano)
+	if err := c.Set(t.Context(), ratelimit.RedisKey(key), "not a time", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ratelimit.NewRedis(c).Allow(t.Context(), key, 10, time.Minute); err == nil {
+		t.Fatal("Allow on a key holding text answered without an error")
+	}
+}
+
+// An unreachable Redis is domain.ErrUnavailable, which the HTTP edge answers by letting the
+// request through.
+func TestRedisUnreachableIsUnavailable(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	ok, _, err := ratelimit.NewRedis(c).Allow(t.Context(), "k", 10, time.Minute)
+	if ok || !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("Allow = %v, %v; want ErrUnavailable", ok, err)
+	}
+}
