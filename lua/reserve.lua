@@ -17,8 +17,8 @@
 -- ARGV[5]  the buyer's cap of units per window: a non-negative integer, 0 = no cap
 -- ARGV[6]  the budget window in milliseconds: a positive integer when ARGV[5] > 0, else "0"
 -- KEYS[5..7] and ARGV[4..6] may be left out together (4 keys, 3 arguments): then nothing is
--- tracked and there is no cap, as for a keyless reservation. The gate always sends all of them;
--- the load check's script ceiling (cmd/loadcheck) sends the short form.
+-- tracked and there is no cap, as for a keyless reservation. The gate always sends all of them
+-- (so does the load check's script ceiling).
 --
 -- Returns {code, claim, left}, checked in this order:
 --   {2, <existing claim value>, stock or 0}  Replayed: KEYS[4] is already claimed; nothing changed
