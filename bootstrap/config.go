@@ -28,6 +28,7 @@ type Config struct {
 	IdempotencyTTL time.Duration // CARDSHOP_IDEMPOTENCY_TTL
 	BuyerCap       int64         // CARDSHOP_BUYER_CAP: units per buyer, product and order timeout; 0 = no limit
 	SweepInterval  time.Duration // CARDSHOP_SWEEP_INTERVAL
+	OrphanAfter    time.Duration // CARDSHOP_ORPHAN_AFTER
 	RelayInterval  time.Duration // CARDSHOP_RELAY_INTERVAL
 	CallbackWindow time.Duration // CARDSHOP_CALLBACK_WINDOW
 	LogLevel       slog.Level    // CARDSHOP_LOG_LEVEL: debug | info | warn | error
@@ -106,6 +107,7 @@ var envVars = map[string]envVar{
 		return nil
 	}},
 	"CARDSHOP_SWEEP_INTERVAL":  {"30s", durationVar(func(c *Config) *time.Duration { return &c.SweepInterval })},
+	"CARDSHOP_ORPHAN_AFTER":    {"2m", durationVar(func(c *Config) *time.Duration { return &c.OrphanAfter })},
 	"CARDSHOP_RELAY_INTERVAL":  {"1s", durationVar(func(c *Config) *time.Duration { return &c.RelayInterval })},
 	"CARDSHOP_CALLBACK_WINDOW": {"5m", durationVar(func(c *Config) *time.Duration { return &c.CallbackWindow })},
 	"CARDSHOP_SHUTDOWN_GRACE":  {"10s", durationVar(func(c *Config) *time.Duration { return &c.ShutdownGrace })},

@@ -42,7 +42,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop",
 		RedisAutoPipeline: true, MySQLConns: 64, BuyerCap: 100,
-		RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
+		OrphanAfter: 2 * time.Minute, RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -132,7 +132,7 @@ func TestEnvNamesAreSortedAndKnown(t *testing.T) {
 func validValue(name string) string {
 	switch {
 	case strings.HasSuffix(name, "_TIMEOUT"), strings.HasSuffix(name, "_TTL"), strings.HasSuffix(name, "_INTERVAL"),
-		strings.HasSuffix(name, "_WINDOW"), strings.HasSuffix(name, "_GRACE"):
+		strings.HasSuffix(name, "_WINDOW"), strings.HasSuffix(name, "_GRACE"), strings.HasSuffix(name, "_AFTER"):
 		return "1m"
 	case name == "CARDSHOP_AMQP_PREFIX":
 		return "shop-1"

@@ -80,6 +80,7 @@ func newShop(in shopIn) (*application.Shop, error) {
 	ac.OrderTimeout, ac.IdempotencyTTL = in.Cfg.OrderTimeout, in.Cfg.IdempotencyTTL
 	// A buyer's budget lasts one order timeout: as long as an unpaid reservation can lock stock.
 	ac.BuyerCap, ac.BuyerWindow = in.Cfg.BuyerCap, in.Cfg.OrderTimeout
+	ac.OrphanAfter = in.Cfg.OrphanAfter
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
 		Publisher: in.Publisher, Verifier: in.Signer, Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
 }

@@ -7,11 +7,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"cardshop/adapters/paysig"
@@ -26,6 +29,7 @@ type scenario struct {
 	dup       int
 	instances int
 	soldOut   bool // also measure the pure sold-out path after the sale
+	kill      bool // SIGKILL the instance under load half-way, then restart it
 }
 
 func scenarios(o options) []scenario {
@@ -41,6 +45,7 @@ func scenarios(o options) []scenario {
 		{num: 3, name: "bulk buyers: qty 1-10", codes: scale(150000, 40000), qtyMax: 10, dup: 1, instances: 1},
 		{num: 4, name: "double submit: every key sent 4 times at once", codes: scale(60000, 20000), qtyMax: 1, dup: 4, instances: 1},
 		{num: 5, name: "two instances behind the same Redis, MariaDB, RabbitMQ", codes: scale(120000, 30000), qtyMax: 1, dup: 1, instances: 2},
+		{num: 6, name: "kill -9 under load, restart, sweep", codes: scale(60000, 20000), qtyMax: 1, dup: 1, instances: 1, kill: true},
 	}
 }
 
@@ -108,7 +113,13 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		}
 		res.idleDB = idle
 	}
-	load, err := e.load(ctx, sc, pid, e.o.duration, "load")
+	var load WrkResult
+	var err error
+	if sc.kill {
+		load, err = e.loadAndKill(ctx, sc, pid)
+	} else {
+		load, err = e.load(ctx, sc, pid, e.o.duration, "load")
+	}
 	if err != nil {
 		return res, err
 	}
@@ -161,12 +172,22 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	fmt.Printf("   orders    %d created · %d paid · %d closed unpaid · %d unfulfilled · %d codes sold of %d\n",
 		res.created, res.paid, res.expired, res.unfulfilled, res.codesSold, sc.codes)
+	if sc.kill {
+		fmt.Printf("   orphans   %d reservations without an order (the process died between Redis and MariaDB) returned by the sweepers\n",
+			e.countLogLines("orphan_reservation_released"))
+	}
 
 	res.checks, err = checkInvariants(ctx, e.db, e.rdb, Expect{ProductID: pid, Created: res.created, InFlight: int64(e.o.conns),
 		AcceptedPayments: accepted, ExpiryGrace: 5 * time.Second})
 	if err != nil {
 		return res, err
 	}
+	holds, err := e.holdsLeft(ctx, pid)
+	if err != nil {
+		return res, err
+	}
+	res.checks = append(res.checks, Check{Name: "no leak: every gate reservation became an order or was returned",
+		Detail: fmt.Sprintf("reservation holds left in Redis: %d", holds), OK: holds == 0})
 	for _, c := range res.checks {
 		verdict := "PASS"
 		if !c.OK {
@@ -378,13 +399,18 @@ func (e *env) settle(ctx context.Context, pid int64) error {
 		if err := e.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL").Scan(&unsent); err != nil {
 			return err
 		}
-		if pending == 0 && unsent == 0 {
-			fmt.Printf("   settled   unpaid orders closed and outbox drained after %s\n", time.Since(start).Round(100*time.Millisecond))
+		holds, err := e.holdsLeft(ctx, pid)
+		if err != nil {
+			return err
+		}
+		if pending == 0 && unsent == 0 && holds == 0 {
+			fmt.Printf("   settled   unpaid orders closed, outbox drained, every reservation hold resolved after %s\n",
+				time.Since(start).Round(100*time.Millisecond))
 			return nil
 		}
 		if time.Now().After(deadline) {
-			fmt.Printf("   settled   NOT within %s: %d PENDING, %d unsent outbox rows (the invariants will say what leaked)\n",
-				time.Since(start).Round(time.Second), pending, unsent)
+			fmt.Printf("   settled   NOT within %s: %d PENDING, %d unsent outbox rows, %d holds (the invariants will say what leaked)\n",
+				time.Since(start).Round(time.Second), pending, unsent, holds)
 			return nil
 		}
 		select {
@@ -393,4 +419,70 @@ func (e *env) settle(ctx context.Context, pid int64) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// loadAndKill loads a dedicated instance and SIGKILLs it half-way through the run: requests
+// in flight die with it, some after their gate reservation and before their order row. A
+// fresh process with the same configuration then takes over; the sweepers return the
+// orphaned reservations after CARDSHOP_ORPHAN_AFTER.
+func (e *env) loadAndKill(ctx context.Context, sc scenario, pid int64) (WrkResult, error) {
+	victim, err := e.startInstance(ctx, "victim", "127.0.0.1:6071")
+	if err != nil {
+		return WrkResult{}, err
+	}
+	run := WrkRun{Threads: e.o.threads, Conns: e.o.conns, Duration: e.o.duration, URL: victim.base, Script: e.orderLua,
+		Args: []string{strconv.FormatInt(pid, 10), strconv.Itoa(sc.qtyMax), strconv.Itoa(sc.dup), e.tokensFile,
+			fmt.Sprintf("kill-%d", time.Now().UnixNano())}}
+	killed := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		select {
+		case <-time.After(e.o.duration / 2):
+		case <-ctx.Done():
+		}
+		_ = victim.cmd.Process.Signal(syscall.SIGKILL)
+		killed <- time.Since(start)
+	}()
+	res, err := runWrk(ctx, run)
+	at := <-killed
+	_ = victim.cmd.Wait()
+	e.dropInstance(victim)
+	if err != nil {
+		return res, err
+	}
+	if _, err := e.startInstance(ctx, "victim-restarted", "127.0.0.1:6072"); err != nil {
+		return res, err
+	}
+	fmt.Printf("   killed    the loaded instance with SIGKILL %s into the run; a new process took over\n", at.Round(100*time.Millisecond))
+	return res, nil
+}
+
+func (e *env) dropInstance(gone *instance) {
+	kept := e.instances[:0]
+	for _, in := range e.instances {
+		if in != gone {
+			kept = append(kept, in)
+		}
+	}
+	e.instances = kept
+}
+
+// holdsLeft counts the gate's reservation holds of the product (orders whose row the sweeper
+// has not yet confirmed or released).
+func (e *env) holdsLeft(ctx context.Context, pid int64) (int64, error) {
+	return e.rdb.ZCard(ctx, fmt.Sprintf("holds:{%d}", pid)).Result()
+}
+
+// countLogLines counts the lines of every instance's log (this run's) that contain text.
+func (e *env) countLogLines(text string) int {
+	files, _ := filepath.Glob(filepath.Join(e.dir, "*.log"))
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		n += strings.Count(string(b), text)
+	}
+	return n
 }
