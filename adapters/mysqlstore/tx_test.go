@@ -451,3 +451,46 @@ func TestSessionsRunAtReadCommitted(t *testing.T) {
 		t.Fatalf("a DSN asking for REPEATABLE READ got %s, want READ-COMMITTED", level)
 	}
 }
+
+// The reply to COMMIT is lost in the network (a TCP proxy swallows it): Atomically reports
+// ErrCommitUnknown with ErrUnavailable, not a plain failure, and the order is in fact stored —
+// the case in which placing an order must read back before giving its reservation back.
+func TestLostCommitReplyIsCommitUnknown(t *testing.T) {
+	openDB(t)
+	cfg, err := mysql.ParseDSN(shared.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := porttest.NewProxy(t, cfg.Addr)
+	cfg.Addr = proxy.Addr()
+	db, err := mysqlstore.Open(cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(1)
+	l := mysqlstore.New(db, keyring(t, testKeyOld))
+	ctx := context.Background()
+	p := createProduct(t, l)
+	prod, err := l.Products().Product(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := domain.NewOrder(orderNo(), "lost-commit", prod, 1, domain.IdempotencyKey("key-"+orderNo()), time.Now().UTC(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.Atomically(ctx, func(tx domain.Store) error {
+		if err := tx.Orders().Insert(ctx, o); err != nil {
+			return err
+		}
+		proxy.DropReplies(1) // the next reply is COMMIT's
+		return nil
+	})
+	if !errors.Is(err, domain.ErrCommitUnknown) || !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("Atomically with a lost COMMIT reply: %v, want ErrCommitUnknown and ErrUnavailable", err)
+	}
+	if _, err := newLedger(t).Orders().Order(ctx, o.No()); err != nil {
+		t.Fatalf("the order whose COMMIT reply was lost: %v, want it stored", err)
+	}
+}

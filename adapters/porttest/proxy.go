@@ -16,7 +16,28 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	down  bool
+	drops int // replies still to swallow (DropReplies)
 	conns map[net.Conn]struct{}
+}
+
+// DropReplies makes the next n server replies vanish: the request reaches the server and
+// runs, but the first bytes of its answer are thrown away and the connection is closed, as
+// when a reply is lost in the network. Clients see a broken connection and may retry.
+func (p *Proxy) DropReplies(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drops += n
+}
+
+// takeDrop reports whether this reply must be dropped.
+func (p *Proxy) takeDrop() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drops > 0 {
+		p.drops--
+		return true
+	}
+	return false
 }
 
 // NewProxy starts a proxy to target; it stops with the test.
@@ -94,7 +115,26 @@ func (p *Proxy) pipe(client net.Conn) {
 		done <- struct{}{}
 	}
 	go cp(server, client)
-	go cp(client, server)
+	go func() { // server -> client, dropping replies on demand
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := server.Read(buf)
+			if n > 0 {
+				if p.takeDrop() {
+					break
+				}
+				if _, werr := client.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		_ = client.Close()
+		_ = server.Close()
+		done <- struct{}{}
+	}()
 	<-done
 	<-done
 	p.mu.Lock()

@@ -766,3 +766,48 @@ func BenchmarkReserve(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
+
+// A reply lost in the network (a TCP proxy swallows it and breaks the connection): go-redis
+// re-sends the script on a new connection, the claim answers the second run, and the units
+// are taken once — whatever the client finally reports.
+func TestLostReplyOverTCPReservesOnce(t *testing.T) {
+	standalone(t) // skips or fails as RequireService says when Redis is down
+	proxy := porttest.NewProxy(t, porttest.RedisAddr)
+	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: standaloneDB, MaxRetries: 3,
+		MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 10 * time.Millisecond})
+	t.Cleanup(func() { _ = c.Close() })
+	g := redisgate.New(c)
+	ctx := t.Context()
+	p := porttest.NewProductID()
+	if err := g.Rebuild(ctx, p, domain.GateLevels{Stock: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Ping(ctx); err != nil { // load the connection before dropping
+		t.Fatal(err)
+	}
+	replays := 0
+	for i := 0; i < 5; i++ {
+		r := newReservation(p, 2)
+		proxy.DropReplies(1)
+		res, err := g.Reserve(ctx, r)
+		if err == nil && !(res.Outcome == domain.Reserved || res.Outcome == domain.Replayed && res.ExistingOrder == r.OrderNo) {
+			t.Fatalf("reserve after a lost reply: %+v", res)
+		}
+		if err != nil && !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("reserve after a lost reply: %v", err)
+		}
+		if err == nil && res.Outcome == domain.Replayed {
+			replays++ // the client re-sent the script and the claim answered
+		}
+		lv, ok, err := g.Levels(ctx, p)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if want := int64(10 - 2*(i+1)); lv.Stock != want || lv.Sold != 10-want {
+			t.Fatalf("after %d lost replies: stock %d sold %d, want %d/%d (reserved twice?)", i+1, lv.Stock, lv.Sold, want, 10-want)
+		}
+	}
+	if replays == 0 {
+		t.Fatal("no reply was lost and re-sent: the proxy did not inject the fault")
+	}
+}
