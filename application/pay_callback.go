@@ -187,14 +187,7 @@ func (s *Shop) unfulfilled(ctx context.Context, o domain.Order, n domain.Payment
 		if !release {
 			return nil
 		}
-		if err := tx.Flows().Append(ctx, orderFlow(o, domain.FlowUnfulfilled, now)); err != nil {
-			return err
-		}
-		m, err := gateChangeMessage(change, now)
-		if err != nil {
-			return err
-		}
-		return tx.Outbox().Add(ctx, m)
+		return recordStockReturn(ctx, tx, o, domain.FlowUnfulfilled, change, now)
 	})
 	if err != nil {
 		if errors.Is(err, errLostRace) {
@@ -254,14 +247,7 @@ func (s *Shop) endReservation(ctx context.Context, o, ended domain.Order, t doma
 		if !won {
 			return errLostRace
 		}
-		if err := tx.Flows().Append(ctx, orderFlow(o, t, now)); err != nil {
-			return err
-		}
-		m, err := gateChangeMessage(change, now)
-		if err != nil {
-			return err
-		}
-		return tx.Outbox().Add(ctx, m)
+		return recordStockReturn(ctx, tx, o, t, change, now)
 	})
 	if err != nil {
 		if errors.Is(err, errLostRace) {

@@ -76,14 +76,7 @@ func (s *Shop) refund(ctx context.Context, o domain.Order, cmd Refund) (domain.O
 		if n != o.Qty() {
 			return fmt.Errorf("refund %s: order holds %d codes, expected %d: %w", o.No(), n, o.Qty(), domain.ErrInsufficientCards)
 		}
-		if err := tx.Flows().Append(ctx, orderFlow(o, flowType, now)); err != nil {
-			return err
-		}
-		m, err := gateChangeMessage(change, now)
-		if err != nil {
-			return err
-		}
-		return tx.Outbox().Add(ctx, m)
+		return recordStockReturn(ctx, tx, o, flowType, change, now)
 	})
 	if err != nil {
 		if errors.Is(err, errLostRace) {

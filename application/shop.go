@@ -172,3 +172,17 @@ func flowRef(no domain.OrderNo, t domain.FlowType) string { return fmt.Sprintf("
 func orderFlow(o domain.Order, t domain.FlowType, at time.Time) domain.FlowEntry {
 	return domain.FlowEntry{ProductID: o.Product(), Ref: string(o.No()), Type: t, Qty: int64(o.Qty()), At: at}
 }
+
+// recordStockReturn writes, inside tx, the order's flow row of type t and the outbox row that
+// carries c to the gate after commit: every stock change caused by an order status change takes
+// this road, so the flow and the gate can never disagree about it.
+func recordStockReturn(ctx context.Context, tx domain.Store, o domain.Order, t domain.FlowType, c domain.GateChange, now time.Time) error {
+	if err := tx.Flows().Append(ctx, orderFlow(o, t, now)); err != nil {
+		return err
+	}
+	m, err := gateChangeMessage(c, now)
+	if err != nil {
+		return err
+	}
+	return tx.Outbox().Add(ctx, m)
+}
