@@ -204,19 +204,8 @@ func (e *env) openStores(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("MariaDB: %w", err)
 	}
-	e.dsn = dsn
-	if e.db, err = sql.Open("mysql", dsn); err != nil {
+	if err := e.connect(ctx, dsn); err != nil {
 		return err
-	}
-	// MariaDB allows 151 connections by default: 2 instances x 48 + the harness's 48.
-	e.db.SetMaxOpenConns(48)
-	e.db.SetMaxIdleConns(48)
-	if err := e.db.PingContext(ctx); err != nil {
-		return fmt.Errorf("MariaDB: %w", err)
-	}
-	e.rdb = redis.NewClient(&redis.Options{Addr: e.o.redisAddr, PoolSize: 64})
-	if err := e.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
 	}
 	keys, hash := mysqlstore.GenerateKeyring()
 	e.secrets = secrets{admin: randomSecret(), payment: randomSecret(), token: randomSecret(), codeKeys: keys, codeHash: hash}
@@ -273,11 +262,24 @@ func (e *env) openTargets(ctx context.Context) error {
 	if e.secrets.admin == "" || e.secrets.payment == "" || e.secrets.token == "" {
 		return fmt.Errorf("-target needs CARDSHOP_ADMIN_TOKEN, CARDSHOP_PAYMENT_SECRET and CARDSHOP_TOKEN_SECRET of the instances")
 	}
-	e.dsn = envOr("CARDSHOP_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/test")
-	var err error
-	if e.db, err = sql.Open("mysql", e.dsn); err != nil {
+	if err := e.connect(ctx, envOr("CARDSHOP_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/test")); err != nil {
 		return err
 	}
+	for i, u := range strings.Split(e.o.targets, ",") {
+		u = strings.TrimRight(strings.TrimSpace(u), "/")
+		e.instances = append(e.instances, &instance{name: fmt.Sprintf("target-%d", i+1), base: u})
+	}
+	return nil
+}
+
+// connect opens the harness's own connections to the database at dsn and to Redis.
+func (e *env) connect(ctx context.Context, dsn string) error {
+	e.dsn = dsn
+	var err error
+	if e.db, err = sql.Open("mysql", dsn); err != nil {
+		return err
+	}
+	// MariaDB allows 151 connections by default: 2 instances x 48 + the harness's 48.
 	e.db.SetMaxOpenConns(48)
 	e.db.SetMaxIdleConns(48)
 	if err := e.db.PingContext(ctx); err != nil {
@@ -286,10 +288,6 @@ func (e *env) openTargets(ctx context.Context) error {
 	e.rdb = redis.NewClient(&redis.Options{Addr: e.o.redisAddr, PoolSize: 64})
 	if err := e.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redis: %w", err)
-	}
-	for i, u := range strings.Split(e.o.targets, ",") {
-		u = strings.TrimRight(strings.TrimSpace(u), "/")
-		e.instances = append(e.instances, &instance{name: fmt.Sprintf("target-%d", i+1), base: u})
 	}
 	return nil
 }
