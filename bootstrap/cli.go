@@ -10,7 +10,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
+	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"go.uber.org/fx"
@@ -31,6 +38,8 @@ Commands:
   migrate apply the MySQL schema (CARDSHOP_MYSQL_DSN)
   pay     send a signed payment callback for an order, as a payment provider would
   token   issue a buyer token
+  import-codes  stream a file of codes into a product's pool (admin API, CARDSHOP_ADMIN_TOKEN)
+  reconcile     print a product's reconciliation, optionally repairing the gate (admin API)
 
 Run "cardshop <command> -h" for a command's flags.
 `
@@ -50,6 +59,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = pay(args[1:], stdout, stderr)
 	case "token":
 		err = token(args[1:], stdout, stderr)
+	case "import-codes":
+		err = importCodes(args[1:], stdout, stderr)
+	case "reconcile":
+		err = reconcile(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -221,4 +234,341 @@ func migrate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "applied", v)
 	}
 	return nil
+}
+
+const importUsage = `Usage: cardshop import-codes -product ID [-url URL] [-format lines|csv] [-progress 1s] FILE|-
+
+Streams FILE (or standard input with "-") to POST /admin/products/ID/codes with the admin
+token from CARDSHOP_ADMIN_TOKEN. The file is never held in memory: it is the request body,
+read as it is sent, so any size the service accepts works (1 GiB by default).
+Progress (bytes sent, and the percentage when the size is known) goes to stderr; at the end
+the service's report is printed: codes added, duplicates (the product already had them, or
+they repeat in the file) and invalid lines with the first line numbers.
+
+Input: one code per line; blank lines and lines starting with # are skipped; for CSV the first
+field is the code and the rest of the line is ignored. A code is 4 to 128 printable characters
+without spaces, commas or quotes. The service reads both forms the same way: -format only
+checks your intent and labels the upload (text/plain or text/csv).
+
+Exit status: 0 when the service answered 200 (even with duplicates or invalid lines), 1 on any
+other answer (its JSON error is printed) or failure. An upload cut short (413 body_too_large,
+a broken connection) keeps the batches the service had already imported: run the import
+again; the codes already in are reported as duplicates.
+
+Flags:
+`
+
+// importCodes streams a file of codes to the admin API and prints the service's report.
+func importCodes(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("import-codes", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := fs.String("url", "http://127.0.0.1:8080", "base URL of the service")
+	product := fs.Int64("product", 0, "product id (required)")
+	format := fs.String("format", "lines", `"lines" (one code per line) or "csv" (code in the first field); the service accepts both either way`)
+	every := fs.Duration("progress", time.Second, "how often to print progress to stderr (0: never)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, importUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *product <= 0 {
+		fs.Usage()
+		return errors.New("-product is required")
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("give one FILE, or - for standard input")
+	}
+	contentType := "text/plain; charset=utf-8"
+	switch *format {
+	case "lines":
+	case "csv":
+		contentType = "text/csv; charset=utf-8"
+	default:
+		fs.Usage()
+		return fmt.Errorf("-format %q: want lines or csv", *format)
+	}
+	adminToken := os.Getenv("CARDSHOP_ADMIN_TOKEN")
+	if adminToken == "" {
+		return errors.New("set CARDSHOP_ADMIN_TOKEN")
+	}
+
+	name := fs.Arg(0)
+	var in *os.File
+	size := int64(-1) // unknown
+	if name == "-" {
+		in = os.Stdin
+		if st, err := in.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size() // for the percentage only: stdin may not start at offset 0
+		}
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file (pipe it on standard input with -)", name)
+		}
+		in, size = f, st.Size()
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// Ask for the product first: a refusal (unknown product, wrong token) answered while a
+	// large upload is still being sent resets the connection, and its JSON would be lost.
+	productURL := fmt.Sprintf("%s/admin/products/%d", strings.TrimRight(*base, "/"), *product)
+	if _, err := adminCall(ctx, &http.Client{Timeout: 30 * time.Second}, http.MethodGet, productURL, adminToken); err != nil {
+		return err
+	}
+	body := &countingReader{r: in}
+	url := productURL + "/codes"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return err
+	}
+	if name != "-" {
+		req.ContentLength = size // lets the service refuse a file over its limit before reading it
+		if size == 0 {
+			req.Body = http.NoBody
+		}
+	} // else chunked
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+
+	start := time.Now()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	if *every > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(*every)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					fmt.Fprintf(stderr, "import-codes: sent %s\n", progress(body.n.Load(), size, time.Since(start)))
+				}
+			}
+		}()
+	}
+	// No client timeout: the service answers once it has imported the whole upload.
+	resp, err := (&http.Client{}).Do(req)
+	close(done)
+	wg.Wait() // the progress goroutine no longer writes to stderr
+	if err != nil {
+		return fmt.Errorf("import-codes after %s (what the service had read is imported; run again, it comes back as duplicates): %w",
+			progress(body.n.Load(), size, time.Since(start)), err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("reading the answer: %w", err)
+	}
+	if *every > 0 {
+		fmt.Fprintf(stderr, "import-codes: sent %s, answered %d\n", progress(body.n.Load(), size, time.Since(start)), resp.StatusCode)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the service answered %d: %s", resp.StatusCode, bytes.TrimSpace(answer))
+	}
+	var rep struct {
+		Added        int   `json:"added"`
+		Duplicates   int   `json:"duplicates"`
+		Invalid      int   `json:"invalid"`
+		InvalidLines []int `json:"invalid_lines"`
+	}
+	if err := json.Unmarshal(answer, &rep); err != nil {
+		return fmt.Errorf("unreadable answer %q: %w", answer, err)
+	}
+	fmt.Fprintf(stdout, "added       %d\nduplicates  %d\ninvalid     %d\n", rep.Added, rep.Duplicates, rep.Invalid)
+	if len(rep.InvalidLines) > 0 {
+		lines := make([]string, len(rep.InvalidLines))
+		for i, l := range rep.InvalidLines {
+			lines[i] = strconv.Itoa(l)
+		}
+		label := "invalid lines"
+		if rep.Invalid > len(rep.InvalidLines) {
+			label = fmt.Sprintf("first %d invalid lines", len(rep.InvalidLines))
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", label, strings.Join(lines, ", "))
+	}
+	return nil
+}
+
+// countingReader counts the bytes read through it; the progress goroutine reads the count.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// progress describes n bytes sent of size (-1: unknown) in elapsed.
+func progress(n, size int64, elapsed time.Duration) string {
+	s := mib(n)
+	if size > 0 {
+		s += fmt.Sprintf(" of %s (%d%%)", mib(size), n*100/size)
+	}
+	s += " in " + elapsed.Round(100*time.Millisecond).String()
+	if elapsed >= time.Second/2 {
+		s += fmt.Sprintf(", %s/s", mib(int64(float64(n)/elapsed.Seconds())))
+	}
+	return s
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// reconcile prints a product's reconciliation (GET), or repairs the gate first (POST
+// ?repair=true), and fails when differences remain.
+func reconcile(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := fs.String("url", "http://127.0.0.1:8080", "base URL of the service")
+	product := fs.Int64("product", 0, "product id (required)")
+	repair := fs.Bool("repair", false, "drain the outbox and rebuild the gate from the ledger first (the ledger wins); the report then describes the repaired state")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: cardshop reconcile -product ID [-url URL] [-repair]
+
+Compares a product's gate, card pool, orders and stock flow through the admin API
+(GET /admin/products/ID/reconcile, or POST ...?repair=true with -repair; admin token from
+CARDSHOP_ADMIN_TOKEN) and prints one line per check with want, got and OK or DIFF, the gate
+levels, and "N differences". The numbers are exact only when nothing is in flight for the
+product. Exit status: 0 when every check agrees, 1 when differences remain or on failure.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *product <= 0 || fs.NArg() != 0 {
+		fs.Usage()
+		return errors.New("-product is required, and nothing else")
+	}
+	adminToken := os.Getenv("CARDSHOP_ADMIN_TOKEN")
+	if adminToken == "" {
+		return errors.New("set CARDSHOP_ADMIN_TOKEN")
+	}
+	method, url := http.MethodGet, fmt.Sprintf("%s/admin/products/%d/reconcile", strings.TrimRight(*base, "/"), *product)
+	if *repair {
+		method, url = http.MethodPost, url+"?repair=true"
+	}
+	answer, err := adminCall(context.Background(), &http.Client{Timeout: time.Minute}, method, url, adminToken)
+	if err != nil {
+		return err
+	}
+	var rep struct {
+		ProductID   int64 `json:"product_id"`
+		Differences int   `json:"differences"`
+		Repaired    bool  `json:"repaired"`
+		Gate        *struct {
+			Stock  int64 `json:"stock"`
+			Sold   int64 `json:"sold"`
+			Frozen bool  `json:"frozen"`
+		} `json:"gate"`
+		Cards  map[string]int64 `json:"cards"`
+		Orders map[string]struct {
+			Orders int64 `json:"orders"`
+			Qty    int64 `json:"qty"`
+		} `json:"orders"`
+		Checks []struct {
+			Name string `json:"name"`
+			Want int64  `json:"want"`
+			Got  int64  `json:"got"`
+			OK   bool   `json:"ok"`
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal(answer, &rep); err != nil {
+		return fmt.Errorf("unreadable answer %q: %w", answer, err)
+	}
+	fmt.Fprintf(stdout, "product %d", rep.ProductID)
+	if rep.Repaired {
+		fmt.Fprint(stdout, " (gate rebuilt from the ledger)")
+	}
+	fmt.Fprintln(stdout)
+	if rep.Gate != nil {
+		fmt.Fprintf(stdout, "gate    stock %d, sold %d, frozen %t\n", rep.Gate.Stock, rep.Gate.Sold, rep.Gate.Frozen)
+	} else {
+		fmt.Fprintln(stdout, "gate    unknown (not built: run with -repair)")
+	}
+	fmt.Fprintf(stdout, "cards   %s\n", sortedPairs(rep.Cards, func(v int64) string { return strconv.FormatInt(v, 10) }))
+	orders := map[string]string{}
+	for k, v := range rep.Orders {
+		orders[k] = fmt.Sprintf("%d (qty %d)", v.Orders, v.Qty)
+	}
+	fmt.Fprintf(stdout, "orders  %s\n", sortedPairs(orders, func(v string) string { return v }))
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for _, c := range rep.Checks {
+		verdict := "OK"
+		if !c.OK {
+			verdict = "DIFF"
+		}
+		fmt.Fprintf(tw, "%s\t%s\twant %d\tgot %d\n", verdict, c.Name, c.Want, c.Got)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d differences\n", rep.Differences)
+	if rep.Differences != 0 {
+		hint := ""
+		if !*repair {
+			hint = " (if the gate is wrong, -repair rebuilds it from the ledger)"
+		}
+		return fmt.Errorf("%d differences remain%s", rep.Differences, hint)
+	}
+	return nil
+}
+
+// sortedPairs prints a map as "k1 v1, k2 v2" in key order, or "none".
+func sortedPairs[V any](m map[string]V, str func(V) string) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + str(m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// adminCall sends a bodiless admin request and returns the answer of a 200, or an error
+// carrying the service's JSON error.
+func adminCall(ctx context.Context, client *http.Client, method, url, adminToken string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the service answered %d: %s", resp.StatusCode, bytes.TrimSpace(answer))
+	}
+	return answer, nil
 }

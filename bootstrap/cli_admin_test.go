@@ -1,0 +1,293 @@
+package bootstrap_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+
+	"cardshop/bootstrap"
+)
+
+// startService runs the whole service on the memory adapters, as TestServiceEndToEnd does,
+// and returns a client for it; it stops at the end of the test.
+func startService(t *testing.T) client {
+	t.Helper()
+	cfg, err := bootstrap.LoadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPAddr = freeAddr(t)
+	app := fx.New(bootstrap.Module(cfg), fx.NopLogger,
+		fx.Decorate(func(*slog.Logger) *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := app.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return client{t: t, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 10 * time.Second}}
+}
+
+func runMain(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := bootstrap.Main(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "codes.txt")
+	if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// withStdin makes os.Stdin read text for the rest of the test.
+func withStdin(t *testing.T, text string) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, _ = io.WriteString(w, text)
+		_ = w.Close()
+	}()
+	old := os.Stdin
+	os.Stdin = r
+	t.Cleanup(func() { os.Stdin = old; _ = r.Close() })
+}
+
+func TestImportCodesAndReconcileCommands(t *testing.T) {
+	c := startService(t)
+	c.want(201, "POST", "/admin/products", adminToken, `{"id":7,"name":"Gift 5","price":500,"max_per_order":5}`, nil)
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
+
+	// A file with a duplicate, a blank line, a comment, two invalid lines and a CSV line.
+	file := writeFile(t, strings.Join([]string{
+		"CLI-CODE-0001",
+		"CLI-CODE-0002",
+		"",
+		"# a comment",
+		"CLI-CODE-0001", // duplicate (line 5)
+		"bad code",      // invalid (line 6): a space
+		"x",             // invalid (line 7): too short
+		"CLI-CODE-0003,2030-01-01,batch 9",
+	}, "\n")+"\n")
+	code, out, errOut := runMain("import-codes", "-url", c.base, "-product", "7", file)
+	if code != 0 {
+		t.Fatalf("import-codes exited %d: %s %s", code, out, errOut)
+	}
+	for _, want := range []string{"added       3\n", "duplicates  1\n", "invalid     2\n", "invalid lines: 6, 7\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("import-codes printed %q, want %q in it", out, want)
+		}
+	}
+	if !strings.Contains(errOut, "(100%)") || !strings.Contains(errOut, "answered 200") {
+		t.Errorf("no final progress line: %q", errOut)
+	}
+
+	// The same file again: everything is a duplicate now.
+	if code, out, _ := runMain("import-codes", "-url", c.base, "-product", "7", "-format", "csv", "-progress", "0", file); code != 0 ||
+		!strings.Contains(out, "added       0\nduplicates  4\n") {
+		t.Errorf("re-import: %d %q", code, out)
+	}
+
+	// From standard input (chunked, size unknown).
+	withStdin(t, "CLI-CODE-0004\nCLI-CODE-0005\nCLI-CODE-0004\n")
+	code, out, errOut = runMain("import-codes", "-url", c.base, "-product", "7", "-")
+	if code != 0 || !strings.Contains(out, "added       2\nduplicates  1\ninvalid     0\n") || strings.Contains(out, "invalid lines") {
+		t.Fatalf("import-codes from stdin: %d %q %q", code, out, errOut)
+	}
+	if strings.Contains(errOut, "%") {
+		t.Errorf("a percentage for a pipe of unknown size: %q", errOut)
+	}
+
+	// An unknown product: exit 1, the service's error code printed.
+	code, out, errOut = runMain("import-codes", "-url", c.base, "-product", "999", file)
+	if code != 1 || !strings.Contains(errOut, "404") || !strings.Contains(errOut, `"code":"product_not_found"`) || out != "" {
+		t.Errorf("import-codes to an unknown product: %d %q %q", code, out, errOut)
+	}
+	// A wrong token: 401.
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", "wrong-token-0123456789")
+	if code, _, errOut := runMain("import-codes", "-url", c.base, "-product", "7", file); code != 1 || !strings.Contains(errOut, `"code":"unauthorized"`) {
+		t.Errorf("import-codes with a wrong token: %d %q", code, errOut)
+	}
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
+
+	// The pool agrees with the gate and the flow.
+	code, out, errOut = runMain("reconcile", "-url", c.base, "-product", "7")
+	if code != 0 || !strings.HasSuffix(out, "\n0 differences\n") || strings.Contains(out, "DIFF") {
+		t.Fatalf("reconcile: %d %q %q", code, out, errOut)
+	}
+	for _, want := range []string{"product 7\n", "gate    stock 5, sold 0, frozen false\n", "cards   UNSOLD 5\n",
+		"OK  codes SOLD = qty of PAID orders", "want 5  got 5\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("reconcile printed %q, want %q in it", out, want)
+		}
+	}
+	code, out, errOut = runMain("reconcile", "-url", c.base, "-product", "7", "--repair")
+	if code != 0 || !strings.HasPrefix(out, "product 7 (gate rebuilt from the ledger)\n") || !strings.HasSuffix(out, "\n0 differences\n") {
+		t.Errorf("reconcile --repair: %d %q %q", code, out, errOut)
+	}
+	if code, _, errOut := runMain("reconcile", "-url", c.base, "-product", "999"); code != 1 || !strings.Contains(errOut, "product_not_found") {
+		t.Errorf("reconcile of an unknown product: %d %q", code, errOut)
+	}
+}
+
+// TestReconcilePrintsDifferences feeds the command a report that disagrees.
+func TestReconcilePrintsDifferences(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+adminToken || r.URL.Path != "/admin/products/3/reconcile" {
+			http.Error(w, `{"code":"unexpected"}`, 400)
+			return
+		}
+		fmt.Fprint(w, `{"product_id":3,"ok":false,"differences":1,"repaired":false,"gate":null,"cards":{},"orders":{},
+			"checks":[{"name":"codes SOLD = qty of PAID orders","want":0,"got":0,"ok":true},{"name":"gate knows the product","want":1,"got":0,"ok":false}]}`)
+	}))
+	defer srv.Close()
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
+	code, out, errOut := runMain("reconcile", "-url", srv.URL, "-product", "3")
+	if code != 1 || !strings.HasSuffix(out, "\n1 differences\n") || !strings.Contains(errOut, "1 differences remain") {
+		t.Fatalf("reconcile with a difference: %d %q %q", code, out, errOut)
+	}
+	for _, want := range []string{"gate    unknown", "cards   none\n", "orders  none\n",
+		"OK    codes SOLD = qty of PAID orders  want 0  got 0\n", "DIFF  gate knows the product           want 1  got 0\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("reconcile printed %q, want %q in it", out, want)
+		}
+	}
+}
+
+func TestImportCodesAndReconcileUsage(t *testing.T) {
+	for _, cmd := range []string{"import-codes", "reconcile"} {
+		code, out, errOut := runMain(cmd, "-h")
+		if code != 0 || out != "" || !strings.Contains(errOut, "Usage: cardshop "+cmd) || !strings.Contains(errOut, "-product") ||
+			!strings.Contains(errOut, "CARDSHOP_ADMIN_TOKEN") {
+			t.Errorf("%s -h: %d %q %q", cmd, code, out, errOut)
+		}
+	}
+	if _, _, errOut := runMain("import-codes", "-h"); !strings.Contains(errOut, "-format") || !strings.Contains(errOut, "accepts both") {
+		t.Errorf("import-codes -h does not say what -format does: %q", errOut)
+	}
+	if _, _, errOut := runMain("reconcile", "-h"); !strings.Contains(errOut, "-repair") {
+		t.Errorf("reconcile -h does not document -repair: %q", errOut)
+	}
+	if code, out, _ := runMain("help"); code != 0 || !strings.Contains(out, "import-codes") || !strings.Contains(out, "reconcile") {
+		t.Errorf("help does not list the commands: %q", out)
+	}
+
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
+	file := writeFile(t, "CODE-0001\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import-codes", file}, "-product"},
+		{[]string{"import-codes", "-product", "1"}, "FILE"},
+		{[]string{"import-codes", "-product", "1", file, file}, "FILE"},
+		{[]string{"import-codes", "-product", "1", "-format", "xml", file}, "lines or csv"},
+		{[]string{"import-codes", "-product", "1", filepath.Join(t.TempDir(), "missing")}, "no such file"},
+		{[]string{"reconcile"}, "-product"},
+		{[]string{"reconcile", "-product", "1", "extra"}, "-product"},
+	} {
+		if code, out, errOut := runMain(c.args...); code != 1 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: %d %q %q, want %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", "")
+	for _, args := range [][]string{{"import-codes", "-product", "1", file}, {"reconcile", "-product", "1"}} {
+		if code, _, errOut := runMain(args...); code != 1 || !strings.Contains(errOut, "CARDSHOP_ADMIN_TOKEN") {
+			t.Errorf("%v without a token: %d %q", args, code, errOut)
+		}
+	}
+}
+
+// TestImportCodesStreams sends a 200,000-line file to a server that only counts what it gets,
+// and checks that the command allocated a small fraction of the file: it streams the file
+// instead of reading it into memory. (The memory adapters would keep the codes, which is why
+// the service itself is not the receiver here; scripts/import-bench.sh measures both sides.)
+func TestImportCodesStreams(t *testing.T) {
+	const lines = 200_000
+	name := filepath.Join(t.TempDir(), "codes.txt")
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := range lines {
+		fmt.Fprintf(w, "STREAM-%08d-ABCDEFGHIJKLMNOP\n", i)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() < 5<<20 {
+		t.Fatalf("the file is only %d bytes", st.Size())
+	}
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/admin/products/1" { // the command's first question
+			fmt.Fprint(w, `{"id":1}`)
+			return
+		}
+		n, bytesRead := 0, int64(0)
+		sc := bufio.NewScanner(r.Body)
+		for sc.Scan() {
+			n++
+			bytesRead += int64(len(sc.Bytes())) + 1
+		}
+		if sc.Err() != nil || r.ContentLength != st.Size() || bytesRead != st.Size() {
+			http.Error(w, fmt.Sprintf(`{"code":"short","read":%d,"err":%q}`, bytesRead, sc.Err()), 400)
+			return
+		}
+		fmt.Fprintf(w, `{"added":%d,"duplicates":0,"invalid":0}`, n)
+	}))
+	defer srv.Close()
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	code, out, errOut := runMain("import-codes", "-url", srv.URL, "-product", "1", name)
+	runtime.ReadMemStats(&after)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("added       %d\n", lines)) {
+		t.Fatalf("import-codes: %d %q %q", code, out, errOut)
+	}
+	// TotalAlloc counts every allocation, freed or not (the client's and the test server's):
+	// a command that read the file whole would allocate at least its size.
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("file %d bytes, allocated %d bytes while importing it", st.Size(), allocated)
+	if allocated > uint64(st.Size())/4 {
+		t.Fatalf("allocated %d bytes to send a %d-byte file: it is not streamed", allocated, st.Size())
+	}
+}
