@@ -6,6 +6,7 @@ import (
 	"go.uber.org/fx"
 
 	"cardshop/adapters/memory"
+	"cardshop/adapters/metrics"
 	"cardshop/domain"
 )
 
@@ -28,9 +29,12 @@ func MemoryAdapters() fx.Option {
 			func(q *memory.DelayQueue) Consumer { return q },
 			func(p *memory.Publisher) domain.EventPublisher { return p },
 			func(a *memory.Alerts) domain.Alerter { return a },
+			// Nothing to check: every port lives in this process.
+			func() Readiness { return nil },
 		),
 		fx.Invoke(func(lc fx.Lifecycle, q *memory.DelayQueue) {
 			lc.Append(fx.StopHook(q.Close))
 		}),
+		fx.Invoke(func(m *metrics.Metrics, q *memory.DelayQueue) { m.WatchDelayQueue(q.Pending) }),
 	)
 }

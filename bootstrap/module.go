@@ -17,6 +17,7 @@ import (
 
 	"cardshop/adapters/authtoken"
 	"cardshop/adapters/httpapi"
+	"cardshop/adapters/metrics"
 	"cardshop/adapters/paysig"
 	"cardshop/application"
 	"cardshop/domain"
@@ -32,6 +33,7 @@ func Module(cfg Config) fx.Option {
 		fx.Supply(cfg),
 		fx.Provide(newLogger, newSigner, newTokens, newShop, newHTTP),
 		adapters,
+		observability(),
 		fx.Invoke(runWorkers, serveHTTP, servePprof),
 	)
 }
@@ -85,10 +87,23 @@ func newShop(in shopIn) (*application.Shop, error) {
 		Publisher: in.Publisher, Verifier: in.Signer, Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
 }
 
-func newHTTP(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock domain.Clock, limiter httpapi.Limiter, log *slog.Logger) *fiber.App {
-	hc := httpapi.DefaultConfig(cfg.AdminToken)
-	hc.RateLimits = httpapi.RateLimits{PerIP: cfg.RatePerIP, PerBuyer: cfg.RatePerBuyer, Window: cfg.RateWindow, Limiter: limiter}
-	return httpapi.New(hc, shop, tokens, clock, log)
+type httpIn struct {
+	fx.In
+	Cfg       Config
+	Shop      *application.Shop
+	Tokens    *authtoken.Issuer
+	Clock     domain.Clock
+	Limiter   httpapi.Limiter
+	Metrics   *metrics.Metrics
+	Readiness Readiness
+	Log       *slog.Logger
+}
+
+func newHTTP(in httpIn) *fiber.App {
+	hc := httpapi.DefaultConfig(in.Cfg.AdminToken)
+	hc.RateLimits = httpapi.RateLimits{PerIP: in.Cfg.RatePerIP, PerBuyer: in.Cfg.RatePerBuyer, Window: in.Cfg.RateWindow, Limiter: in.Limiter}
+	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
+	return httpapi.New(hc, in.Shop, in.Tokens, in.Clock, in.Log)
 }
 
 // runWorkers starts the delay-queue consumer, the sweeper and the outbox relay with the

@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/fx"
 
+	"cardshop/adapters/metrics"
 	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/rabbitmq"
 	"cardshop/adapters/redisgate"
@@ -40,8 +41,18 @@ func RealAdapters() fx.Option {
 			func(b *rabbitmq.Broker) domain.EventPublisher { return b },
 			func(b *rabbitmq.Broker) Consumer { return b },
 			func(log *slog.Logger) domain.Alerter { return logAlerter{log} },
+			realReadiness,
 		),
 		fx.Invoke(ensureGates),
+		// RabbitMQ's queue depth is the broker's to report (its management plugin or its
+		// Prometheus endpoint): asking it per scrape would cost a channel and a round trip.
+		fx.Invoke(func(m *metrics.Metrics, l *mysqlstore.Ledger) {
+			m.WatchLedgerRetries(map[string]func() int64{
+				"deadlock":          func() int64 { return l.Stats().Deadlocks },
+				"lock_wait_timeout": func() int64 { return l.Stats().LockTimeouts },
+				"codes_locked":      func() int64 { return l.Stats().LockedCodes },
+			})
+		}),
 	)
 }
 

@@ -161,6 +161,9 @@ func (s *Server) reconcile(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.ReconcileDifferences(rep.Differences)
+	}
 	out := reconcileResponse{ProductID: int64(rep.Product), OK: rep.OK(), Differences: rep.Differences,
 		Repaired: rep.Repaired, Cards: rep.Cards, Orders: map[string]statusSums{}, Checks: rep.Checks}
 	if rep.GateKnown {

@@ -103,6 +103,7 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 			log.Log(c.UserContext(), level, "request failed", "request_id", body.RequestID, "method", c.Method(),
 				"path", c.Path(), "status", api.status, "code", api.code, "err", err.Error())
 		}
+		c.Locals(errorCodeKey, api.code)
 		if api.status == fiber.StatusServiceUnavailable {
 			c.Set(fiber.HeaderRetryAfter, "1")
 		}

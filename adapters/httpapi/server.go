@@ -31,11 +31,19 @@ type Config struct {
 	MaxImportBytes int64
 	// RateLimits limits requests per client IP and per buyer; the zero value is off.
 	RateLimits RateLimits
+	// Metrics, when set, records every request and serves GET /metrics (no token, no rate
+	// limit: bind the service to a private interface or put /metrics behind the proxy's auth).
+	Metrics Metrics
+	// Readiness lists what GET /readyz checks; none means always ready.
+	Readiness []ReadinessCheck
+	// ReadinessTimeout bounds each readiness check; zero means DefaultReadinessTimeout.
+	ReadinessTimeout time.Duration
 }
 
 // DefaultConfig returns the default body limits, with no rate limits.
 func DefaultConfig(adminToken string) Config {
-	return Config{AdminToken: adminToken, MaxBodyBytes: 64 << 10, MaxImportBytes: 1 << 30}
+	return Config{AdminToken: adminToken, MaxBodyBytes: 64 << 10, MaxImportBytes: 1 << 30,
+		ReadinessTimeout: DefaultReadinessTimeout}
 }
 
 // Server holds the handlers' dependencies.
@@ -71,11 +79,20 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 		ReadTimeout:           30 * time.Second,
 		IdleTimeout:           60 * time.Second,
 	})
+	if cfg.Metrics != nil {
+		app.Use(s.observe)
+	}
 	app.Use(finishBody)
 	app.Use(recover.New())
 	app.Use(requestid.New())
 
+	// Probes and metrics: no token and no rate limit (a scraper or an orchestrator must never
+	// be refused); they reveal no order, buyer or code.
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	app.Get("/readyz", s.readyz)
+	if cfg.Metrics != nil {
+		app.Get("/metrics", metricsHandler(cfg.Metrics))
+	}
 
 	// The per-IP limit is on each buyer route rather than on the group, so that the payment
 	// callback is left out by construction (see RateLimits); it runs before the token check,

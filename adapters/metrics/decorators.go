@@ -1,0 +1,92 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"cardshop/domain"
+)
+
+// Gate returns g with every call timed in cardshop_gate_duration_seconds{op}, op being the
+// method's name. Results and errors pass through unchanged.
+func (m *Metrics) Gate(g domain.StockGate) domain.StockGate {
+	op := func(name string) prometheus.Observer { return m.gate.WithLabelValues(name) }
+	return &timedGate{g: g,
+		reserve: op("Reserve"), cancel: op("Cancel"), apply: op("Apply"), levels: op("Levels"),
+		rebuild: op("Rebuild"), setFrozen: op("SetFrozen"), holds: op("Holds"), forget: op("Forget"),
+		releaseOrphan: op("ReleaseOrphan")}
+}
+
+// timedGate holds one observer per operation, resolved once: the hot path (Reserve) does no
+// label lookup.
+type timedGate struct {
+	g                                                  domain.StockGate
+	reserve, cancel, apply, levels, rebuild, setFrozen prometheus.Observer
+	holds, forget, releaseOrphan                       prometheus.Observer
+}
+
+func since(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
+
+func (t *timedGate) Reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
+	defer since(t.reserve, time.Now())
+	return t.g.Reserve(ctx, r)
+}
+
+func (t *timedGate) Cancel(ctx context.Context, r domain.Reservation) (bool, error) {
+	defer since(t.cancel, time.Now())
+	return t.g.Cancel(ctx, r)
+}
+
+func (t *timedGate) Apply(ctx context.Context, c domain.GateChange) (bool, error) {
+	defer since(t.apply, time.Now())
+	return t.g.Apply(ctx, c)
+}
+
+func (t *timedGate) Levels(ctx context.Context, p domain.ProductID) (domain.GateLevels, bool, error) {
+	defer since(t.levels, time.Now())
+	return t.g.Levels(ctx, p)
+}
+
+func (t *timedGate) Rebuild(ctx context.Context, p domain.ProductID, l domain.GateLevels) error {
+	defer since(t.rebuild, time.Now())
+	return t.g.Rebuild(ctx, p, l)
+}
+
+func (t *timedGate) SetFrozen(ctx context.Context, p domain.ProductID, frozen bool) error {
+	defer since(t.setFrozen, time.Now())
+	return t.g.SetFrozen(ctx, p, frozen)
+}
+
+func (t *timedGate) Holds(ctx context.Context, p domain.ProductID, olderThan time.Time, limit int) ([]domain.Hold, error) {
+	defer since(t.holds, time.Now())
+	return t.g.Holds(ctx, p, olderThan, limit)
+}
+
+func (t *timedGate) Forget(ctx context.Context, p domain.ProductID, nos []domain.OrderNo) error {
+	defer since(t.forget, time.Now())
+	return t.g.Forget(ctx, p, nos)
+}
+
+func (t *timedGate) ReleaseOrphan(ctx context.Context, h domain.Hold) (bool, error) {
+	defer since(t.releaseOrphan, time.Now())
+	return t.g.ReleaseOrphan(ctx, h)
+}
+
+// Ledger returns l with every Atomically timed in cardshop_ledger_tx_duration_seconds (the
+// whole call: retries and the error path included). The repositories (Products, Orders, …)
+// are l's own, untimed.
+func (m *Metrics) Ledger(l domain.Ledger) domain.Ledger {
+	return &timedLedger{Ledger: l, tx: m.ledgerTx}
+}
+
+type timedLedger struct {
+	domain.Ledger
+	tx prometheus.Observer
+}
+
+func (t *timedLedger) Atomically(ctx context.Context, fn func(tx domain.Store) error) error {
+	defer since(t.tx, time.Now())
+	return t.Ledger.Atomically(ctx, fn)
+}

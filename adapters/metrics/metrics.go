@@ -1,0 +1,150 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// OrderOutcomes are the outcomes of POST /api/order: the values of cardshop_orders_total{outcome}.
+var OrderOutcomes = []string{"created", "replayed", "sold_out", "frozen", "rejected", "error"}
+
+// CallbackOutcomes are the outcomes of a payment callback: the values of cardshop_callbacks_total{outcome}.
+var CallbackOutcomes = []string{"success", "invalid_signature", "amount_mismatch", "rejected", "error"}
+
+// scrapeTimeout bounds a value read at scrape time (the outbox backlog): a slow database must
+// not hold /metrics up.
+const scrapeTimeout = 500 * time.Millisecond
+
+// Metrics is one service instance's registry and collectors. It is safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	orders      *prometheus.CounterVec
+	callbacks   *prometheus.CounterVec
+	requests    *prometheus.HistogramVec
+	gate        *prometheus.HistogramVec
+	ledgerTx    prometheus.Histogram
+	reconcileDs prometheus.Counter
+}
+
+// New returns the collectors on a new registry, with the Go runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.orders = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cardshop_orders_total",
+		Help: "Answers to POST /api/order by outcome: created, replayed, sold_out, frozen, rejected (other 4xx), error (5xx).",
+	}, []string{"outcome"})
+	m.callbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cardshop_callbacks_total",
+		Help: "Answers to payment callbacks by outcome: success, invalid_signature, amount_mismatch, rejected (other 4xx), error (5xx).",
+	}, []string{"outcome"})
+	m.requests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "cardshop_http_request_duration_seconds",
+		Help:    "HTTP request duration by route pattern, method and status class.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"route", "method", "status_class"})
+	m.gate = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "cardshop_gate_duration_seconds",
+		Help:    "Duration of stock gate calls by operation (errors included).",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	}, []string{"op"})
+	m.ledgerTx = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "cardshop_ledger_tx_duration_seconds",
+		Help:    "Duration of ledger transactions (Atomically, retries and errors included).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	})
+	m.reconcileDs = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "cardshop_reconcile_differences_total",
+		Help: "Differences found by reconciliations, summed over every run.",
+	})
+	m.reg.MustRegister(m.orders, m.callbacks, m.requests, m.gate, m.ledgerTx, m.reconcileDs,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Every outcome is exported from the start (at 0), so that rate() and alerts see a series
+	// before its first event.
+	for _, o := range OrderOutcomes {
+		m.orders.WithLabelValues(o)
+	}
+	for _, o := range CallbackOutcomes {
+		m.callbacks.WithLabelValues(o)
+	}
+	return m
+}
+
+// Registry returns the instance's registry, for collectors of its own.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Order counts one answer to POST /api/order; outcome is one of OrderOutcomes.
+func (m *Metrics) Order(outcome string) { m.orders.WithLabelValues(outcome).Inc() }
+
+// Callback counts one answer to a payment callback; outcome is one of CallbackOutcomes.
+func (m *Metrics) Callback(outcome string) { m.callbacks.WithLabelValues(outcome).Inc() }
+
+// Request observes one HTTP request; route must be a route pattern, never the raw path.
+func (m *Metrics) Request(route, method, statusClass string, d time.Duration) {
+	m.requests.WithLabelValues(route, method, statusClass).Observe(d.Seconds())
+}
+
+// ReconcileDifferences adds the differences one reconciliation found.
+func (m *Metrics) ReconcileDifferences(n int) {
+	if n > 0 {
+		m.reconcileDs.Add(float64(n))
+	}
+}
+
+// WatchLedgerRetries exports cardshop_ledger_retries_total{reason}, read at scrape time:
+// reasons maps each reason to a function returning how many transactions were run again for
+// it since start.
+func (m *Metrics) WatchLedgerRetries(reasons map[string]func() int64) {
+	for reason, count := range reasons {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "cardshop_ledger_retries_total",
+			Help:        "Ledger transactions run again, by reason.",
+			ConstLabels: prometheus.Labels{"reason": reason},
+		}, func() float64 { return float64(count()) }))
+	}
+}
+
+// WatchOutboxBacklog exports cardshop_outbox_backlog, read at scrape time with a short
+// timeout; when backlog fails the gauge is left out of that scrape rather than reported wrong.
+func (m *Metrics) WatchOutboxBacklog(backlog func(context.Context) (int64, error)) {
+	m.reg.MustRegister(&scrapeGauge{
+		desc: prometheus.NewDesc("cardshop_outbox_backlog", "Outbox messages not yet relayed.", nil, nil),
+		read: backlog,
+	})
+}
+
+// WatchDelayQueue exports cardshop_delay_queue_pending, read at scrape time.
+func (m *Metrics) WatchDelayQueue(pending func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cardshop_delay_queue_pending",
+		Help: "Order closes scheduled and not yet delivered (in-memory delay queue).",
+	}, func() float64 { return float64(pending()) }))
+}
+
+// scrapeGauge is a gauge read at scrape time from a call that may fail or be slow.
+type scrapeGauge struct {
+	desc *prometheus.Desc
+	read func(context.Context) (int64, error)
+}
+
+func (g *scrapeGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *scrapeGauge) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	n, err := g.read(ctx)
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(n))
+}

@@ -1,0 +1,218 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"cardshop/adapters/memory"
+	"cardshop/adapters/metrics"
+	"cardshop/domain"
+)
+
+var start = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// histogramCount returns how many observations the histogram name{label=value} holds.
+func histogramCount(t *testing.T, reg prometheus.Gatherer, name, label, value string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label == "" || hasLabel(m, label, value) {
+				return m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
+}
+
+func hasLabel(m *dto.Metric, name, value string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
+
+// The gate decorator times every operation under its own name and changes no result or error.
+func TestGatePassesThroughAndTimes(t *testing.T) {
+	m := metrics.New()
+	ctx := context.Background()
+	clock := memory.NewFakeClock(start)
+	raw := memory.NewGate(clock)
+	g := m.Gate(raw)
+	const p = domain.ProductID(7)
+
+	if err := g.Rebuild(ctx, p, domain.GateLevels{Stock: 2}); err != nil {
+		t.Fatal(err)
+	}
+	r := domain.Reservation{Product: p, Buyer: "b", Key: "key-00000001", Qty: 2, OrderNo: "o1", Fingerprint: "7:2", KeyTTL: time.Minute, At: start}
+	res, err := g.Reserve(ctx, r)
+	if err != nil || res.Outcome != domain.Reserved || res.Left != 0 {
+		t.Fatalf("reserve: %+v, %v", res, err)
+	}
+	r2 := r
+	r2.Key, r2.OrderNo, r2.Qty = "key-00000002", "o2", 1
+	if res, err := g.Reserve(ctx, r2); err != nil || res.Outcome != domain.SoldOut {
+		t.Fatalf("second reserve: %+v, %v", res, err)
+	}
+	// A ValidationError passes through unchanged.
+	bad := r
+	bad.Qty = 0
+	_, err = g.Reserve(ctx, bad)
+	var ve *domain.ValidationError
+	if _, rawErr := raw.Reserve(ctx, bad); !errors.As(err, &ve) || err.Error() != rawErr.Error() {
+		t.Fatalf("invalid reserve: %v, want %v", err, rawErr)
+	}
+	holds, err := g.Holds(ctx, p, start, 10)
+	if err != nil || len(holds) != 1 || holds[0].OrderNo != "o1" {
+		t.Fatalf("holds: %+v, %v", holds, err)
+	}
+	if ok, err := g.ReleaseOrphan(ctx, holds[0]); err != nil || !ok {
+		t.Fatalf("release orphan: %v, %v", ok, err)
+	}
+	if ok, err := g.Cancel(ctx, r); err != nil || ok {
+		t.Fatalf("cancel after release: %v, %v", ok, err)
+	}
+	if ok, err := g.Apply(ctx, domain.GateChange{Product: p, Ref: "import-1", Stock: 3}); err != nil || !ok {
+		t.Fatalf("apply: %v, %v", ok, err)
+	}
+	if err := g.Forget(ctx, p, []domain.OrderNo{"o1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetFrozen(ctx, p, true); err != nil {
+		t.Fatal(err)
+	}
+	l, ok, err := g.Levels(ctx, p)
+	if want, _, _ := raw.Levels(ctx, p); err != nil || !ok || l != want || l.Stock != 5 || !l.Frozen {
+		t.Fatalf("levels: %+v %v %v, raw %+v", l, ok, err, want)
+	}
+	if _, ok, _ := g.Levels(ctx, 99); ok {
+		t.Fatal("levels of an unknown product: ok")
+	}
+
+	for op, want := range map[string]uint64{"Reserve": 3, "Cancel": 1, "Apply": 1, "Levels": 2, "Rebuild": 1,
+		"SetFrozen": 1, "Holds": 1, "Forget": 1, "ReleaseOrphan": 1} {
+		if got := histogramCount(t, m.Registry(), "cardshop_gate_duration_seconds", "op", op); got != want {
+			t.Errorf("op %s: %d observations, want %d", op, got, want)
+		}
+	}
+}
+
+// The ledger decorator times Atomically, commits and rolls back exactly as the ledger does,
+// and hands out the ledger's own repositories.
+func TestLedgerPassesThroughAndTimes(t *testing.T) {
+	m := metrics.New()
+	ctx := context.Background()
+	raw := memory.NewLedger()
+	l := m.Ledger(raw)
+
+	p, err := domain.NewProduct(1, "Gift", 500, 2, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Atomically(ctx, func(tx domain.Store) error {
+		_, err := tx.Products().Create(ctx, p)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	p2, _ := domain.NewProduct(2, "Gone", 500, 2, start)
+	err = l.Atomically(ctx, func(tx domain.Store) error {
+		if _, err := tx.Products().Create(ctx, p2); err != nil {
+			return err
+		}
+		return boom
+	})
+	if err != boom {
+		t.Fatalf("Atomically returned %v, want the function's own error", err)
+	}
+	if _, err := l.Products().Product(ctx, 1); err != nil {
+		t.Fatalf("committed product: %v", err)
+	}
+	if _, err := raw.Products().Product(ctx, 2); !errors.Is(err, domain.ErrProductNotFound) {
+		t.Fatalf("rolled-back product: %v", err)
+	}
+	if _, err := l.Products().Product(ctx, 2); !errors.Is(err, domain.ErrProductNotFound) {
+		t.Fatalf("getter through the decorator: %v", err)
+	}
+	if got := histogramCount(t, m.Registry(), "cardshop_ledger_tx_duration_seconds", "", ""); got != 2 {
+		t.Fatalf("%d transactions observed, want 2", got)
+	}
+}
+
+// Values read at scrape time: the outbox backlog (left out when it fails), the delay queue
+// and the ledger retries.
+func TestScrapeTimeValues(t *testing.T) {
+	m := metrics.New()
+	var fail error
+	m.WatchOutboxBacklog(func(ctx context.Context) (int64, error) {
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("backlog read without a deadline")
+		}
+		return 4, fail
+	})
+	m.WatchDelayQueue(func() int { return 3 })
+	m.WatchLedgerRetries(map[string]func() int64{"deadlock": func() int64 { return 2 }, "lock_wait_timeout": func() int64 { return 0 }})
+	m.ReconcileDifferences(3)
+	m.ReconcileDifferences(0)
+
+	want := `
+# HELP cardshop_delay_queue_pending Order closes scheduled and not yet delivered (in-memory delay queue).
+# TYPE cardshop_delay_queue_pending gauge
+cardshop_delay_queue_pending 3
+# HELP cardshop_ledger_retries_total Ledger transactions run again, by reason.
+# TYPE cardshop_ledger_retries_total counter
+cardshop_ledger_retries_total{reason="deadlock"} 2
+cardshop_ledger_retries_total{reason="lock_wait_timeout"} 0
+# HELP cardshop_outbox_backlog Outbox messages not yet relayed.
+# TYPE cardshop_outbox_backlog gauge
+cardshop_outbox_backlog 4
+# HELP cardshop_reconcile_differences_total Differences found by reconciliations, summed over every run.
+# TYPE cardshop_reconcile_differences_total counter
+cardshop_reconcile_differences_total 3
+`
+	names := []string{"cardshop_delay_queue_pending", "cardshop_ledger_retries_total", "cardshop_outbox_backlog", "cardshop_reconcile_differences_total"}
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+	fail = errors.New("database down")
+	if n, err := testutil.GatherAndCount(m.Registry(), "cardshop_outbox_backlog"); err != nil || n != 0 {
+		t.Fatalf("backlog with a failing read: %d series, %v", n, err)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "cardshop_delay_queue_pending 3") {
+		t.Fatalf("handler: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// Two instances have their own registries: nothing collides, nothing is shared.
+func TestInstancesDoNotCollide(t *testing.T) {
+	a, b := metrics.New(), metrics.New()
+	a.Order("created")
+	a.Order("created")
+	b.Order("created")
+	for m, want := range map[*metrics.Metrics]string{a: "2", b: "1"} {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		if line := `cardshop_orders_total{outcome="created"} ` + want; !strings.Contains(rec.Body.String(), line+"\n") {
+			t.Errorf("no line %q", line)
+		}
+	}
+}
