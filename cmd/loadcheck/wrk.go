@@ -92,19 +92,29 @@ func parseWrk(s string) (WrkResult, error) {
 	return res, nil
 }
 
-// ensureWrk installs wrk from Debian's packages when it is missing.
+// ensureWrk installs wrk (and redis-benchmark, from redis-tools) from Debian's packages when
+// they are missing.
 func ensureWrk() error {
-	if _, err := exec.LookPath("wrk"); err == nil {
+	var missing []string
+	for bin, pkg := range map[string]string{"wrk": "wrk", "redis-benchmark": "redis-tools"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, pkg)
+		}
+	}
+	if len(missing) == 0 {
 		return nil
 	}
-	fmt.Fprintln(os.Stderr, "wrk not found: installing it with apt-get")
-	for _, args := range [][]string{{"update", "-qq"}, {"install", "-y", "-qq", "wrk"}} {
+	fmt.Fprintf(os.Stderr, "installing %s with apt-get\n", strings.Join(missing, ", "))
+	for _, args := range [][]string{{"update", "-qq"}, append([]string{"install", "-y", "-qq"}, missing...)} {
 		cmd := exec.Command("apt-get", args...)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("apt-get %s: %w", strings.Join(args, " "), err)
 		}
 	}
-	_, err := exec.LookPath("wrk")
+	if _, err := exec.LookPath("wrk"); err != nil {
+		return err
+	}
+	_, err := exec.LookPath("redis-benchmark")
 	return err
 }
