@@ -25,7 +25,8 @@ run: ## run the service on the in-memory adapters (http://127.0.0.1:8080), dev s
 	$(DEV_ENV) $(GO) run ./cmd/cardshop serve
 
 .PHONY: run-real
-run-real: services ## run the service on Redis + MariaDB (database test) + RabbitMQ, dev secrets and keys
+run-real: ## run the service on Redis + MariaDB (database test) + RabbitMQ, dev secrets and keys
+	@if [ -x .ci/services.sh ] && [ -z "$$CARDSHOP_MYSQL_DSN" ]; then bash .ci/services.sh; fi
 	$(DEV_ENV) $(DEV_REAL_ENV) $(GO) run ./cmd/cardshop serve
 
 .PHONY: migrate

@@ -39,7 +39,8 @@ func Module(cfg Config) fx.Option {
 }
 
 func newLogger(cfg Config) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	// Every line logged with a request's context carries its request id.
+	return slog.New(httpapi.LogHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel})))
 }
 
 func newSigner(cfg Config) (*paysig.Signer, error) {

@@ -92,7 +92,7 @@ type option func(*httpapi.Config)
 func newHarness(t testing.TB, opts ...option) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: memory.NewFakeClock(start), ledger: memory.NewLedger(), logs: &syncBuffer{}}
-	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := slog.New(httpapi.LogHandler(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	h.gate = &faultGate{Gate: memory.NewGate(h.clock)}
 	h.alerts = memory.NewAlerts(log)
 	queue := memory.NewDelayQueue(h.clock)

@@ -60,3 +60,30 @@ func TestCodesNeverReachTheLog(t *testing.T) {
 		t.Fatalf("part of a code is in the log:\n%s", logs)
 	}
 }
+
+// A line logged deep in the use case (a refused payment callback) carries the request id the
+// caller got in its answer, though the use case never saw the HTTP request.
+func TestUseCaseLogLinesCarryTheRequestID(t *testing.T) {
+	h := newHarness(t)
+	r := h.do("POST", "/api/payments/callback", strings.NewReader(`{"order_no":"1","status":"paid","amount":1}`),
+		"Content-Type", "application/json", paysig.HeaderTimestamp, "1", paysig.HeaderSignature, "00")
+	if r.status != 401 {
+		t.Fatalf("forged callback: %s", r)
+	}
+	id := r.header.Get("X-Request-Id")
+	if id == "" {
+		t.Fatal("no X-Request-Id in the answer")
+	}
+	found := false
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(line, `"msg":"payment callback refused"`) {
+			found = true
+			if !strings.Contains(line, `"request_id":"`+id+`"`) {
+				t.Fatalf("the use case's log line lacks request_id %s: %s", id, line)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no use-case log line for the refused callback in:\n%s", h.logs.String())
+	}
+}

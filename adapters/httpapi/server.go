@@ -85,6 +85,7 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 	app.Use(finishBody)
 	app.Use(recover.New())
 	app.Use(requestid.New())
+	app.Use(withRequestID)
 
 	// Probes and metrics: no token and no rate limit (a scraper or an orchestrator must never
 	// be refused); they reveal no order, buyer or code.
