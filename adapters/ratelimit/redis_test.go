@@ -1,15 +1,13 @@
 package ratelimit_test
 
 import (
-	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"cardshop/adapters/porttest"
+	"cardshop/adapters/porttest/redistest"
 	"cardshop/adapters/ratelimit"
 	"cardshop/adapters/redisgate"
 	"cardshop/domain"
@@ -23,30 +21,11 @@ const standaloneDB = 2
 // 5·limit calls (under -race, on the Cluster) ends well within one interval (400ms).
 const redisWindow = 2 * time.Second
 
-// standalone returns a new client of the standalone Redis, or stops the test as RequireService
-// says when Redis cannot be reached.
-func standalone(t testing.TB) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: porttest.RedisAddr, DB: standaloneDB})
-	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	porttest.RequireService(t, "Redis "+porttest.RedisAddr, c.Ping(ctx).Err())
-	return c
-}
+// standalone returns a client of the standalone Redis on this package's database.
+func standalone(t testing.TB) *redis.Client { return redistest.Standalone(t, standaloneDB) }
 
-// cluster returns a new client of the Redis Cluster, or stops the test as RequireService says
-// when a master cannot be reached.
-func cluster(t testing.TB) *redis.ClusterClient {
-	t.Helper()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(porttest.RedisCluster, ",")})
-	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() })
-	porttest.RequireService(t, "Redis Cluster "+porttest.RedisCluster, err)
-	return c
-}
+// cluster returns a client of the Redis Cluster.
+func cluster(t testing.TB) *redis.ClusterClient { return redistest.Cluster(t) }
 
 // redisBackend returns two limiters on two clients of one Redis (two service instances),
 // connected once for all the cases.

@@ -17,6 +17,7 @@ import (
 	"cardshop/adapters/memory"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/porttest"
+	"cardshop/adapters/porttest/redistest"
 	"cardshop/adapters/redisgate"
 	"cardshop/application"
 	"cardshop/domain"
@@ -27,30 +28,11 @@ import (
 // tests (DB 0); TestFlushedGateIsMissing flushes it.
 const standaloneDB = 1
 
-// standalone returns a client of the standalone Redis, or stops the test as RequireService
-// says when Redis cannot be reached.
-func standalone(t testing.TB) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: porttest.RedisAddr, DB: standaloneDB})
-	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	porttest.RequireService(t, "Redis "+porttest.RedisAddr, c.Ping(ctx).Err())
-	return c
-}
+// standalone returns a client of the standalone Redis on this package's database.
+func standalone(t testing.TB) *redis.Client { return redistest.Standalone(t, standaloneDB) }
 
-// cluster returns a client of the Redis Cluster, or stops the test as RequireService says when
-// a master cannot be reached.
-func cluster(t testing.TB) *redis.ClusterClient {
-	t.Helper()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(porttest.RedisCluster, ",")})
-	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() })
-	porttest.RequireService(t, "Redis Cluster "+porttest.RedisCluster, err)
-	return c
-}
+// cluster returns a client of the Redis Cluster.
+func cluster(t testing.TB) *redis.ClusterClient { return redistest.Cluster(t) }
 
 // onBoth runs f as a subtest against the standalone Redis and against the Cluster.
 func onBoth(t *testing.T, f func(t *testing.T, c redis.UniversalClient)) {
