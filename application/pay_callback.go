@@ -142,7 +142,13 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 		if err := tx.Flows().Append(ctx, orderFlow(o, domain.FlowPay, now)); err != nil {
 			return err
 		}
-		return tx.Outbox().Add(ctx, domain.OutboxMessage{Topic: domain.TopicDelivered, Key: string(o.No()), Payload: event, At: now})
+		if err := tx.Outbox().Add(ctx, domain.OutboxMessage{Topic: domain.TopicDelivered, Key: string(o.No()), Payload: event, At: now}); err != nil {
+			return err
+		}
+		if s.notifier == nil {
+			return nil
+		}
+		return tx.Outbox().Add(ctx, domain.OutboxMessage{Topic: domain.TopicWebhook, Key: string(o.No()), Payload: event, At: now})
 	})
 	if err == nil {
 		return paid, nil

@@ -2,28 +2,69 @@ package application
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"cardshop/domain"
 )
 
-// RelayOutbox carries out pending outbox messages: gate changes are applied to the gate (once
-// per Ref, so a message relayed twice changes nothing), delivery events are published. A
-// message that fails is counted and tried again on the next run. It returns how many messages
-// were sent.
+// relayTopics are the topics RelayOutbox carries out; the webhook's have a relay of their own.
+var relayTopics = []string{domain.TopicGateChange, domain.TopicDelivered}
+
+// Retry backoff of a failed outbox message: the first retry waits about retryBase, each next
+// one twice as long, up to the topic's cap. The gate and the broker are ours and come back
+// soon; the storefront's webhook may be down for hours.
+const (
+	retryBase          = time.Second
+	gateRetryCap       = 15 * time.Second
+	brokerRetryCap     = time.Minute
+	DefaultWebhookCap  = 10 * time.Minute
+	webhookRelayBudget = 20 // messages per page of RelayWebhooks: a slow storefront holds it up
+)
+
+// errNoWebhook fails a webhook message while no webhook is configured: it stays in the outbox
+// (visible in the backlog) until one is.
+var errNoWebhook = errors.New("no storefront webhook configured")
+
+// RelayOutbox carries out due outbox messages of the gate and the broker: gate changes are
+// applied to the gate (once per Ref, so a message relayed twice changes nothing), delivery
+// events are published. A message that fails is counted and tried again after a backoff. It
+// returns how many messages were sent.
 func (s *Shop) RelayOutbox(ctx context.Context) (int, error) {
+	return s.relayTopics(ctx, s.cfg.RelayBatch, relayTopics, s.relay)
+}
+
+// RelayWebhooks sends due webhook messages to the storefront through the Notifier, one at a
+// time, each retried with a backoff up to Config.WebhookMaxBackoff until the storefront accepts
+// it. It returns how many were delivered.
+func (s *Shop) RelayWebhooks(ctx context.Context) (int, error) {
+	return s.relayTopics(ctx, min(s.cfg.RelayBatch, webhookRelayBudget), []string{domain.TopicWebhook}, s.notify)
+}
+
+// WebhookBacklog counts the webhook messages not yet delivered.
+func (s *Shop) WebhookBacklog(ctx context.Context) (int64, error) {
+	return s.ledger.Outbox().Backlog(ctx, domain.TopicWebhook)
+}
+
+func (s *Shop) relayTopics(ctx context.Context, batch int, topics []string,
+	send func(context.Context, domain.OutboxMessage) error) (int, error) {
 	sent := 0
 	for {
-		msgs, err := s.ledger.Outbox().Pending(ctx, s.cfg.RelayBatch)
+		now := s.clock.Now()
+		msgs, err := s.ledger.Outbox().Pending(ctx, now, batch, topics...)
 		if err != nil {
 			return sent, fmt.Errorf("read outbox: %w", err)
 		}
 		failed := 0
 		for _, m := range msgs {
-			if err := s.relay(ctx, m); err != nil {
+			if err := send(ctx, m); err != nil {
 				failed++
-				s.log.WarnContext(ctx, "outbox message not relayed", "id", m.ID, "topic", m.Topic, "key", m.Key, "err", err)
-				if err := s.ledger.Outbox().MarkFailed(ctx, m.ID); err != nil {
+				retry := s.clock.Now().Add(s.retryDelay(m.Topic, m.Attempts+1))
+				s.log.WarnContext(ctx, "outbox message not relayed", "id", m.ID, "topic", m.Topic, "key", m.Key,
+					"attempt", m.Attempts+1, "retry_at", retry, "err", err)
+				if err := s.ledger.Outbox().MarkFailed(ctx, m.ID, retry); err != nil {
 					return sent, fmt.Errorf("count outbox failure: %w", err)
 				}
 				continue
@@ -33,12 +74,30 @@ func (s *Shop) RelayOutbox(ctx context.Context) (int, error) {
 			}
 			sent++
 		}
-		// Stop on a short page, or when nothing in a full page went through (the broker is
-		// down): the next run tries again.
-		if len(msgs) < s.cfg.RelayBatch || failed == len(msgs) {
-			return sent, nil
+		// Stop on a short page, or when nothing in a full page went through (the peer is
+		// down): the failed messages wait for their retry time.
+		if len(msgs) < batch || failed == len(msgs) || ctx.Err() != nil {
+			return sent, ctx.Err()
 		}
 	}
+}
+
+// retryDelay is how long a message of topic waits after its attempt-th failure: exponential
+// from retryBase up to the topic's cap, with jitter (a random point in the upper half) so that
+// messages that failed together are not all retried together.
+func (s *Shop) retryDelay(topic string, attempt int) time.Duration {
+	limit := brokerRetryCap
+	switch topic {
+	case domain.TopicGateChange:
+		limit = gateRetryCap
+	case domain.TopicWebhook:
+		limit = s.cfg.WebhookMaxBackoff
+	}
+	d := limit
+	if attempt < 32 {
+		d = min(retryBase<<max(attempt-1, 0), limit)
+	}
+	return d/2 + rand.N(d/2+1)
 }
 
 func (s *Shop) relay(ctx context.Context, m domain.OutboxMessage) error {
@@ -55,4 +114,18 @@ func (s *Shop) relay(ctx context.Context, m domain.OutboxMessage) error {
 	default:
 		return fmt.Errorf("unknown outbox topic %q", m.Topic)
 	}
+}
+
+// notify sends a webhook message. The notification's ID is the event's, so a receiver can
+// drop the copies that at-least-once delivery may bring.
+func (s *Shop) notify(ctx context.Context, m domain.OutboxMessage) error {
+	if s.notifier == nil {
+		return errNoWebhook
+	}
+	e, err := DecodeDelivery(m.Payload)
+	if err != nil {
+		return err
+	}
+	return s.notifier.Notify(ctx, domain.Notification{ID: e.EventID, Type: domain.TopicDelivered, At: m.At,
+		Attempt: m.Attempts + 1, Data: m.Payload})
 }

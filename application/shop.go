@@ -41,6 +41,9 @@ type Config struct {
 	// BuyerWindow is how long a buyer's count lives from the first reservation of the window.
 	// Zero means OrderTimeout.
 	BuyerWindow time.Duration
+	// WebhookMaxBackoff caps the wait between two attempts at a webhook message; zero means
+	// DefaultWebhookCap.
+	WebhookMaxBackoff time.Duration
 }
 
 // DefaultOrphanAfter is Config.OrphanAfter's default.
@@ -50,7 +53,8 @@ const DefaultOrphanAfter = 2 * time.Minute
 func DefaultConfig() Config {
 	return Config{OrderTimeout: 15 * time.Minute, IdempotencyTTL: 10 * time.Minute,
 		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500, RebuildDelay: time.Second,
-		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: 15 * time.Minute}
+		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: 15 * time.Minute,
+		WebhookMaxBackoff: DefaultWebhookCap}
 }
 
 // Deps are the ports the use cases need.
@@ -59,10 +63,13 @@ type Deps struct {
 	Gate      domain.StockGate
 	Queue     domain.DelayQueue
 	Publisher domain.EventPublisher
-	Verifier  domain.PaymentVerifier
-	Alerter   domain.Alerter
-	Clock     domain.Clock
-	Logger    *slog.Logger
+	// Notifier is the storefront's webhook; nil when none is configured, and then no webhook
+	// messages are recorded.
+	Notifier domain.Notifier
+	Verifier domain.PaymentVerifier
+	Alerter  domain.Alerter
+	Clock    domain.Clock
+	Logger   *slog.Logger
 }
 
 // Shop runs the use cases. It is safe for concurrent use.
@@ -72,6 +79,7 @@ type Shop struct {
 	gate     domain.StockGate
 	queue    domain.DelayQueue
 	pub      domain.EventPublisher
+	notifier domain.Notifier // nil: no webhook
 	verifier domain.PaymentVerifier
 	alerts   domain.Alerter
 	clock    domain.Clock
@@ -95,8 +103,11 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	if cfg.OrderTimeout <= 0 || cfg.IdempotencyTTL <= 0 || cfg.SweepBatch <= 0 || cfg.RelayBatch <= 0 {
 		return nil, errors.New("application: timeouts and batch sizes must be positive")
 	}
-	if cfg.OrphanAfter < 0 || cfg.BuyerCap < 0 || cfg.BuyerWindow < 0 {
-		return nil, errors.New("application: the orphan age, the buyer cap and the buyer window must not be negative")
+	if cfg.OrphanAfter < 0 || cfg.BuyerCap < 0 || cfg.BuyerWindow < 0 || cfg.WebhookMaxBackoff < 0 {
+		return nil, errors.New("application: the orphan age, the buyer cap, the buyer window and the webhook backoff must not be negative")
+	}
+	if cfg.WebhookMaxBackoff == 0 {
+		cfg.WebhookMaxBackoff = DefaultWebhookCap
 	}
 	if cfg.OrphanAfter == 0 {
 		cfg.OrphanAfter = DefaultOrphanAfter
@@ -107,7 +118,7 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	return &Shop{cfg: cfg, ledger: d.Ledger, gate: d.Gate, queue: d.Queue, pub: d.Publisher,
+	return &Shop{cfg: cfg, ledger: d.Ledger, gate: d.Gate, queue: d.Queue, pub: d.Publisher, notifier: d.Notifier,
 		verifier: d.Verifier, alerts: d.Alerter, clock: d.Clock, log: d.Logger}, nil
 }
 

@@ -534,7 +534,7 @@ func TestBuyerReadsOwnCodesOnly(t *testing.T) {
 	f.assertInvariants(t, p.ID())
 }
 
-// A delivery event the broker refused is published on the next relay, once.
+// A delivery event the broker refused is published once its backoff has passed, once.
 func TestRelayRetriesFailedDelivery(t *testing.T) {
 	f := newFixture(t)
 	p := f.createProduct(t, 3, 5)
@@ -550,6 +550,11 @@ func TestRelayRetriesFailedDelivery(t *testing.T) {
 	if n, _ := f.ledger.Outbox().Backlog(f.ctx); n != 1 {
 		t.Fatalf("backlog %d, want the delivery event kept", n)
 	}
+	// The first retry waits between half a second and a second.
+	if n, err := f.shop.RelayOutbox(f.ctx); err != nil || n != 0 {
+		t.Fatalf("relay right after the failure sent %d (%v), want 0: the message waits for its backoff", n, err)
+	}
+	f.clock.Advance(time.Second)
 	f.assertInvariants(t, p.ID()) // relays again
 	if d := f.deliveries(t); d[o.No()] != 1 {
 		t.Fatalf("deliveries %v, want one", d)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"cardshop/adapters/webhook"
 )
 
 // Adapter sets.
@@ -48,6 +50,11 @@ type Config struct {
 	RatePerIP    int           // CARDSHOP_RATE_PER_IP: requests per window per client IP on /api (0 = off)
 	RatePerBuyer int           // CARDSHOP_RATE_PER_BUYER: orders per window per buyer (0 = off)
 	RateWindow   time.Duration // CARDSHOP_RATE_WINDOW: the window of both rate limits
+
+	WebhookURL        string        // CARDSHOP_WEBHOOK_URL: the storefront's endpoint for delivery events; empty = none
+	WebhookSecret     string        // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
+	WebhookTimeout    time.Duration // CARDSHOP_WEBHOOK_TIMEOUT: one attempt
+	WebhookMaxBackoff time.Duration // CARDSHOP_WEBHOOK_MAX_BACKOFF: longest wait between two attempts
 }
 
 // envVar describes one variable: its default and how to store it.
@@ -164,6 +171,18 @@ var envVars = map[string]envVar{
 	"CARDSHOP_RATE_PER_BUYER": {"60", rateVar(func(c *Config) *int { return &c.RatePerBuyer })},
 	"CARDSHOP_RATE_WINDOW":    {"1m", durationVar(func(c *Config) *time.Duration { return &c.RateWindow })},
 	"CARDSHOP_CODE_HASH_KEY":  {"", stringVar(func(c *Config) *string { return &c.CodeHash })},
+	"CARDSHOP_WEBHOOK_URL": {"", func(c *Config, v string) error {
+		if v != "" {
+			if err := webhook.CheckURL(v); err != nil {
+				return err
+			}
+		}
+		c.WebhookURL = v
+		return nil
+	}},
+	"CARDSHOP_WEBHOOK_SECRET":      {"", stringVar(func(c *Config) *string { return &c.WebhookSecret })},
+	"CARDSHOP_WEBHOOK_TIMEOUT":     {"10s", durationVar(func(c *Config) *time.Duration { return &c.WebhookTimeout })},
+	"CARDSHOP_WEBHOOK_MAX_BACKOFF": {"10m", durationVar(func(c *Config) *time.Duration { return &c.WebhookMaxBackoff })},
 }
 
 // EnvNames lists every variable the service reads, sorted.
@@ -207,6 +226,9 @@ func LoadConfig(environ []string) (Config, error) {
 		if len(v) < 16 {
 			return Config{}, fmt.Errorf("%s must be set to at least 16 characters (the service refuses to run with guessable secrets)", name)
 		}
+	}
+	if c.WebhookURL != "" && len(c.WebhookSecret) < 16 {
+		return Config{}, fmt.Errorf("CARDSHOP_WEBHOOK_SECRET must be set to at least 16 characters with CARDSHOP_WEBHOOK_URL (the storefront checks the signature with it)")
 	}
 	if c.Adapters == AdaptersReal && (c.CodeKeys == "" || c.CodeHash == "") {
 		return Config{}, fmt.Errorf("CARDSHOP_CODE_KEYS and CARDSHOP_CODE_HASH_KEY must be set with CARDSHOP_ADAPTERS=real (codes are encrypted at rest; see README)")

@@ -43,6 +43,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop",
 		RedisAutoPipeline: true, MySQLConns: 64, BuyerCap: 100,
 		OrphanAfter: 2 * time.Minute, RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
+		WebhookTimeout: 10 * time.Second, WebhookMaxBackoff: 10 * time.Minute,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -97,6 +98,11 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"payment secret of 15", env("CARDSHOP_PAYMENT_SECRET=" + strings.Repeat("p", 15)), "CARDSHOP_PAYMENT_SECRET"},
 		{"empty token secret", env("CARDSHOP_TOKEN_SECRET="), "CARDSHOP_TOKEN_SECRET"},
 		{"nothing set", nil, "CARDSHOP_"},
+		{"webhook without a secret", env("CARDSHOP_WEBHOOK_URL=https://shop.example/h"), "CARDSHOP_WEBHOOK_SECRET"},
+		{"webhook with a short secret", env("CARDSHOP_WEBHOOK_URL=https://shop.example/h", "CARDSHOP_WEBHOOK_SECRET=short"), "CARDSHOP_WEBHOOK_SECRET"},
+		{"webhook over plain http", env("CARDSHOP_WEBHOOK_URL=http://shop.example/h", "CARDSHOP_WEBHOOK_SECRET=webhook-secret-0123456789"), "CARDSHOP_WEBHOOK_URL"},
+		{"webhook URL not absolute", env("CARDSHOP_WEBHOOK_URL=shop.example/h", "CARDSHOP_WEBHOOK_SECRET=webhook-secret-0123456789"), "CARDSHOP_WEBHOOK_URL"},
+		{"zero webhook backoff", env("CARDSHOP_WEBHOOK_MAX_BACKOFF=0s"), "CARDSHOP_WEBHOOK_MAX_BACKOFF"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +129,11 @@ func TestEnvNamesAreSortedAndKnown(t *testing.T) {
 			t.Fatalf("EnvNames %v", names)
 		}
 		// Every listed name is accepted.
-		if _, err := bootstrap.LoadConfig(env(n + "=" + validValue(n))); err != nil {
+		given := []string{n + "=" + validValue(n)}
+		if n == "CARDSHOP_WEBHOOK_URL" { // a webhook needs its secret
+			given = append(given, "CARDSHOP_WEBHOOK_SECRET=webhook-secret-0123456789")
+		}
+		if _, err := bootstrap.LoadConfig(env(given...)); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}
 	}
@@ -132,7 +142,8 @@ func TestEnvNamesAreSortedAndKnown(t *testing.T) {
 func validValue(name string) string {
 	switch {
 	case strings.HasSuffix(name, "_TIMEOUT"), strings.HasSuffix(name, "_TTL"), strings.HasSuffix(name, "_INTERVAL"),
-		strings.HasSuffix(name, "_WINDOW"), strings.HasSuffix(name, "_GRACE"), strings.HasSuffix(name, "_AFTER"):
+		strings.HasSuffix(name, "_WINDOW"), strings.HasSuffix(name, "_GRACE"), strings.HasSuffix(name, "_AFTER"),
+		strings.HasSuffix(name, "_BACKOFF"):
 		return "1m"
 	case name == "CARDSHOP_AMQP_PREFIX":
 		return "shop-1"
@@ -148,6 +159,8 @@ func validValue(name string) string {
 		return "25"
 	case name == "CARDSHOP_RATE_PER_IP", name == "CARDSHOP_RATE_PER_BUYER":
 		return "0"
+	case name == "CARDSHOP_WEBHOOK_URL":
+		return "https://shop.example/hooks/cardshop"
 	case name == "CARDSHOP_REDIS_ADDRS", name == "CARDSHOP_PPROF_ADDR":
 		return "r:6379"
 	default:

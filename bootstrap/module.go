@@ -19,6 +19,7 @@ import (
 	"cardshop/adapters/httpapi"
 	"cardshop/adapters/metrics"
 	"cardshop/adapters/paysig"
+	"cardshop/adapters/webhook"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -31,10 +32,10 @@ func Module(cfg Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Supply(cfg),
-		fx.Provide(newLogger, newSigner, newTokens, newShop, newHTTP),
+		fx.Provide(newLogger, newSigner, newTokens, newWebhook, newShop, newHTTP),
 		adapters,
 		observability(),
-		fx.Invoke(runWorkers, serveHTTP, servePprof),
+		fx.Invoke(watchWebhook, runWorkers, serveHTTP, servePprof),
 	)
 }
 
@@ -65,9 +66,32 @@ type Consumer interface {
 	Consume(handler func(context.Context, domain.OrderNo) error)
 }
 
+// Webhook is the storefront's webhook, counted in the metrics; Notifier is nil when
+// CARDSHOP_WEBHOOK_URL is not set.
+type Webhook struct{ Notifier domain.Notifier }
+
+func newWebhook(cfg Config, m *metrics.Metrics) (Webhook, error) {
+	if cfg.WebhookURL == "" {
+		return Webhook{}, nil
+	}
+	c, err := webhook.New(webhook.Config{URL: cfg.WebhookURL, Secret: cfg.WebhookSecret, Timeout: cfg.WebhookTimeout})
+	if err != nil {
+		return Webhook{}, err
+	}
+	return Webhook{Notifier: m.Notifier(c)}, nil
+}
+
+// watchWebhook exports the webhook backlog when there is a webhook.
+func watchWebhook(cfg Config, m *metrics.Metrics, shop *application.Shop) {
+	if cfg.WebhookURL != "" {
+		m.WatchWebhookBacklog(shop.WebhookBacklog)
+	}
+}
+
 type shopIn struct {
 	fx.In
 	Cfg       Config
+	Webhook   Webhook
 	Ledger    domain.Ledger
 	Gate      domain.StockGate
 	Queue     domain.DelayQueue
@@ -84,8 +108,9 @@ func newShop(in shopIn) (*application.Shop, error) {
 	// A buyer's budget lasts one order timeout: as long as an unpaid reservation can lock stock.
 	ac.BuyerCap, ac.BuyerWindow = in.Cfg.BuyerCap, in.Cfg.OrderTimeout
 	ac.OrphanAfter = in.Cfg.OrphanAfter
+	ac.WebhookMaxBackoff = in.Cfg.WebhookMaxBackoff
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
-		Publisher: in.Publisher, Verifier: in.Signer, Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
+		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Verifier: in.Signer, Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
 }
 
 type httpIn struct {
@@ -107,8 +132,8 @@ func newHTTP(in httpIn) *fiber.App {
 	return httpapi.New(hc, in.Shop, in.Tokens, in.Clock, in.Log)
 }
 
-// runWorkers starts the delay-queue consumer, the sweeper and the outbox relay with the
-// service and stops them (waiting for a running pass) when it stops.
+// runWorkers starts the delay-queue consumer, the sweeper, the outbox relay and (with a
+// webhook) the webhook relay with the service and stops them (waiting for a running pass) when it stops.
 func runWorkers(lc fx.Lifecycle, cfg Config, shop *application.Shop, consumer Consumer, log *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -137,6 +162,9 @@ func runWorkers(lc fx.Lifecycle, cfg Config, shop *application.Shop, consumer Co
 			consumer.Consume(shop.CloseExpired)
 			every("sweeper", cfg.SweepInterval, shop.Sweep)
 			every("outbox relay", cfg.RelayInterval, shop.RelayOutbox)
+			if cfg.WebhookURL != "" {
+				every("webhook relay", cfg.RelayInterval, shop.RelayWebhooks)
+			}
 			return nil
 		},
 		OnStop: func(context.Context) error {

@@ -207,6 +207,10 @@ type FlowLog interface {
 const (
 	TopicGateChange = "gate.change"     // payload: GateChange, applied to the StockGate
 	TopicDelivered  = "order.delivered" // payload: DeliveryEvent, published to notifiers
+	// TopicWebhook is a DeliveryEvent for the storefront's webhook (Notifier). It is recorded
+	// beside TopicDelivered, only when a webhook is configured, so that the webhook has its own
+	// retries: a storefront that is down delays neither the broker nor the gate.
+	TopicWebhook = "webhook.order.delivered"
 )
 
 // OutboxMessage is a side effect recorded in the same transaction as the change that causes
@@ -218,20 +222,26 @@ type OutboxMessage struct {
 	Payload  []byte
 	At       time.Time
 	Attempts int
+	// RetryAt is when the message is due (again): zero on Add means At. The relay moves it
+	// forward with a backoff after each failed attempt.
+	RetryAt time.Time
 }
 
 // Outbox stores messages to relay.
 type Outbox interface {
 	// Add stores m; the store assigns ID.
 	Add(ctx context.Context, m OutboxMessage) error
-	// Pending lists up to limit unsent messages, oldest first.
-	Pending(ctx context.Context, limit int) ([]OutboxMessage, error)
+	// Pending lists up to limit unsent messages due at now (RetryAt not after now), earliest
+	// due first, then in Add order; of the given topics only, or of every topic when none is
+	// given.
+	Pending(ctx context.Context, now time.Time, limit int, topics ...string) ([]OutboxMessage, error)
 	// MarkSent marks a message sent; marking twice is harmless.
 	MarkSent(ctx context.Context, id int64, at time.Time) error
-	// MarkFailed counts a failed attempt.
-	MarkFailed(ctx context.Context, id int64) error
-	// Backlog counts unsent messages.
-	Backlog(ctx context.Context) (int64, error)
+	// MarkFailed counts a failed attempt and makes the message due again at retryAt.
+	MarkFailed(ctx context.Context, id int64, retryAt time.Time) error
+	// Backlog counts unsent messages, due or not: of the given topics only, or of every topic
+	// when none is given.
+	Backlog(ctx context.Context, topics ...string) (int64, error)
 }
 
 // Store is the ledger's set of repositories, bound either to the database or to one
@@ -276,6 +286,21 @@ type DeliveryEvent struct {
 type EventPublisher interface {
 	// Publish delivers m at least once; an error means it must be tried again.
 	Publish(ctx context.Context, m OutboxMessage) error
+}
+
+// Notification is one event for the storefront's webhook.
+type Notification struct {
+	ID      string    // the same on every attempt: the receiver's idempotency key
+	Type    string    // e.g. "order.delivered"
+	At      time.Time // when the event happened
+	Attempt int       // 1 on the first attempt
+	Data    []byte    // the event as JSON (a DeliveryEvent for "order.delivered")
+}
+
+// Notifier tells the storefront about events (a signed HTTPS webhook in production).
+type Notifier interface {
+	// Notify delivers n; an error means it must be tried again later (at least once overall).
+	Notify(ctx context.Context, n Notification) error
 }
 
 // PaymentNotice is a verified payment provider callback.

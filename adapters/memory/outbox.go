@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -30,13 +31,16 @@ func (o outbox) Add(_ context.Context, m domain.OutboxMessage) error {
 	d.lastOutboxID++
 	m = copyMessage(m)
 	m.ID = d.lastOutboxID
+	if m.RetryAt.IsZero() {
+		m.RetryAt = m.At
+	}
 	put(o.s, d.outboxRows, m.ID, outboxRow{msg: m})
 	put(o.s, d.unsent, m.ID, struct{}{})
 	return nil
 }
 
-// Pending lists unsent messages in id (insertion) order.
-func (o outbox) Pending(_ context.Context, limit int) ([]domain.OutboxMessage, error) {
+// Pending lists unsent messages due at now, by (RetryAt, id).
+func (o outbox) Pending(_ context.Context, now time.Time, limit int, topics ...string) ([]domain.OutboxMessage, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -45,17 +49,26 @@ func (o outbox) Pending(_ context.Context, limit int) ([]domain.OutboxMessage, e
 		return nil, err
 	}
 	defer release()
+	rows := o.s.data.outboxRows
 	ids := make([]int64, 0, len(o.s.data.unsent))
 	for id := range o.s.data.unsent {
-		ids = append(ids, id)
+		if m := rows[id].msg; !m.RetryAt.After(now) && ofTopics(m.Topic, topics) {
+			ids = append(ids, id)
+		}
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	sort.Slice(ids, func(i, j int) bool {
+		a, b := rows[ids[i]].msg.RetryAt, rows[ids[j]].msg.RetryAt
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return ids[i] < ids[j]
+	})
 	if len(ids) > limit {
 		ids = ids[:limit]
 	}
 	out := make([]domain.OutboxMessage, len(ids))
 	for i, id := range ids {
-		out[i] = copyMessage(o.s.data.outboxRows[id].msg)
+		out[i] = copyMessage(rows[id].msg)
 	}
 	return out, nil
 }
@@ -77,7 +90,7 @@ func (o outbox) MarkSent(_ context.Context, id int64, at time.Time) error {
 	return nil
 }
 
-func (o outbox) MarkFailed(_ context.Context, id int64) error {
+func (o outbox) MarkFailed(_ context.Context, id int64, retryAt time.Time) error {
 	release, err := o.s.acquire()
 	if err != nil {
 		return err
@@ -88,15 +101,30 @@ func (o outbox) MarkFailed(_ context.Context, id int64) error {
 		return nil
 	}
 	row.msg.Attempts++
+	row.msg.RetryAt = retryAt
 	put(o.s, o.s.data.outboxRows, id, row)
 	return nil
 }
 
-func (o outbox) Backlog(_ context.Context) (int64, error) {
+func (o outbox) Backlog(_ context.Context, topics ...string) (int64, error) {
 	release, err := o.s.acquire()
 	if err != nil {
 		return 0, err
 	}
 	defer release()
-	return int64(len(o.s.data.unsent)), nil
+	if len(topics) == 0 {
+		return int64(len(o.s.data.unsent)), nil
+	}
+	var n int64
+	for id := range o.s.data.unsent {
+		if ofTopics(o.s.data.outboxRows[id].msg.Topic, topics) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ofTopics tells whether topic is one of topics, where no topics means every topic.
+func ofTopics(topic string, topics []string) bool {
+	return len(topics) == 0 || slices.Contains(topics, topic)
 }

@@ -161,7 +161,7 @@ func takeSnapshot(t *rapid.T, l *memory.Ledger) snapshot {
 		s.Expired = append(s.Expired, o.No())
 	}
 	sort.Slice(s.Expired, func(i, j int) bool { return s.Expired[i] < s.Expired[j] })
-	s.Pending, _ = l.Outbox().Pending(ctx, 1000)
+	s.Pending, _ = l.Outbox().Pending(ctx, t0.AddDate(1, 0, 0), 1000)
 	s.Backlog, _ = l.Outbox().Backlog(ctx)
 	return s
 }
@@ -221,12 +221,12 @@ func TestLedgerRollbackLeavesNothing(t *testing.T) {
 				_ = tx.Outbox().Add(ctx, domain.OutboxMessage{Topic: "t", Key: "k", Payload: []byte("x"), At: t0})
 			},
 			func(tx domain.Store) {
-				pending, _ := tx.Outbox().Pending(ctx, 1)
+				pending, _ := tx.Outbox().Pending(ctx, t0.AddDate(1, 0, 0), 1)
 				if len(pending) == 1 {
 					if rapid.Bool().Draw(rt, "sent") {
 						_ = tx.Outbox().MarkSent(ctx, pending[0].ID, t0)
 					} else {
-						_ = tx.Outbox().MarkFailed(ctx, pending[0].ID)
+						_ = tx.Outbox().MarkFailed(ctx, pending[0].ID, t0.Add(time.Minute))
 					}
 				}
 			},

@@ -90,3 +90,27 @@ func (t *timedLedger) Atomically(ctx context.Context, fn func(tx domain.Store) e
 	defer since(t.tx, time.Now())
 	return t.Ledger.Atomically(ctx, fn)
 }
+
+// Notifier returns n with every attempt counted in cardshop_webhook_deliveries_total{outcome}
+// and timed in cardshop_webhook_duration_seconds. Errors pass through unchanged.
+func (m *Metrics) Notifier(n domain.Notifier) domain.Notifier {
+	return &countedNotifier{n: n, delivered: m.webhooks.WithLabelValues("delivered"),
+		failed: m.webhooks.WithLabelValues("failed"), time: m.webhookTime}
+}
+
+type countedNotifier struct {
+	n                 domain.Notifier
+	delivered, failed prometheus.Counter
+	time              prometheus.Observer
+}
+
+func (c *countedNotifier) Notify(ctx context.Context, n domain.Notification) error {
+	defer since(c.time, time.Now())
+	err := c.n.Notify(ctx, n)
+	if err != nil {
+		c.failed.Inc()
+	} else {
+		c.delivered.Inc()
+	}
+	return err
+}

@@ -16,6 +16,10 @@ var OrderOutcomes = []string{"created", "replayed", "sold_out", "frozen", "rejec
 // CallbackOutcomes are the outcomes of a payment callback: the values of cardshop_callbacks_total{outcome}.
 var CallbackOutcomes = []string{"success", "invalid_signature", "amount_mismatch", "rejected", "error"}
 
+// WebhookOutcomes are the outcomes of one webhook attempt: the values of
+// cardshop_webhook_deliveries_total{outcome}.
+var WebhookOutcomes = []string{"delivered", "failed"}
+
 // scrapeTimeout bounds a value read at scrape time (the outbox backlog): a slow database must
 // not hold /metrics up.
 const scrapeTimeout = 500 * time.Millisecond
@@ -30,6 +34,8 @@ type Metrics struct {
 	gate        *prometheus.HistogramVec
 	ledgerTx    prometheus.Histogram
 	reconcileDs prometheus.Counter
+	webhooks    *prometheus.CounterVec
+	webhookTime prometheus.Histogram
 }
 
 // New returns the collectors on a new registry, with the Go runtime and process collectors.
@@ -62,7 +68,16 @@ func New() *Metrics {
 		Name: "cardshop_reconcile_differences_total",
 		Help: "Differences found by reconciliations, summed over every run.",
 	})
-	m.reg.MustRegister(m.orders, m.callbacks, m.requests, m.gate, m.ledgerTx, m.reconcileDs,
+	m.webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cardshop_webhook_deliveries_total",
+		Help: "Attempts to deliver an event to the storefront's webhook, by outcome: delivered (2xx) or failed (retried later).",
+	}, []string{"outcome"})
+	m.webhookTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "cardshop_webhook_duration_seconds",
+		Help:    "Duration of webhook attempts, failed ones included.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	})
+	m.reg.MustRegister(m.orders, m.callbacks, m.requests, m.gate, m.ledgerTx, m.reconcileDs, m.webhooks, m.webhookTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every outcome is exported from the start (at 0), so that rate() and alerts see a series
 	// before its first event.
@@ -71,6 +86,9 @@ func New() *Metrics {
 	}
 	for _, o := range CallbackOutcomes {
 		m.callbacks.WithLabelValues(o)
+	}
+	for _, o := range WebhookOutcomes {
+		m.webhooks.WithLabelValues(o)
 	}
 	return m
 }
@@ -119,6 +137,15 @@ func (m *Metrics) WatchLedgerRetries(reasons map[string]func() int64) {
 func (m *Metrics) WatchOutboxBacklog(backlog func(context.Context) (int64, error)) {
 	m.reg.MustRegister(&scrapeGauge{
 		desc: prometheus.NewDesc("cardshop_outbox_backlog", "Outbox messages not yet relayed.", nil, nil),
+		read: backlog,
+	})
+}
+
+// WatchWebhookBacklog exports cardshop_webhook_backlog (events not yet accepted by the
+// storefront's webhook), read at scrape time like the outbox backlog.
+func (m *Metrics) WatchWebhookBacklog(backlog func(context.Context) (int64, error)) {
+	m.reg.MustRegister(&scrapeGauge{
+		desc: prometheus.NewDesc("cardshop_webhook_backlog", "Webhook events not yet accepted by the storefront.", nil, nil),
 		read: backlog,
 	})
 }

@@ -216,3 +216,40 @@ func TestInstancesDoNotCollide(t *testing.T) {
 		}
 	}
 }
+
+// The webhook decorator counts each attempt by outcome, times it, and passes errors through.
+func TestNotifierCountsAttempts(t *testing.T) {
+	m := metrics.New()
+	raw := memory.NewNotifier()
+	n := m.Notifier(raw)
+	raw.FailNext(2)
+	ctx := context.Background()
+	var errs int
+	for range 5 {
+		if err := n.Notify(ctx, domain.Notification{ID: "e1", Type: "order.delivered"}); err != nil {
+			if !errors.Is(err, domain.ErrUnavailable) {
+				t.Fatalf("Notify error %v, want the notifier's own", err)
+			}
+			errs++
+		}
+	}
+	if errs != 2 || len(raw.Sent()) != 3 {
+		t.Fatalf("%d errors, %d sent; want 2 and 3", errs, len(raw.Sent()))
+	}
+	m.WatchWebhookBacklog(func(context.Context) (int64, error) { return 7, nil })
+	want := `
+# HELP cardshop_webhook_backlog Webhook events not yet accepted by the storefront.
+# TYPE cardshop_webhook_backlog gauge
+cardshop_webhook_backlog 7
+# HELP cardshop_webhook_deliveries_total Attempts to deliver an event to the storefront's webhook, by outcome: delivered (2xx) or failed (retried later).
+# TYPE cardshop_webhook_deliveries_total counter
+cardshop_webhook_deliveries_total{outcome="delivered"} 3
+cardshop_webhook_deliveries_total{outcome="failed"} 2
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "cardshop_webhook_backlog", "cardshop_webhook_deliveries_total"); err != nil {
+		t.Fatal(err)
+	}
+	if got := histogramCount(t, m.Registry(), "cardshop_webhook_duration_seconds", "", ""); got != 5 {
+		t.Fatalf("%d attempts timed, want 5", got)
+	}
+}

@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"cardshop/domain"
@@ -17,6 +18,7 @@ type outboxRow struct {
 	Payload   []byte    `bun:"payload"`
 	CreatedAt time.Time `bun:"created_at"`
 	Attempts  int       `bun:"attempts"`
+	RetryAt   time.Time `bun:"retry_at"`
 }
 
 // Add stores a zero m.At as the time of the insert.
@@ -32,26 +34,36 @@ func (o outbox) Add(ctx context.Context, m domain.OutboxMessage) error {
 	if m.At.IsZero() {
 		at = time.Now().UTC()
 	}
+	due := at
+	if !m.RetryAt.IsZero() {
+		due = m.RetryAt.UTC()
+	}
 	_, err := o.s.exec(ctx, fmt.Sprintf("add %s message %s to the outbox", m.Topic, m.Key),
-		"INSERT INTO outbox (topic, msg_key, payload, created_at, attempts) VALUES (?, ?, ?, ?, ?)",
-		m.Topic, m.Key, payload, at, m.Attempts)
+		"INSERT INTO outbox (topic, msg_key, payload, created_at, attempts, retry_at) VALUES (?, ?, ?, ?, ?, ?)",
+		m.Topic, m.Key, payload, at, m.Attempts, due)
 	return err
 }
 
-// Pending reads the (sent_at, id) index: unsent rows have sent_at NULL and come in id order.
-func (o outbox) Pending(ctx context.Context, limit int) ([]domain.OutboxMessage, error) {
+// Pending reads the (sent_at, retry_at, id) index: unsent rows have sent_at NULL, and the due
+// ones are a range of it already in the order returned, so a long tail of messages waiting
+// for a retry (a storefront webhook that is down) costs nothing.
+// A topic filter is applied to the rows of that range: other topics' due rows are few, as they
+// are relayed as soon as they are due.
+func (o outbox) Pending(ctx context.Context, now time.Time, limit int, topics ...string) ([]domain.OutboxMessage, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
+	filter, args := topicFilter(topics)
 	var rows []outboxRow
-	if err := o.s.get(ctx, "pending outbox messages", &rows, "SELECT id, topic, msg_key, payload, created_at, attempts "+
-		"FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT ?", limit); err != nil {
+	if err := o.s.get(ctx, "pending outbox messages", &rows, "SELECT id, topic, msg_key, payload, created_at, attempts, retry_at "+
+		"FROM outbox WHERE sent_at IS NULL AND retry_at <= ?"+filter+" ORDER BY retry_at, id LIMIT ?",
+		append(append([]any{now.UTC()}, args...), limit)...); err != nil {
 		return nil, err
 	}
 	out := make([]domain.OutboxMessage, len(rows))
 	for i, r := range rows {
 		out[i] = domain.OutboxMessage{ID: r.ID, Topic: r.Topic, Key: r.Key, Payload: r.Payload, At: r.CreatedAt,
-			Attempts: r.Attempts}
+			Attempts: r.Attempts, RetryAt: r.RetryAt}
 	}
 	return out, nil
 }
@@ -63,14 +75,28 @@ func (o outbox) MarkSent(ctx context.Context, id int64, at time.Time) error {
 	return err
 }
 
-func (o outbox) MarkFailed(ctx context.Context, id int64) error {
+func (o outbox) MarkFailed(ctx context.Context, id int64, retryAt time.Time) error {
 	_, err := o.s.exec(ctx, fmt.Sprintf("mark outbox message %d failed", id),
-		"UPDATE outbox SET attempts = attempts + 1 WHERE id = ?", id)
+		"UPDATE outbox SET attempts = attempts + 1, retry_at = ? WHERE id = ?", retryAt.UTC(), id)
 	return err
 }
 
-func (o outbox) Backlog(ctx context.Context) (int64, error) {
+func (o outbox) Backlog(ctx context.Context, topics ...string) (int64, error) {
+	filter, args := topicFilter(topics)
 	var n int64
-	err := o.s.get(ctx, "outbox backlog", &n, "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL")
+	err := o.s.get(ctx, "outbox backlog", &n, "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL"+filter, args...)
 	return n, err
+}
+
+// topicFilter returns the AND clause and its arguments that keep the given topics; none
+// keeps every topic.
+func topicFilter(topics []string) (string, []any) {
+	if len(topics) == 0 {
+		return "", nil
+	}
+	args := make([]any, len(topics))
+	for i, t := range topics {
+		args[i] = t
+	}
+	return " AND topic IN (?" + strings.Repeat(", ?", len(topics)-1) + ")", args
 }

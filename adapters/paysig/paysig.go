@@ -71,25 +71,35 @@ type Notice struct {
 
 // Verify checks the signature and the timestamp window, then parses the body.
 func (s *Signer) Verify(timestamp, signature string, body []byte, now time.Time) (domain.PaymentNotice, error) {
+	if err := s.Check(timestamp, signature, body, now); err != nil {
+		return domain.PaymentNotice{}, err
+	}
+	return ParseNotice(body)
+}
+
+// Check checks that signature signs body at timestamp and that timestamp is within the window
+// of now; errors wrap domain.ErrBadSignature. It is how a receiver of cardshop's signed
+// webhooks checks them.
+func (s *Signer) Check(timestamp, signature string, body []byte, now time.Time) error {
 	if timestamp == "" || signature == "" {
-		return domain.PaymentNotice{}, fmt.Errorf("%w: missing signature headers", domain.ErrBadSignature)
+		return fmt.Errorf("%w: missing signature headers", domain.ErrBadSignature)
 	}
 	sec, err := strconv.ParseInt(timestamp, 10, 64)
 	if err != nil || len(timestamp) > 12 {
-		return domain.PaymentNotice{}, fmt.Errorf("%w: malformed timestamp", domain.ErrBadSignature)
+		return fmt.Errorf("%w: malformed timestamp", domain.ErrBadSignature)
 	}
 	got, err := hex.DecodeString(strings.ToLower(signature))
 	if err != nil {
-		return domain.PaymentNotice{}, fmt.Errorf("%w: malformed signature", domain.ErrBadSignature)
+		return fmt.Errorf("%w: malformed signature", domain.ErrBadSignature)
 	}
 	want, _ := hex.DecodeString(s.Sign(timestamp, body))
 	if !hmac.Equal(got, want) {
-		return domain.PaymentNotice{}, fmt.Errorf("%w: signature does not match", domain.ErrBadSignature)
+		return fmt.Errorf("%w: signature does not match", domain.ErrBadSignature)
 	}
 	if d := now.Sub(time.Unix(sec, 0)); d > s.tolerance || d < -s.tolerance {
-		return domain.PaymentNotice{}, fmt.Errorf("%w: timestamp outside the %s window", domain.ErrBadSignature, s.tolerance)
+		return fmt.Errorf("%w: timestamp outside the %s window", domain.ErrBadSignature, s.tolerance)
 	}
-	return ParseNotice(body)
+	return nil
 }
 
 // ParseNotice parses a callback body strictly: unknown fields, trailing data, a missing order

@@ -603,13 +603,13 @@ func runOutbox(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 				t.Fatalf("Pending[%d] = %+v (payload %s), want id increasing, payload %s, 0 attempts", i, m, m.Payload, want)
 			}
 		}
-		if one, err := l.Outbox().Pending(t.Context(), 1); err != nil || len(one) != 1 {
+		if one, err := l.Outbox().Pending(t.Context(), farFuture(), 1); err != nil || len(one) != 1 {
 			t.Fatalf("Pending(1) = %d messages, %v; want 1", len(one), err)
 		}
 
 		first, second := mine[0].ID, mine[1].ID
 		for range 2 {
-			if err := l.Outbox().MarkFailed(t.Context(), second); err != nil {
+			if err := l.Outbox().MarkFailed(t.Context(), second, mine[1].RetryAt); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -635,7 +635,68 @@ func runOutbox(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			t.Fatalf("Backlog = %d after all sent, want %d", got, before)
 		}
 	})
+
+	t.Run("a failed message waits for its retry time", func(t *testing.T) {
+		l := newLedger(t)
+		key := string(newOrderNo())
+		at := now().Add(-time.Hour) // due long ago, so that it comes before other tests' messages
+		for i := range 3 {
+			m := domain.OutboxMessage{Topic: domain.TopicWebhook, Key: key, Payload: []byte(fmt.Sprint(i)), At: at}
+			if err := l.Outbox().Add(t.Context(), m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mine := pendingWithKey(t, l, key)
+		if len(mine) != 3 || !mine[0].RetryAt.Equal(at) {
+			t.Fatalf("Pending = %+v, want 3 messages due at their At %v", mine, at)
+		}
+		retry := at.Add(2 * time.Hour) // an hour from now
+		if err := l.Outbox().MarkFailed(t.Context(), mine[0].ID, retry); err != nil {
+			t.Fatal(err)
+		}
+		due := func(at time.Time) []int64 {
+			t.Helper()
+			all, err := l.Outbox().Pending(t.Context(), at, int(backlog(t, l))+100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []int64
+			for _, m := range all {
+				if m.Key == key {
+					ids = append(ids, m.ID)
+				}
+			}
+			return ids
+		}
+		if got := due(now()); !slices.Equal(got, []int64{mine[1].ID, mine[2].ID}) {
+			t.Fatalf("due now = %v, want %v: the failed message waits for its retry time", got, []int64{mine[1].ID, mine[2].ID})
+		}
+		if got := due(retry); !slices.Equal(got, []int64{mine[1].ID, mine[2].ID, mine[0].ID}) {
+			t.Fatalf("due at the retry time = %v, want the retried message last (latest due)", got)
+		}
+		// The retry time and the attempt count are kept.
+		all := pendingWithKey(t, l, key)
+		if last := all[len(all)-1]; last.ID != mine[0].ID || last.Attempts != 1 || !last.RetryAt.Equal(retry) {
+			t.Fatalf("retried message = %+v, want 1 attempt, due %v", last, retry)
+		}
+		// A message added with its own RetryAt (a scheduled one) is due then, not at At.
+		later := domain.OutboxMessage{Topic: domain.TopicWebhook, Key: key, Payload: []byte("later"), At: at, RetryAt: retry}
+		if err := l.Outbox().Add(t.Context(), later); err != nil {
+			t.Fatal(err)
+		}
+		if got := due(now()); len(got) != 2 {
+			t.Fatalf("due now after adding a message due in an hour = %v, want still 2", got)
+		}
+		for _, m := range pendingWithKey(t, l, key) {
+			if err := l.Outbox().MarkSent(t.Context(), m.ID, now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }
+
+// farFuture is a time every message is due by.
+func farFuture() time.Time { return now().AddDate(100, 0, 0) }
 
 var errRollback = errors.New("porttest: roll back")
 
@@ -1023,12 +1084,12 @@ func backlog(t *testing.T, l domain.Store) int64 {
 	return n
 }
 
-// pendingWithKey returns the unsent messages with key, oldest first. It asks for the whole
-// backlog, because a shared outbox may hold older messages of other tests.
+// pendingWithKey returns the unsent messages with key, due or not, earliest due first. It asks
+// for the whole backlog, because a shared outbox may hold older messages of other tests.
 func pendingWithKey(t *testing.T, l domain.Store, key string) []domain.OutboxMessage {
 	t.Helper()
 	n := backlog(t, l)
-	all, err := l.Outbox().Pending(t.Context(), int(n)+100)
+	all, err := l.Outbox().Pending(t.Context(), farFuture(), int(n)+100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,156 @@
+package application_test
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"cardshop/adapters/memory"
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// webhookMessages lists the unsent webhook messages, due or not.
+func webhookMessages(t *testing.T, f *fixture) []domain.OutboxMessage {
+	t.Helper()
+	ms, err := f.ledger.Outbox().Pending(f.ctx, f.shopNow().AddDate(1, 0, 0), 100, domain.TopicWebhook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+func relayWebhooks(t *testing.T, f *fixture) int {
+	t.Helper()
+	n, err := f.shop.RelayWebhooks(f.ctx)
+	if err != nil {
+		t.Fatalf("relay webhooks: %v", err)
+	}
+	return n
+}
+
+// Without a webhook nothing is recorded for one; with one, a paid order is notified once, with
+// the event's id, type and payload, by the webhook relay and not by the broker's.
+func TestWebhookNotifiesPaidOrder(t *testing.T) {
+	f := newFixture(t)
+	p := f.createProduct(t, 3, 5)
+	f.mustPay(t, f.mustPlace(t, "alice", p.ID(), 1).No())
+	if n, err := f.shop.WebhookBacklog(f.ctx); err != nil || n != 0 {
+		t.Fatalf("webhook backlog without a webhook = %d, %v; want 0", n, err)
+	}
+
+	hook := memory.NewNotifier()
+	f = newFixture(t, withNotifier(hook))
+	p = f.createProduct(t, 3, 5)
+	o := f.mustPlace(t, "alice", p.ID(), 2)
+	f.mustPay(t, o.No())
+	if n, err := f.shop.WebhookBacklog(f.ctx); err != nil || n != 1 {
+		t.Fatalf("webhook backlog after a payment = %d, %v; want 1", n, err)
+	}
+	f.assertInvariants(t, p.ID()) // relays the broker's topics
+	if hook.Attempts() != 0 {
+		t.Fatalf("the broker's relay called the webhook %d times", hook.Attempts())
+	}
+	if n := relayWebhooks(t, f); n != 1 {
+		t.Fatalf("RelayWebhooks sent %d, want 1", n)
+	}
+	if n := relayWebhooks(t, f); n != 0 {
+		t.Fatalf("second RelayWebhooks sent %d, want 0", n)
+	}
+	sent := hook.Sent()
+	if len(sent) != 1 {
+		t.Fatalf("webhook got %d notifications, want 1", len(sent))
+	}
+	n := sent[0]
+	if n.ID != "delivered:"+string(o.No()) || n.Type != domain.TopicDelivered || n.Attempt != 1 || !n.At.Equal(f.shopNow()) {
+		t.Fatalf("notification = %+v, want id delivered:%s, type %s, attempt 1, at %v", n, o.No(), domain.TopicDelivered, f.shopNow())
+	}
+	var e domain.DeliveryEvent
+	if err := json.Unmarshal(n.Data, &e); err != nil {
+		t.Fatalf("notification data: %v", err)
+	}
+	if e.OrderNo != o.No() || e.Buyer != "alice" || e.Product != p.ID() || e.Qty != 2 || e.Amount != o.Amount() {
+		t.Fatalf("delivery event = %+v, want order %s of alice, product %d, 2 units, amount %d", e, o.No(), p.ID(), o.Amount())
+	}
+	if n, _ := f.shop.WebhookBacklog(f.ctx); n != 0 {
+		t.Fatalf("webhook backlog after delivery = %d, want 0", n)
+	}
+}
+
+// A storefront that fails is tried again after a backoff that doubles from about a second up
+// to the cap, and the notification says which attempt it is. The broker's relay goes on.
+func TestWebhookRetriesWithBackoff(t *testing.T) {
+	hook := memory.NewNotifier()
+	const limit = 8 * time.Second
+	f := newFixture(t, withNotifier(hook), withConfig(func(c *application.Config) { c.WebhookMaxBackoff = limit }))
+	p := f.createProduct(t, 3, 5)
+	o := f.mustPlace(t, "alice", p.ID(), 1)
+	f.mustPay(t, o.No())
+
+	const failures = 7
+	hook.FailNext(failures)
+	for attempt := 1; attempt <= failures; attempt++ {
+		if n := relayWebhooks(t, f); n != 0 {
+			t.Fatalf("attempt %d: sent %d while the storefront fails", attempt, n)
+		}
+		if hook.Attempts() != attempt {
+			t.Fatalf("after attempt %d the webhook was called %d times", attempt, hook.Attempts())
+		}
+		ms := webhookMessages(t, f)
+		if len(ms) != 1 || ms[0].Attempts != attempt {
+			t.Fatalf("after attempt %d: webhook messages %+v, want one with %d attempts", attempt, ms, attempt)
+		}
+		wait := ms[0].RetryAt.Sub(f.shopNow())
+		full := time.Duration(math.Min(float64(time.Second<<(attempt-1)), float64(limit)))
+		if wait < full/2 || wait > full {
+			t.Fatalf("after attempt %d the retry waits %v, want within [%v, %v]", attempt, wait, full/2, full)
+		}
+		// Not before its time, whatever runs in between.
+		f.clock.Advance(wait - time.Millisecond)
+		if n := relayWebhooks(t, f); n != 0 || hook.Attempts() != attempt {
+			t.Fatalf("retried %v early (attempts %d)", time.Millisecond, hook.Attempts())
+		}
+		f.assertInvariants(t, p.ID()) // the broker's relay is not held up by the storefront
+		f.clock.Advance(time.Millisecond)
+	}
+	if n := relayWebhooks(t, f); n != 1 {
+		t.Fatalf("sent %d once the storefront is back, want 1", n)
+	}
+	sent := hook.Sent()
+	if len(sent) != 1 || sent[0].Attempt != failures+1 || sent[0].ID != "delivered:"+string(o.No()) {
+		t.Fatalf("notifications = %+v, want one, attempt %d", sent, failures+1)
+	}
+	if d := f.deliveries(t); d[o.No()] != 1 {
+		t.Fatalf("broker deliveries %v, want one", d)
+	}
+}
+
+// A webhook message recorded while a webhook was configured waits in the outbox when the
+// service runs without one, rather than being dropped.
+func TestWebhookMessagesWaitWithoutAWebhook(t *testing.T) {
+	f := newFixture(t, withNotifier(memory.NewNotifier()))
+	p := f.createProduct(t, 3, 5)
+	f.mustPay(t, f.mustPlace(t, "alice", p.ID(), 1).No())
+	without, err := application.New(f.cfg, application.Deps{Ledger: f.ledger, Gate: f.gate, Queue: f.queue,
+		Publisher: f.pub, Verifier: f.signer, Alerter: f.alerts, Clock: f.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := without.RelayWebhooks(f.ctx); err != nil || n != 0 {
+		t.Fatalf("RelayWebhooks without a webhook = %d, %v; want 0, nil", n, err)
+	}
+	if n, _ := without.WebhookBacklog(f.ctx); n != 1 {
+		t.Fatalf("webhook backlog = %d, want the message kept", n)
+	}
+}
+
+func TestNewRefusesNegativeWebhookBackoff(t *testing.T) {
+	f := newFixture(t)
+	cfg := application.DefaultConfig()
+	cfg.WebhookMaxBackoff = -time.Second
+	if _, err := application.New(cfg, application.Deps{Ledger: f.ledger, Gate: f.gate, Queue: f.queue,
+		Publisher: f.pub, Verifier: f.signer, Alerter: f.alerts, Clock: f.now}); err == nil {
+		t.Fatal("New accepted a negative webhook backoff")
+	}
+}
