@@ -230,7 +230,7 @@ func readSnapshot(ctx context.Context, db *sql.DB, rdb redis.UniversalClient, e 
 		}
 	}
 
-	// Unsent gate changes (idx_unsent); their keys are "<order no>:<flow type>".
+	// Unsent gate changes (idx_due); their keys are "<order no>:<flow type>".
 	err = query(ctx, db, "SELECT msg_key FROM outbox WHERE sent_at IS NULL AND topic = ?",
 		[]any{domain.TopicGateChange}, func(r *sql.Rows) error {
 			var key string
