@@ -114,6 +114,9 @@ func pay(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := noArguments(fs); err != nil {
+		return err
+	}
 	if *order == "" {
 		fs.Usage()
 		return errors.New("-order is required")
@@ -192,6 +195,9 @@ func token(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := noArguments(fs); err != nil {
+		return err
+	}
 	issuer, err := authtoken.New(os.Getenv("CARDSHOP_TOKEN_SECRET"))
 	if err != nil {
 		return fmt.Errorf("CARDSHOP_TOKEN_SECRET: %w", err)
@@ -214,6 +220,9 @@ func migrate(args []string, stdout, stderr io.Writer) error {
 	}
 	dsn := fs.String("dsn", def, "MySQL DSN (default: CARDSHOP_MYSQL_DSN)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := noArguments(fs); err != nil { // "migrate DSN" must not migrate the default database
 		return err
 	}
 	db, err := mysqlstore.Open(*dsn)
@@ -531,6 +540,17 @@ Flags:
 		return fmt.Errorf("%d differences remain%s", rep.Differences, hint)
 	}
 	return nil
+}
+
+// noArguments refuses what is left after the flags: the flag package stops at the first
+// argument that is not a flag, so "migrate DSN" or "pay N -amount 5" would otherwise run with
+// the defaults of everything after it.
+func noArguments(fs *flag.FlagSet) error {
+	if fs.NArg() == 0 {
+		return nil
+	}
+	fs.Usage()
+	return fmt.Errorf("%s: unexpected argument %q (every value is given with a flag)", fs.Name(), fs.Arg(0))
 }
 
 // sortedPairs prints a map as "k1 v1, k2 v2" in key order, or "none".
