@@ -195,6 +195,13 @@ func EnvNames() []string {
 	return names
 }
 
+// EnvDefault returns a variable's default ("" when it has none) and whether the service reads
+// the variable at all.
+func EnvDefault(name string) (string, bool) {
+	v, ok := envVars[name]
+	return v.def, ok
+}
+
 // LoadConfig reads the configuration from environ ("KEY=value" pairs, as os.Environ gives).
 // An unknown CARDSHOP_ variable, a malformed value or a missing secret is an error, so a typo
 // fails the start instead of silently running with a default.

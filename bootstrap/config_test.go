@@ -2,7 +2,9 @@ package bootstrap_test
 
 import (
 	"log/slog"
+	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -197,5 +199,42 @@ func TestShopGetsTheBuyerBudget(t *testing.T) {
 	}
 	if got := shop.Config(); got.BuyerCap != 7 || got.BuyerWindow != 3*time.Minute || got.OrderTimeout != 3*time.Minute {
 		t.Fatalf("shop config: buyer cap %d, window %v, order timeout %v; want 7, 3m, 3m", got.BuyerCap, got.BuyerWindow, got.OrderTimeout)
+	}
+}
+
+// The README's configuration table is the reference: it lists every variable the service reads,
+// nothing else, each with its real default ("—" for none).
+func TestREADMEConfigurationTableIsComplete(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(CARDSHOP_[A-Z0-9_]+)` \\| ([^|]*) \\|")
+	documented := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
+		if _, dup := documented[m[1]]; dup {
+			t.Errorf("README lists %s twice", m[1])
+		}
+		documented[m[1]] = strings.TrimSpace(m[2])
+	}
+	for _, name := range bootstrap.EnvNames() {
+		got, ok := documented[name]
+		if !ok {
+			t.Errorf("README's configuration table lacks %s", name)
+			continue
+		}
+		def, _ := bootstrap.EnvDefault(name)
+		want := "`" + def + "`"
+		if def == "" {
+			if !strings.HasPrefix(got, "—") {
+				t.Errorf("README gives %s the default %q; it has none (write —)", name, got)
+			}
+		} else if got != want {
+			t.Errorf("README gives %s the default %s, the service uses %s", name, got, want)
+		}
+		delete(documented, name)
+	}
+	for name := range documented {
+		t.Errorf("README documents %s, which the service does not read", name)
 	}
 }
