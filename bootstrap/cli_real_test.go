@@ -103,7 +103,7 @@ func cliService(t *testing.T) *cliShop {
 			}
 		}
 	})
-	s.c, s.rdb, _ = realService(t, time.Minute, func(cfg *bootstrap.Config) { cfg.MySQLDSN = dsn })
+	s.c, s.rdb, _ = realService(t, time.Minute, func(cfg *bootstrap.Config) { cfg.MySQLDSN = bootstrap.ConnString(dsn) })
 	s.gate = redisgate.New(s.rdb)
 	return s
 }
@@ -338,7 +338,7 @@ func TestCLIRealMigrate(t *testing.T) {
 
 	// The service starts on the migrated database without migrating (it refuses an
 	// unmigrated one) and finds the schema complete.
-	c, _, _ := realService(t, time.Minute, func(cfg *bootstrap.Config) { cfg.MySQLDSN, cfg.Migrate = dsn, false })
+	c, _, _ := realService(t, time.Minute, func(cfg *bootstrap.Config) { cfg.MySQLDSN, cfg.Migrate = bootstrap.ConnString(dsn), false })
 	var ready struct {
 		Checks map[string]string `json:"checks"`
 	}

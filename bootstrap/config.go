@@ -23,9 +23,9 @@ type Config struct {
 	Adapters       string        // CARDSHOP_ADAPTERS: memory | real
 	HTTPAddr       string        // CARDSHOP_HTTP_ADDR
 	PprofAddr      string        // CARDSHOP_PPROF_ADDR: net/http/pprof on this address when set
-	AdminToken     string        // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars)
-	PaymentSecret  string        // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars)
-	TokenSecret    string        // CARDSHOP_TOKEN_SECRET (required, >= 16 chars)
+	AdminToken     Secret        // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars)
+	PaymentSecret  Secret        // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars)
+	TokenSecret    Secret        // CARDSHOP_TOKEN_SECRET (required, >= 16 chars)
 	OrderTimeout   time.Duration // CARDSHOP_ORDER_TIMEOUT
 	IdempotencyTTL time.Duration // CARDSHOP_IDEMPOTENCY_TTL
 	BuyerCap       int64         // CARDSHOP_BUYER_CAP: units per buyer, product and order timeout; 0 = no limit
@@ -36,23 +36,23 @@ type Config struct {
 	LogLevel       slog.Level    // CARDSHOP_LOG_LEVEL: debug | info | warn | error
 	ShutdownGrace  time.Duration // CARDSHOP_SHUTDOWN_GRACE
 
-	MySQLDSN   string   // CARDSHOP_MYSQL_DSN
-	MySQLConns int      // CARDSHOP_MYSQL_MAX_CONNS: connection pool size
-	RedisAddrs []string // CARDSHOP_REDIS_ADDRS (comma-separated; several = cluster)
+	MySQLDSN   ConnString // CARDSHOP_MYSQL_DSN
+	MySQLConns int        // CARDSHOP_MYSQL_MAX_CONNS: connection pool size
+	RedisAddrs []string   // CARDSHOP_REDIS_ADDRS (comma-separated; several = cluster)
 	// RedisAutoPipeline is CARDSHOP_REDIS_AUTOPIPELINE: batch concurrent reservations.
 	RedisAutoPipeline bool
-	AMQPURL           string // CARDSHOP_AMQP_URL
-	AMQPPrefix        string // CARDSHOP_AMQP_PREFIX: name prefix of every exchange and queue
-	Migrate           bool   // CARDSHOP_MIGRATE: apply migrations at start
-	CodeKeys          string // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
-	CodeHash          string // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
+	AMQPURL           ConnString // CARDSHOP_AMQP_URL
+	AMQPPrefix        string     // CARDSHOP_AMQP_PREFIX: name prefix of every exchange and queue
+	Migrate           bool       // CARDSHOP_MIGRATE: apply migrations at start
+	CodeKeys          Secret     // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
+	CodeHash          Secret     // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
 
 	RatePerIP    int           // CARDSHOP_RATE_PER_IP: requests per window per client IP on /api (0 = off)
 	RatePerBuyer int           // CARDSHOP_RATE_PER_BUYER: orders per window per buyer (0 = off)
 	RateWindow   time.Duration // CARDSHOP_RATE_WINDOW: the window of both rate limits
 
 	WebhookURL        string        // CARDSHOP_WEBHOOK_URL: the storefront's endpoint for delivery events; empty = none
-	WebhookSecret     string        // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
+	WebhookSecret     Secret        // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
 	WebhookTimeout    time.Duration // CARDSHOP_WEBHOOK_TIMEOUT: one attempt
 	WebhookMaxBackoff time.Duration // CARDSHOP_WEBHOOK_MAX_BACKOFF: longest wait between two attempts
 }
@@ -90,6 +90,14 @@ func stringVar(dst func(*Config) *string) func(*Config, string) error {
 	return func(c *Config, v string) error { *dst(c) = v; return nil }
 }
 
+func secretVar(dst func(*Config) *Secret) func(*Config, string) error {
+	return func(c *Config, v string) error { *dst(c) = Secret(v); return nil }
+}
+
+func connVar(dst func(*Config) *ConnString) func(*Config, string) error {
+	return func(c *Config, v string) error { *dst(c) = ConnString(v); return nil }
+}
+
 var envVars = map[string]envVar{
 	"CARDSHOP_ADAPTERS": {AdaptersMemory, func(c *Config, v string) error {
 		if v != AdaptersMemory && v != AdaptersReal {
@@ -99,10 +107,10 @@ var envVars = map[string]envVar{
 		return nil
 	}},
 	"CARDSHOP_HTTP_ADDR":       {"127.0.0.1:8080", stringVar(func(c *Config) *string { return &c.HTTPAddr })},
-	"CARDSHOP_ADMIN_TOKEN":     {"", stringVar(func(c *Config) *string { return &c.AdminToken })},
+	"CARDSHOP_ADMIN_TOKEN":     {"", secretVar(func(c *Config) *Secret { return &c.AdminToken })},
 	"CARDSHOP_PPROF_ADDR":      {"", stringVar(func(c *Config) *string { return &c.PprofAddr })},
-	"CARDSHOP_PAYMENT_SECRET":  {"", stringVar(func(c *Config) *string { return &c.PaymentSecret })},
-	"CARDSHOP_TOKEN_SECRET":    {"", stringVar(func(c *Config) *string { return &c.TokenSecret })},
+	"CARDSHOP_PAYMENT_SECRET":  {"", secretVar(func(c *Config) *Secret { return &c.PaymentSecret })},
+	"CARDSHOP_TOKEN_SECRET":    {"", secretVar(func(c *Config) *Secret { return &c.TokenSecret })},
 	"CARDSHOP_ORDER_TIMEOUT":   {"15m", durationVar(func(c *Config) *time.Duration { return &c.OrderTimeout })},
 	"CARDSHOP_IDEMPOTENCY_TTL": {"10m", durationVar(func(c *Config) *time.Duration { return &c.IdempotencyTTL })},
 	"CARDSHOP_BUYER_CAP": {"100", func(c *Config, v string) error {
@@ -121,7 +129,7 @@ var envVars = map[string]envVar{
 	"CARDSHOP_LOG_LEVEL": {"info", func(c *Config, v string) error {
 		return c.LogLevel.UnmarshalText([]byte(v))
 	}},
-	"CARDSHOP_MYSQL_DSN": {"root@tcp(127.0.0.1:3306)/test?parseTime=true", stringVar(func(c *Config) *string { return &c.MySQLDSN })},
+	"CARDSHOP_MYSQL_DSN": {"root@tcp(127.0.0.1:3306)/test?parseTime=true", connVar(func(c *Config) *ConnString { return &c.MySQLDSN })},
 	"CARDSHOP_MYSQL_MAX_CONNS": {"64", func(c *Config, v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 2 || n > 1000 {
@@ -142,7 +150,7 @@ var envVars = map[string]envVar{
 		}
 		return nil
 	}},
-	"CARDSHOP_AMQP_URL": {"amqp://guest:guest@127.0.0.1:5672/", stringVar(func(c *Config) *string { return &c.AMQPURL })},
+	"CARDSHOP_AMQP_URL": {"amqp://guest:guest@127.0.0.1:5672/", connVar(func(c *Config) *ConnString { return &c.AMQPURL })},
 	"CARDSHOP_AMQP_PREFIX": {"cardshop", func(c *Config, v string) error {
 		if !validPrefix(v) {
 			return fmt.Errorf("want 1 to 64 characters of a-z 0-9 . _ -, got %q", v)
@@ -166,11 +174,11 @@ var envVars = map[string]envVar{
 		c.Migrate = b
 		return nil
 	}},
-	"CARDSHOP_CODE_KEYS":      {"", stringVar(func(c *Config) *string { return &c.CodeKeys })},
+	"CARDSHOP_CODE_KEYS":      {"", secretVar(func(c *Config) *Secret { return &c.CodeKeys })},
 	"CARDSHOP_RATE_PER_IP":    {"600", rateVar(func(c *Config) *int { return &c.RatePerIP })},
 	"CARDSHOP_RATE_PER_BUYER": {"60", rateVar(func(c *Config) *int { return &c.RatePerBuyer })},
 	"CARDSHOP_RATE_WINDOW":    {"1m", durationVar(func(c *Config) *time.Duration { return &c.RateWindow })},
-	"CARDSHOP_CODE_HASH_KEY":  {"", stringVar(func(c *Config) *string { return &c.CodeHash })},
+	"CARDSHOP_CODE_HASH_KEY":  {"", secretVar(func(c *Config) *Secret { return &c.CodeHash })},
 	"CARDSHOP_WEBHOOK_URL": {"", func(c *Config, v string) error {
 		if v != "" {
 			if err := webhook.CheckURL(v); err != nil {
@@ -180,7 +188,7 @@ var envVars = map[string]envVar{
 		c.WebhookURL = v
 		return nil
 	}},
-	"CARDSHOP_WEBHOOK_SECRET":      {"", stringVar(func(c *Config) *string { return &c.WebhookSecret })},
+	"CARDSHOP_WEBHOOK_SECRET":      {"", secretVar(func(c *Config) *Secret { return &c.WebhookSecret })},
 	"CARDSHOP_WEBHOOK_TIMEOUT":     {"10s", durationVar(func(c *Config) *time.Duration { return &c.WebhookTimeout })},
 	"CARDSHOP_WEBHOOK_MAX_BACKOFF": {"10m", durationVar(func(c *Config) *time.Duration { return &c.WebhookMaxBackoff })},
 }
@@ -228,7 +236,7 @@ func LoadConfig(environ []string) (Config, error) {
 			return Config{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	for name, v := range map[string]string{"CARDSHOP_ADMIN_TOKEN": c.AdminToken,
+	for name, v := range map[string]Secret{"CARDSHOP_ADMIN_TOKEN": c.AdminToken,
 		"CARDSHOP_PAYMENT_SECRET": c.PaymentSecret, "CARDSHOP_TOKEN_SECRET": c.TokenSecret} {
 		if len(v) < 16 {
 			return Config{}, fmt.Errorf("%s must be set to at least 16 characters (the service refuses to run with guessable secrets)", name)

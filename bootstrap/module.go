@@ -45,10 +45,10 @@ func newLogger(cfg Config) *slog.Logger {
 }
 
 func newSigner(cfg Config) (*paysig.Signer, error) {
-	return paysig.New(cfg.PaymentSecret, cfg.CallbackWindow)
+	return paysig.New(cfg.PaymentSecret.Reveal(), cfg.CallbackWindow)
 }
 
-func newTokens(cfg Config) (*authtoken.Issuer, error) { return authtoken.New(cfg.TokenSecret) }
+func newTokens(cfg Config) (*authtoken.Issuer, error) { return authtoken.New(cfg.TokenSecret.Reveal()) }
 
 // Ports are the driven adapters an adapter set provides.
 type Ports struct {
@@ -74,7 +74,7 @@ func newWebhook(cfg Config, m *metrics.Metrics) (Webhook, error) {
 	if cfg.WebhookURL == "" {
 		return Webhook{}, nil
 	}
-	c, err := webhook.New(webhook.Config{URL: cfg.WebhookURL, Secret: cfg.WebhookSecret, Timeout: cfg.WebhookTimeout})
+	c, err := webhook.New(webhook.Config{URL: cfg.WebhookURL, Secret: cfg.WebhookSecret.Reveal(), Timeout: cfg.WebhookTimeout})
 	if err != nil {
 		return Webhook{}, err
 	}
@@ -126,7 +126,7 @@ type httpIn struct {
 }
 
 func newHTTP(in httpIn) *fiber.App {
-	hc := httpapi.DefaultConfig(in.Cfg.AdminToken)
+	hc := httpapi.DefaultConfig(in.Cfg.AdminToken.Reveal())
 	hc.RateLimits = httpapi.RateLimits{PerIP: in.Cfg.RatePerIP, PerBuyer: in.Cfg.RatePerBuyer, Window: in.Cfg.RateWindow, Limiter: in.Limiter}
 	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
 	return httpapi.New(hc, in.Shop, in.Tokens, in.Clock, in.Log)

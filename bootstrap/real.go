@@ -32,7 +32,7 @@ func RealAdapters() fx.Option {
 			func(g *redisgate.Gate) domain.StockGate { return g },
 			newMySQL,
 			func(cfg Config) (*mysqlstore.Keyring, error) {
-				return mysqlstore.NewKeyring(cfg.CodeKeys, cfg.CodeHash)
+				return mysqlstore.NewKeyring(cfg.CodeKeys.Reveal(), cfg.CodeHash.Reveal())
 			},
 			mysqlstore.New,
 			func(l *mysqlstore.Ledger) domain.Ledger { return l },
@@ -105,7 +105,7 @@ func warmRedis(ctx context.Context, c redis.UniversalClient) {
 }
 
 func newMySQL(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*bun.DB, error) {
-	db, err := mysqlstore.Open(cfg.MySQLDSN)
+	db, err := mysqlstore.Open(cfg.MySQLDSN.Reveal())
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
@@ -143,7 +143,7 @@ func newMySQL(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*bun.DB, error) {
 func newBroker(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*rabbitmq.Broker, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b, err := rabbitmq.Dial(ctx, rabbitmq.Config{URL: cfg.AMQPURL, Prefix: cfg.AMQPPrefix, Channels: 64, Delays: []time.Duration{cfg.OrderTimeout}, Logger: log})
+	b, err := rabbitmq.Dial(ctx, rabbitmq.Config{URL: cfg.AMQPURL.Reveal(), Prefix: cfg.AMQPPrefix, Channels: 64, Delays: []time.Duration{cfg.OrderTimeout}, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmq: %w", err)
 	}

@@ -42,9 +42,9 @@ func realService(t *testing.T, orderTimeout time.Duration, tweaks ...func(*boots
 		t.Fatal(err)
 	}
 	keys, hashKey := mysqlstore.GenerateKeyring()
-	cfg.Adapters, cfg.HTTPAddr, cfg.MySQLDSN, cfg.RedisAddrs = bootstrap.AdaptersReal, freeAddr(t), dsn, []string{porttest.RedisAddr}
+	cfg.Adapters, cfg.HTTPAddr, cfg.MySQLDSN, cfg.RedisAddrs = bootstrap.AdaptersReal, freeAddr(t), bootstrap.ConnString(dsn), []string{porttest.RedisAddr}
 	cfg.AMQPPrefix = "cardshop-e2e"
-	cfg.AMQPURL, cfg.Migrate, cfg.CodeKeys, cfg.CodeHash = porttest.AMQPURL, true, keys, hashKey
+	cfg.AMQPURL, cfg.Migrate, cfg.CodeKeys, cfg.CodeHash = bootstrap.ConnString(porttest.AMQPURL), true, bootstrap.Secret(keys), bootstrap.Secret(hashKey)
 	cfg.OrderTimeout, cfg.SweepInterval, cfg.RelayInterval = orderTimeout, 500*time.Millisecond, 200*time.Millisecond
 	for _, tweak := range tweaks {
 		tweak(&cfg)
@@ -221,13 +221,13 @@ func TestRealAdaptersRebuildTheGateAtStart(t *testing.T) {
 func TestRealAdaptersMariaDBDown(t *testing.T) {
 	var proxy *porttest.Proxy
 	c, rdb, _ := realService(t, time.Minute, func(cfg *bootstrap.Config) {
-		mc, err := mysqldriver.ParseDSN(cfg.MySQLDSN)
+		mc, err := mysqldriver.ParseDSN(cfg.MySQLDSN.Reveal())
 		if err != nil {
 			t.Fatal(err)
 		}
 		proxy = porttest.NewProxy(t, mc.Addr)
 		mc.Addr = proxy.Addr()
-		cfg.MySQLDSN = mc.FormatDSN()
+		cfg.MySQLDSN = bootstrap.ConnString(mc.FormatDSN())
 	})
 	ctx := context.Background()
 	pid := int64(porttest.NewProductID())
