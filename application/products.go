@@ -92,7 +92,8 @@ const importBatch = 1000
 const maxReportedInvalid = 20
 
 // ImportCodes reads codes from r, one per line (blank lines and lines starting with # are
-// skipped; for CSV input the first field is the code), and adds the new ones to the product's
+// skipped; for CSV input the first field is the code, and a first line whose first field is
+// "code" is the header), and adds the new ones to the product's
 // pool in batches: each batch writes its codes, a stock-in flow row and the gate change in one
 // transaction, so the reader is never held in memory whole. Codes the product already has are
 // counted as duplicates; malformed lines as invalid. Codes are never logged.
@@ -106,15 +107,20 @@ func (s *Shop) ImportCodes(ctx context.Context, id domain.ProductID, r io.Reader
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 64*1024)
 	batch := make([]domain.CardCode, 0, importBatch)
-	line := 0
+	line, data := 0, false
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
+		first := !data
+		data = true
 		if i := strings.IndexByte(text, ','); i >= 0 {
 			text = strings.Trim(strings.TrimSpace(text[:i]), `"`)
+			if first && strings.EqualFold(text, "code") { // a CSV header such as "code,expires"
+				continue
+			}
 		}
 		code, err := domain.ParseCardCode(text)
 		if err != nil {

@@ -589,6 +589,15 @@ func TestImportCodes(t *testing.T) {
 	if lv := f.levels(t, p.ID()); lv.Stock != 6 {
 		t.Fatalf("gate %+v, want 6 free", lv)
 	}
+	// A CSV export's header line ("code" as the first field of the first data line) is not a
+	// code.
+	rep = f.importLines(t, p.ID(), "# from the supplier\nCode,Expires\nAAAA-0007,2027-01-01\nx,2027-01-01\n")
+	if rep.Added != 1 || rep.Duplicates != 0 || rep.Invalid != 1 || fmt.Sprint(rep.InvalidRows) != "[4]" {
+		t.Fatalf("CSV with a header: %+v, want 1 added and line 4 invalid", rep)
+	}
+	if lv := f.levels(t, p.ID()); lv.Stock != 7 {
+		t.Fatalf("gate %+v, want 7 free", lv)
+	}
 
 	// 2,500 fresh codes, 5 repeats of earlier lines of the same import (in later batches),
 	// 3 codes of the first import and 25 malformed lines: three batches.
@@ -611,15 +620,15 @@ func TestImportCodes(t *testing.T) {
 	if rep.InvalidRows[0] != 2 || rep.InvalidRows[1] != 4 {
 		t.Fatalf("invalid rows %v, want 2, 4, …", rep.InvalidRows)
 	}
-	if lv := f.levels(t, p.ID()); lv.Stock != 2506 || lv.Sold != 0 {
-		t.Fatalf("gate %+v, want 2506 free", lv)
+	if lv := f.levels(t, p.ID()); lv.Stock != 2507 || lv.Sold != 0 {
+		t.Fatalf("gate %+v, want 2507 free", lv)
 	}
-	if c := f.counts(t, p.ID()); c[domain.CardUnsold] != 2506 {
-		t.Fatalf("pool %v, want 2506 UNSOLD", c)
+	if c := f.counts(t, p.ID()); c[domain.CardUnsold] != 2507 {
+		t.Fatalf("pool %v, want 2507 UNSOLD", c)
 	}
 	tot, _ := f.ledger.Flows().Totals(f.ctx, p.ID())
-	if tot[domain.FlowStockIn] != 2506 {
-		t.Fatalf("stock-in flow %d, want 2506", tot[domain.FlowStockIn])
+	if tot[domain.FlowStockIn] != 2507 {
+		t.Fatalf("stock-in flow %d, want 2507", tot[domain.FlowStockIn])
 	}
 	f.assertInvariants(t, p.ID())
 
