@@ -1,8 +1,11 @@
 package application_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,5 +155,56 @@ func TestNewRefusesNegativeWebhookBackoff(t *testing.T) {
 	if _, err := application.New(cfg, application.Deps{Ledger: f.ledger, Gate: f.gate, Queue: f.queue,
 		Publisher: f.pub, Verifier: f.signer, Alerter: f.alerts, Clock: f.now}); err == nil {
 		t.Fatal("New accepted a negative webhook backoff")
+	}
+}
+
+// gatedNotifier holds every call until want calls are in flight together, and records the
+// most it saw at once.
+type gatedNotifier struct {
+	want    int
+	mu      sync.Mutex
+	now     int
+	most    int
+	calls   int
+	full    chan struct{}
+	release sync.Once
+}
+
+func (g *gatedNotifier) Notify(ctx context.Context, _ domain.Notification) error {
+	g.mu.Lock()
+	g.now++
+	g.calls++
+	g.most = max(g.most, g.now)
+	if g.now == g.want {
+		g.release.Do(func() { close(g.full) })
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.full:
+	case <-time.After(5 * time.Second): // fewer in flight than wanted: let the test see it
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	g.now--
+	g.mu.Unlock()
+	return nil
+}
+
+// A burst of paid orders reaches the storefront eight requests at a time, never more.
+func TestWebhookRelaySendsInParallel(t *testing.T) {
+	hook := &gatedNotifier{want: 8, full: make(chan struct{})}
+	f := newFixture(t, withNotifier(hook))
+	p := f.createProduct(t, 1, 20)
+	for i := range 20 {
+		f.mustPay(t, f.mustPlace(t, domain.BuyerID(fmt.Sprint("buyer-", i)), p.ID(), 1).No())
+	}
+	if n := relayWebhooks(t, f); n != 20 {
+		t.Fatalf("RelayWebhooks sent %d, want 20", n)
+	}
+	if hook.most != 8 || hook.calls != 20 {
+		t.Fatalf("%d calls, at most %d at once; want 20 calls, 8 at once", hook.calls, hook.most)
+	}
+	if n, _ := f.shop.WebhookBacklog(f.ctx); n != 0 {
+		t.Fatalf("webhook backlog %d, want 0", n)
 	}
 }
