@@ -145,7 +145,8 @@ func (r resp) decode(t testing.TB, v any) {
 	}
 }
 
-// do sends one request through app.Test; hdr are name, value pairs.
+// do sends one request through app.Test and checks the answer against openapi.json; hdr are
+// name, value pairs.
 func (h *harness) do(method, target string, body io.Reader, hdr ...string) resp {
 	h.t.Helper()
 	req := httptest.NewRequest(method, target, body)
@@ -161,6 +162,7 @@ func (h *harness) do(method, target string, body io.Reader, hdr ...string) resp 
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	checkSpec(h.t, method, target, res.StatusCode, res.Header, b)
 	return resp{status: res.StatusCode, header: res.Header, body: b}
 }
 

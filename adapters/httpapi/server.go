@@ -87,13 +87,14 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 	app.Use(requestid.New())
 	app.Use(withRequestID)
 
-	// Probes and metrics: no token and no rate limit (a scraper or an orchestrator must never
-	// be refused); they reveal no order, buyer or code.
+	// Probes, metrics and the API's description: no token and no rate limit (a scraper or an
+	// orchestrator must never be refused); they reveal no order, buyer or code.
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.readyz)
 	if cfg.Metrics != nil {
 		app.Get("/metrics", metricsHandler(cfg.Metrics))
 	}
+	app.Get("/openapi.json", serveOpenAPI)
 
 	// The per-IP limit is on each buyer route rather than on the group, so that the payment
 	// callback is left out by construction (see RateLimits); it runs before the token check,

@@ -36,6 +36,7 @@ func serve(t *testing.T, h *harness) string {
 	return "http://" + ln.Addr().String()
 }
 
+// send sends one request to a real server and checks the answer against openapi.json.
 func send(t *testing.T, c *http.Client, method, url string, body io.Reader, hdr ...string) resp {
 	t.Helper()
 	req, err := http.NewRequest(method, url, body)
@@ -54,6 +55,7 @@ func send(t *testing.T, c *http.Client, method, url string, body io.Reader, hdr 
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkSpec(t, method, url, res.StatusCode, res.Header, b)
 	return resp{status: res.StatusCode, header: res.Header, body: b}
 }
 
