@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -116,6 +117,17 @@ func TestMigrate(t *testing.T) {
 		if !have[k] {
 			t.Errorf("index %s is missing", k)
 		}
+	}
+
+	// An outbox row written without retry_at (by the previous version, during a rolling
+	// upgrade) is due at once.
+	if _, err := first.ExecContext(ctx, "INSERT INTO outbox (topic, msg_key, payload, created_at) VALUES ('gate.change', 'old', '{}', UTC_TIMESTAMP(6))"); err != nil {
+		t.Fatalf("insert without retry_at: %v", err)
+	}
+	var due int
+	if err := first.NewRaw("SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL AND retry_at <= ? AND msg_key = 'old'",
+		time.Now().UTC()).Scan(ctx, &due); err != nil || due != 1 {
+		t.Fatalf("row without retry_at: due %d (%v), want 1", due, err)
 	}
 }
 
