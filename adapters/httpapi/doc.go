@@ -2,7 +2,7 @@
 // buyer and admin authentication, and the one table that maps domain errors to HTTP status
 // codes and stable error codes; also the probes (/healthz, /readyz), through the Metrics
 // interface it defines, request metrics and /metrics (so it needs no Prometheus import), and
-// the OpenAPI description of every route (openapi.json) at /openapi.json.
+// the OpenAPI description of every route (openapi.json) at /openapi.json and, as a page, /docs.
 //
 // It may import the domain, the application, paysig/authtoken and Fiber; handlers parse input,
 // call one use case and return its error unchanged.

@@ -370,6 +370,7 @@ func TestOpenAPIServed(t *testing.T) {
 		if !bytes.Equal(r.body, want) {
 			t.Fatalf("GET /openapi.json is not %s (%d bytes, want %d)", specFile, len(r.body), len(want))
 		}
+		wantStatus(t, h.do("GET", "/docs", nil), 200)
 	}
 	if calls := lim.calls(); len(calls) != 0 {
 		t.Fatalf("the description charged the limiter: %v", calls)

@@ -95,6 +95,7 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 		app.Get("/metrics", metricsHandler(cfg.Metrics))
 	}
 	app.Get("/openapi.json", serveOpenAPI)
+	app.Get("/docs", serveDocs)
 
 	// The per-IP limit is on each buyer route rather than on the group, so that the payment
 	// callback is left out by construction (see RateLimits); it runs before the token check,
