@@ -91,6 +91,12 @@ type option func(*httpapi.Config)
 
 func newHarness(t testing.TB, opts ...option) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil, opts...)
+}
+
+// newHarnessWith is newHarness with the use cases' ports changed by deps first (nil: none).
+func newHarnessWith(t testing.TB, deps func(*application.Deps), opts ...option) *harness {
+	t.Helper()
 	h := &harness{t: t, clock: memory.NewFakeClock(start), ledger: memory.NewLedger(), logs: &syncBuffer{}}
 	log := slog.New(httpapi.LogHandler(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	h.gate = &faultGate{Gate: memory.NewGate(h.clock)}
@@ -106,8 +112,12 @@ func newHarness(t testing.TB, opts ...option) *harness {
 	}
 	cfg := application.DefaultConfig()
 	cfg.ReplayWait = 50 * time.Millisecond
-	h.shop, err = application.New(cfg, application.Deps{Ledger: h.ledger, Gate: h.gate, Queue: queue,
-		Publisher: memory.NewPublisher(), Verifier: h.signer, Alerter: h.alerts, Clock: h.clock, Logger: log})
+	d := application.Deps{Ledger: h.ledger, Gate: h.gate, Queue: queue,
+		Publisher: memory.NewPublisher(), Verifier: h.signer, Alerter: h.alerts, Clock: h.clock, Logger: log}
+	if deps != nil {
+		deps(&d)
+	}
+	h.shop, err = application.New(cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}

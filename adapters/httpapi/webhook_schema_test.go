@@ -1,0 +1,67 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"cardshop/adapters/webhook"
+	"cardshop/application"
+)
+
+// The outbound webhook's body, as the webhook client really sends it for a paid order, matches
+// the WebhookEvent schema of openapi.json; a body with a field the schema does not name (codes,
+// say) does not.
+func TestWebhookBodyMatchesTheDescription(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		bodies [][]byte
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	hook, err := webhook.New(webhook.Config{URL: srv.URL, Secret: "webhook-secret-0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, func(d *application.Deps) { d.Notifier = hook })
+	h.createProduct(1, 250, 5)
+	h.importCodes(1, codes("HOOKED", 3)...)
+	o := h.placeOrder(h.token("alice"), "webhook-key-1", 1, 2)
+	h.pay(o)
+	if n, err := h.shop.RelayWebhooks(t.Context()); err != nil || n != 1 {
+		t.Fatalf("RelayWebhooks = %d, %v; want 1", n, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 1 {
+		t.Fatalf("the storefront got %d requests, want 1", len(bodies))
+	}
+	schema := mustSpec(t).doc.Components.Schemas["WebhookEvent"]
+	if schema == nil {
+		t.Fatal("openapi.json describes no WebhookEvent")
+	}
+	var v map[string]any
+	if err := json.Unmarshal(bodies[0], &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Value.VisitJSON(v, openapi3.MultiErrors()); err != nil {
+		t.Fatalf("webhook body %s does not match WebhookEvent: %v", bodies[0], err)
+	}
+	if data := v["data"].(map[string]any); data["order_no"] != o.OrderNo || data["qty"] != float64(2) || data["amount"] != float64(500) {
+		t.Fatalf("webhook data %v, want order %s, 2 units, 500", data, o.OrderNo)
+	}
+	v["data"].(map[string]any)["codes"] = []any{"HOOKED-0001"}
+	if err := schema.Value.VisitJSON(v, openapi3.MultiErrors()); err == nil {
+		t.Fatal("the WebhookEvent schema accepts a field it does not name")
+	}
+}
