@@ -44,8 +44,9 @@ func RealAdapters() fx.Option {
 			realReadiness,
 		),
 		fx.Invoke(ensureGates),
-		// RabbitMQ's queue depth is the broker's to report (its management plugin or its
-		// Prometheus endpoint): asking it per scrape would cost a channel and a round trip.
+		// The delay queue's backlog: one channel and a passive declare per queue per scrape,
+		// nothing next to a scrape interval of seconds.
+		fx.Invoke(func(m *metrics.Metrics, b *rabbitmq.Broker) { m.WatchQueueDepths(b.QueueDepths) }),
 		fx.Invoke(func(m *metrics.Metrics, l *mysqlstore.Ledger) {
 			m.WatchLedgerRetries(map[string]func() int64{
 				"deadlock":          func() int64 { return l.Stats().Deadlocks },

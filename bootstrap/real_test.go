@@ -305,4 +305,9 @@ func TestRealAdaptersReady(t *testing.T) {
 	if status != 200 || !strings.Contains(string(body), `cardshop_ledger_retries_total{reason="deadlock"}`) {
 		t.Fatalf("/metrics %d without ledger retries", status)
 	}
+	for _, q := range []string{"order-timeouts", "delivered", "delay.900000"} {
+		if !strings.Contains(string(body), `cardshop_broker_queue_messages{queue="`+q+`"} `) {
+			t.Errorf("/metrics lacks the depth of the %s queue", q)
+		}
+	}
 }

@@ -158,6 +158,37 @@ func (m *Metrics) WatchDelayQueue(pending func() int) {
 	}, func() float64 { return float64(pending()) }))
 }
 
+// WatchQueueDepths exports cardshop_broker_queue_messages{queue}, the messages ready in each
+// broker queue (the delay buckets, the timeouts queue, the delivered queue), read at scrape
+// time with a short timeout; left out of a scrape whose read fails. The queues are the fixed
+// topology's, so the label cannot grow.
+func (m *Metrics) WatchQueueDepths(depths func(context.Context) (map[string]int, error)) {
+	m.reg.MustRegister(&queueDepths{
+		desc: prometheus.NewDesc("cardshop_broker_queue_messages",
+			"Messages ready in each RabbitMQ queue of the service (a delay bucket's message carries a group of order closes).", []string{"queue"}, nil),
+		read: depths,
+	})
+}
+
+type queueDepths struct {
+	desc *prometheus.Desc
+	read func(context.Context) (map[string]int, error)
+}
+
+func (q *queueDepths) Describe(ch chan<- *prometheus.Desc) { ch <- q.desc }
+
+func (q *queueDepths) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	depths, err := q.read(ctx)
+	if err != nil {
+		return
+	}
+	for name, n := range depths {
+		ch <- prometheus.MustNewConstMetric(q.desc, prometheus.GaugeValue, float64(n), name)
+	}
+}
+
 // scrapeGauge is a gauge read at scrape time from a call that may fail or be slow.
 type scrapeGauge struct {
 	desc *prometheus.Desc

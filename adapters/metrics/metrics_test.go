@@ -253,3 +253,28 @@ cardshop_webhook_deliveries_total{outcome="failed"} 2
 		t.Fatalf("%d attempts timed, want 5", got)
 	}
 }
+
+// Queue depths are read at scrape time, one series per queue, none when the read fails.
+func TestQueueDepths(t *testing.T) {
+	m := metrics.New()
+	var fail error
+	m.WatchQueueDepths(func(ctx context.Context) (map[string]int, error) {
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("queue depths read without a deadline")
+		}
+		return map[string]int{"order-timeouts": 2, "delay.900000": 5}, fail
+	})
+	want := `
+# HELP cardshop_broker_queue_messages Messages ready in each RabbitMQ queue of the service (a delay bucket's message carries a group of order closes).
+# TYPE cardshop_broker_queue_messages gauge
+cardshop_broker_queue_messages{queue="delay.900000"} 5
+cardshop_broker_queue_messages{queue="order-timeouts"} 2
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "cardshop_broker_queue_messages"); err != nil {
+		t.Fatal(err)
+	}
+	fail = errors.New("broker down")
+	if n, err := testutil.GatherAndCount(m.Registry(), "cardshop_broker_queue_messages"); err != nil || n != 0 {
+		t.Fatalf("with a failing read: %d series, %v", n, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -395,4 +396,52 @@ func (b *Broker) Close() error {
 		return fmt.Errorf("close rabbitmq connection: %w", err)
 	}
 	return nil
+}
+
+// QueueDepths returns how many messages wait in each queue of the topology, by name without
+// the prefix: "order-timeouts", "delivered", "delay.<ms>". It asks the broker with passive
+// declares on a channel of its own. A delay queue's message carries a group of closes (see
+// ScheduleClose), so its depth counts groups, not orders.
+func (b *Broker) QueueDepths(ctx context.Context) (map[string]int, error) {
+	conn, err := b.current()
+	if err != nil {
+		return nil, unavailable("queue depths", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pingTimeout)
+		defer cancel()
+	}
+	type result struct {
+		depths map[string]int
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ch, err := conn.Channel()
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer func() { _ = ch.Close() }()
+		depths := make(map[string]int)
+		for _, q := range b.topo.queues() {
+			info, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
+			if err != nil {
+				done <- result{err: fmt.Errorf("queue %s: %w", q, err)}
+				return
+			}
+			depths[strings.TrimPrefix(q, b.topo.prefix+".")] = info.Messages
+		}
+		done <- result{depths: depths}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, unavailable("queue depths", r.err)
+		}
+		return r.depths, nil
+	case <-ctx.Done():
+		return nil, unavailable("queue depths", ctx.Err())
+	}
 }

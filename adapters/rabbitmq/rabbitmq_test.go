@@ -389,3 +389,44 @@ func TestTwoHundredConcurrentMessagesAllDelivered(t *testing.T) {
 	}
 	t.Logf("all 200 delivered after %s (%d duplicates)", time.Since(start), dups)
 }
+
+// QueueDepths counts what waits in each queue: a close scheduled far ahead in its delay bucket,
+// a published event in the delivered queue, nothing elsewhere.
+func TestQueueDepths(t *testing.T) {
+	b := dial(t, rabbitmq.Config{})
+	depths, err := b.QueueDepths(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(depths) != len(b.Queues()) {
+		t.Fatalf("depths of %d queues, want %d: %v", len(depths), len(b.Queues()), depths)
+	}
+	for q, n := range depths {
+		if n != 0 {
+			t.Fatalf("fresh topology: %s holds %d", q, n)
+		}
+	}
+	if err := b.ScheduleClose(t.Context(), newOrderNo(), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	m := domain.OutboxMessage{ID: 7, Topic: domain.TopicDelivered, Key: "k", Payload: []byte(`{}`), At: time.Now()}
+	if err := b.Publish(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	depths, err = b.QueueDepths(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"delivered": 1, "delay.3600000": 1}
+	for q, n := range depths {
+		if n != want[q] {
+			t.Errorf("%s holds %d, want %d (all: %v)", q, n, want[q], depths)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.QueueDepths(t.Context()); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("QueueDepths on a closed broker: %v, want ErrUnavailable", err)
+	}
+}
