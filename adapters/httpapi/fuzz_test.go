@@ -41,7 +41,9 @@ func FuzzPlaceOrderBody(f *testing.F) {
 			t.Fatalf("body %q answered a malformed error %s", body, r)
 		}
 		for _, m := range leakMarkers {
-			if bytes.Contains(r.body, []byte(m)) {
+			// A marker the request itself holds may come back as the name of the field at
+			// fault ("field":"0000%!0"), JSON-escaped: that is an echo, not a leak.
+			if bytes.Contains(r.body, []byte(m)) && !bytes.Contains(body, []byte(m)) {
 				t.Fatalf("body %q answered internal text %q: %s", body, m, r)
 			}
 		}
