@@ -26,7 +26,7 @@ func notification() domain.Notification {
 		Data: []byte(`{"event_id":"delivered:0123","order_no":"0123","qty":2}`)}
 }
 
-func newClient(t *testing.T, url string, hc *http.Client, timeout time.Duration) *webhook.Client {
+func newClient(t testing.TB, url string, hc *http.Client, timeout time.Duration) *webhook.Client {
 	t.Helper()
 	c, err := webhook.New(webhook.Config{URL: url, Secret: secret, HTTPClient: hc, Timeout: timeout})
 	if err != nil {
