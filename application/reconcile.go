@@ -36,7 +36,8 @@ func (r Reconciliation) OK() bool { return r.Differences == 0 }
 // Reconcile reads a product's numbers from every side and checks SPEC.md's invariants. The
 // report is exact when nothing is in flight for the product (no request running, outbox
 // drained). With repair, the gate is rebuilt from the ledger first (the ledger wins) after
-// draining the outbox, and the report describes the repaired state.
+// applying every unsent gate change, waiting for a retry or not (a repair is refused with
+// ErrUnavailable while one fails), and the report describes the repaired state.
 //
 // Errors: ErrProductNotFound, ErrUnavailable.
 func (s *Shop) Reconcile(ctx context.Context, id domain.ProductID, repair bool) (Reconciliation, error) {
@@ -45,7 +46,7 @@ func (s *Shop) Reconcile(ctx context.Context, id domain.ProductID, repair bool) 
 		return Reconciliation{}, fmt.Errorf("reconcile: %w", err)
 	}
 	if repair {
-		if _, err := s.RelayOutbox(ctx); err != nil {
+		if err := s.drainGateChanges(ctx); err != nil {
 			return Reconciliation{}, fmt.Errorf("drain outbox before repair: %w", err)
 		}
 		if err := s.RebuildGate(ctx, p); err != nil {

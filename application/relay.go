@@ -37,14 +37,35 @@ var errNoWebhook = errors.New("no storefront webhook configured")
 // events are published. A message that fails is counted and tried again after a backoff. It
 // returns how many messages were sent.
 func (s *Shop) RelayOutbox(ctx context.Context) (int, error) {
-	return s.relayTopics(ctx, s.cfg.RelayBatch, 1, relayTopics, s.relay)
+	sent, _, err := s.relayTopics(ctx, relayRun{batch: s.cfg.RelayBatch, parallel: 1, topics: relayTopics, send: s.relay})
+	return sent, err
+}
+
+// errGateChangesUnsent refuses a gate rebuild while gate changes stay unsent.
+var errGateChangesUnsent = fmt.Errorf("gate changes could not be applied before the rebuild: %w", domain.ErrUnavailable)
+
+// drainGateChanges applies every unsent gate change now, waiting for its retry time or not,
+// and fails when one still fails. A gate rebuild must come after them: the ledger's numbers
+// it copies already count them, and one applied after the rebuild would count twice.
+func (s *Shop) drainGateChanges(ctx context.Context) error {
+	_, failed, err := s.relayTopics(ctx, relayRun{batch: s.cfg.RelayBatch, parallel: 1,
+		topics: []string{domain.TopicGateChange}, send: s.relay, drain: true})
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return errGateChangesUnsent
+	}
+	return nil
 }
 
 // RelayWebhooks sends due webhook messages to the storefront through the Notifier, a few at a
 // time, each retried with a backoff up to Config.WebhookMaxBackoff until the storefront accepts
 // it. It returns how many were delivered.
 func (s *Shop) RelayWebhooks(ctx context.Context) (int, error) {
-	return s.relayTopics(ctx, min(s.cfg.RelayBatch, webhookPage), webhookParallel, []string{domain.TopicWebhook}, s.notify)
+	sent, _, err := s.relayTopics(ctx, relayRun{batch: min(s.cfg.RelayBatch, webhookPage), parallel: webhookParallel,
+		topics: []string{domain.TopicWebhook}, send: s.notify})
+	return sent, err
 }
 
 // WebhookBacklog counts the webhook messages not yet delivered.
@@ -52,29 +73,43 @@ func (s *Shop) WebhookBacklog(ctx context.Context) (int64, error) {
 	return s.ledger.Outbox().Backlog(ctx, domain.TopicWebhook)
 }
 
-// relayTopics sends the due messages of topics page by page, up to parallel at once, and
-// records each outcome: sent, or failed with its next attempt pushed back.
-func (s *Shop) relayTopics(ctx context.Context, batch, parallel int, topics []string,
-	send func(context.Context, domain.OutboxMessage) error) (int, error) {
-	sent := 0
+// relayRun is one pass of a relay.
+type relayRun struct {
+	batch, parallel int // messages per page; sent at once
+	topics          []string
+	send            func(context.Context, domain.OutboxMessage) error
+	// drain sends every unsent message, due or not, and stops at the first page with a failure
+	// (which it would otherwise read again and again).
+	drain bool
+}
+
+// relayTopics sends the due messages of r.topics page by page, up to r.parallel at once, and
+// records each outcome: sent, or failed with its next attempt pushed back. It returns how many
+// were sent and how many failed.
+func (s *Shop) relayTopics(ctx context.Context, r relayRun) (sent, failedAll int, _ error) {
+	batch := r.batch
 	for {
-		msgs, err := s.ledger.Outbox().Pending(ctx, s.clock.Now(), batch, topics...)
+		due := s.clock.Now()
+		if r.drain {
+			due = due.AddDate(100, 0, 0)
+		}
+		msgs, err := s.ledger.Outbox().Pending(ctx, due, batch, r.topics...)
 		if err != nil {
-			return sent, fmt.Errorf("read outbox: %w", err)
+			return sent, failedAll, fmt.Errorf("read outbox: %w", err)
 		}
 		var (
 			mu             sync.Mutex
 			failed, okHere int
 			firstErr       error
 			wg             sync.WaitGroup
-			slots          = make(chan struct{}, parallel)
+			slots          = make(chan struct{}, r.parallel)
 		)
 		for _, m := range msgs {
 			slots <- struct{}{}
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
-				ok, err := s.relayOne(ctx, m, send)
+				ok, err := s.relayOne(ctx, m, r.send)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil && firstErr == nil {
@@ -89,13 +124,14 @@ func (s *Shop) relayTopics(ctx context.Context, batch, parallel int, topics []st
 		}
 		wg.Wait()
 		sent += okHere
+		failedAll += failed
 		if firstErr != nil {
-			return sent, firstErr
+			return sent, failedAll, firstErr
 		}
 		// Stop on a short page, or when nothing in a full page went through (the peer is
 		// down): the failed messages wait for their retry time.
-		if len(msgs) < batch || failed == len(msgs) || ctx.Err() != nil {
-			return sent, ctx.Err()
+		if len(msgs) < batch || failed == len(msgs) || (r.drain && failed > 0) || ctx.Err() != nil {
+			return sent, failedAll, ctx.Err()
 		}
 	}
 }
