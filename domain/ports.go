@@ -99,7 +99,8 @@ type StockGate interface {
 	// can be cancelled again. The buyer's budget is not refunded.
 	Cancel(ctx context.Context, r Reservation) (cancelled bool, err error)
 	// Apply applies c once per c.Ref and reports whether this call applied it. A product the
-	// gate does not know is left alone (applied=false): the rebuild from the ledger counts it.
+	// gate does not know is left alone (applied=false) but c.Ref is recorded: the rebuild from
+	// the ledger counts c, so a later Apply of it must not count it again.
 	Apply(ctx context.Context, c GateChange) (applied bool, err error)
 	// Levels returns the counters; ok is false when the gate has no record of the product.
 	Levels(ctx context.Context, p ProductID) (l GateLevels, ok bool, err error)

@@ -8,9 +8,14 @@
 -- ARGV[3]  the marker's TTL in milliseconds (7 days): a positive integer
 --
 -- Returns 1 when the change was applied (and the marker set), 0 when it was not: the product's
--- stock key is missing (nothing is recorded, so the change applies once the gate is rebuilt)
--- or the marker exists (already applied). An error reply, before anything is written, when ARGV
--- is malformed.
+-- stock key is missing, or the marker exists (already applied). An error reply, before anything
+-- is written, when ARGV is malformed.
+--
+-- A change that finds the stock key missing still sets its marker: the gate lost the product
+-- (Redis restarted empty) and the rebuild that follows copies the ledger, which already counts
+-- every committed change. Without the marker, a relay applying the same change after that
+-- rebuild would count it twice (stock above the codes); with it, that second apply changes
+-- nothing.
 --
 -- Why atomic: the marker check, the two increments and the marker must be one step, or two
 -- deliveries of one outbox message could both miss the marker and apply the change twice, or a
@@ -30,6 +35,7 @@ if not (ttl and string.match(ttl, '^[1-9]%d*$')) then
   return redis.error_reply('ERR apply.lua: marker TTL must be a positive integer of milliseconds')
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('SET', KEYS[3], '1', 'PX', ttl)
   return 0
 end
 if redis.call('EXISTS', KEYS[3]) == 1 then

@@ -291,7 +291,13 @@ func (g *Gate) Apply(_ context.Context, c domain.GateChange) (bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	p := g.products[c.Product]
-	if !p.exists || g.liveMarker(m, now) {
+	if !p.exists {
+		// Recorded all the same: the rebuild that follows counts it from the ledger (see
+		// lua/apply.lua).
+		g.markers[m] = now.Add(MarkerTTL)
+		return false, nil
+	}
+	if g.liveMarker(m, now) {
 		return false, nil
 	}
 	p.stock += c.Stock
