@@ -26,6 +26,10 @@ const (
 	// of paid orders reaches a storefront that takes 100 ms per request at 80 events/s.
 	webhookParallel = 8
 	webhookPage     = 64 // messages per page of RelayWebhooks
+	// WebhookLease is how long a relay holds a webhook message it is sending: another instance
+	// reading the same message leaves it, so the storefront gets it once. It must exceed the
+	// webhook's timeout; a relay that dies mid-send delays that event by at most this long.
+	WebhookLease = 2 * time.Minute
 )
 
 // errNoWebhook fails a webhook message while no webhook is configured: it stays in the outbox
@@ -61,10 +65,11 @@ func (s *Shop) drainGateChanges(ctx context.Context) error {
 
 // RelayWebhooks sends due webhook messages to the storefront through the Notifier, a few at a
 // time, each retried with a backoff up to Config.WebhookMaxBackoff until the storefront accepts
-// it. It returns how many were delivered.
+// it. Each message is claimed (Outbox.Claim, WebhookLease) before it is sent, so instances
+// relaying side by side do not send it twice. It returns how many were delivered.
 func (s *Shop) RelayWebhooks(ctx context.Context) (int, error) {
 	sent, _, err := s.relayTopics(ctx, relayRun{batch: min(s.cfg.RelayBatch, webhookPage), parallel: webhookParallel,
-		topics: []string{domain.TopicWebhook}, send: s.notify})
+		topics: []string{domain.TopicWebhook}, send: s.notify, lease: WebhookLease})
 	return sent, err
 }
 
@@ -81,6 +86,9 @@ type relayRun struct {
 	// drain sends every unsent message, due or not, and stops at the first page with a failure
 	// (which it would otherwise read again and again).
 	drain bool
+	// lease, when set, claims each message for that long before sending it; a message another
+	// relay claimed first is left to it.
+	lease time.Duration
 }
 
 // relayTopics sends the due messages of r.topics page by page, up to r.parallel at once, and
@@ -109,15 +117,16 @@ func (s *Shop) relayTopics(ctx context.Context, r relayRun) (sent, failedAll int
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
-				ok, err := s.relayOne(ctx, m, r.send)
+				outcome, err := s.relayOne(ctx, m, r)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
-				if ok {
+				switch outcome {
+				case relaySent:
 					okHere++
-				} else {
+				case relayFailed:
 					failed++
 				}
 			}()
@@ -136,22 +145,40 @@ func (s *Shop) relayTopics(ctx context.Context, r relayRun) (sent, failedAll int
 	}
 }
 
-// relayOne sends m and records the outcome; ok tells whether it was sent. The error is the
-// ledger's, when the outcome could not be recorded.
-func (s *Shop) relayOne(ctx context.Context, m domain.OutboxMessage, send func(context.Context, domain.OutboxMessage) error) (ok bool, _ error) {
-	if err := send(ctx, m); err != nil {
+// relayOutcome is what became of one message in a relay pass.
+type relayOutcome int
+
+const (
+	relaySent   relayOutcome = iota
+	relayFailed              // to be tried again after its backoff
+	relayLeft                // another relay claimed it first
+)
+
+// relayOne claims m when r says so, sends it and records the outcome. The error is the
+// ledger's, when the claim or the outcome could not be recorded.
+func (s *Shop) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRun) (relayOutcome, error) {
+	if r.lease > 0 {
+		won, err := s.ledger.Outbox().Claim(ctx, m.ID, m.RetryAt, s.clock.Now().Add(r.lease))
+		if err != nil {
+			return relayFailed, fmt.Errorf("claim outbox message: %w", err)
+		}
+		if !won {
+			return relayLeft, nil
+		}
+	}
+	if err := r.send(ctx, m); err != nil {
 		retry := s.clock.Now().Add(s.retryDelay(m.Topic, m.Attempts+1))
 		s.log.WarnContext(ctx, "outbox message not relayed", "id", m.ID, "topic", m.Topic, "key", m.Key,
 			"attempt", m.Attempts+1, "retry_at", retry, "err", err)
 		if err := s.ledger.Outbox().MarkFailed(ctx, m.ID, retry); err != nil {
-			return false, fmt.Errorf("count outbox failure: %w", err)
+			return relayFailed, fmt.Errorf("count outbox failure: %w", err)
 		}
-		return false, nil
+		return relayFailed, nil
 	}
 	if err := s.ledger.Outbox().MarkSent(ctx, m.ID, s.clock.Now()); err != nil {
-		return false, fmt.Errorf("mark outbox message sent: %w", err)
+		return relayFailed, fmt.Errorf("mark outbox message sent: %w", err)
 	}
-	return true, nil
+	return relaySent, nil
 }
 
 // retryDelay is how long a message of topic waits after its attempt-th failure: exponential

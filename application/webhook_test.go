@@ -208,3 +208,60 @@ func TestWebhookRelaySendsInParallel(t *testing.T) {
 		t.Fatalf("webhook backlog %d, want 0", n)
 	}
 }
+
+// countingNotifier counts notifications by event id; each call takes a little while, as a
+// storefront does, so that relays running side by side read the same page.
+type countingNotifier struct {
+	mu    sync.Mutex
+	byID  map[string]int
+	pause time.Duration
+}
+
+func (c *countingNotifier) Notify(_ context.Context, n domain.Notification) error {
+	time.Sleep(c.pause)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byID[n.ID]++
+	return nil
+}
+
+// Two instances relaying the same outbox side by side send every event once: each message is
+// claimed before it is sent, and the instance that loses the claim leaves it.
+func TestWebhookRelaysOnTwoInstancesSendEachEventOnce(t *testing.T) {
+	hook := &countingNotifier{byID: map[string]int{}, pause: 2 * time.Millisecond}
+	f := newFixture(t, withNotifier(hook))
+	other, err := application.New(f.cfg, application.Deps{Ledger: f.ledger, Gate: f.gate, Queue: f.queue,
+		Publisher: f.pub, Notifier: hook, Verifier: f.signer, Alerter: f.alerts, Clock: f.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.createProduct(t, 1, 40)
+	for i := range 40 {
+		f.mustPay(t, f.mustPlace(t, domain.BuyerID(fmt.Sprint("buyer-", i)), p.ID(), 1).No())
+	}
+	var wg sync.WaitGroup
+	sent := make([]int, 2)
+	for i, shop := range []*application.Shop{f.shop, other} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := shop.RelayWebhooks(f.ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			sent[i] = n
+		}()
+	}
+	wg.Wait()
+	if sent[0]+sent[1] != 40 || len(hook.byID) != 40 {
+		t.Fatalf("instances sent %v, storefront got %d events; want 40 in all", sent, len(hook.byID))
+	}
+	for id, n := range hook.byID {
+		if n != 1 {
+			t.Fatalf("event %s sent %d times, want once", id, n)
+		}
+	}
+	if n, _ := f.shop.WebhookBacklog(f.ctx); n != 0 {
+		t.Fatalf("webhook backlog %d, want 0", n)
+	}
+}

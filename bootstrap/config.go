@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cardshop/adapters/webhook"
+	"cardshop/application"
 )
 
 // Adapter sets.
@@ -56,6 +57,10 @@ type Config struct {
 	WebhookTimeout    time.Duration // CARDSHOP_WEBHOOK_TIMEOUT: one attempt
 	WebhookMaxBackoff time.Duration // CARDSHOP_WEBHOOK_MAX_BACKOFF: longest wait between two attempts
 }
+
+// maxWebhookTimeout bounds CARDSHOP_WEBHOOK_TIMEOUT: an attempt must end before the relay's
+// claim on the message (application.WebhookLease) does, or another instance could send it too.
+const maxWebhookTimeout = time.Minute
 
 // envVar describes one variable: its default and how to store it.
 type envVar struct {
@@ -188,8 +193,16 @@ var envVars = map[string]envVar{
 		c.WebhookURL = v
 		return nil
 	}},
-	"CARDSHOP_WEBHOOK_SECRET":      {"", secretVar(func(c *Config) *Secret { return &c.WebhookSecret })},
-	"CARDSHOP_WEBHOOK_TIMEOUT":     {"10s", durationVar(func(c *Config) *time.Duration { return &c.WebhookTimeout })},
+	"CARDSHOP_WEBHOOK_SECRET": {"", secretVar(func(c *Config) *Secret { return &c.WebhookSecret })},
+	"CARDSHOP_WEBHOOK_TIMEOUT": {"10s", func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > maxWebhookTimeout {
+			return fmt.Errorf("want a duration from 1ms to %s (an attempt must end well within the relay's %s claim), got %q",
+				maxWebhookTimeout, application.WebhookLease, v)
+		}
+		c.WebhookTimeout = d
+		return nil
+	}},
 	"CARDSHOP_WEBHOOK_MAX_BACKOFF": {"10m", durationVar(func(c *Config) *time.Duration { return &c.WebhookMaxBackoff })},
 }
 

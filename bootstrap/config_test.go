@@ -105,6 +105,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"webhook over plain http", env("CARDSHOP_WEBHOOK_URL=http://shop.example/h", "CARDSHOP_WEBHOOK_SECRET=webhook-secret-0123456789"), "CARDSHOP_WEBHOOK_URL"},
 		{"webhook URL not absolute", env("CARDSHOP_WEBHOOK_URL=shop.example/h", "CARDSHOP_WEBHOOK_SECRET=webhook-secret-0123456789"), "CARDSHOP_WEBHOOK_URL"},
 		{"zero webhook backoff", env("CARDSHOP_WEBHOOK_MAX_BACKOFF=0s"), "CARDSHOP_WEBHOOK_MAX_BACKOFF"},
+		{"webhook timeout past the relay's claim", env("CARDSHOP_WEBHOOK_TIMEOUT=2m"), "CARDSHOP_WEBHOOK_TIMEOUT"},
+		{"zero webhook timeout", env("CARDSHOP_WEBHOOK_TIMEOUT=0s"), "CARDSHOP_WEBHOOK_TIMEOUT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -240,6 +240,11 @@ type Outbox interface {
 	MarkSent(ctx context.Context, id int64, at time.Time) error
 	// MarkFailed counts a failed attempt and makes the message due again at retryAt.
 	MarkFailed(ctx context.Context, id int64, retryAt time.Time) error
+	// Claim moves an unsent message's RetryAt from from (as Pending read it) to until and
+	// reports whether this call did: of several relays that read the same message, one wins
+	// it and the others leave it. A claimed message that is neither marked sent nor failed by
+	// until (its relay died) is due again then.
+	Claim(ctx context.Context, id int64, from, until time.Time) (bool, error)
 	// Backlog counts unsent messages, due or not: of the given topics only, or of every topic
 	// when none is given.
 	Backlog(ctx context.Context, topics ...string) (int64, error)

@@ -106,6 +106,21 @@ func (o outbox) MarkFailed(_ context.Context, id int64, retryAt time.Time) error
 	return nil
 }
 
+func (o outbox) Claim(_ context.Context, id int64, from, until time.Time) (bool, error) {
+	release, err := o.s.acquire()
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	row, ok := o.s.data.outboxRows[id]
+	if !ok || row.sent || !row.msg.RetryAt.Equal(from) {
+		return false, nil
+	}
+	row.msg.RetryAt = until
+	put(o.s, o.s.data.outboxRows, id, row)
+	return true, nil
+}
+
 func (o outbox) Backlog(_ context.Context, topics ...string) (int64, error) {
 	release, err := o.s.acquire()
 	if err != nil {

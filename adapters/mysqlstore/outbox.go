@@ -81,6 +81,14 @@ func (o outbox) MarkFailed(ctx context.Context, id int64, retryAt time.Time) err
 	return err
 }
 
+// Claim is a compare-and-set of retry_at: the row matches only while nobody else has claimed,
+// failed or sent it since it was read.
+func (o outbox) Claim(ctx context.Context, id int64, from, until time.Time) (bool, error) {
+	n, err := o.s.execN(ctx, fmt.Sprintf("claim outbox message %d", id),
+		"UPDATE outbox SET retry_at = ? WHERE id = ? AND sent_at IS NULL AND retry_at = ?", until.UTC(), id, from.UTC())
+	return n == 1, err
+}
+
 func (o outbox) Backlog(ctx context.Context, topics ...string) (int64, error) {
 	filter, args := topicFilter(topics)
 	var n int64

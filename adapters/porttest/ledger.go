@@ -693,6 +693,54 @@ func runOutbox(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			}
 		}
 	})
+
+	t.Run("claim: one of several readers wins a message", func(t *testing.T) {
+		l := newLedger(t)
+		key := string(newOrderNo())
+		at := now().Add(-time.Hour)
+		if err := l.Outbox().Add(t.Context(), domain.OutboxMessage{Topic: domain.TopicWebhook, Key: key, Payload: []byte("{}"), At: at}); err != nil {
+			t.Fatal(err)
+		}
+		m := pendingWithKey(t, l, key)[0]
+		lease := now().Add(time.Hour)
+		wins := make([]bool, 8)
+		parallel(len(wins), func(i int) {
+			ok, err := l.Outbox().Claim(t.Context(), m.ID, m.RetryAt, lease)
+			if err != nil {
+				t.Error(err)
+			}
+			wins[i] = ok
+		})
+		if n := len(slices.DeleteFunc(slices.Clone(wins), func(w bool) bool { return !w })); n != 1 {
+			t.Fatalf("%d of %d concurrent claims won, want 1", n, len(wins))
+		}
+		// Claimed: not due until the lease ends, then due again (its relay died).
+		all, err := l.Outbox().Pending(t.Context(), now(), int(backlog(t, l))+100, domain.TopicWebhook)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range all {
+			if p.ID == m.ID {
+				t.Fatal("a claimed message is due before its lease ends")
+			}
+		}
+		if got := pendingWithKey(t, l, key); len(got) != 1 || !got[0].RetryAt.Equal(lease) || got[0].Attempts != 0 {
+			t.Fatalf("claimed message = %+v, want due at the lease's end %v, 0 attempts", got, lease)
+		}
+		// A claim from a stale read loses; so does one of a sent message.
+		if ok, err := l.Outbox().Claim(t.Context(), m.ID, m.RetryAt, lease.Add(time.Hour)); err != nil || ok {
+			t.Fatalf("claim from a stale read = %v, %v; want false", ok, err)
+		}
+		if err := l.Outbox().MarkSent(t.Context(), m.ID, now()); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := l.Outbox().Claim(t.Context(), m.ID, lease, lease.Add(time.Hour)); err != nil || ok {
+			t.Fatalf("claim of a sent message = %v, %v; want false", ok, err)
+		}
+		if ok, err := l.Outbox().Claim(t.Context(), -1, lease, lease.Add(time.Hour)); err != nil || ok {
+			t.Fatalf("claim of an unknown message = %v, %v; want false, nil", ok, err)
+		}
+	})
 }
 
 // farFuture is a time every message is due by.
