@@ -137,7 +137,7 @@ func (m *Metrics) WatchLedgerRetries(reasons map[string]func() int64) {
 func (m *Metrics) WatchOutboxBacklog(backlog func(context.Context) (int64, error)) {
 	m.reg.MustRegister(&scrapeGauge{
 		desc: prometheus.NewDesc("cardshop_outbox_backlog", "Outbox messages not yet relayed.", nil, nil),
-		read: backlog,
+		read: unlabelled(backlog),
 	})
 }
 
@@ -146,7 +146,7 @@ func (m *Metrics) WatchOutboxBacklog(backlog func(context.Context) (int64, error
 func (m *Metrics) WatchWebhookBacklog(backlog func(context.Context) (int64, error)) {
 	m.reg.MustRegister(&scrapeGauge{
 		desc: prometheus.NewDesc("cardshop_webhook_backlog", "Webhook events not yet accepted by the storefront.", nil, nil),
-		read: backlog,
+		read: unlabelled(backlog),
 	})
 }
 
@@ -163,36 +163,34 @@ func (m *Metrics) WatchDelayQueue(pending func() int) {
 // time with a short timeout; left out of a scrape whose read fails. The queues are the fixed
 // topology's, so the label cannot grow.
 func (m *Metrics) WatchQueueDepths(depths func(context.Context) (map[string]int, error)) {
-	m.reg.MustRegister(&queueDepths{
+	m.reg.MustRegister(&scrapeGauge{
 		desc: prometheus.NewDesc("cardshop_broker_queue_messages",
 			"Messages ready in each RabbitMQ queue of the service (a delay bucket's message carries a group of order closes).", []string{"queue"}, nil),
-		read: depths,
+		read: func(ctx context.Context) (map[string]int64, error) {
+			d, err := depths(ctx)
+			out := make(map[string]int64, len(d))
+			for q, n := range d {
+				out[q] = int64(n)
+			}
+			return out, err
+		},
 	})
 }
 
-type queueDepths struct {
-	desc *prometheus.Desc
-	read func(context.Context) (map[string]int, error)
-}
-
-func (q *queueDepths) Describe(ch chan<- *prometheus.Desc) { ch <- q.desc }
-
-func (q *queueDepths) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
-	depths, err := q.read(ctx)
-	if err != nil {
-		return
-	}
-	for name, n := range depths {
-		ch <- prometheus.MustNewConstMetric(q.desc, prometheus.GaugeValue, float64(n), name)
-	}
-}
-
-// scrapeGauge is a gauge read at scrape time from a call that may fail or be slow.
+// scrapeGauge is a gauge read at scrape time, with a short timeout, from a call that may fail
+// or be slow; a failed read leaves it out of that scrape. read returns one value per value of
+// the gauge's one label, or under "" for a gauge without labels.
 type scrapeGauge struct {
 	desc *prometheus.Desc
-	read func(context.Context) (int64, error)
+	read func(context.Context) (map[string]int64, error)
+}
+
+// unlabelled adapts a single reading to scrapeGauge.read.
+func unlabelled(read func(context.Context) (int64, error)) func(context.Context) (map[string]int64, error) {
+	return func(ctx context.Context) (map[string]int64, error) {
+		n, err := read(ctx)
+		return map[string]int64{"": n}, err
+	}
 }
 
 func (g *scrapeGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
@@ -200,9 +198,15 @@ func (g *scrapeGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
 func (g *scrapeGauge) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	n, err := g.read(ctx)
+	values, err := g.read(ctx)
 	if err != nil {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(n))
+	for label, n := range values {
+		if label == "" {
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(n))
+		} else {
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(n), label)
+		}
+	}
 }
