@@ -1,13 +1,8 @@
 package bootstrap_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/fx"
 
@@ -31,26 +26,7 @@ func TestModuleValidatesBothAdapterSets(t *testing.T) {
 // The memory service is ready at once and its /metrics shows the timed gate and ledger (the
 // decorators reach the use cases), the outbox backlog and the delay queue.
 func TestMemoryServiceMetricsAndReadiness(t *testing.T) {
-	cfg, err := bootstrap.LoadConfig(env())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPAddr = freeAddr(t)
-	app := fx.New(bootstrap.Module(cfg), fx.NopLogger,
-		fx.Decorate(func(*slog.Logger) *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := app.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	c := client{t: t, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 10 * time.Second}}
+	c := memoryService(t)
 
 	var ready struct {
 		Status string `json:"status"`
