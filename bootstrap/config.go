@@ -69,10 +69,18 @@ type envVar struct {
 }
 
 func durationVar(dst func(*Config) *time.Duration) func(*Config, string) error {
+	return durationUpTo(0, "", dst)
+}
+
+// durationUpTo reads a positive duration of at most max (0: no bound); why says why the bound.
+func durationUpTo(max time.Duration, why string, dst func(*Config) *time.Duration) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return fmt.Errorf("want a positive duration such as 15m or 500ms, got %q", v)
+		}
+		if max > 0 && d > max {
+			return fmt.Errorf("want at most %s (%s), got %q", max, why, v)
 		}
 		*dst(c) = d
 		return nil
@@ -194,15 +202,9 @@ var envVars = map[string]envVar{
 		return nil
 	}},
 	"CARDSHOP_WEBHOOK_SECRET": {"", secretVar(func(c *Config) *Secret { return &c.WebhookSecret })},
-	"CARDSHOP_WEBHOOK_TIMEOUT": {"10s", func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 || d > maxWebhookTimeout {
-			return fmt.Errorf("want a duration from 1ms to %s (an attempt must end well within the relay's %s claim), got %q",
-				maxWebhookTimeout, application.WebhookLease, v)
-		}
-		c.WebhookTimeout = d
-		return nil
-	}},
+	"CARDSHOP_WEBHOOK_TIMEOUT": {"10s", durationUpTo(maxWebhookTimeout,
+		fmt.Sprintf("an attempt must end well within the relay's %s claim", application.WebhookLease),
+		func(c *Config) *time.Duration { return &c.WebhookTimeout })},
 	"CARDSHOP_WEBHOOK_MAX_BACKOFF": {"10m", durationVar(func(c *Config) *time.Duration { return &c.WebhookMaxBackoff })},
 }
 
