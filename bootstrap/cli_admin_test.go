@@ -22,14 +22,18 @@ import (
 )
 
 // startService runs the whole service on the memory adapters, as TestServiceEndToEnd does,
-// and returns a client for it; it stops at the end of the test.
-func startService(t *testing.T) client {
+// with tweaks applied to its configuration, and returns a client for it; it stops at the end
+// of the test.
+func startService(t *testing.T, tweaks ...func(*bootstrap.Config)) client {
 	t.Helper()
 	cfg, err := bootstrap.LoadConfig(env())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.HTTPAddr = freeAddr(t)
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
 	app := fx.New(bootstrap.Module(cfg), fx.NopLogger,
 		fx.Decorate(func(*slog.Logger) *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }))
 	if err := app.Err(); err != nil {

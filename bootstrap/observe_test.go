@@ -26,7 +26,7 @@ func TestModuleValidatesBothAdapterSets(t *testing.T) {
 // The memory service is ready at once and its /metrics shows the timed gate and ledger (the
 // decorators reach the use cases), the outbox backlog and the delay queue.
 func TestMemoryServiceMetricsAndReadiness(t *testing.T) {
-	c := memoryService(t)
+	c := startService(t)
 
 	var ready struct {
 		Status string `json:"status"`

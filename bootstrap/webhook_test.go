@@ -1,19 +1,15 @@
 package bootstrap_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"go.uber.org/fx"
 
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/webhook"
@@ -80,34 +76,6 @@ func withWebhook(s *storefront) func(*bootstrap.Config) {
 		c.WebhookURL, c.WebhookSecret, c.WebhookTimeout = s.srv.URL+"/hooks/cardshop", webhookSecret, 2*time.Second
 		c.RelayInterval = 100 * time.Millisecond
 	}
-}
-
-// memoryService starts the whole service on the memory adapters.
-func memoryService(t *testing.T, tweaks ...func(*bootstrap.Config)) client {
-	t.Helper()
-	cfg, err := bootstrap.LoadConfig(env())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPAddr = freeAddr(t)
-	for _, tweak := range tweaks {
-		tweak(&cfg)
-	}
-	app := fx.New(bootstrap.Module(cfg), fx.NopLogger,
-		fx.Decorate(func(*slog.Logger) *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := app.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return client{t: t, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 10 * time.Second}}
 }
 
 // sellAndWatchWebhook sells one order through the API and the `pay` command, then waits for
@@ -183,7 +151,7 @@ func sellAndWatchWebhook(t *testing.T, c client, s *storefront, pid domain.Produ
 
 func TestWebhookDeliveredAndRetriedOnMemory(t *testing.T) {
 	s := newStorefront(t, 2)
-	sellAndWatchWebhook(t, memoryService(t, withWebhook(s)), s, 77)
+	sellAndWatchWebhook(t, startService(t, withWebhook(s)), s, 77)
 }
 
 func TestWebhookDeliveredAndRetriedOnRealAdapters(t *testing.T) {
