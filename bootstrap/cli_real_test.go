@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -185,19 +184,6 @@ func cardStatuses(t *testing.T, db *sql.DB, p domain.ProductID) map[string]int64
 	return got
 }
 
-func embeddedMigrations(t *testing.T) []string {
-	t.Helper()
-	names, err := fs.Glob(migrations.FS, "*.sql")
-	if err != nil || len(names) == 0 {
-		t.Fatalf("embedded migrations: %v, %v", names, err)
-	}
-	slices.Sort(names)
-	for i, n := range names {
-		names[i] = strings.TrimSuffix(n, ".sql")
-	}
-	return names
-}
-
 // TestCLIRealMigrate: `migrate` on a fresh MariaDB database applies every embedded migration,
 // and the schema is really there (tables, the unique keys that defend the invariants,
 // schema_migrations); a second run changes nothing and says so; the service then starts on
@@ -267,7 +253,7 @@ func TestCLIRealMigrate(t *testing.T) {
 	}
 
 	// First run: every embedded migration, in order.
-	want := embeddedMigrations(t)
+	want := migrations.Versions()
 	code, out, errOut := runMain("migrate", "-dsn", dsn)
 	if code != 0 {
 		t.Fatalf("migrate exited %d: %q %q", code, out, errOut)

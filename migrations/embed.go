@@ -11,9 +11,25 @@
 // It imports only the standard library.
 package migrations
 
-import "embed"
+import (
+	"embed"
+	"io/fs"
+	"slices"
+	"strings"
+)
 
 // FS holds the migration files, *.sql at its root.
 //
 //go:embed *.sql
 var FS embed.FS
+
+// Versions lists the embedded migrations in apply (name) order, each named by its file name
+// without ".sql" (e.g. "0001_init"), as schema_migrations records them.
+func Versions() []string {
+	names, _ := fs.Glob(FS, "*.sql") // the pattern is valid, so Glob cannot fail
+	slices.Sort(names)
+	for i, n := range names {
+		names[i] = strings.TrimSuffix(n, ".sql")
+	}
+	return names
+}

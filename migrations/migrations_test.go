@@ -55,3 +55,20 @@ func TestStatementsAreRerunnable(t *testing.T) {
 		}
 	}
 }
+
+// Versions names every embedded file, in name order, without ".sql".
+func TestVersions(t *testing.T) {
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := migrations.Versions()
+	if len(got) != len(names) || !slices.IsSorted(got) {
+		t.Fatalf("Versions() = %v, want the %d files sorted", got, len(names))
+	}
+	for _, v := range got {
+		if !slices.Contains(names, v+".sql") {
+			t.Fatalf("Versions() names %s, which is not embedded", v)
+		}
+	}
+}

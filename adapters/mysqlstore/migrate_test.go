@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,19 +17,6 @@ import (
 )
 
 const migrateDatabase = "cardshop_test_mysqlstore_migrate"
-
-func embeddedVersions(t *testing.T) []string {
-	t.Helper()
-	names, err := fs.Glob(migrations.FS, "*.sql")
-	if err != nil || len(names) == 0 {
-		t.Fatalf("embedded migrations: %v, %v", names, err)
-	}
-	slices.Sort(names)
-	for i, n := range names {
-		names[i] = strings.TrimSuffix(n, ".sql")
-	}
-	return names
-}
 
 // TestMigrate applies the schema to an empty database from two "processes" at once, then
 // checks that a second Migrate is a no-op.
@@ -49,7 +35,7 @@ func TestMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := embeddedVersions(t)
+	want := migrations.Versions()
 
 	first, err := mysqlstore.Open(dsn)
 	if err != nil {
@@ -172,7 +158,7 @@ func TestSplitStatements(t *testing.T) {
 }
 
 func TestEmbeddedMigrationsSplit(t *testing.T) {
-	for _, v := range embeddedVersions(t) {
+	for _, v := range migrations.Versions() {
 		body, err := fs.ReadFile(migrations.FS, v+".sql")
 		if err != nil {
 			t.Fatal(err)
