@@ -2,10 +2,135 @@ package application
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"cardshop/domain"
 )
+
+// rebuildFence is how long a rebuild may keep a product's gate fenced. A rebuild that takes
+// longer (a stalled database) finds its fence gone and gives up, writing nothing; the sale
+// resumes on the old counters.
+const rebuildFence = 30 * time.Second
+
+// maxUnsentChanges bounds the unsent gate changes a rebuild reads in its snapshot: after the
+// drain that precedes it there are only the changes committed since.
+const maxUnsentChanges = 100_000
+
+// RebuildGate sets a product's gate from the ledger so that every unit is counted exactly
+// once, while orders, payments, closes and refunds go on:
+//
+//  1. BeginRebuild fences the product at the gate and lists its holds in one step: from then
+//     on no reservation is taken or given back and no change applied there until step 3 (new
+//     orders wait up to Config.ReplayWait, then answer ErrGateNotReady; changes wait in the
+//     outbox; cancels retry).
+//  2. One Snapshot of the ledger reads the live codes, the qty of PENDING and PAID orders, the
+//     unsent gate changes of the product, and which holds' orders it already counts.
+//  3. FinishRebuild writes, in one step and only if the fence is still this rebuild's:
+//     sold = qty of PENDING and PAID orders + the holds the snapshot does not count (their
+//     orders are still being written, or never will be: they keep being tracked, and their
+//     Cancel or release returns exactly those units); stock = live codes - sold; the unsent
+//     changes the snapshot counts are marked applied, so the relay's Apply of them changes
+//     nothing, while changes committed after the snapshot are applied once as usual. The
+//     frozen flag is set if the catalogue says frozen and never cleared (a freeze that landed
+//     during the rebuild stands). Then the fence is lifted.
+//
+// The counted holds are forgotten afterwards (their units follow their orders). When the gate
+// had lost the product (Redis restarted empty), reservations taken before the loss are gone
+// with it; rebuildGateLater waits Config.RebuildDelay for their orders first.
+//
+// Errors: ErrGateRebuilding (another rebuild holds the fence, or this one outlived it),
+// ErrUnavailable.
+func (s *Shop) RebuildGate(ctx context.Context, p domain.Product) error {
+	token := attemptToken("rebuild")
+	holds, err := s.gate.BeginRebuild(ctx, p.ID(), token, rebuildFence)
+	if err != nil {
+		return fmt.Errorf("rebuild gate: fence: %w", err)
+	}
+	plan, counted, err := s.rebuildPlan(ctx, p.ID(), holds)
+	if err == nil {
+		plan.Token = token
+		err = s.gate.FinishRebuild(ctx, p.ID(), plan)
+	}
+	if err != nil {
+		actx, cancel := detached(ctx)
+		defer cancel()
+		if aerr := s.gate.AbortRebuild(actx, p.ID(), token); aerr != nil {
+			s.log.WarnContext(ctx, "rebuild fence not lifted; it expires by itself", "product", p.ID(), "err", aerr)
+		}
+		return fmt.Errorf("rebuild gate: %w", err)
+	}
+	if len(counted) > 0 {
+		if err := s.gate.Forget(ctx, p.ID(), counted); err != nil {
+			s.log.WarnContext(ctx, "counted holds not forgotten; the orphan sweep forgets them", "product", p.ID(), "err", err)
+		}
+	}
+	s.log.InfoContext(ctx, "gate rebuilt from the ledger", "product", p.ID(), "stock", plan.Levels.Stock,
+		"sold", plan.Levels.Sold, "holds_in_flight", len(holds)-len(counted), "changes_counted", len(plan.Counted))
+	return nil
+}
+
+// rebuildPlan reads, in one snapshot of the ledger, what the product's gate must hold (see
+// RebuildGate), and returns the holds whose orders the snapshot already counts.
+func (s *Shop) rebuildPlan(ctx context.Context, id domain.ProductID, holds []domain.Hold) (domain.RebuildPlan, []domain.OrderNo, error) {
+	var (
+		plan    domain.RebuildPlan
+		counted []domain.OrderNo
+	)
+	err := s.ledger.Snapshot(ctx, func(tx domain.Store) error {
+		plan, counted = domain.RebuildPlan{}, nil
+		p, err := tx.Products().Product(ctx, id)
+		if err != nil {
+			return err
+		}
+		counts, err := tx.Cards().Counts(ctx, id)
+		if err != nil {
+			return err
+		}
+		totals, err := tx.Orders().Totals(ctx, id)
+		if err != nil {
+			return err
+		}
+		unsent, err := tx.Outbox().Pending(ctx, s.clock.Now().AddDate(100, 0, 0), maxUnsentChanges, domain.TopicGateChange)
+		if err != nil {
+			return err
+		}
+		if len(unsent) == maxUnsentChanges {
+			return fmt.Errorf("%d or more unsent gate changes: %w", maxUnsentChanges, domain.ErrUnavailable)
+		}
+		for _, m := range unsent {
+			c, err := DecodeGateChange(m.Payload)
+			if err != nil {
+				return fmt.Errorf("outbox message %d: %w", m.ID, err)
+			}
+			if c.Product == id {
+				plan.Counted = append(plan.Counted, c.Ref)
+			}
+		}
+		settled, err := settledIn(ctx, tx, holds)
+		if err != nil {
+			return err
+		}
+		var inFlight int64
+		for _, h := range holds {
+			if settled[h.OrderNo] {
+				counted = append(counted, h.OrderNo)
+			} else {
+				inFlight += int64(h.Qty)
+			}
+		}
+		sold := totals[domain.StatusPending].Qty + totals[domain.StatusPaid].Qty + inFlight
+		live := counts[domain.CardUnsold] + counts[domain.CardSold] + counts[domain.CardRecycled]
+		// More held than the pool has: the gate never goes negative; the report shows it.
+		plan.Levels = domain.GateLevels{Stock: max(live-sold, 0), Sold: sold, Frozen: p.Frozen()}
+		return nil
+	})
+	if err != nil && !errors.Is(err, domain.ErrUnavailable) && !errors.Is(err, domain.ErrProductNotFound) {
+		err = fmt.Errorf("read the ledger: %w", err)
+	}
+	return plan, counted, err
+}
 
 // rebuildGateLater answers a gate that has lost a product (Redis restarted or was flushed:
 // it keeps nothing on disk). Orders for the product are refused meanwhile (ErrGateNotReady,

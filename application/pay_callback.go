@@ -39,30 +39,25 @@ func (s *Shop) HandlePaymentCallback(ctx context.Context, cb SignedCallback) (do
 //   - paid, PENDING: PAID with its codes, in one transaction (status, allocation, flow,
 //     delivery outbox row);
 //   - paid, CLOSED or FAILED (a late payment): the stock is reserved again and the order
-//     fulfilled; if none is left it becomes UNFULFILLED and an alert is raised;
+//     fulfilled; if none is left it becomes UNFULFILLED and an alert is raised. Of concurrent
+//     late payments of one order, one holds the order's late reservation and the others wait
+//     for it to finish, then answer the order as it ends;
 //   - paid, but the card pool is short of what the gate promised: the product is frozen, an
 //     alert raised and the order left UNFULFILLED for an operator;
 //   - failed, PENDING: FAILED and the reservation returned.
 //
-// Errors: ErrOrderNotFound, ErrAmountMismatch, ErrUnavailable.
+// Errors: ErrOrderNotFound, ErrAmountMismatch, ErrGateNotReady, ErrUnavailable.
 func (s *Shop) ApplyPayment(ctx context.Context, n domain.PaymentNotice) (domain.Order, error) {
-	for attempt := 0; attempt < maxRaceRetries; attempt++ {
+	return s.settle(ctx, "apply payment", func() (domain.Order, error) {
 		o, err := s.ledger.Orders().Order(ctx, n.OrderNo)
 		if err != nil {
 			return domain.Order{}, fmt.Errorf("load order: %w", err)
 		}
-		var out domain.Order
 		if !n.Paid {
-			out, err = s.paymentFailed(ctx, o, n)
-		} else {
-			out, err = s.paymentSucceeded(ctx, o, n)
+			return s.paymentFailed(ctx, o, n)
 		}
-		if errors.Is(err, errLostRace) {
-			continue
-		}
-		return out, err
-	}
-	return domain.Order{}, fmt.Errorf("apply payment: %w", domain.ErrUnavailable)
+		return s.paymentSucceeded(ctx, o, n)
+	})
 }
 
 func (s *Shop) paymentSucceeded(ctx context.Context, o domain.Order, n domain.PaymentNotice) (domain.Order, error) {
@@ -77,7 +72,9 @@ func (s *Shop) paymentSucceeded(ctx context.Context, o domain.Order, n domain.Pa
 	case domain.StatusClosed, domain.StatusFailed:
 		return s.fulfil(ctx, o, n, true)
 	default: // PAID, REFUNDED, UNFULFILLED: this payment was handled before.
-		if n.PaymentRef != "" && o.PaymentRef() != "" && n.PaymentRef != o.PaymentRef() {
+		if n.PaymentRef != "" && n.PaymentRef != o.PaymentRef() {
+			// A different reference, or one where the handled payment had none: money arrived
+			// twice (or from two channels) and only one payment is needed.
 			s.alerts.Alert(ctx, domain.Alert{Kind: "second_payment", Product: o.Product(), OrderNo: o.No(),
 				Message: "a second, different payment was received for an order already handled; refund it by hand"})
 		}
@@ -87,28 +84,43 @@ func (s *Shop) paymentSucceeded(ctx context.Context, o domain.Order, n domain.Pa
 
 // fulfil moves o to PAID with its codes. late means the order no longer holds a reservation
 // (CLOSED, FAILED, UNFULFILLED), so one is taken again first.
+//
+// The late reservation is claimed by the order's Ref, so one order has at most one at a time,
+// and carries a token of this attempt: an attempt that finds another's claim (a concurrent
+// resend, a second operator pressing fulfil) neither uses nor cancels it, but answers
+// errInFlight and reads the order again once the holder is done. Only the attempt that took the
+// units gives them back, and only while its hold is tracked; after a crash or a lost COMMIT
+// reply the orphan sweep returns them if the order did not become PAID.
 func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotice, late bool) (domain.Order, error) {
 	now := s.clock.Now()
 	from := o.Status()
 	var lateRes domain.Reservation
 	if late {
 		lateRes = domain.Reservation{Product: o.Product(), Buyer: o.Buyer(), Ref: flowRef(o.No(), domain.FlowLateReserve),
-			Qty: o.Qty(), OrderNo: o.No(), Fingerprint: o.Fingerprint(), KeyTTL: 24 * time.Hour, At: now}
-		res, err := s.gate.Reserve(ctx, lateRes)
+			Qty: o.Qty(), OrderNo: o.No(), Fingerprint: attemptToken("late"), KeyTTL: 24 * time.Hour, At: now}
+		res, err := s.reserve(ctx, lateRes)
 		if err != nil {
+			// The script may have run before the call failed: give back a claim this attempt made.
+			s.tryCancelReservation(ctx, lateRes)
 			return o, fmt.Errorf("reserve stock again: %w", err)
 		}
 		switch {
 		case res.Outcome == domain.Reserved:
-		case res.Outcome == domain.Replayed && res.ExistingOrder == o.No():
-			// An earlier attempt reserved and did not finish: the units are still held for us.
+		case res.Outcome == domain.Replayed && res.ExistingFingerprint == lateRes.Fingerprint:
+			// This attempt's own call ran twice (a client-level retry after a lost reply).
+		case res.Outcome == domain.Replayed:
+			return o, errInFlight
 		case res.Outcome == domain.GateMissing:
 			s.rebuildGateLater(o.Product())
 			return o, domain.ErrGateNotReady // the provider retries once the gate is rebuilt
-		case from == domain.StatusUnfulfilled:
-			return o, fmt.Errorf("fulfil again: %w", domain.ErrSoldOut)
+		case res.Outcome == domain.Rebuilding:
+			return o, domain.ErrGateNotReady
+		case res.Outcome == domain.Frozen && from == domain.StatusUnfulfilled:
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrProductFrozen)
 		case res.Outcome == domain.Frozen:
 			return s.unfulfilled(ctx, o, n, "late payment: product frozen", false)
+		case from == domain.StatusUnfulfilled:
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrSoldOut)
 		default:
 			return s.unfulfilled(ctx, o, n, "late payment: no stock left", false)
 		}
@@ -151,11 +163,14 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 		return tx.Outbox().Add(ctx, domain.OutboxMessage{Topic: domain.TopicWebhook, Key: string(o.No()), Payload: event, At: now})
 	})
 	if err == nil {
+		if late {
+			s.forgetHold(ctx, o) // its units follow the PAID order now
+		}
 		return paid, nil
 	}
 	if late && !errors.Is(err, domain.ErrCommitUnknown) {
-		// (With a commit of unknown outcome the claim is kept: the provider's retry either finds
-		// the order PAID, or takes the held claim as its own and finishes the payment.)
+		// (With a commit of unknown outcome the reservation is kept: the orphan sweep forgets it
+		// if the order is PAID and returns its units if not.)
 		s.cancelReservation(ctx, lateRes)
 	}
 	if errors.Is(err, domain.ErrInsufficientCards) {
@@ -170,6 +185,16 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 		return o, err
 	}
 	return o, fmt.Errorf("record payment: %w", err)
+}
+
+// forgetHold stops tracking the order's reservation at the gate, best effort: the orphan sweep
+// forgets it later when this fails.
+func (s *Shop) forgetHold(ctx context.Context, o domain.Order) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	if err := s.gate.Forget(ctx, o.Product(), []domain.OrderNo{o.No()}); err != nil {
+		s.log.WarnContext(ctx, "hold not forgotten; the orphan sweep forgets it", "order_no", o.No(), "err", err)
+	}
 }
 
 // unfulfilled records an accepted payment that cannot be fulfilled. release says whether the

@@ -73,7 +73,7 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 	r := domain.Reservation{Product: p.ID(), Buyer: cmd.Buyer, Key: key, Qty: cmd.Qty, OrderNo: order.No(),
 		Fingerprint: order.Fingerprint(), KeyTTL: s.cfg.IdempotencyTTL, At: now,
 		BuyerCap: s.cfg.BuyerCap, BuyerWindow: s.cfg.BuyerWindow}
-	res, err := s.gate.Reserve(ctx, r)
+	res, err := s.reserve(ctx, r)
 	if err != nil {
 		// The call may have failed after the gate ran it (a timeout): give back a claim made for
 		// this order number, or the units stay held and the buyer's retry waits on an order that
@@ -99,6 +99,8 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 		return PlacedOrder{}, domain.ErrBuyerLimit
 	case res.Outcome == domain.GateMissing:
 		s.rebuildGateLater(p.ID())
+		return PlacedOrder{}, domain.ErrGateNotReady
+	case res.Outcome == domain.Rebuilding:
 		return PlacedOrder{}, domain.ErrGateNotReady
 	default:
 		return PlacedOrder{}, fmt.Errorf("reserve stock: unknown outcome %d", res.Outcome)
@@ -137,17 +139,21 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 }
 
 // cancelReservation gives a reservation back after its order could not be written. It retries
-// briefly; a reservation it cannot give back is alerted, and the orphan sweep returns it once
-// it is Config.OrphanAfter old (a keyed one: keyless ones are not tracked).
+// briefly (and while a rebuild fences the product, up to a few seconds); a reservation it
+// cannot give back is alerted, and the orphan sweep returns it once it is Config.OrphanAfter
+// old.
 func (s *Shop) cancelReservation(ctx context.Context, r domain.Reservation) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	var err error
-	for i := 0; i < 3; i++ {
+	for i, fenced := 0, 0; i < 3; i++ {
 		if _, err = s.gate.Cancel(ctx, r); err == nil {
 			return
 		}
-		time.Sleep(time.Duration(i+1) * 50 * time.Millisecond)
+		if errors.Is(err, domain.ErrGateRebuilding) && fenced < 40 {
+			fenced, i = fenced+1, i-1 // a rebuild is short: wait for it without using up a try
+		}
+		time.Sleep(time.Duration(max(i, 0)+1) * 50 * time.Millisecond)
 	}
 	s.alerts.Alert(ctx, domain.Alert{Kind: "reservation_not_returned", Product: r.Product, OrderNo: r.OrderNo,
 		Message: fmt.Sprintf("could not cancel a reservation of %d units (the orphan sweep returns a keyed one after %v): %v",

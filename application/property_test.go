@@ -415,7 +415,11 @@ func (r *propRun) fulfil(rt *rapid.T) {
 		r.expectStatus(rt, "fulfil", po, got, domain.StatusPaid)
 		return
 	}
-	is(rt, "fulfil without stock", err, domain.ErrSoldOut)
+	if lv.Frozen {
+		is(rt, "fulfil of a frozen product", err, domain.ErrProductFrozen)
+	} else {
+		is(rt, "fulfil without stock", err, domain.ErrSoldOut)
+	}
 	r.expectStatus(rt, "fulfil without stock", po, f.order(rt, po.no), domain.StatusUnfulfilled)
 	r.expectLevels(rt, "after a fulfil without stock", lv)
 }

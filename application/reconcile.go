@@ -58,30 +58,6 @@ func (s *Shop) Reconcile(ctx context.Context, id domain.ProductID, repair bool) 
 	return rep, err
 }
 
-// RebuildGate sets a product's gate from the ledger: sold = Σ qty of PENDING and PAID orders,
-// stock = live codes (imported - voided) - sold, frozen as the catalogue says.
-func (s *Shop) RebuildGate(ctx context.Context, p domain.Product) error {
-	counts, err := s.ledger.Cards().Counts(ctx, p.ID())
-	if err != nil {
-		return fmt.Errorf("rebuild gate: %w", err)
-	}
-	totals, err := s.ledger.Orders().Totals(ctx, p.ID())
-	if err != nil {
-		return fmt.Errorf("rebuild gate: %w", err)
-	}
-	held := totals[domain.StatusPending].Qty + totals[domain.StatusPaid].Qty
-	live := counts[domain.CardUnsold] + counts[domain.CardSold] + counts[domain.CardRecycled]
-	stock := live - held
-	if stock < 0 {
-		stock = 0 // more held than the pool has: never let the gate go negative; the report shows it
-	}
-	if err := s.gate.Rebuild(ctx, p.ID(), domain.GateLevels{Stock: stock, Sold: held, Frozen: p.Frozen()}); err != nil {
-		return fmt.Errorf("rebuild gate: %w", err)
-	}
-	s.log.InfoContext(ctx, "gate rebuilt from the ledger", "product", p.ID(), "stock", stock, "sold", held)
-	return nil
-}
-
 func (s *Shop) reconcile(ctx context.Context, id domain.ProductID) (Reconciliation, error) {
 	rep := Reconciliation{Product: id, Cards: map[string]int64{}, Orders: map[string]domain.StatusTotal{}}
 	var err error

@@ -93,9 +93,10 @@ func (s *Shop) refund(ctx context.Context, o domain.Order, cmd Refund) (domain.O
 // FulfilOrder retries an UNFULFILLED order once stock is there again (after an import, or a
 // repaired inconsistency): it reserves at the gate and allocates codes like a late payment.
 //
-// Errors: ErrOrderNotFound, ErrInvalidTransition (not UNFULFILLED), ErrUnavailable.
+// Errors: ErrOrderNotFound, ErrInvalidTransition (not UNFULFILLED), ErrSoldOut,
+// ErrProductFrozen, ErrGateNotReady, ErrUnavailable.
 func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
-	for attempt := 0; attempt < maxRaceRetries; attempt++ {
+	return s.settle(ctx, "fulfil", func() (domain.Order, error) {
 		o, err := s.ledger.Orders().Order(ctx, no)
 		if err != nil {
 			return domain.Order{}, fmt.Errorf("load order: %w", err)
@@ -104,11 +105,6 @@ func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order
 			return o, fmt.Errorf("%w: order is %s", domain.ErrInvalidTransition, o.Status())
 		}
 		n := domain.PaymentNotice{OrderNo: no, Paid: true, Amount: o.Amount(), PaymentRef: o.PaymentRef()}
-		out, err := s.fulfil(ctx, o, n, true)
-		if errors.Is(err, errLostRace) {
-			continue
-		}
-		return out, err
-	}
-	return domain.Order{}, fmt.Errorf("fulfil: %w", domain.ErrUnavailable)
+		return s.fulfil(ctx, o, n, true)
+	})
 }

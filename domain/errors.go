@@ -56,6 +56,9 @@ var (
 	// request may be retried. Unless the error also matches ErrCommitUnknown, nothing durable
 	// changed.
 	ErrUnavailable = errors.New("dependency unavailable")
+	// ErrGateRebuilding means the product's gate is fenced by a rebuild from the ledger: the
+	// operation changed nothing and may be tried again shortly. It comes with ErrUnavailable.
+	ErrGateRebuilding = fmt.Errorf("stock gate is being rebuilt: %w", ErrUnavailable)
 	// ErrCommitUnknown means a transaction's COMMIT was sent but its answer was lost (the
 	// connection broke): it may or may not have committed. It comes with ErrUnavailable; a
 	// caller that must compensate reads back what it wrote first.

@@ -9,12 +9,15 @@ import (
 //
 // A new order carries its buyer's idempotency key: the gate claims the key and reserves the
 // stock in one atomic step, so the key is never taken without the stock or the reverse.
-// A reservation taken again for a late payment has no key; Ref (unique per order and reason)
-// then makes a retried call harmless.
+// A reservation taken again for a late payment has no key: its Ref (unique per order and reason)
+// is the claim, so one order has at most one late reservation at a time, and its Fingerprint
+// is a token of the attempt that asks, so that attempt can tell its own claim (a retried call)
+// from another attempt's (Replayed with another ExistingFingerprint: not ours to use or cancel).
 //
-// A keyed reservation is also tracked as a Hold (scored by At) until its order is known to be
-// written (Forget) or is found never written (ReleaseOrphan), and it counts against the buyer's
-// budget when BuyerCap > 0. Keyless reservations do neither.
+// Every reservation is tracked as a Hold (scored by At) until its units are known to follow
+// an order (Forget) or are given back (Cancel, ReleaseOrphan, a rebuild that counts them). A
+// keyed reservation counts against the buyer's budget when BuyerCap > 0; a keyless one does
+// not.
 type Reservation struct {
 	Product     ProductID
 	Buyer       BuyerID
@@ -44,6 +47,7 @@ const (
 	Frozen                                // product frozen at the gate; nothing changed
 	GateMissing                           // the gate has no record of the product; nothing changed
 	BuyerLimit                            // the buyer's budget (BuyerCap per BuyerWindow) is spent; nothing changed
+	Rebuilding                            // the product's gate is being rebuilt (BeginRebuild); nothing changed, ask again shortly
 )
 
 // ReserveResult is what Reserve did.
@@ -73,6 +77,23 @@ type Hold struct {
 	OrderNo OrderNo
 	Qty     int
 	At      time.Time
+	// Late is true for a keyless reservation: a late payment's re-reservation of an order that
+	// exists (CLOSED, FAILED or UNFULFILLED), whose units follow the order only once it is PAID.
+	Late bool
+}
+
+// RebuildPlan is what FinishRebuild writes: the counters computed from one consistent read
+// of the ledger taken after BeginRebuild closed the gate.
+type RebuildPlan struct {
+	Token  string     // BeginRebuild's token: the write is refused when the fence is gone
+	Levels GateLevels // the new counters; Frozen only ever freezes (see FinishRebuild)
+	// Drop lists the holds whose units the ledger read already counts (their orders are
+	// written): they stop being tracked, or giving them back later would return them twice.
+	// Holds not listed stay tracked, and Levels.Sold counts their units.
+	Drop []OrderNo
+	// Counted lists the refs of committed gate changes that Levels already counts but that
+	// were not applied yet: they are marked applied, so the relay's later Apply changes nothing.
+	Counted []string
 }
 
 // GateLevels are a product's gate counters.
@@ -93,22 +114,40 @@ type StockGate interface {
 	// reached (wrapping ErrUnavailable).
 	Reserve(ctx context.Context, r Reservation) (ReserveResult, error)
 	// Cancel undoes a Reserve whose order could not be written: if the claim for r.Key (or
-	// r.Ref) still exists and points at r.OrderNo, it deletes the claim, stops tracking the
-	// claim's hold and returns the units it reserved, and reports true; otherwise it changes
-	// nothing. So calling it twice returns the units once, and a later Reserve of the same Ref
-	// can be cancelled again. The buyer's budget is not refunded.
+	// r.Ref) still exists, points at r.OrderNo with r.Fingerprint, and the hold that claim made
+	// is still tracked, it deletes the claim, stops tracking the hold and returns the units it
+	// reserved, and reports true; otherwise it changes nothing. So only the call that took the
+	// units gives them back, once, and never units that already follow an order (a forgotten
+	// hold, or one a rebuild counted). A later Reserve of the same Ref can be cancelled again.
+	// The buyer's budget is not refunded. ErrGateRebuilding while the product is fenced.
 	Cancel(ctx context.Context, r Reservation) (cancelled bool, err error)
 	// Apply applies c once per c.Ref and reports whether this call applied it. A product the
 	// gate does not know is left alone (applied=false) but c.Ref is recorded: the rebuild from
-	// the ledger counts c, so a later Apply of it must not count it again.
+	// the ledger counts c, so a later Apply of it must not count it again. ErrGateRebuilding,
+	// changing nothing, while the product is fenced (the relay tries again).
 	Apply(ctx context.Context, c GateChange) (applied bool, err error)
 	// Levels returns the counters; ok is false when the gate has no record of the product.
 	Levels(ctx context.Context, p ProductID) (l GateLevels, ok bool, err error)
-	// Rebuild overwrites the product's counters and frozen flag (initialisation and repair) and
-	// drops the product's holds: the counters now come from the ledger, which does not count
-	// reservations without an order, so releasing such a hold later would return its units
-	// twice. Claims and applied markers are kept.
+	// Rebuild overwrites the product's counters and frozen flag and drops the product's holds,
+	// without a fence: only for a product nobody can be ordering yet (a new product). A gate
+	// rebuilt from the ledger while the shop runs goes through BeginRebuild and FinishRebuild.
+	// Claims and applied markers are kept.
 	Rebuild(ctx context.Context, p ProductID, l GateLevels) error
+	// BeginRebuild fences the product under token for at most ttl: until FinishRebuild or
+	// AbortRebuild with the same token (or ttl), Reserve answers Rebuilding unless it replays a
+	// claim, and Apply, Cancel and ReleaseOrphan return ErrGateRebuilding and change nothing;
+	// Levels, SetFrozen, Holds and Forget work as usual. It returns every hold of the product,
+	// read in the same atomic step: the reservations whose units the rebuild must account for.
+	// A fence already held under another token is ErrGateRebuilding.
+	BeginRebuild(ctx context.Context, p ProductID, token string, ttl time.Duration) ([]Hold, error)
+	// FinishRebuild writes plan in one atomic step if the fence is still held under
+	// plan.Token: the counters, the holds in plan.Drop dropped, plan.Counted marked applied,
+	// the frozen flag set when plan.Levels.Frozen (a rebuild never unfreezes: a freeze that
+	// landed during the rebuild stands), and the fence lifted. A fence that expired or was
+	// taken over is ErrGateRebuilding and nothing is written.
+	FinishRebuild(ctx context.Context, p ProductID, plan RebuildPlan) error
+	// AbortRebuild lifts the fence if it is still held under token; otherwise it does nothing.
+	AbortRebuild(ctx context.Context, p ProductID, token string) error
 	// SetFrozen stops or resumes reservations for the product.
 	SetFrozen(ctx context.Context, p ProductID, frozen bool) error
 
@@ -125,7 +164,8 @@ type StockGate interface {
 	// product's counters exist, and the claim is deleted when it still points at the order (so
 	// the buyer's key works again). It reports true only for the call that released the hold;
 	// a hold already released, forgotten, cancelled or dropped by Rebuild gives false and changes
-	// nothing. Errors: ErrUnavailable when the gate cannot be reached.
+	// nothing. Errors: ErrUnavailable when the gate cannot be reached; ErrGateRebuilding while
+	// the product is fenced.
 	ReleaseOrphan(ctx context.Context, h Hold) (released bool, err error)
 }
 
@@ -267,6 +307,10 @@ type Ledger interface {
 	// does when fn returns an error. fn may run more than once (deadlock retry), so it must not
 	// have effects outside tx. Calling the Ledger's own Store inside fn is not allowed.
 	Atomically(ctx context.Context, fn func(tx Store) error) error
+	// Snapshot runs fn in a read-only transaction that sees one consistent state of the whole
+	// ledger: every transaction committed before it, none after. fn must only read: a write
+	// through tx fails or is undone.
+	Snapshot(ctx context.Context, fn func(tx Store) error) error
 }
 
 // DelayQueue schedules the close of an unpaid order.

@@ -3,13 +3,16 @@
 -- KEYS[1]  stock:product:{<pid>}
 -- KEYS[2]  sold:product:{<pid>}
 -- KEYS[3]  the marker: gate:applied:{<pid>}:<ref>
+-- KEYS[4]  rebuild:{<pid>}  present while a rebuild from the ledger fences the product
 -- ARGV[1]  dStock: a signed integer added to stock
 -- ARGV[2]  dSold: a signed integer added to sold
 -- ARGV[3]  the marker's TTL in milliseconds (7 days): a positive integer
 --
 -- Returns 1 when the change was applied (and the marker set), 0 when it was not: the product's
--- stock key is missing, or the marker exists (already applied). An error reply, before anything
--- is written, when ARGV is malformed.
+-- stock key is missing, or the marker exists (already applied). Returns -1, changing nothing,
+-- while KEYS[4] exists: the rebuild either counts this change (and marks it) or not, and the
+-- relay applies it again after the fence. An error reply, before anything is written, when
+-- ARGV is malformed.
 --
 -- A change that finds the stock key missing still sets its marker: the gate lost the product
 -- (Redis restarted empty) and the rebuild that follows copies the ledger, which already counts
@@ -33,6 +36,12 @@ if not (integer(dStock) and integer(dSold)) then
 end
 if not (ttl and string.match(ttl, '^[1-9]%d*$')) then
   return redis.error_reply('ERR apply.lua: marker TTL must be a positive integer of milliseconds')
+end
+if #KEYS ~= 4 then
+  return redis.error_reply('ERR apply.lua: want 4 keys, got ' .. #KEYS)
+end
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  return -1
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('SET', KEYS[3], '1', 'PX', ttl)

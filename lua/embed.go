@@ -47,3 +47,21 @@ var Forget string
 //
 //go:embed release.lua
 var Release string
+
+// Fence is fence.lua: close a product's gate for a rebuild from the ledger (reservations,
+// changes and give-backs wait) and list its holds in the same step.
+//
+//go:embed fence.lua
+var Fence string
+
+// Finish is finish.lua: write the counters rebuilt from the ledger, mark the changes they
+// already count, and lift the fence, if it is still the rebuild's.
+//
+//go:embed finish.lua
+var Finish string
+
+// Unfence is unfence.lua: lift a rebuild's fence, if it is still the rebuild's, without
+// writing counters.
+//
+//go:embed unfence.lua
+var Unfence string

@@ -4,14 +4,15 @@
 -- KEYS[2]  sold:product:{<pid>}
 -- KEYS[3]  holds:{<pid>}      the tracked holds
 -- KEYS[4]  holdinfo:{<pid>}   order no -> <qty>|<claim key>
--- KEYS[5]  the claim named in the hold's info (idem:order:{<pid>}:<buyer>:<key>)
+-- KEYS[5]  the claim named in the hold's info (idem:order:… or idem:ref:…)
+-- KEYS[6]  rebuild:{<pid>}    present while a rebuild from the ledger fences the product
 -- ARGV[1]  the order number of the hold
 --
 -- Returns 1 when the hold was still tracked: it is removed from KEYS[3] and KEYS[4], its qty
 -- goes back from sold to stock if the product's stock key exists, and the claim KEYS[5] is
 -- deleted if it still points at ARGV[1] (so the buyer's key can be used again). Returns 0,
 -- changing nothing, when the hold is not tracked (released, forgotten, cancelled, or dropped by
--- a rebuild). An error reply, changing nothing, when the hold's info is malformed or names
+-- a rebuild). Returns -1, changing nothing, while KEYS[6] exists. An error reply, changing nothing, when the hold's info is malformed or names
 -- another claim than KEYS[5].
 --
 -- Why atomic: checking the hold, removing it and returning its units must be one step, or two
@@ -19,8 +20,11 @@
 -- the hold is what makes a second run (another sweeper, a client re-send after a lost reply)
 -- return 0 and change nothing.
 
-if #KEYS ~= 5 then
-  return redis.error_reply('ERR release.lua: want 5 keys, got ' .. #KEYS)
+if #KEYS ~= 6 then
+  return redis.error_reply('ERR release.lua: want 6 keys, got ' .. #KEYS)
+end
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  return -1
 end
 local info = redis.call('HGET', KEYS[4], ARGV[1])
 if not info then

@@ -8,20 +8,22 @@
 -- KEYS[5]  holds:{<pid>}            sorted set: order no scored by the reservation's time (ms)
 -- KEYS[6]  holdinfo:{<pid>}         hash: order no -> <qty>|<claim key>
 -- KEYS[7]  budget:{<pid>}:<buyer>   units the buyer reserved in the current window
+-- KEYS[8]  rebuild:{<pid>}          present while a rebuild from the ledger fences the product
 -- ARGV[1]  qty: a positive integer
 -- ARGV[2]  the claim's value: <order no>|<fingerprint>|<qty> (qty equal to ARGV[1], so that
 --          cancel.lua returns exactly what this script took)
 -- ARGV[3]  the claim's TTL in milliseconds: a positive integer
 -- ARGV[4]  the hold's score (unix ms, a non-negative integer), or "" for a reservation that is
---          not tracked (keyless: a late re-reservation)
+--          not tracked
 -- ARGV[5]  the buyer's cap of units per window: a non-negative integer, 0 = no cap
 -- ARGV[6]  the budget window in milliseconds: a positive integer when ARGV[5] > 0, else "0"
--- KEYS[5..7] and ARGV[4..6] may be left out together (4 keys, 3 arguments): then nothing is
--- tracked and there is no cap, as for a keyless reservation. The gate always sends all of them
--- (so does the load check's script ceiling).
+-- KEYS[5..8] and ARGV[4..6] may be left out together (4 keys, 3 arguments): then nothing is
+-- tracked, there is no cap and no fence check (the load check's script ceiling, on a scratch
+-- product). The gate always sends all of them, and a score for every reservation.
 --
 -- Returns {code, claim, left}, checked in this order:
 --   {2, <existing claim value>, stock or 0}  Replayed: KEYS[4] is already claimed; nothing changed
+--   {7, "", stock or 0}                      Rebuilding: KEYS[8] exists; nothing changed
 --   {5, "", 0}                               GateMissing: no stock key; a missing key is never
 --                                            "unlimited"; nothing changed
 --   {4, "", stock}                           Frozen: nothing changed
@@ -49,8 +51,8 @@ local qty, claim, ttl = ARGV[1], ARGV[2], ARGV[3]
 local score, cap, window = ARGV[4], ARGV[5], ARGV[6]
 if #KEYS == 4 and #ARGV == 3 then
   score, cap, window = '', '0', '0'
-elseif #KEYS ~= 7 then
-  return redis.error_reply('ERR reserve.lua: want 7 keys (or 4 with 3 arguments), got ' .. #KEYS)
+elseif #KEYS ~= 8 then
+  return redis.error_reply('ERR reserve.lua: want 8 keys (or 4 with 3 arguments), got ' .. #KEYS)
 end
 if not (qty and string.match(qty, '^[1-9]%d*$') and #qty <= 19) then
   return redis.error_reply('ERR reserve.lua: qty must be a positive integer, got ' .. tostring(qty))
@@ -84,6 +86,9 @@ end
 local existing = redis.call('GET', KEYS[4])
 if existing then
   return {2, existing, left}
+end
+if #KEYS == 8 and redis.call('EXISTS', KEYS[8]) == 1 then
+  return {7, '', left}
 end
 if not stock then
   return {5, '', 0}

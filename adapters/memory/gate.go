@@ -77,7 +77,14 @@ type Gate struct {
 	markers  map[markerKey]time.Time // ref -> expiry
 	holds    map[domain.ProductID]map[domain.OrderNo]hold
 	budgets  map[budgetKey]budget
+	fences   map[domain.ProductID]fence
 	writes   int
+}
+
+// fence is a rebuild in progress (BeginRebuild).
+type fence struct {
+	token     string
+	expiresAt time.Time
 }
 
 var _ domain.StockGate = (*Gate)(nil)
@@ -95,6 +102,17 @@ func (g *Gate) reset() {
 	g.markers = make(map[markerKey]time.Time)
 	g.holds = make(map[domain.ProductID]map[domain.OrderNo]hold)
 	g.budgets = make(map[budgetKey]budget)
+	g.fences = make(map[domain.ProductID]fence)
+}
+
+// fenced reports whether a rebuild holds the product's fence at now (an expired one is dropped).
+func (g *Gate) fenced(p domain.ProductID, now time.Time) (fence, bool) {
+	f, ok := g.fences[p]
+	if ok && !now.Before(f.expiresAt) {
+		delete(g.fences, p)
+		return fence{}, false
+	}
+	return f, ok
 }
 
 func claimKeyOf(r domain.Reservation) claimKey {
@@ -212,6 +230,9 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 		}
 		return res, nil
 	}
+	if _, ok := g.fenced(r.Product, now); ok {
+		return domain.ReserveResult{Outcome: domain.Rebuilding, Left: c.stock}, nil
+	}
 	switch {
 	case !c.exists:
 		return domain.ReserveResult{Outcome: domain.GateMissing}, nil
@@ -234,14 +255,12 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 	c.sold += int64(r.Qty)
 	g.products[r.Product] = c
 	g.claims[k] = claim{orderNo: r.OrderNo, fingerprint: r.Fingerprint, qty: int64(r.Qty), expiresAt: now.Add(ttl)}
-	if r.Key != "" {
-		hs := g.holds[r.Product]
-		if hs == nil {
-			hs = make(map[domain.OrderNo]hold)
-			g.holds[r.Product] = hs
-		}
-		hs[r.OrderNo] = hold{qty: int64(r.Qty), at: holdTime(r, now), claim: k}
+	hs := g.holds[r.Product]
+	if hs == nil {
+		hs = make(map[domain.OrderNo]hold)
+		g.holds[r.Product] = hs
 	}
+	hs[r.OrderNo] = hold{qty: int64(r.Qty), at: holdTime(r, now), claim: k}
 	if capped {
 		if b.expiresAt.IsZero() { // the first units of a new window open it
 			b.expiresAt = now.Add(r.BuyerWindow)
@@ -254,9 +273,9 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 }
 
 // Cancel undoes a reservation whose order could not be written: if the claim for its key (or
-// Ref) is still live and points at r.OrderNo, it drops the claim and the hold that goes with
-// it, returns the units the claim took and reports true; otherwise it changes nothing and
-// reports false.
+// Ref) is still live, points at r.OrderNo with r.Fingerprint and its hold is still tracked, it
+// drops the claim and the hold, returns the units the claim took and reports true; otherwise
+// it changes nothing and reports false.
 func (g *Gate) Cancel(_ context.Context, r domain.Reservation) (bool, error) {
 	if r.Key == "" && r.Ref == "" {
 		return false, domain.Invalid("ref", "required when the idempotency key is empty")
@@ -266,14 +285,19 @@ func (g *Gate) Cancel(_ context.Context, r domain.Reservation) (bool, error) {
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if _, ok := g.fenced(r.Product, now); ok {
+		return false, domain.ErrGateRebuilding
+	}
 	existing, ok := g.liveClaim(k, now)
-	if !ok || existing.orderNo != r.OrderNo {
+	if !ok || existing.orderNo != r.OrderNo || existing.fingerprint != r.Fingerprint {
 		return false, nil
 	}
-	delete(g.claims, k)
-	if h, ok := g.holds[r.Product][r.OrderNo]; ok && h.claim == k {
-		delete(g.holds[r.Product], r.OrderNo)
+	h, held := g.holds[r.Product][r.OrderNo]
+	if !held || h.claim != k {
+		return false, nil // the units follow the order now (forgotten, or counted by a rebuild)
 	}
+	delete(g.claims, k)
+	delete(g.holds[r.Product], r.OrderNo)
 	if c := g.products[r.Product]; c.exists {
 		c.stock += existing.qty
 		c.sold -= existing.qty
@@ -290,6 +314,9 @@ func (g *Gate) Apply(_ context.Context, c domain.GateChange) (bool, error) {
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if _, ok := g.fenced(c.Product, now); ok {
+		return false, domain.ErrGateRebuilding
+	}
 	p := g.products[c.Product]
 	if !p.exists {
 		// Recorded all the same: the rebuild that follows counts it from the ledger (see
@@ -329,6 +356,59 @@ func (g *Gate) Rebuild(_ context.Context, p domain.ProductID, l domain.GateLevel
 	return nil
 }
 
+// BeginRebuild fences the product under token until FinishRebuild, AbortRebuild or ttl, and
+// returns every hold of the product.
+func (g *Gate) BeginRebuild(_ context.Context, p domain.ProductID, token string, ttl time.Duration) ([]domain.Hold, error) {
+	if token == "" || ttl <= 0 {
+		return nil, domain.Invalid("token", "a rebuild needs a token and a positive fence time")
+	}
+	now := g.clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f, ok := g.fenced(p, now); ok && f.token != token {
+		return nil, domain.ErrGateRebuilding
+	}
+	g.fences[p] = fence{token: token, expiresAt: now.Add(ttl)}
+	out := make([]domain.Hold, 0, len(g.holds[p]))
+	for no, h := range g.holds[p] {
+		out = append(out, domain.Hold{Product: p, OrderNo: no, Qty: int(h.qty), At: h.at, Late: h.claim.keyless})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].OrderNo < out[j].OrderNo })
+	return out, nil
+}
+
+// FinishRebuild writes the plan and lifts the fence, if the fence is still held under its token.
+func (g *Gate) FinishRebuild(_ context.Context, p domain.ProductID, plan domain.RebuildPlan) error {
+	now := g.clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f, ok := g.fenced(p, now); !ok || f.token != plan.Token {
+		return domain.ErrGateRebuilding
+	}
+	c := g.products[p]
+	g.products[p] = gateCounters{stock: plan.Levels.Stock, sold: plan.Levels.Sold,
+		frozen: c.frozen || plan.Levels.Frozen, exists: true}
+	for _, no := range plan.Drop {
+		delete(g.holds[p], no)
+	}
+	for _, ref := range plan.Counted {
+		g.markers[markerKey{product: p, ref: ref}] = now.Add(MarkerTTL)
+	}
+	delete(g.fences, p)
+	g.wrote(now)
+	return nil
+}
+
+// AbortRebuild lifts the fence if it is still held under token.
+func (g *Gate) AbortRebuild(_ context.Context, p domain.ProductID, token string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f, ok := g.fences[p]; ok && f.token == token {
+		delete(g.fences, p)
+	}
+	return nil
+}
+
 // SetFrozen sets the product's frozen flag, even before the product has counters.
 func (g *Gate) SetFrozen(_ context.Context, p domain.ProductID, frozen bool) error {
 	g.mu.Lock()
@@ -350,7 +430,7 @@ func (g *Gate) Holds(_ context.Context, p domain.ProductID, olderThan time.Time,
 	var out []domain.Hold
 	for no, h := range g.holds[p] {
 		if h.at.UnixMilli() <= cutoff {
-			out = append(out, domain.Hold{Product: p, OrderNo: no, Qty: int(h.qty), At: h.at})
+			out = append(out, domain.Hold{Product: p, OrderNo: no, Qty: int(h.qty), At: h.at, Late: h.claim.keyless})
 		}
 	}
 	g.mu.Unlock()
@@ -383,6 +463,9 @@ func (g *Gate) ReleaseOrphan(_ context.Context, h domain.Hold) (bool, error) {
 	now := g.clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if _, ok := g.fenced(h.Product, now); ok {
+		return false, domain.ErrGateRebuilding
+	}
 	held, ok := g.holds[h.Product][h.OrderNo]
 	if !ok {
 		return false, nil

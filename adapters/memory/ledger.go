@@ -52,6 +52,24 @@ func (l *Ledger) Flows() domain.FlowLog { return l.root.Flows() }
 // Outbox returns the outbox.
 func (l *Ledger) Outbox() domain.Outbox { return l.root.Outbox() }
 
+// errSnapshotEnd rolls a Snapshot's transaction back.
+var errSnapshotEnd = errors.New("end of snapshot")
+
+// Snapshot runs fn with the ledger's mutex held, so fn sees one state that no transaction
+// changes meanwhile; any write fn makes is undone.
+func (l *Ledger) Snapshot(ctx context.Context, fn func(tx domain.Store) error) error {
+	err := l.Atomically(ctx, func(tx domain.Store) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errSnapshotEnd
+	})
+	if errors.Is(err, errSnapshotEnd) {
+		return nil
+	}
+	return err
+}
+
 // Atomically runs fn with the ledger's mutex held and hands it a Store whose writes are all
 // undone, newest first, when fn returns an error or panics (the panic then continues). fn runs
 // exactly once.

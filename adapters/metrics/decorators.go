@@ -16,7 +16,8 @@ func (m *Metrics) Gate(g domain.StockGate) domain.StockGate {
 	return &timedGate{g: g,
 		reserve: op("Reserve"), cancel: op("Cancel"), apply: op("Apply"), levels: op("Levels"),
 		rebuild: op("Rebuild"), setFrozen: op("SetFrozen"), holds: op("Holds"), forget: op("Forget"),
-		releaseOrphan: op("ReleaseOrphan")}
+		releaseOrphan: op("ReleaseOrphan"), beginRebuild: op("BeginRebuild"), finishRebuild: op("FinishRebuild"),
+		abortRebuild: op("AbortRebuild")}
 }
 
 // timedGate holds one observer per operation, resolved once: the hot path (Reserve) does no
@@ -25,6 +26,7 @@ type timedGate struct {
 	g                                                  domain.StockGate
 	reserve, cancel, apply, levels, rebuild, setFrozen prometheus.Observer
 	holds, forget, releaseOrphan                       prometheus.Observer
+	beginRebuild, finishRebuild, abortRebuild          prometheus.Observer
 }
 
 func since(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
@@ -72,6 +74,21 @@ func (t *timedGate) Forget(ctx context.Context, p domain.ProductID, nos []domain
 func (t *timedGate) ReleaseOrphan(ctx context.Context, h domain.Hold) (bool, error) {
 	defer since(t.releaseOrphan, time.Now())
 	return t.g.ReleaseOrphan(ctx, h)
+}
+
+func (t *timedGate) BeginRebuild(ctx context.Context, p domain.ProductID, token string, ttl time.Duration) ([]domain.Hold, error) {
+	defer since(t.beginRebuild, time.Now())
+	return t.g.BeginRebuild(ctx, p, token, ttl)
+}
+
+func (t *timedGate) FinishRebuild(ctx context.Context, p domain.ProductID, plan domain.RebuildPlan) error {
+	defer since(t.finishRebuild, time.Now())
+	return t.g.FinishRebuild(ctx, p, plan)
+}
+
+func (t *timedGate) AbortRebuild(ctx context.Context, p domain.ProductID, token string) error {
+	defer since(t.abortRebuild, time.Now())
+	return t.g.AbortRebuild(ctx, p, token)
 }
 
 // Ledger returns l with every Atomically timed in cardshop_ledger_tx_duration_seconds (the

@@ -176,6 +176,27 @@ func (l *Ledger) runTx(ctx context.Context, run *runState, fn func(tx domain.Sto
 	return nil
 }
 
+// Snapshot runs fn in a READ ONLY transaction at REPEATABLE READ: InnoDB takes the read view
+// at the transaction's first read, and every later read of fn sees the database as it was
+// then, so numbers read by several queries agree with each other. A write fails (a read-only
+// transaction refuses it). The transaction is rolled back at the end: it has nothing to commit.
+func (l *Ledger) Snapshot(ctx context.Context, fn func(tx domain.Store) error) error {
+	// The session runs at READ COMMITTED (Open forces it); this transaction alone needs one
+	// view for all of its reads.
+	tx, err := l.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return wrapErr("begin snapshot", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	state := &txState{run: &runState{}}
+	defer state.end()
+	err = fn(&store{db: tx, ledger: l, tx: state})
+	if lost := state.lost(); lost != nil && err == nil {
+		err = lost
+	}
+	return err
+}
+
 // runState is what the attempts of one Atomically call share.
 type runState struct {
 	// waitForLocks makes Allocate wait for locked codes instead of skipping them: set when an

@@ -27,6 +27,7 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("flows", func(t *testing.T) { runFlows(t, newLedger) })
 	t.Run("outbox", func(t *testing.T) { runOutbox(t, newLedger) })
 	t.Run("atomically", func(t *testing.T) { runAtomically(t, newLedger) })
+	t.Run("snapshot", func(t *testing.T) { runSnapshot(t, newLedger) })
 }
 
 func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {

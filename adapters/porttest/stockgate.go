@@ -328,6 +328,7 @@ func RunStockGate(t *testing.T, newGate func(t *testing.T) domain.StockGate, opt
 	o := stockGateOpts(opts)
 	t.Run("holds", func(t *testing.T) { runHolds(t, newGate, o) })
 	t.Run("budget", func(t *testing.T) { runBudget(t, newGate, o) })
+	t.Run("rebuild fence", func(t *testing.T) { runRebuildFence(t, newGate, o) })
 }
 
 // newReservation is a new order's reservation of qty units of p by a fresh buyer and key.

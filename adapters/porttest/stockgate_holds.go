@@ -31,10 +31,10 @@ func stockGateOpts(opts []StockGateOption) stockGateOptions {
 	return o
 }
 
-// runHolds checks the tracking of keyed reservations until their orders are known (Holds,
+// runHolds checks the tracking of reservations until their units follow an order (Holds,
 // Forget, ReleaseOrphan, and Cancel and Rebuild dropping holds).
 func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stockGateOptions) {
-	t.Run("keyed reservations are held, oldest first, until forgotten", func(t *testing.T) {
+	t.Run("reservations are held, oldest first, until forgotten", func(t *testing.T) {
 		g, p := newGate(t), NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 20})
 		base := holdBase()
@@ -43,26 +43,32 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 		for _, r := range []domain.Reservation{newer, same, older} {
 			reserveOK(t, g, r)
 		}
-		keyless := newReservation(p, 4)
-		keyless.Key, keyless.Ref, keyless.At = "", string(keyless.OrderNo)+":"+domain.FlowLateReserve.String(), base
-		reserveOK(t, g, keyless) // a late re-reservation is not tracked
+		late := lateReservation(newReservation(p, 4), "attempt-1")
+		late.At = base
+		reserveOK(t, g, late) // a late re-reservation is tracked too, and marked Late
 
 		// Equal times list by order number; At keeps milliseconds only.
 		tied := []domain.Reservation{newer, same}
 		if same.OrderNo < newer.OrderNo {
 			tied = []domain.Reservation{same, newer}
 		}
-		all := append([]domain.Reservation{older}, tied...)
-		wantHolds(t, g, p, base.Add(time.Hour), 100, all...)
+		all := append([]domain.Reservation{late, older}, tied...)
+		got := wantHolds(t, g, p, base.Add(time.Hour), 100, all...)
+		for i, h := range got {
+			if h.Late != (i == 0) {
+				t.Fatalf("hold %s: Late = %v, want %v", h.OrderNo, h.Late, i == 0)
+			}
+		}
 		wantHolds(t, g, p, base.Add(time.Minute), 100, all...) // at or before the cutoff
-		wantHolds(t, g, p, base.Add(time.Minute-time.Millisecond), 100, older)
-		wantHolds(t, g, p, base.Add(time.Millisecond), 100, older) // 1.5 ms is held as 1 ms
-		wantHolds(t, g, p, base, 100)
+		wantHolds(t, g, p, base.Add(time.Minute-time.Millisecond), 100, late, older)
+		wantHolds(t, g, p, base.Add(time.Millisecond), 100, late, older) // 1.5 ms is held as 1 ms
+		wantHolds(t, g, p, base, 100, late)
+		wantHolds(t, g, p, base.Add(-time.Millisecond), 100)
 		wantHolds(t, g, p, base.Add(time.Hour), 2, all[:2]...)
 		wantHolds(t, g, p, base.Add(time.Hour), 0)
 
 		for range 2 { // idempotent, and unknown numbers are ignored
-			if err := g.Forget(t.Context(), p, []domain.OrderNo{older.OrderNo, newOrderNo()}); err != nil {
+			if err := g.Forget(t.Context(), p, []domain.OrderNo{older.OrderNo, late.OrderNo, newOrderNo()}); err != nil {
 				t.Fatalf("Forget: %v", err)
 			}
 			wantHolds(t, g, p, base.Add(time.Hour), 100, tied...)
@@ -74,6 +80,12 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 		// A forgotten hold is no orphan: releasing it changes nothing.
 		if released, err := g.ReleaseOrphan(t.Context(), holdOf(older)); err != nil || released {
 			t.Fatalf("ReleaseOrphan of a forgotten hold = %v, %v; want false, nil", released, err)
+		}
+		// Nor is it cancelled: its units follow its order.
+		for _, r := range []domain.Reservation{older, late} {
+			if cancelled, err := g.Cancel(t.Context(), r); err != nil || cancelled {
+				t.Fatalf("Cancel of a forgotten hold = %v, %v; want false, nil", cancelled, err)
+			}
 		}
 		wantLevels(t, g, p, domain.GateLevels{Stock: 10, Sold: 10})
 	})
@@ -135,14 +147,6 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 		r := newReservation(p, 3)
 		r.At = holdBase()
 		reserveOK(t, g, r)
-		// A keyless cancel for the same order (a late re-reservation's) leaves the keyed hold.
-		keyless := r
-		keyless.Key, keyless.Ref = "", string(r.OrderNo)+":"+domain.FlowLateReserve.String()
-		reserveOK(t, g, keyless)
-		if cancelled, err := g.Cancel(t.Context(), keyless); err != nil || !cancelled {
-			t.Fatalf("Cancel keyless = %v, %v; want true, nil", cancelled, err)
-		}
-		wantHolds(t, g, p, r.At, 100, r)
 		if cancelled, err := g.Cancel(t.Context(), r); err != nil || !cancelled {
 			t.Fatalf("Cancel = %v, %v; want true, nil", cancelled, err)
 		}
@@ -151,6 +155,40 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 			t.Fatalf("ReleaseOrphan after Cancel = %v, %v; want false, nil", released, err)
 		}
 		wantLevels(t, g, p, domain.GateLevels{Stock: 10})
+	})
+
+	t.Run("a late reservation is given back only by the attempt that took it", func(t *testing.T) {
+		g, p := newGate(t), NewProductID()
+		rebuild(t, g, p, domain.GateLevels{Stock: 10})
+		keyed := newReservation(p, 3)
+		keyed.At = holdBase()
+		reserveOK(t, g, keyed)
+		if err := g.Forget(t.Context(), p, []domain.OrderNo{keyed.OrderNo}); err != nil { // the order is written
+			t.Fatal(err)
+		}
+		mine := lateReservation(keyed, "attempt-mine")
+		reserveOK(t, g, mine)
+		wantLevels(t, g, p, domain.GateLevels{Stock: 4, Sold: 6})
+		theirs := lateReservation(keyed, "attempt-theirs")
+		if res := reserve(t, g, theirs); res.Outcome != domain.Replayed || res.ExistingOrder != keyed.OrderNo ||
+			res.ExistingFingerprint != mine.Fingerprint {
+			t.Fatalf("a second attempt's Reserve = %s, want Replayed of %s by %q", describe(res), keyed.OrderNo, mine.Fingerprint)
+		}
+		if cancelled, err := g.Cancel(t.Context(), theirs); err != nil || cancelled {
+			t.Fatalf("Cancel by another attempt = %v, %v; want false, nil", cancelled, err)
+		}
+		if cancelled, err := g.Cancel(t.Context(), keyed); err != nil || cancelled {
+			t.Fatalf("Cancel of the forgotten keyed reservation = %v, %v; want false, nil", cancelled, err)
+		}
+		wantLevels(t, g, p, domain.GateLevels{Stock: 4, Sold: 6})
+		for i, want := range []bool{true, false} {
+			if cancelled, err := g.Cancel(t.Context(), mine); err != nil || cancelled != want {
+				t.Fatalf("Cancel #%d by the attempt that reserved = %v, %v; want %v, nil", i+1, cancelled, err, want)
+			}
+			wantLevels(t, g, p, domain.GateLevels{Stock: 7, Sold: 3})
+		}
+		wantHolds(t, g, p, time.Now().Add(time.Hour), 100)
+		reserveOK(t, g, theirs) // the claim went with the cancel: the next attempt may reserve
 	})
 
 	t.Run("rebuild drops the holds", func(t *testing.T) {
@@ -376,7 +414,13 @@ func holdBase() time.Time {
 	return time.UnixMilli(time.Now().Add(-time.Hour).UnixMilli())
 }
 
-// holdOf is the hold a keyed reservation makes.
+// lateReservation is r as a late payment's re-reservation of r's order by the attempt token.
+func lateReservation(r domain.Reservation, token string) domain.Reservation {
+	r.Key, r.Ref, r.Fingerprint, r.BuyerCap = "", string(r.OrderNo)+":"+domain.FlowLateReserve.String(), token, 0
+	return r
+}
+
+// holdOf is the hold a reservation makes.
 func holdOf(r domain.Reservation) domain.Hold {
 	return domain.Hold{Product: r.Product, OrderNo: r.OrderNo, Qty: r.Qty, At: time.UnixMilli(r.At.UnixMilli())}
 }

@@ -11,4 +11,5 @@ var (
 	HoldsKey    = holdsKey
 	HoldInfoKey = holdInfoKey
 	BudgetKey   = budgetKey
+	FenceKey    = fenceKey
 )

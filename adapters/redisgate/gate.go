@@ -11,11 +11,12 @@
 //	idem:order:{<pid>}:<buyer>:<key>   a buyer's idempotency claim: <order no>|<fingerprint>|<qty>
 //	idem:ref:{<pid>}:<ref>             the claim of a reservation without a key
 //	gate:applied:{<pid>}:<ref>         an applied GateChange, kept MarkerTTL
-//	holds:{<pid>}                      sorted set of keyed reservations not yet confirmed written:
-//	                                   order no scored by Reservation.At in unix ms
+//	holds:{<pid>}                      sorted set of reservations whose units do not follow an
+//	                                   order yet: order no scored by Reservation.At in unix ms
 //	holdinfo:{<pid>}                   hash: order no -> <qty>|<claim key>, what releasing it needs
 //	budget:{<pid>}:<buyer>             units the buyer reserved in the current window (expires
 //	                                   BuyerWindow after the window's first reservation)
+//	rebuild:{<pid>}                    a rebuild's fence: its token, expiring with the fence
 //
 // It imports the domain, package lua and go-redis.
 package redisgate
@@ -63,6 +64,9 @@ var (
 	holdsScript   = redis.NewScript(lua.Holds)
 	forgetScript  = redis.NewScript(lua.Forget)
 	releaseScript = redis.NewScript(lua.Release)
+	fenceScript   = redis.NewScript(lua.Fence)
+	finishScript  = redis.NewScript(lua.Finish)
+	unfenceScript = redis.NewScript(lua.Unfence)
 )
 
 // forgetChunk bounds the order numbers of one forget.lua run (Lua's unpack has a stack limit).
@@ -76,7 +80,12 @@ const (
 	codeFrozen      = 4
 	codeGateMissing = 5
 	codeBuyerLimit  = 6
+	codeRebuilding  = 7
 )
+
+// fenced is what apply.lua, cancel.lua and release.lua answer while a rebuild fences the
+// product.
+const fenced = -1
 
 // Gate is a domain.StockGate on Redis. It is safe for concurrent use.
 type Gate struct {
@@ -137,6 +146,7 @@ func markerKey(c domain.GateChange) string {
 
 func holdsKey(p domain.ProductID) string    { return "holds:" + productTag(p) }
 func holdInfoKey(p domain.ProductID) string { return "holdinfo:" + productTag(p) }
+func fenceKey(p domain.ProductID) string    { return "rebuild:" + productTag(p) }
 
 // budgetKey names a buyer's budget for a product; like claims, it relies on buyers without ':'.
 func budgetKey(p domain.ProductID, b domain.BuyerID) string {
@@ -168,9 +178,9 @@ func checkBudget(r domain.Reservation) error {
 	return nil
 }
 
-// reserveArgs are reserve.lua's KEYS and ARGV for r. A keyed reservation is tracked as a hold
-// scored by r.At (now when zero) and, with a BuyerCap, counted against the buyer's budget; a
-// keyless one is neither.
+// reserveArgs are reserve.lua's KEYS and ARGV for r. Every reservation is tracked as a hold
+// scored by r.At (now when zero); a keyed one with a BuyerCap also counts against the buyer's
+// budget.
 func reserveArgs(r domain.Reservation) (keys []string, args []any) {
 	ttl := r.KeyTTL
 	if ttl <= 0 {
@@ -179,20 +189,18 @@ func reserveArgs(r domain.Reservation) (keys []string, args []any) {
 	ms := max(ttl.Milliseconds(), 1)
 	qty := strconv.Itoa(r.Qty)
 	claim := string(r.OrderNo) + claimSep + r.Fingerprint + claimSep + qty
-	score, capacity, window := "", "0", "0"
-	if r.Key != "" {
-		at := r.At
-		if at.IsZero() {
-			at = time.Now()
-		}
-		score = strconv.FormatInt(max(at.UnixMilli(), 0), 10)
-		if r.BuyerCap > 0 {
-			capacity = strconv.FormatInt(r.BuyerCap, 10)
-			window = strconv.FormatInt(max(r.BuyerWindow.Milliseconds(), 1), 10)
-		}
+	capacity, window := "0", "0"
+	at := r.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	score := strconv.FormatInt(max(at.UnixMilli(), 0), 10)
+	if r.Key != "" && r.BuyerCap > 0 {
+		capacity = strconv.FormatInt(r.BuyerCap, 10)
+		window = strconv.FormatInt(max(r.BuyerWindow.Milliseconds(), 1), 10)
 	}
 	return []string{stockKey(r.Product), soldKey(r.Product), frozenKey(r.Product), claimKey(r),
-			holdsKey(r.Product), holdInfoKey(r.Product), budgetKey(r.Product, r.Buyer)},
+			holdsKey(r.Product), holdInfoKey(r.Product), budgetKey(r.Product, r.Buyer), fenceKey(r.Product)},
 		[]any{qty, claim, strconv.FormatInt(ms, 10), score, capacity, window}
 }
 
@@ -253,6 +261,8 @@ func decodeReserve(reply []any) (domain.ReserveResult, error) {
 		res.Outcome = domain.GateMissing
 	case codeBuyerLimit:
 		res.Outcome = domain.BuyerLimit
+	case codeRebuilding:
+		res.Outcome = domain.Rebuilding
 	default:
 		return domain.ReserveResult{}, fmt.Errorf("unknown outcome code %d", code)
 	}
@@ -273,31 +283,39 @@ func parseClaim(v string) (domain.OrderNo, string, bool) {
 }
 
 // Cancel undoes a reservation whose order could not be written (cancel.lua): if the claim for
-// its key (or Ref) still exists and points at r.OrderNo, it drops the claim and the hold made
-// with it, returns the units the claim took and reports true; otherwise it changes nothing and
-// reports false. A reservation with neither key nor Ref is a domain.ValidationError; an error
-// reaching Redis wraps domain.ErrUnavailable.
+// its key (or Ref) still exists, points at r.OrderNo with r.Fingerprint and its hold is still
+// tracked, it drops the claim and the hold, returns the units the claim took and reports true;
+// otherwise it changes nothing and reports false. A reservation with neither key nor Ref is a
+// domain.ValidationError; a fenced product is domain.ErrGateRebuilding; an error reaching Redis
+// wraps domain.ErrUnavailable.
 func (g *Gate) Cancel(ctx context.Context, r domain.Reservation) (bool, error) {
 	if err := checkClaim(r); err != nil {
 		return false, err
 	}
 	n, err := cancelScript.Run(ctx, g.c, []string{stockKey(r.Product), soldKey(r.Product), claimKey(r),
-		holdsKey(r.Product), holdInfoKey(r.Product)}, string(r.OrderNo)).Int64()
+		holdsKey(r.Product), holdInfoKey(r.Product), fenceKey(r.Product)}, string(r.OrderNo), r.Fingerprint).Int64()
 	if err != nil {
 		return false, wrap("cancel", err)
+	}
+	if n == fenced {
+		return false, domain.ErrGateRebuilding
 	}
 	return n == 1, nil
 }
 
 // Apply adds c's Stock and Sold to the product's counters once per c.Ref (apply.lua) and
 // reports whether this call applied it; a product the gate does not know is left alone and
-// nothing is recorded for it. An error reaching Redis wraps domain.ErrUnavailable.
+// its marker is recorded all the same. A fenced product is domain.ErrGateRebuilding; an error
+// reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) Apply(ctx context.Context, c domain.GateChange) (bool, error) {
-	n, err := applyScript.Run(ctx, g.c, []string{stockKey(c.Product), soldKey(c.Product), markerKey(c)},
+	n, err := applyScript.Run(ctx, g.c, []string{stockKey(c.Product), soldKey(c.Product), markerKey(c), fenceKey(c.Product)},
 		strconv.FormatInt(c.Stock, 10), strconv.FormatInt(c.Sold, 10),
 		strconv.FormatInt(MarkerTTL.Milliseconds(), 10)).Int64()
 	if err != nil {
 		return false, wrap("apply", err)
+	}
+	if n == fenced {
+		return false, domain.ErrGateRebuilding
 	}
 	return n == 1, nil
 }
@@ -383,18 +401,92 @@ func (g *Gate) Holds(ctx context.Context, p domain.ProductID, olderThan time.Tim
 		if reply[i+2] == "" {
 			continue // a member without info: nothing to release it with (never written so)
 		}
-		score, err := strconv.ParseFloat(reply[i+1], 64)
+		h, err := decodeHold(p, reply[i], reply[i+1], reply[i+2])
 		if err != nil {
-			return nil, fmt.Errorf("redis gate holds: score %q of %s: %w", reply[i+1], reply[i], err)
+			return nil, fmt.Errorf("redis gate holds: %w", err)
 		}
-		qty, _, err := parseHoldInfo(reply[i+2])
-		if err != nil {
-			return nil, fmt.Errorf("redis gate holds: %s: %w", reply[i], err)
-		}
-		out = append(out, domain.Hold{Product: p, OrderNo: domain.OrderNo(reply[i]), Qty: qty,
-			At: time.UnixMilli(int64(score))})
+		out = append(out, h)
 	}
 	return out, nil
+}
+
+// decodeHold reads a hold from its member, score and <qty>|<claim key>; a hold made by a
+// keyless claim (idem:ref:) is a late re-reservation.
+func decodeHold(p domain.ProductID, member, score, info string) (domain.Hold, error) {
+	ms, err := strconv.ParseFloat(score, 64)
+	if err != nil {
+		return domain.Hold{}, fmt.Errorf("score %q of %s: %w", score, member, err)
+	}
+	qty, claim, err := parseHoldInfo(info)
+	if err != nil {
+		return domain.Hold{}, fmt.Errorf("%s: %w", member, err)
+	}
+	return domain.Hold{Product: p, OrderNo: domain.OrderNo(member), Qty: qty, At: time.UnixMilli(int64(ms)),
+		Late: strings.HasPrefix(claim, "idem:ref:")}, nil
+}
+
+// BeginRebuild fences the product under token for ttl and lists all of its holds in the same
+// step (fence.lua). A fence held under another token is domain.ErrGateRebuilding; an error
+// reaching Redis wraps domain.ErrUnavailable.
+func (g *Gate) BeginRebuild(ctx context.Context, p domain.ProductID, token string, ttl time.Duration) ([]domain.Hold, error) {
+	if token == "" || ttl <= 0 {
+		return nil, domain.Invalid("token", "a rebuild needs a token and a positive fence time")
+	}
+	reply, err := fenceScript.Run(ctx, g.c, []string{fenceKey(p), holdsKey(p), holdInfoKey(p)},
+		token, strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)).Slice()
+	if err != nil {
+		return nil, wrap("begin rebuild", err)
+	}
+	if len(reply) == 0 || (len(reply)-1)%3 != 0 {
+		return nil, fmt.Errorf("redis gate begin rebuild: reply of %d values, want 1 + triples", len(reply))
+	}
+	if ok, _ := reply[0].(int64); ok != 1 {
+		return nil, domain.ErrGateRebuilding
+	}
+	out := make([]domain.Hold, 0, (len(reply)-1)/3)
+	for i := 1; i < len(reply); i += 3 {
+		member, _ := reply[i].(string)
+		score, _ := reply[i+1].(string)
+		info, _ := reply[i+2].(string)
+		if info == "" {
+			continue // a member without info: nothing to account it by (never written so)
+		}
+		h, err := decodeHold(p, member, score, info)
+		if err != nil {
+			return nil, fmt.Errorf("redis gate begin rebuild: %w", err)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// FinishRebuild writes the plan and lifts the fence in one step (finish.lua), if the fence is
+// still held under plan.Token; otherwise it writes nothing and returns
+// domain.ErrGateRebuilding. An error reaching Redis wraps domain.ErrUnavailable.
+func (g *Gate) FinishRebuild(ctx context.Context, p domain.ProductID, plan domain.RebuildPlan) error {
+	frozen := "0"
+	if plan.Levels.Frozen {
+		frozen = "1"
+	}
+	keys := []string{stockKey(p), soldKey(p), frozenKey(p), fenceKey(p)}
+	for _, ref := range plan.Counted {
+		keys = append(keys, markerKey(domain.GateChange{Product: p, Ref: ref}))
+	}
+	n, err := finishScript.Run(ctx, g.c, keys, plan.Token, strconv.FormatInt(plan.Levels.Stock, 10),
+		strconv.FormatInt(plan.Levels.Sold, 10), frozen, strconv.FormatInt(MarkerTTL.Milliseconds(), 10)).Int64()
+	if err != nil {
+		return wrap("finish rebuild", err)
+	}
+	if n != 1 {
+		return domain.ErrGateRebuilding
+	}
+	return nil
+}
+
+// AbortRebuild lifts the fence if it is still held under token (unfence.lua). An error
+// reaching Redis wraps domain.ErrUnavailable.
+func (g *Gate) AbortRebuild(ctx context.Context, p domain.ProductID, token string) error {
+	return wrap("abort rebuild", unfenceScript.Run(ctx, g.c, []string{fenceKey(p)}, token).Err())
 }
 
 // parseHoldInfo splits a hold's <qty>|<claim key>.
@@ -443,9 +535,12 @@ func (g *Gate) ReleaseOrphan(ctx context.Context, h domain.Hold) (bool, error) {
 		return false, fmt.Errorf("redis gate release orphan %s: %w", h.OrderNo, err)
 	}
 	n, err := releaseScript.Run(ctx, g.c, []string{stockKey(h.Product), soldKey(h.Product), holdsKey(h.Product),
-		holdInfoKey(h.Product), claim}, string(h.OrderNo)).Int64()
+		holdInfoKey(h.Product), claim, fenceKey(h.Product)}, string(h.OrderNo)).Int64()
 	if err != nil {
 		return false, wrap("release orphan", err)
+	}
+	if n == fenced {
+		return false, domain.ErrGateRebuilding
 	}
 	return n == 1, nil
 }

@@ -360,9 +360,9 @@ func TestCancelScriptTwiceReturnsUnitsOnce(t *testing.T) {
 		reserve(t, g, r, domain.Reserved)
 		script := redis.NewScript(lua.Cancel)
 		keys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), redisgate.ClaimKey(r), redisgate.HoldsKey(p),
-			redisgate.HoldInfoKey(p)}
+			redisgate.HoldInfoKey(p), redisgate.FenceKey(p)}
 		for i, want := range []int64{1, 0} {
-			n, err := script.Run(t.Context(), c, keys, string(r.OrderNo)).Int64()
+			n, err := script.Run(t.Context(), c, keys, string(r.OrderNo), r.Fingerprint).Int64()
 			if err != nil || n != want {
 				t.Fatalf("cancel.lua run #%d = %d, %v; want %d", i+1, n, err, want)
 			}
@@ -643,12 +643,16 @@ func TestHoldAndBudgetKeys(t *testing.T) {
 		if err != nil || later >= first || later <= 0 {
 			t.Fatalf("budget PTTL after a second reservation = %v, %v; want below %v (not extended)", later, err, first)
 		}
-		// A keyless reservation neither holds nor counts.
+		// A keyless reservation holds under its Ref's claim but does not count against the budget.
 		keyless := newReservation(p, 1)
 		keyless.Key, keyless.Ref, keyless.BuyerCap, keyless.BuyerWindow = "", "x:8", 1, time.Minute
 		reserve(t, g, keyless, domain.Reserved)
-		if n, err := c.ZCard(t.Context(), redisgate.HoldsKey(p)).Result(); err != nil || n != 2 {
-			t.Fatalf("holds = %d, %v; want 2", n, err)
+		if n, err := c.ZCard(t.Context(), redisgate.HoldsKey(p)).Result(); err != nil || n != 3 {
+			t.Fatalf("holds = %d, %v; want 3", n, err)
+		}
+		info, err = c.HGet(t.Context(), redisgate.HoldInfoKey(p), string(keyless.OrderNo)).Result()
+		if want := "1|" + redisgate.ClaimKey(keyless); err != nil || info != want {
+			t.Fatalf("keyless hold info = %q, %v; want %q", info, err, want)
 		}
 		wantNoKey(t, c, redisgate.BudgetKey(p, keyless.Buyer))
 	})

@@ -145,11 +145,11 @@ func redisScriptCeiling(ctx context.Context, addr string, clients, n int) (float
 	ttl := strconv.FormatInt(scratchClaimTTL.Milliseconds(), 10)
 	// KEYS and ARGV as reserve.lua wants them: the claim value's qty equals ARGV[1].
 	// The full form the gate sends: the hold (holds/holdinfo) and the buyer budget (cap 1e9,
-	// never reached) are written as on every real order.
+	// never reached) are written and the rebuild fence is checked, as on every real order.
 	holdAt := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	cmdArgs := func(claimSuffix, orderNo string) []string {
-		return []string{"EVALSHA", sha, "7", stock, sold, frozen, "idem:order:" + tag + ":ceiling:" + claimSuffix,
-			"holds:" + tag, "holdinfo:" + tag, "budget:" + tag + ":ceiling-" + claimSuffix,
+		return []string{"EVALSHA", sha, "8", stock, sold, frozen, "idem:order:" + tag + ":ceiling:" + claimSuffix,
+			"holds:" + tag, "holdinfo:" + tag, "budget:" + tag + ":ceiling-" + claimSuffix, "rebuild:" + tag,
 			"1", orderNo + "|ceiling|1", ttl, holdAt, "1000000000", "600000"}
 	}
 

@@ -1,0 +1,55 @@
+-- finish.lua: write a product's counters rebuilt from the ledger and lift the fence.
+--
+-- KEYS[1]  stock:product:{<pid>}
+-- KEYS[2]  sold:product:{<pid>}
+-- KEYS[3]  frozen:product:{<pid>}
+-- KEYS[4]  rebuild:{<pid>}    the fence fence.lua set
+-- KEYS[5…] markers gate:applied:{<pid>}:<ref> of the changes the new counters already count
+-- ARGV[1]  the rebuild's token
+-- ARGV[2]  stock: an integer
+-- ARGV[3]  sold: an integer
+-- ARGV[4]  frozen: 1 to freeze, 0 to leave the flag as it is
+-- ARGV[5]  the markers' TTL in milliseconds: a positive integer
+--
+-- Returns 1: counters set, markers set, the flag set when ARGV[4] is 1, the fence deleted.
+-- Returns 0, writing nothing, when the fence is gone or held under another token (it expired:
+-- changes went on meanwhile, and these counters may no longer be right). An error reply, before
+-- anything is written, when ARGV is malformed.
+--
+-- A rebuild never clears the frozen flag: an operator's or an inconsistency's freeze that landed
+-- after the ledger was read must stand; unfreezing is SetFrozen's alone.
+--
+-- Why atomic: the counters, the markers and the end of the fence must appear together. A
+-- reservation between them would see the new stock before the changes it counts are marked
+-- (the relay could count them again) or the fence lifted before the counters are written.
+
+local function integer(s)
+  return s and (s == '0' or string.match(s, '^-?[1-9]%d*$')) and #s <= 20
+end
+
+if #KEYS < 4 then
+  return redis.error_reply('ERR finish.lua: want at least 4 keys, got ' .. #KEYS)
+end
+local token, stock, sold, frozen, ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+if not (integer(stock) and integer(sold)) then
+  return redis.error_reply('ERR finish.lua: stock and sold must be integers')
+end
+if frozen ~= '0' and frozen ~= '1' then
+  return redis.error_reply('ERR finish.lua: frozen must be 0 or 1')
+end
+if not (ttl and string.match(ttl, '^[1-9]%d*$')) then
+  return redis.error_reply('ERR finish.lua: marker TTL must be a positive integer of milliseconds')
+end
+if redis.call('GET', KEYS[4]) ~= token then
+  return 0
+end
+redis.call('SET', KEYS[1], stock)
+redis.call('SET', KEYS[2], sold)
+if frozen == '1' then
+  redis.call('SET', KEYS[3], '1')
+end
+for i = 5, #KEYS do
+  redis.call('SET', KEYS[i], '1', 'PX', ttl)
+end
+redis.call('DEL', KEYS[4])
+return 1
