@@ -4,6 +4,6 @@
 // interface it defines, request metrics and /metrics (so it needs no Prometheus import), and
 // the OpenAPI description of every route (openapi.json) at /openapi.json and, as a page, /docs.
 //
-// It may import the domain, the application, paysig/authtoken and Fiber; handlers parse input,
+// It may import the domain, the application, paysig/authtoken/strictjson and Fiber; handlers parse input,
 // call one use case and return its error unchanged.
 package httpapi

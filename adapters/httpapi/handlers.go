@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -10,8 +9,6 @@ import (
 	"cardshop/application"
 	"cardshop/domain"
 )
-
-var errorsAs = errors.As
 
 // HeaderReplayed marks the answer to a repeated submission.
 const HeaderReplayed = "Idempotent-Replayed"

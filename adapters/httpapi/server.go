@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 
 	"cardshop/adapters/authtoken"
+	"cardshop/adapters/strictjson"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -242,9 +242,10 @@ func body(c *fiber.Ctx, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// decodeJSON strictly decodes a bounded JSON body into v: unknown fields, wrong types and
-// trailing data are refused. An empty body decodes as {} when allowEmpty. The Content-Type is
-// not checked (curl -d sends a form type): the body must be JSON whatever it says.
+// decodeJSON strictly decodes a bounded JSON body into v with strictjson: duplicate keys (also
+// in another letter case), keys that are not exactly a field's name, wrong types and trailing
+// data are refused. An empty body decodes as {} when allowEmpty. The Content-Type is not
+// checked (curl -d sends a form type): the body must be JSON whatever it says.
 func (s *Server) decodeJSON(c *fiber.Ctx, v any, allowEmpty bool) error {
 	b, err := body(c, s.cfg.MaxBodyBytes)
 	if err != nil {
@@ -256,23 +257,7 @@ func (s *Server) decodeJSON(c *fiber.Ctx, v any, allowEmpty bool) error {
 		}
 		return domain.Invalid("body", "a JSON object is required")
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errorsAs(err, &te) && te.Field != "" {
-			return domain.Invalid(te.Field, "has the wrong type")
-		}
-		if strings.HasPrefix(err.Error(), "json: unknown field ") {
-			return domain.Invalid(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "unknown field")
-		}
-		return domain.Invalid("body", "not valid JSON")
-	}
-	// dec.More() would miss a stray '}' or ']': only the end of input may follow the object.
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return domain.Invalid("body", "trailing data after the JSON object")
-	}
-	return nil
+	return strictjson.Decode(b, v)
 }
 
 func productParam(c *fiber.Ctx) (domain.ProductID, error) {

@@ -2,22 +2,21 @@
 // "timestamp.body" with a shared secret, hex encoded, and a timestamp window. It implements
 // domain.PaymentVerifier and is also what the `pay` command and tests use to sign.
 //
-// It imports the domain and the standard library only.
+// It imports the domain, strictjson and the standard library only.
 package paysig
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"cardshop/adapters/strictjson"
 	"cardshop/domain"
 )
 
@@ -102,18 +101,20 @@ func (s *Signer) Check(timestamp, signature string, body []byte, now time.Time) 
 	return nil
 }
 
-// ParseNotice parses a callback body strictly: unknown fields, trailing data, a missing order
-// number, an unknown status or a negative amount are refused.
+// ParseNotice parses a callback body strictly (strictjson): a key twice (also in another
+// letter case), unknown fields (also a field's name in another case), wrong types, trailing
+// data, a missing order number, an unknown status or a negative amount are refused.
 func ParseNotice(body []byte) (domain.PaymentNotice, error) {
 	var n Notice
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&n); err != nil {
+	if err := strictjson.Decode(body, &n); err != nil {
+		var ve *domain.ValidationError
+		switch {
+		case strictjson.IsDuplicate(err):
+			return domain.PaymentNotice{}, err // names the key
+		case errors.As(err, &ve) && ve.Reason == strictjson.ReasonTrailing:
+			return domain.PaymentNotice{}, domain.Invalid("body", "trailing data after the JSON object")
+		}
 		return domain.PaymentNotice{}, domain.Invalid("body", "not a valid callback JSON object")
-	}
-	// dec.More() would miss a stray '}' or ']': only the end of input may follow the object.
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return domain.PaymentNotice{}, domain.Invalid("body", "trailing data after the JSON object")
 	}
 	no, err := domain.ParseOrderNo(n.OrderNo)
 	if err != nil {

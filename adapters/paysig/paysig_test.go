@@ -159,6 +159,10 @@ func TestParseNotice(t *testing.T) {
 		{"trailing garbage", `{` + no + `,"status":"paid","amount":5} x`, "body"},
 		{"trailing brace", `{` + no + `,"status":"paid","amount":5}}`, "body"},
 		{"trailing bracket", `{` + no + `,"status":"paid","amount":5}]`, "body"},
+		{"amount twice", `{` + no + `,"status":"paid","amount":1,"amount":200}`, "amount"},
+		{"amount in two cases", `{` + no + `,"status":"paid","amount":1,"Amount":200}`, "Amount"},
+		{"status folded with a long s", `{` + no + `,"status":"failed","\u017ftatus":"paid","amount":5}`, "\u017ftatus"},
+		{"amount only in another case", `{` + no + `,"status":"paid","Amount":5}`, "body"},
 		{"status in upper case", `{` + no + `,"status":"PAID","amount":5}`, "status"},
 		{"unknown status", `{` + no + `,"status":"refunded","amount":5}`, "status"},
 		{"no status", `{` + no + `,"amount":5}`, "status"},
@@ -220,6 +224,7 @@ func FuzzParseNotice(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"order_no":"N1","status":"paid","amount":-1}`))
 	f.Add([]byte{0xff, '{'})
+	f.Add([]byte(`{"order_no":"N1","status":"paid","amount":1,"Amount":200}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		n, err := paysig.ParseNotice(body)
 		if err != nil {
