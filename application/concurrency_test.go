@@ -248,7 +248,7 @@ func TestConcurrentRefundsRecycleOnce(t *testing.T) {
 			f.assertInvariants(t, p.ID())
 
 			const n = 20
-			got := make([]domain.Order, n)
+			got := make([]application.RefundResult, n)
 			errs := make([]error, n)
 			start := make(chan struct{})
 			var wg sync.WaitGroup
@@ -261,8 +261,16 @@ func TestConcurrentRefundsRecycleOnce(t *testing.T) {
 			close(start)
 			wg.Wait()
 			for i := range n {
-				if errs[i] != nil || got[i].Status() != domain.StatusRefunded {
-					t.Fatalf("refund %d: %v (%s)", i, errs[i], got[i].Status())
+				if errs[i] != nil || got[i].Order.Status() != domain.StatusRefunded {
+					t.Fatalf("refund %d: %v (%s)", i, errs[i], got[i].Order.Status())
+				}
+				// Every answer, the winner's and the replays', tells where the codes went.
+				wantRecycled, wantVoided := 3, 0
+				if void {
+					wantRecycled, wantVoided = 0, 3
+				}
+				if got[i].Recycled != wantRecycled || got[i].Voided != wantVoided {
+					t.Fatalf("refund %d answered recycled %d, voided %d", i, got[i].Recycled, got[i].Voided)
 				}
 			}
 			c := f.counts(t, p.ID())

@@ -262,6 +262,17 @@ func (f *fixture) mustPay(t tester, no domain.OrderNo) domain.Order {
 	return o
 }
 
+// soldCards reads the codes SOLD to the order straight from the ledger: unlike the shop's
+// views it records no reveal.
+func (f *fixture) soldCards(t tester, no domain.OrderNo) []domain.Card {
+	t.Helper()
+	cards, err := f.ledger.Cards().Cards(f.ctx, no)
+	if err != nil {
+		t.Fatalf("cards of %s: %v", no, err)
+	}
+	return cards
+}
+
 func (f *fixture) levels(t tester, pid domain.ProductID) domain.GateLevels {
 	t.Helper()
 	l, ok, err := f.gate.Levels(f.ctx, pid)
@@ -517,6 +528,10 @@ func (f *fixture) assertInvariants(t tester, pid domain.ProductID) {
 		}
 		if (o.Status() == domain.StatusPaid || o.Status() == domain.StatusUnfulfilled) && o.PaidAt().IsZero() {
 			t.Errorf("order %s is %s without a payment time", no, o.Status())
+		}
+		// codes are shown only from a PAID order, so only PAID and REFUNDED ones are revealed.
+		if o.Revealed() && o.Status() != domain.StatusPaid && o.Status() != domain.StatusRefunded {
+			t.Errorf("order %s is %s but revealed at %s", no, o.Status(), o.RevealedAt())
 		}
 	}
 	eq("SOLD codes found on orders = codes SOLD", soldCards, sold)

@@ -2,6 +2,7 @@ package application
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"cardshop/domain"
@@ -16,7 +17,11 @@ type OrderView struct {
 // BuyerOrder returns the buyer's own order with its codes once PAID. Another buyer's order
 // answers ErrOrderNotFound, exactly like a missing one, so numbers cannot be probed.
 //
-// Errors: ErrOrderNotFound, ErrUnavailable.
+// Showing the codes is a reveal: the order's RevealedAt is recorded durably before they are
+// read (see reveal), so a later refund voids them.
+//
+// Errors: ErrOrderNotFound, ErrUnavailable (also when the reveal cannot be recorded: then no
+// code is returned).
 func (s *Shop) BuyerOrder(ctx context.Context, buyer domain.BuyerID, no domain.OrderNo) (OrderView, error) {
 	o, err := s.ledger.Orders().Order(ctx, no)
 	if err != nil {
@@ -25,21 +30,31 @@ func (s *Shop) BuyerOrder(ctx context.Context, buyer domain.BuyerID, no domain.O
 	if o.Buyer() != buyer {
 		return OrderView{}, domain.ErrOrderNotFound
 	}
-	return s.view(ctx, o)
+	return s.view(ctx, o, true)
 }
 
-// AdminOrder returns any order with its codes, for operators.
+// AdminOrder returns any order, for operators: with its codes when withCodes, which is a
+// reveal exactly like the buyer's read (any plain-text read counts: an operator may pass the
+// codes on); without them nothing is recorded, so an operator can look at an order (and its
+// RevealedAt) before deciding on a refund without turning its codes void.
 //
 // Errors: ErrOrderNotFound, ErrUnavailable.
-func (s *Shop) AdminOrder(ctx context.Context, no domain.OrderNo) (OrderView, error) {
+func (s *Shop) AdminOrder(ctx context.Context, no domain.OrderNo, withCodes bool) (OrderView, error) {
 	o, err := s.ledger.Orders().Order(ctx, no)
 	if err != nil {
 		return OrderView{}, fmt.Errorf("load order: %w", err)
 	}
-	return s.view(ctx, o)
+	return s.view(ctx, o, withCodes)
 }
 
-func (s *Shop) view(ctx context.Context, o domain.Order) (OrderView, error) {
+func (s *Shop) view(ctx context.Context, o domain.Order, withCodes bool) (OrderView, error) {
+	if !withCodes || o.Status() != domain.StatusPaid {
+		return OrderView{Order: o}, nil
+	}
+	o, err := s.reveal(ctx, o)
+	if err != nil {
+		return OrderView{}, err
+	}
 	v := OrderView{Order: o}
 	if o.Status() != domain.StatusPaid {
 		return v, nil
@@ -50,4 +65,48 @@ func (s *Shop) view(ctx context.Context, o domain.Order) (OrderView, error) {
 	}
 	v.Cards = cards
 	return v, nil
+}
+
+// reveal makes sure the PAID order o has its RevealedAt recorded before any code is read, and
+// returns the order as it now stands: still PAID and revealed (its codes may be shown), or
+// moved on by a refund that won the race (no code may be shown).
+//
+// MarkRevealed records the time only while the order is PAID, in one conditional step, and a
+// refund's Transition only wins while the order is revealed as the refund saw it; so a refund
+// that decided to recycle either completes before the reveal (which then finds the order
+// REFUNDED) or loses to it and decides again (voiding). Codes read after a refund are not SOLD
+// to the order any more, and Cards does not return them.
+func (s *Shop) reveal(ctx context.Context, o domain.Order) (domain.Order, error) {
+	if o.Revealed() {
+		return o, nil
+	}
+	at := s.clock.Now()
+	set, err := s.ledger.Orders().MarkRevealed(ctx, o.No(), at)
+	if err != nil {
+		return domain.Order{}, revealFailed(o.No(), err)
+	}
+	if set {
+		if err := o.MarkRevealed(at); err != nil {
+			return domain.Order{}, err
+		}
+		return o, nil
+	}
+	// Revealed by a concurrent read, or no longer PAID: the stored order says which.
+	stored, err := s.ledger.Orders().Order(ctx, o.No())
+	if err != nil {
+		return domain.Order{}, revealFailed(o.No(), err)
+	}
+	if stored.Status() == domain.StatusPaid && !stored.Revealed() {
+		return domain.Order{}, revealFailed(o.No(), errors.New("MarkRevealed set nothing on a PAID order without a reveal"))
+	}
+	return stored, nil
+}
+
+// revealFailed is the error of a reveal that could not be recorded: the codes stay hidden and
+// the caller may retry.
+func revealFailed(no domain.OrderNo, err error) error {
+	if errors.Is(err, domain.ErrUnavailable) {
+		return fmt.Errorf("record reveal of order %s: %w", no, err)
+	}
+	return fmt.Errorf("record reveal of order %s: %w: %w", no, domain.ErrUnavailable, err)
 }

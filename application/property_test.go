@@ -24,6 +24,7 @@ type propOrder struct {
 	placedAt  time.Time
 	expiresAt time.Time
 	status    domain.OrderStatus // as last seen
+	revealed  bool               // its codes were shown (a read with codes of the PAID order)
 }
 
 // propRun is one random run over a single product.
@@ -32,6 +33,9 @@ type propRun struct {
 	p      domain.Product
 	orders []*propOrder
 	codes  []string // every code imported
+	// shown maps every card shown by a read to the order it was shown for; an operator's
+	// explicit recycle of that order takes its cards out (they may be sold again).
+	shown map[int64]domain.OrderNo
 }
 
 func (r *propRun) pid() domain.ProductID { return r.p.ID() }
@@ -360,34 +364,125 @@ func (r *propRun) sweep(rt *rapid.T) {
 	f.assertNoExpiredPending(rt)
 }
 
+// read reads an order as its buyer or an operator does, with or without codes: a read with
+// codes of a PAID order shows them and records the first reveal; nothing else does.
+func (r *propRun) read(rt *rapid.T) {
+	f := r.f
+	po := r.pickIn(rt, domain.StatusPaid)
+	if po == nil {
+		return
+	}
+	o := f.order(rt, po.no)
+	var v application.OrderView
+	var err error
+	withCodes := true
+	switch rapid.IntRange(0, 2).Draw(rt, "reader") {
+	case 0:
+		v, err = f.shop.BuyerOrder(f.ctx, po.buyer, po.no)
+	case 1:
+		v, err = f.shop.AdminOrder(f.ctx, po.no, true)
+	default:
+		withCodes = false
+		v, err = f.shop.AdminOrder(f.ctx, po.no, false)
+	}
+	is(rt, "read", err, nil)
+	stored := f.order(rt, po.no)
+	if !withCodes || o.Status() != domain.StatusPaid {
+		if len(v.Cards) != 0 || !stored.RevealedAt().Equal(o.RevealedAt()) {
+			rt.Fatalf("read of %s order %s (codes %v): %d codes, revealed %v -> %v; want none, unchanged",
+				o.Status(), po.no, withCodes, len(v.Cards), o.RevealedAt(), stored.RevealedAt())
+		}
+		return
+	}
+	want := o.RevealedAt()
+	if !o.Revealed() {
+		want = f.clock.Now()
+	}
+	if len(v.Cards) != po.qty || !stored.RevealedAt().Equal(want) || !v.Order.RevealedAt().Equal(want) {
+		rt.Fatalf("read of PAID order %s: %d codes, revealed at %v (answered %v); want %d codes, revealed at %v",
+			po.no, len(v.Cards), stored.RevealedAt(), v.Order.RevealedAt(), po.qty, want)
+	}
+	po.revealed = true
+	for _, c := range v.Cards {
+		if other, ok := r.shown[c.ID]; ok && other != po.no {
+			rt.Fatalf("card %d shown for %s is shown again for %s", c.ID, other, po.no)
+		}
+		r.shown[c.ID] = po.no
+	}
+}
+
+// checkShownNeverResold checks that no card shown for one order is SOLD to another.
+func (r *propRun) checkShownNeverResold(rt *rapid.T) {
+	for _, po := range r.orders {
+		for _, c := range r.f.soldCards(rt, po.no) {
+			if other, ok := r.shown[c.ID]; ok && other != po.no {
+				rt.Fatalf("card %d, shown for %s, is sold again to %s", c.ID, other, po.no)
+			}
+		}
+	}
+}
+
 func (r *propRun) refund(rt *rapid.T) {
 	f := r.f
 	po := r.pickIn(rt, domain.StatusPaid, domain.StatusUnfulfilled)
 	if po == nil {
 		return
 	}
-	void := rapid.Bool().Draw(rt, "void")
+	cmd := application.Refund{OrderNo: po.no}
+	switch rapid.IntRange(0, 3).Draw(rt, "refund flags") {
+	case 1:
+		cmd.Void = true
+	case 2:
+		cmd.Recycle = true
+	case 3:
+		cmd.Void, cmd.Recycle = true, true
+	}
 	o := f.order(rt, po.no)
 	lv, counts := f.levels(rt, r.pid()), f.counts(rt, r.pid())
-	got, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: po.no, Void: void})
+	held := f.soldCards(rt, po.no)
+	got, err := f.shop.RefundOrder(f.ctx, cmd)
 	q := int64(po.qty)
+	if cmd.Void && cmd.Recycle {
+		is(rt, "refund with void and recycle", err, domain.ErrInvalidInput)
+		r.expectStatus(rt, "refused refund", po, o, o.Status())
+		r.expectLevels(rt, "after a refused refund", lv)
+		return
+	}
 	switch o.Status() {
 	case domain.StatusPaid:
 		is(rt, "refund", err, nil)
-		r.expectStatus(rt, "refund", po, got, domain.StatusRefunded)
+		r.expectStatus(rt, "refund", po, got.Order, domain.StatusRefunded)
+		if o.Revealed() != po.revealed {
+			rt.Fatalf("order %s: stored revealed %v, but the run revealed it: %v", po.no, o.Revealed(), po.revealed)
+		}
+		void := cmd.Void || (o.Revealed() && !cmd.Recycle)
 		c := f.counts(rt, r.pid())
 		to, wantLv := domain.CardRecycled, domain.GateLevels{Stock: lv.Stock + q, Sold: lv.Sold - q, Frozen: lv.Frozen}
+		recycled, voided := po.qty, 0
 		if void {
 			to, wantLv = domain.CardVoid, domain.GateLevels{Stock: lv.Stock, Sold: lv.Sold - q, Frozen: lv.Frozen}
+			recycled, voided = 0, po.qty
 		}
 		if c[domain.CardSold] != counts[domain.CardSold]-q || c[to] != counts[to]+q {
-			rt.Fatalf("refund (void %v) of %d codes: pool %v -> %v", void, q, counts, c)
+			rt.Fatalf("refund (%+v, revealed %v) of %d codes: pool %v -> %v", cmd, o.Revealed(), q, counts, c)
+		}
+		if got.Recycled != recycled || got.Voided != voided {
+			rt.Fatalf("refund (%+v, revealed %v) answered recycled %d, voided %d; want %d, %d",
+				cmd, o.Revealed(), got.Recycled, got.Voided, recycled, voided)
+		}
+		if !void {
+			for _, c := range held { // the operator vouches these may be sold again
+				delete(r.shown, c.ID)
+			}
 		}
 		r.expectLevels(rt, "after a refund", wantLv)
 		return
 	case domain.StatusUnfulfilled, domain.StatusRefunded:
 		is(rt, "refund "+o.Status().String(), err, nil)
-		r.expectStatus(rt, "refund", po, got, domain.StatusRefunded)
+		r.expectStatus(rt, "refund", po, got.Order, domain.StatusRefunded)
+		if o.Status() == domain.StatusUnfulfilled && (got.Recycled != 0 || got.Voided != 0) {
+			rt.Fatalf("refund of an UNFULFILLED order answered recycled %d, voided %d", got.Recycled, got.Voided)
+		}
 	default:
 		is(rt, "refund "+o.Status().String(), err, domain.ErrInvalidTransition)
 		r.expectStatus(rt, "refused refund", po, o, o.Status())
@@ -487,6 +582,9 @@ func (r *propRun) checkTransitions(rt *rapid.T) {
 			rt.Fatalf("order %s moved %s -> %s, which the state machine forbids", po.no, po.status, cur)
 		}
 		po.status = cur
+		if got := r.f.order(rt, po.no).Revealed(); got != po.revealed {
+			rt.Fatalf("order %s: revealed %v, but the run's reads say %v", po.no, got, po.revealed)
+		}
 	}
 }
 
@@ -497,7 +595,7 @@ func TestShopProperties(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		f := newFixture(rt)
 		limit := rapid.IntRange(1, 3).Draw(rt, "limit")
-		r := &propRun{f: f, p: f.createProduct(rt, limit, 0)}
+		r := &propRun{f: f, p: f.createProduct(rt, limit, 0), shown: map[int64]domain.OrderNo{}}
 		r.codes = f.addCodes(rt, r.pid(), rapid.IntRange(0, 30).Draw(rt, "codes"))
 		f.assertInvariants(rt, r.pid())
 
@@ -507,7 +605,7 @@ func TestShopProperties(t *testing.T) {
 			do   func(*rapid.T)
 		}{
 			{"place", r.place}, {"pay", r.pay}, {"replay", r.replay}, {"expire", r.expire},
-			{"late pay", r.latePay}, {"refund", r.refund}, {"payment failed", r.payFailed},
+			{"late pay", r.latePay}, {"refund", r.refund}, {"read", r.read}, {"payment failed", r.payFailed},
 			{"sweep", r.sweep}, {"fulfil", r.fulfil}, {"import", r.importMore}, {"pay twice", r.payTwice},
 			{"pay wrong amount", r.payWrongAmount}, {"freeze", r.freeze}, {"advance clock", r.advance},
 			{"close early", r.closeEarly}, {"place invalid", r.placeInvalid},
@@ -519,6 +617,7 @@ func TestShopProperties(t *testing.T) {
 			a.do(rt)
 			f.assertInvariants(rt, r.pid())
 			r.checkTransitions(rt)
+			r.checkShownNeverResold(rt)
 		}
 	})
 }

@@ -8,28 +8,46 @@ import (
 	"cardshop/domain"
 )
 
-// Refund is an operator's refund of an order.
+// Refund is an operator's refund of an order. Without Void or Recycle the order's codes are
+// VOID when they were revealed (the buyer, or an operator, read them: working copies may be
+// out there) and RECYCLED (sold again) when they never left the service.
 type Refund struct {
 	OrderNo domain.OrderNo
-	// Void keeps the codes out of the pool for good (the buyer has seen them); otherwise they
-	// are RECYCLED and sold again.
-	Void   bool
-	Reason string
+	// Void keeps the codes out of the pool for good, revealed or not.
+	Void bool
+	// Recycle returns the codes to the pool even though they were revealed: the operator
+	// vouches that the buyer never used them. Void and Recycle together are invalid.
+	Recycle bool
+	Reason  string
 }
 
-// RefundOrder refunds a PAID order (codes RECYCLED or VOID, stock back to the gate unless
-// voided, flow refund-restore or refund-void) or an UNFULFILLED one (no codes, no stock). A
-// refund of a REFUNDED order answers it unchanged; of two racing refunds one does the work.
+// RefundResult is what a refund did: the REFUNDED order and where its codes went. A refund of
+// an order that was already REFUNDED reports what the first refund did (from its flow row).
+type RefundResult struct {
+	Order    domain.Order
+	Recycled int // codes returned to the pool as RECYCLED (flow refund-restore)
+	Voided   int // codes taken out of the pool as VOID (flow refund-void)
+}
+
+// RefundOrder refunds a PAID order (codes VOID or RECYCLED as Refund says; stock back to the
+// gate when recycled, flow refund-restore, else only the sold units released, flow
+// refund-void) or an UNFULFILLED one (no codes, no stock). A refund of a REFUNDED order
+// answers it unchanged; of two racing refunds one does the work. A refund that decided on
+// "never revealed" does not complete if a reveal was recorded meanwhile: it decides again.
 //
-// Errors: ErrOrderNotFound, ErrInvalidTransition, ErrUnavailable.
-func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (domain.Order, error) {
+// Errors: ErrInvalidInput (Void and Recycle), ErrOrderNotFound, ErrInvalidTransition,
+// ErrUnavailable.
+func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error) {
+	if cmd.Void && cmd.Recycle {
+		return RefundResult{}, domain.Invalid("recycle", "void and recycle cannot both be asked for")
+	}
 	for attempt := 0; attempt < maxRaceRetries; attempt++ {
 		o, err := s.ledger.Orders().Order(ctx, cmd.OrderNo)
 		if err != nil {
-			return domain.Order{}, fmt.Errorf("load order: %w", err)
+			return RefundResult{}, fmt.Errorf("load order: %w", err)
 		}
 		if o.Status() == domain.StatusRefunded {
-			return o, nil
+			return s.refunded(ctx, o)
 		}
 		out, err := s.refund(ctx, o, cmd)
 		if errors.Is(err, errLostRace) {
@@ -37,10 +55,28 @@ func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (domain.Order, error
 		}
 		return out, err
 	}
-	return domain.Order{}, fmt.Errorf("refund: %w", domain.ErrUnavailable)
+	return RefundResult{}, fmt.Errorf("refund: %w", domain.ErrUnavailable)
 }
 
-func (s *Shop) refund(ctx context.Context, o domain.Order, cmd Refund) (domain.Order, error) {
+// refunded answers a refund of an order already REFUNDED with what its refund did.
+func (s *Shop) refunded(ctx context.Context, o domain.Order) (RefundResult, error) {
+	rows, err := s.ledger.Flows().Entries(ctx, string(o.No()))
+	if err != nil {
+		return RefundResult{}, fmt.Errorf("load flow of order %s: %w", o.No(), err)
+	}
+	out := RefundResult{Order: o}
+	for _, e := range rows {
+		switch e.Type {
+		case domain.FlowRefundRestore:
+			out.Recycled += int(e.Qty)
+		case domain.FlowRefundVoid:
+			out.Voided += int(e.Qty)
+		}
+	}
+	return out, nil
+}
+
+func (s *Shop) refund(ctx context.Context, o domain.Order, cmd Refund) (RefundResult, error) {
 	now := s.clock.Now()
 	from := o.Status()
 	reason := cmd.Reason
@@ -49,12 +85,15 @@ func (s *Shop) refund(ctx context.Context, o domain.Order, cmd Refund) (domain.O
 	}
 	refunded := o
 	if err := refunded.Refund(now, reason); err != nil {
-		return o, err
+		return RefundResult{Order: o}, err
 	}
 	holdsCodes := from == domain.StatusPaid
+	// Decided on the revealed state read with o: Transition wins only while the stored order is
+	// still revealed exactly as o is, so a reveal recorded meanwhile sends us round again.
+	void := cmd.Void || (o.Revealed() && !cmd.Recycle)
 	flowType, to := domain.FlowRefundRestore, domain.CardRecycled
 	change := releaseChange(o, domain.FlowRefundRestore)
-	if cmd.Void {
+	if void {
 		flowType, to = domain.FlowRefundVoid, domain.CardVoid
 		change = domain.GateChange{Product: o.Product(), Ref: flowRef(o.No(), domain.FlowRefundVoid), Sold: -int64(o.Qty())}
 	}
@@ -80,14 +119,20 @@ func (s *Shop) refund(ctx context.Context, o domain.Order, cmd Refund) (domain.O
 	})
 	if err != nil {
 		if errors.Is(err, errLostRace) {
-			return o, err
+			return RefundResult{Order: o}, err
 		}
-		return o, fmt.Errorf("record refund: %w", err)
+		return RefundResult{Order: o}, fmt.Errorf("record refund: %w", err)
 	}
+	out := RefundResult{Order: refunded}
 	if holdsCodes {
 		s.applyGate(ctx, change)
+		if void {
+			out.Voided = o.Qty()
+		} else {
+			out.Recycled = o.Qty()
+		}
 	}
-	return refunded, nil
+	return out, nil
 }
 
 // FulfilOrder retries an UNFULFILLED order once stock is there again (after an import, or a

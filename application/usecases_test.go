@@ -276,7 +276,7 @@ func TestPoolShortOfGateFreezesProduct(t *testing.T) {
 	if got.Status() != domain.StatusPaid {
 		t.Fatalf("fulfilled order %s, want PAID", got.Status())
 	}
-	view, err := f.shop.AdminOrder(f.ctx, o.No())
+	view, err := f.shop.AdminOrder(f.ctx, o.No(), true)
 	if err != nil || len(view.Cards) != 3 {
 		t.Fatalf("order view: %d codes, %v", len(view.Cards), err)
 	}
@@ -436,8 +436,9 @@ func TestLatePaymentWithoutStockIsUnfulfilled(t *testing.T) {
 		t.Fatalf("late payment on a frozen product: %v, %s", err, got.Status())
 	}
 	lv := f.levels(t, p.ID())
-	if got, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: late.No()}); err != nil || got.Status() != domain.StatusRefunded {
-		t.Fatalf("refund of an UNFULFILLED order: %v, %s", err, got.Status())
+	if got, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: late.No()}); err != nil ||
+		got.Order.Status() != domain.StatusRefunded || got.Recycled != 0 || got.Voided != 0 {
+		t.Fatalf("refund of an UNFULFILLED order: %v, %s, recycled %d, voided %d", err, got.Order.Status(), got.Recycled, got.Voided)
 	}
 	if f.levels(t, p.ID()) != lv {
 		t.Fatalf("refunding an order without codes moved the gate")
@@ -646,30 +647,34 @@ func TestImportCodes(t *testing.T) {
 	f.assertInvariants(t, p.ID())
 }
 
-// Refunded codes are sold again; voided ones never.
+// Refunded codes that were never shown are sold again; voided ones never.
 func TestRefundRecyclesOrVoidsCodes(t *testing.T) {
 	f := newFixture(t)
 	p := f.createProduct(t, 2, 0)
 	f.addCodes(t, p.ID(), 2)
 	a := f.mustPlace(t, "alice", p.ID(), 2)
 	f.mustPay(t, a.No())
-	first, _ := f.shop.AdminOrder(f.ctx, a.No())
-	if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: a.No()}); err != nil {
-		t.Fatal(err)
+	first := f.soldCards(t, a.No()) // from the ledger: not a reveal
+	if res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: a.No()}); err != nil || res.Recycled != 2 || res.Voided != 0 {
+		t.Fatalf("refund of unread codes: %v, recycled %d, voided %d; want 2 recycled", err, res.Recycled, res.Voided)
 	}
 	b := f.mustPlace(t, "bob", p.ID(), 2)
 	f.mustPay(t, b.No())
-	second, _ := f.shop.AdminOrder(f.ctx, b.No())
-	if len(second.Cards) != 2 || second.Cards[0].ID != first.Cards[0].ID || second.Cards[1].ID != first.Cards[1].ID {
+	second := f.soldCards(t, b.No())
+	if len(second) != 2 || second[0].ID != first[0].ID || second[1].ID != first[1].ID {
 		t.Fatalf("recycled codes were not sold again")
 	}
-	if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: b.No(), Void: true}); err != nil {
-		t.Fatal(err)
+	if res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: b.No(), Void: true}); err != nil || res.Voided != 2 || res.Recycled != 0 {
+		t.Fatalf("refund with void: %v, recycled %d, voided %d; want 2 voided", err, res.Recycled, res.Voided)
 	}
 	_, err := f.place("carol", p.ID(), 1, f.newKey())
 	is(t, "order after the only codes were voided", err, domain.ErrSoldOut)
-	_, err = f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: b.No()})
+	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: b.No()})
 	is(t, "refund again", err, nil)
+	if res.Order.Status() != domain.StatusRefunded || res.Voided != 2 || res.Recycled != 0 {
+		t.Fatalf("refund again answered %s, recycled %d, voided %d; want the first refund's 2 voided",
+			res.Order.Status(), res.Recycled, res.Voided)
+	}
 	f.assertInvariants(t, p.ID())
 }
 

@@ -164,7 +164,9 @@ func orderAmount(client *http.Client, base, order, adminToken string) (int64, er
 	if adminToken == "" {
 		return 0, errors.New("give -amount, or set CARDSHOP_ADMIN_TOKEN to read the order's amount")
 	}
-	req, err := http.NewRequest(http.MethodGet, strings.TrimRight(base, "/")+"/admin/orders/"+order, nil)
+	// codes=false: only the amount is needed, and a read with codes would count as a reveal
+	// (a later refund would void the codes of a paid order).
+	req, err := http.NewRequest(http.MethodGet, strings.TrimRight(base, "/")+"/admin/orders/"+order+"?codes=false", nil)
 	if err != nil {
 		return 0, err
 	}

@@ -75,7 +75,7 @@ type orderBody struct {
 
 // TestRealAdaptersEndToEnd sells over HTTP on the production adapters: place -> pay -> read
 // codes; place -> short timeout -> CLOSED with the stock back in Redis and a flow row;
-// refund; and a reconciliation with zero differences — each checked in Redis and MariaDB
+// refund (the read codes are voided); and a reconciliation with zero differences — each checked in Redis and MariaDB
 // directly, not only through the API.
 func TestRealAdaptersEndToEnd(t *testing.T) {
 	c, rdb, db := realService(t, 2*time.Second)
@@ -162,11 +162,23 @@ func TestRealAdaptersEndToEnd(t *testing.T) {
 		t.Fatalf("gate after the timeout: stock %d sold %d, want 4/2", s, d)
 	}
 
-	// refund: codes recycled, stock back
-	c.want(200, "POST", "/admin/orders/"+paid.OrderNo+"/refund", adminToken, `{}`, nil)
-	var recycled int
-	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM card_stock WHERE product_id=? AND status='RECYCLED'", pid).Scan(&recycled); err != nil || recycled != 2 {
-		t.Fatalf("RECYCLED rows: %d, %v", recycled, err)
+	// refund: the buyer has read the codes, so they are voided and the stock stays out
+	var refund struct {
+		Status        string `json:"status"`
+		CodesRecycled int    `json:"codes_recycled"`
+		CodesVoided   int    `json:"codes_voided"`
+		RevealedAt    string `json:"revealed_at"`
+	}
+	c.want(200, "POST", "/admin/orders/"+paid.OrderNo+"/refund", adminToken, `{}`, &refund)
+	if refund.Status != "REFUNDED" || refund.CodesVoided != 2 || refund.CodesRecycled != 0 || refund.RevealedAt == "" {
+		t.Fatalf("refund of read codes answered %+v, want 2 voided", refund)
+	}
+	var voided, revealed int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM card_stock WHERE product_id=? AND status='VOID'", pid).Scan(&voided); err != nil || voided != 2 {
+		t.Fatalf("VOID rows: %d, %v", voided, err)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders WHERE order_no=? AND revealed_at IS NOT NULL", paid.OrderNo).Scan(&revealed); err != nil || revealed != 1 {
+		t.Fatalf("revealed_at of the read order: %d rows set, %v", revealed, err)
 	}
 
 	// reconcile: zero differences
@@ -179,7 +191,7 @@ func TestRealAdaptersEndToEnd(t *testing.T) {
 		} `json:"gate"`
 	}
 	c.want(200, "POST", fmt.Sprintf("/admin/products/%d/reconcile?repair=true", pid), adminToken, "", &rec)
-	if !rec.OK || rec.Differences != 0 || rec.Gate.Stock != 6 || rec.Gate.Sold != 0 {
+	if !rec.OK || rec.Differences != 0 || rec.Gate.Stock != 4 || rec.Gate.Sold != 0 {
 		t.Fatalf("reconcile %+v", rec)
 	}
 	var outboxLeft int

@@ -151,6 +151,7 @@ type Order struct {
 	paidAt     time.Time
 	endedAt    time.Time
 	updatedAt  time.Time
+	revealedAt time.Time
 }
 
 // NewOrder validates and creates a PENDING order that expires at at+timeout.
@@ -189,20 +190,23 @@ type OrderRecord struct {
 	PaidAt     time.Time
 	EndedAt    time.Time
 	UpdatedAt  time.Time
+	RevealedAt time.Time
 }
 
 // RehydrateOrder rebuilds an order from storage without re-validating it.
 func RehydrateOrder(r OrderRecord) Order {
 	return Order{no: r.No, buyer: r.Buyer, product: r.Product, qty: r.Qty, unitPrice: r.UnitPrice,
 		amount: r.Amount, idemKey: r.IdemKey, status: r.Status, reason: r.Reason, paymentRef: r.PaymentRef,
-		createdAt: r.CreatedAt, expiresAt: r.ExpiresAt, paidAt: r.PaidAt, endedAt: r.EndedAt, updatedAt: r.UpdatedAt}
+		createdAt: r.CreatedAt, expiresAt: r.ExpiresAt, paidAt: r.PaidAt, endedAt: r.EndedAt, updatedAt: r.UpdatedAt,
+		revealedAt: r.RevealedAt}
 }
 
 // Record returns the storable form of o.
 func (o Order) Record() OrderRecord {
 	return OrderRecord{No: o.no, Buyer: o.buyer, Product: o.product, Qty: o.qty, UnitPrice: o.unitPrice,
 		Amount: o.amount, IdemKey: o.idemKey, Status: o.status, Reason: o.reason, PaymentRef: o.paymentRef,
-		CreatedAt: o.createdAt, ExpiresAt: o.expiresAt, PaidAt: o.paidAt, EndedAt: o.endedAt, UpdatedAt: o.updatedAt}
+		CreatedAt: o.createdAt, ExpiresAt: o.expiresAt, PaidAt: o.paidAt, EndedAt: o.endedAt, UpdatedAt: o.updatedAt,
+		RevealedAt: o.revealedAt}
 }
 
 // No returns the order number.
@@ -249,6 +253,14 @@ func (o Order) EndedAt() time.Time { return o.endedAt }
 
 // UpdatedAt returns the time of the last change.
 func (o Order) UpdatedAt() time.Time { return o.updatedAt }
+
+// RevealedAt returns when the order's codes first left the service in plain text (zero if
+// never): from then on the buyer may hold working copies of them, so a refund voids them
+// unless an operator explicitly recycles them.
+func (o Order) RevealedAt() time.Time { return o.revealedAt }
+
+// Revealed reports whether the order's codes have left the service in plain text.
+func (o Order) Revealed() bool { return !o.revealedAt.IsZero() }
 
 // Fingerprint identifies the request that created the order, to tell a replay (same key, same
 // body) from a reuse of the key for a different request.
@@ -318,6 +330,19 @@ func (o *Order) Fail(at time.Time, reason string) error {
 		return err
 	}
 	o.endedAt, o.reason = at, reason
+	return nil
+}
+
+// MarkRevealed records that the codes of a PAID order are being shown for the first time.
+// Only a PAID order holds codes to show (ErrInvalidTransition otherwise); a later call keeps
+// the first time. It does not count as a change of state: updatedAt stays.
+func (o *Order) MarkRevealed(at time.Time) error {
+	if o.status != StatusPaid {
+		return fmt.Errorf("%w: codes of a %s order cannot be shown", ErrInvalidTransition, o.status)
+	}
+	if o.revealedAt.IsZero() {
+		o.revealedAt = at
+	}
 	return nil
 }
 

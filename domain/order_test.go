@@ -234,3 +234,31 @@ func TestNewOrderNo(t *testing.T) {
 		t.Errorf("max random gives %d digits", len(got))
 	}
 }
+
+// Codes are shown only from a PAID order; the first reveal's time stays, through later
+// reveals, the refund and storage.
+func TestMarkRevealed(t *testing.T) {
+	first, later := t0.Add(time.Hour), t0.Add(2*time.Hour)
+	for _, st := range domain.AllOrderStatuses {
+		o := orderIn(st)
+		err := o.MarkRevealed(first)
+		if st != domain.StatusPaid {
+			if !errors.Is(err, domain.ErrInvalidTransition) || o.Revealed() {
+				t.Errorf("MarkRevealed of a %s order: %v, revealed %v; want ErrInvalidTransition, not revealed", st, err, o.Revealed())
+			}
+			continue
+		}
+		if err != nil || !o.RevealedAt().Equal(first) || !o.UpdatedAt().Equal(t0) {
+			t.Fatalf("MarkRevealed of a PAID order: %v, revealed at %v, updated %v", err, o.RevealedAt(), o.UpdatedAt())
+		}
+		if err := o.MarkRevealed(later); err != nil || !o.RevealedAt().Equal(first) {
+			t.Fatalf("second MarkRevealed: %v, revealed at %v; want the first time", err, o.RevealedAt())
+		}
+		if domain.RehydrateOrder(o.Record()) != o {
+			t.Fatal("Record/RehydrateOrder lose RevealedAt")
+		}
+		if err := o.Refund(later, "operator"); err != nil || !o.RevealedAt().Equal(first) {
+			t.Fatalf("refund: %v, revealed at %v; want the first time kept", err, o.RevealedAt())
+		}
+	}
+}

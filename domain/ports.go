@@ -196,9 +196,17 @@ type OrderRepo interface {
 	Order(ctx context.Context, no OrderNo) (Order, error)
 	// OrderByKey returns the buyer's order placed with key, or ErrOrderNotFound.
 	OrderByKey(ctx context.Context, buyer BuyerID, key IdempotencyKey) (Order, error)
-	// Transition stores o if the stored order's status is still from and reports whether it
-	// won; of racing transitions from the same status exactly one wins.
+	// Transition stores o if the stored order's status is still from and its codes are
+	// revealed exactly when o's are (o.Revealed()), and reports whether it won; of racing
+	// transitions from the same status exactly one wins. It never writes RevealedAt (only
+	// MarkRevealed does), so a reveal recorded after o was read is kept; and a decision taken
+	// on "not revealed" (a refund that recycles) loses to a reveal recorded meanwhile.
 	Transition(ctx context.Context, o Order, from OrderStatus) (bool, error)
+	// MarkRevealed sets the order's RevealedAt to at if the order is PAID and RevealedAt is
+	// not set yet, in one conditional step, and reports whether this call set it. false means
+	// the codes were revealed before or the order is not PAID (re-read it to tell which).
+	// Returns ErrOrderNotFound for an unknown number.
+	MarkRevealed(ctx context.Context, no OrderNo, at time.Time) (bool, error)
 	// Expired lists up to limit PENDING orders whose expiry is at or before t, oldest first.
 	Expired(ctx context.Context, t time.Time, limit int) ([]Order, error)
 	// Totals sums a product's orders by status.
@@ -225,7 +233,8 @@ type CardVault interface {
 	// Allocate marks qty sellable codes of p SOLD to the order and returns them. Returns
 	// ErrInsufficientCards, changing nothing, when fewer than qty are sellable.
 	Allocate(ctx context.Context, p ProductID, no OrderNo, qty int) ([]Card, error)
-	// Cards returns the codes sold to the order.
+	// Cards returns the codes SOLD to the order: none once a refund reclaimed them (a reveal
+	// relies on this, see OrderRepo.MarkRevealed).
 	Cards(ctx context.Context, no OrderNo) ([]Card, error)
 	// Reclaim moves the order's SOLD codes to RECYCLED (back to the pool) or VOID, and returns
 	// how many moved.

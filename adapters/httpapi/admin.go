@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -180,7 +181,14 @@ func (s *Server) adminOrder(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.shop.AdminOrder(c.UserContext(), no)
+	withCodes := true
+	if q := c.Query("codes"); q != "" {
+		if withCodes, err = strconv.ParseBool(q); err != nil {
+			return domain.Invalid("codes", "must be true or false")
+		}
+	}
+	// With codes this read is a reveal: a later refund voids them by default.
+	v, err := s.shop.AdminOrder(c.UserContext(), no, withCodes)
 	if err != nil {
 		return err
 	}
@@ -189,8 +197,16 @@ func (s *Server) adminOrder(c *fiber.Ctx) error {
 }
 
 type refundRequest struct {
-	Void   bool   `json:"void"`
-	Reason string `json:"reason"`
+	Void    bool   `json:"void"`
+	Recycle bool   `json:"recycle"`
+	Reason  string `json:"reason"`
+}
+
+// refundResponse is the REFUNDED order and where its codes went.
+type refundResponse struct {
+	orderResponse
+	CodesRecycled int `json:"codes_recycled"`
+	CodesVoided   int `json:"codes_voided"`
 }
 
 func (s *Server) refund(c *fiber.Ctx) error {
@@ -202,11 +218,13 @@ func (s *Server) refund(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, true); err != nil {
 		return err
 	}
-	o, err := s.shop.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Void: req.Void, Reason: req.Reason})
+	res, err := s.shop.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Void: req.Void,
+		Recycle: req.Recycle, Reason: req.Reason})
 	if err != nil {
 		return err
 	}
-	return c.JSON(newOrderResponse(o, nil, true))
+	return c.JSON(refundResponse{orderResponse: newOrderResponse(res.Order, nil, true),
+		CodesRecycled: res.Recycled, CodesVoided: res.Voided})
 }
 
 func (s *Server) fulfil(c *fiber.Ctx) error {

@@ -290,51 +290,85 @@ func TestAdminOrdersRefundFulfilReconcile(t *testing.T) {
 	h.pay(paid)
 	pending := h.placeOrder(alice, "key-00000002", 1, 1)
 
-	// The admin view shows the buyer, the payment reference and the codes.
-	v := h.adminOrder(paid.OrderNo)
-	if v.BuyerID != "alice" || v.Status != "PAID" || len(v.Codes) != 2 || v.PaymentRef == "" {
+	// The admin view shows the buyer and the payment reference; with codes=false it shows no
+	// code and records no reveal, so an operator can look before refunding.
+	r := h.admin("GET", "/admin/orders/"+paid.OrderNo+"?codes=false", "")
+	wantStatus(t, r, 200)
+	var v orderJSON
+	r.decode(t, &v)
+	if v.BuyerID != "alice" || v.Status != "PAID" || len(v.Codes) != 0 || v.PaymentRef == "" || v.RevealedAt != nil {
+		t.Fatalf("admin view without codes %+v", v)
+	}
+	wantError(t, h.admin("GET", "/admin/orders/"+paid.OrderNo+"?codes=maybe", ""), 400, "invalid_request")
+	// With codes (the default) it is a reveal, like the buyer's read.
+	v = h.adminOrder(paid.OrderNo)
+	if v.BuyerID != "alice" || v.Status != "PAID" || len(v.Codes) != 2 || v.PaymentRef == "" || v.RevealedAt == nil {
 		t.Fatalf("admin view %+v", v)
 	}
 	wantError(t, h.admin("GET", "/admin/orders/2503011200009999999999999999", ""), 404, "order_not_found")
 	wantError(t, h.admin("GET", "/admin/orders/bad_no", ""), 404, "order_not_found")
 
+	refund := func(no, body string) refundJSON {
+		t.Helper()
+		r := h.admin("POST", "/admin/orders/"+no+"/refund", body)
+		wantStatus(t, r, 200)
+		var ref refundJSON
+		r.decode(t, &ref)
+		return ref
+	}
 	// Refunds: PENDING cannot be refunded; PAID can, once, and again answers the same.
 	wantError(t, h.admin("POST", "/admin/orders/"+pending.OrderNo+"/refund", ""), 409, "invalid_order_state")
 	wantError(t, h.admin("POST", "/admin/orders/2503011200009999999999999999/refund", ""), 404, "order_not_found")
 	wantError(t, h.admin("POST", "/admin/orders/"+paid.OrderNo+"/refund", `{"void":"yes"}`), 400, "invalid_request")
-	r := h.admin("POST", "/admin/orders/"+paid.OrderNo+"/refund", `{"reason":"buyer asked"}`)
-	wantStatus(t, r, 200)
-	var ref orderJSON
-	r.decode(t, &ref)
-	if ref.Status != "REFUNDED" || ref.Reason != "buyer asked" || ref.BuyerID != "alice" || len(ref.Codes) != 0 {
+	if e := wantError(t, h.admin("POST", "/admin/orders/"+paid.OrderNo+"/refund", `{"void":true,"recycle":true}`), 400, "invalid_request"); e.Field != "recycle" {
+		t.Fatalf("void and recycle: field %q, want recycle", e.Field)
+	}
+	// The codes were read: the default refund voids them and the stock stays out.
+	ref := refund(paid.OrderNo, `{"reason":"buyer asked"}`)
+	if ref.Status != "REFUNDED" || ref.Reason != "buyer asked" || ref.BuyerID != "alice" || len(ref.Codes) != 0 ||
+		ref.CodesVoided != 2 || ref.CodesRecycled != 0 || ref.RevealedAt == nil || !ref.RevealedAt.Equal(*v.RevealedAt) {
 		t.Fatalf("refund answer %+v", ref)
 	}
-	if c := h.cardCounts(1); c[domain.CardRecycled] != 2 || c[domain.CardSold] != 0 {
-		t.Fatalf("codes after a recycling refund: %v", c)
+	if c := h.cardCounts(1); c[domain.CardVoid] != 2 || c[domain.CardSold] != 0 {
+		t.Fatalf("codes after refunding read codes: %v", c)
 	}
-	if l := h.levels(1); l.Stock != 5 || l.Sold != 1 {
-		t.Fatalf("gate after a recycling refund: %+v", l)
+	if l := h.levels(1); l.Stock != 3 || l.Sold != 1 {
+		t.Fatalf("gate after refunding read codes: %+v", l)
 	}
-	r = h.admin("POST", "/admin/orders/"+paid.OrderNo+"/refund", `{"void":true}`)
-	wantStatus(t, r, 200)
-	r.decode(t, &ref)
-	if ref.Status != "REFUNDED" || ref.Reason != "buyer asked" {
-		t.Fatalf("second refund %+v", ref)
+	if again := refund(paid.OrderNo, `{"recycle":true}`); again.Status != "REFUNDED" || again.Reason != "buyer asked" ||
+		again.CodesVoided != 2 || again.CodesRecycled != 0 {
+		t.Fatalf("second refund %+v", again)
 	}
-	if c := h.cardCounts(1); c[domain.CardRecycled] != 2 || c[domain.CardVoid] != 0 {
+	if c := h.cardCounts(1); c[domain.CardVoid] != 2 || c[domain.CardRecycled] != 0 {
 		t.Fatalf("a repeated refund changed codes: %v", c)
 	}
 	reconcile("GET", "/admin/products/1/reconcile")
 
-	// A voiding refund: the codes leave the pool for good.
+	// Codes nobody read go back to the pool, stock and all.
 	second := h.placeOrder(bob, "key-00000003", 1, 2)
 	h.pay(second)
-	wantStatus(t, h.admin("POST", "/admin/orders/"+second.OrderNo+"/refund", `{"void":true,"reason":"codes seen"}`), 200)
-	if c := h.cardCounts(1); c[domain.CardVoid] != 2 || c[domain.CardSold] != 0 {
-		t.Fatalf("codes after a voiding refund: %v", c)
+	if ref := refund(second.OrderNo, ""); ref.CodesRecycled != 2 || ref.CodesVoided != 0 || ref.RevealedAt != nil {
+		t.Fatalf("refund of unread codes %+v", ref)
+	}
+	if c := h.cardCounts(1); c[domain.CardRecycled] != 2 || c[domain.CardSold] != 0 {
+		t.Fatalf("codes after a recycling refund: %v", c)
 	}
 	if l := h.levels(1); l.Stock != 3 || l.Sold != 1 {
-		t.Fatalf("gate after a voiding refund: %+v", l)
+		t.Fatalf("gate after a recycling refund: %+v", l)
+	}
+
+	// Read codes recycled all the same when the operator says so.
+	third := h.placeOrder(bob, "key-00000005", 1, 2)
+	h.pay(third)
+	wantStatus(t, h.getOrder(bob, third.OrderNo), 200)
+	if ref := refund(third.OrderNo, `{"recycle":true,"reason":"never used"}`); ref.CodesRecycled != 2 || ref.CodesVoided != 0 || ref.RevealedAt == nil {
+		t.Fatalf("refund with recycle %+v", ref)
+	}
+	if c := h.cardCounts(1); c[domain.CardRecycled] != 4 || c[domain.CardVoid] != 2 || c[domain.CardSold] != 0 {
+		t.Fatalf("codes after recycling read codes: %v", c)
+	}
+	if l := h.levels(1); l.Stock != 3 || l.Sold != 1 {
+		t.Fatalf("gate after recycling read codes: %+v", l)
 	}
 	reconcile("GET", "/admin/products/1/reconcile")
 

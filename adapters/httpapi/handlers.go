@@ -36,6 +36,7 @@ type orderResponse struct {
 	EndedAt    *time.Time `json:"ended_at,omitempty"`
 	BuyerID    string     `json:"buyer_id,omitempty"`
 	PaymentRef string     `json:"payment_ref,omitempty"`
+	RevealedAt *time.Time `json:"revealed_at,omitempty"`
 	Codes      []string   `json:"codes,omitempty"`
 }
 
@@ -52,7 +53,7 @@ func newOrderResponse(o domain.Order, cards []domain.Card, admin bool) orderResp
 		Reason: o.Reason(), CreatedAt: o.CreatedAt(), ExpiresAt: o.ExpiresAt(), PaidAt: timePtr(o.PaidAt()),
 		EndedAt: timePtr(o.EndedAt())}
 	if admin {
-		r.BuyerID, r.PaymentRef = string(o.Buyer()), o.PaymentRef()
+		r.BuyerID, r.PaymentRef, r.RevealedAt = string(o.Buyer()), o.PaymentRef(), timePtr(o.RevealedAt())
 	}
 	for _, c := range cards {
 		r.Codes = append(r.Codes, c.Code.Reveal()) // the one place a code leaves the process

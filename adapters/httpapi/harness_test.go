@@ -212,7 +212,15 @@ type orderJSON struct {
 	EndedAt    *time.Time `json:"ended_at"`
 	BuyerID    string     `json:"buyer_id"`
 	PaymentRef string     `json:"payment_ref"`
+	RevealedAt *time.Time `json:"revealed_at"`
 	Codes      []string   `json:"codes"`
+}
+
+// refundJSON is the refund's answer: the order and where its codes went.
+type refundJSON struct {
+	orderJSON
+	CodesRecycled int `json:"codes_recycled"`
+	CodesVoided   int `json:"codes_voided"`
 }
 
 type importJSON struct {

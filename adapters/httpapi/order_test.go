@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"cardshop/adapters/httpapi"
+	"cardshop/adapters/memory"
+	"cardshop/application"
 	"cardshop/domain"
 )
 
@@ -270,6 +272,41 @@ func TestGetOrder(t *testing.T) {
 		wantError(t, h.getOrder(alice, bad), 404, "order_not_found")
 	}
 	wantError(t, h.do("GET", "/api/orders/"+o.OrderNo, nil), 401, "unauthorized")
+}
+
+// failingRevealLedger is a memory ledger whose orders cannot record a reveal (the database
+// refuses the UPDATE).
+type failingRevealLedger struct{ *memory.Ledger }
+
+func (l failingRevealLedger) Orders() domain.OrderRepo { return failingRevealOrders{l.Ledger.Orders()} }
+
+type failingRevealOrders struct{ domain.OrderRepo }
+
+func (failingRevealOrders) MarkRevealed(context.Context, domain.OrderNo, time.Time) (bool, error) {
+	return false, fmt.Errorf("update orders: %w", domain.ErrUnavailable)
+}
+
+// The codes are only shown once their reveal is recorded: if it cannot be, the buyer gets a
+// 503 without codes and may retry; the order stays unrevealed.
+func TestGetOrderWithoutARecordedRevealShowsNoCodes(t *testing.T) {
+	h := newHarnessWith(t, func(d *application.Deps) { d.Ledger = failingRevealLedger{d.Ledger.(*memory.Ledger)} })
+	h.createProduct(1, 500, 5)
+	h.importCodes(1, codes("HIDDEN", 2)...)
+	alice := h.token("alice")
+	o := h.placeOrder(alice, "key-00000001", 1, 2)
+	h.pay(o)
+	r := h.getOrder(alice, o.OrderNo)
+	wantError(t, r, 503, "service_unavailable")
+	if strings.Contains(string(r.body), "HIDDEN") {
+		t.Fatalf("codes shown although the reveal was not recorded: %s", r.body)
+	}
+	if v := h.admin("GET", "/admin/orders/"+o.OrderNo, ""); v.status != 503 || strings.Contains(string(v.body), "HIDDEN") {
+		t.Fatalf("admin read without a recorded reveal: %s", v)
+	}
+	stored, err := h.ledger.Orders().Order(context.Background(), domain.OrderNo(o.OrderNo))
+	if err != nil || stored.Revealed() {
+		t.Fatalf("order revealed %v (%v) after failed reveals", stored.Revealed(), err)
+	}
 }
 
 // TestStoredValuesOutliveTheRequest checks that what a request leaves behind (the buyer id

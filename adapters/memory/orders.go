@@ -73,8 +73,9 @@ func (r orderRepo) OrderByKey(_ context.Context, buyer domain.BuyerID, key domai
 	return r.s.data.orders[no], nil
 }
 
-// Transition stores o only if the stored order is still in from. The order's identity (buyer,
-// product, qty, idempotency key) cannot change: only its state and the fields that go with it.
+// Transition stores o only if the stored order is still in from and revealed exactly when o
+// is. The order's identity (buyer, product, qty, idempotency key) cannot change: only its
+// state and the fields that go with it; the stored RevealedAt is kept (MarkRevealed's alone).
 func (r orderRepo) Transition(_ context.Context, o domain.Order, from domain.OrderStatus) (bool, error) {
 	release, err := r.s.acquire()
 	if err != nil {
@@ -86,13 +87,16 @@ func (r orderRepo) Transition(_ context.Context, o domain.Order, from domain.Ord
 	if !ok {
 		return false, fmt.Errorf("transition order %s: %w", o.No(), domain.ErrOrderNotFound)
 	}
-	if stored.Status() != from {
+	if stored.Status() != from || stored.Revealed() != o.Revealed() {
 		return false, nil
 	}
 	if o.Buyer() != stored.Buyer() || o.Product() != stored.Product() || o.Qty() != stored.Qty() ||
 		o.IdempotencyKey() != stored.IdempotencyKey() {
 		return false, domain.Invalid("order", "a transition cannot change buyer, product, qty or key")
 	}
+	rec := o.Record()
+	rec.RevealedAt = stored.RevealedAt()
+	o = domain.RehydrateOrder(rec)
 	r.count(stored, -1)
 	put(r.s, d.orders, o.No(), o)
 	r.count(o, 1)
@@ -101,6 +105,27 @@ func (r orderRepo) Transition(_ context.Context, o domain.Order, from domain.Ord
 	} else {
 		del(r.s, d.pending, o.No())
 	}
+	return true, nil
+}
+
+// MarkRevealed sets RevealedAt of a PAID order that has none.
+func (r orderRepo) MarkRevealed(_ context.Context, no domain.OrderNo, at time.Time) (bool, error) {
+	release, err := r.s.acquire()
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	stored, ok := r.s.data.orders[no]
+	if !ok {
+		return false, fmt.Errorf("mark order %s revealed: %w", no, domain.ErrOrderNotFound)
+	}
+	if stored.Status() != domain.StatusPaid || stored.Revealed() {
+		return false, nil
+	}
+	if err := stored.MarkRevealed(at); err != nil {
+		return false, err
+	}
+	put(r.s, r.s.data.orders, no, stored)
 	return true, nil
 }
 

@@ -116,6 +116,7 @@ type snapshot struct {
 	Orders   map[domain.ProductID]map[domain.OrderStatus]domain.StatusTotal
 	Flows    map[domain.ProductID]domain.FlowTotals
 	Cards    map[domain.OrderNo][]domain.Card
+	Records  map[domain.OrderNo]domain.OrderRecord // status, RevealedAt and the rest of each order
 	Entries  map[string][]domain.FlowEntry
 	Expired  []domain.OrderNo
 	Pending  []domain.OutboxMessage
@@ -130,7 +131,7 @@ func takeSnapshot(t *rapid.T, l *memory.Ledger) snapshot {
 	s := snapshot{Counts: map[domain.ProductID]domain.CardCounts{},
 		Orders: map[domain.ProductID]map[domain.OrderStatus]domain.StatusTotal{},
 		Flows:  map[domain.ProductID]domain.FlowTotals{}, Cards: map[domain.OrderNo][]domain.Card{},
-		Entries: map[string][]domain.FlowEntry{}}
+		Records: map[domain.OrderNo]domain.OrderRecord{}, Entries: map[string][]domain.FlowEntry{}}
 	ps, _ := l.Products().Products(ctx)
 	for _, p := range ps {
 		s.Products = append(s.Products, p.Record())
@@ -154,6 +155,9 @@ func takeSnapshot(t *rapid.T, l *memory.Ledger) snapshot {
 	for i := range propOrders {
 		no := domain.OrderNo(fmt.Sprint("o", i))
 		s.Cards[no], _ = l.Cards().Cards(ctx, no)
+		if o, err := l.Orders().Order(ctx, no); err == nil {
+			s.Records[no] = o.Record()
+		}
 		s.Entries[string(no)], _ = l.Flows().Entries(ctx, string(no))
 	}
 	expired, _ := l.Orders().Expired(ctx, t0.Add(24*time.Hour), 100)
@@ -211,6 +215,25 @@ func TestLedgerRollbackLeavesNothing(t *testing.T) {
 				from := o.Status()
 				if o.Close(t0.Add(time.Hour)) == nil {
 					_, _ = tx.Orders().Transition(ctx, o, from)
+				}
+			},
+			func(tx domain.Store) { // pay, reveal or refund: the transitions a reveal takes part in
+				o, err := tx.Orders().Order(ctx, drawOrder(rt))
+				if err != nil {
+					return
+				}
+				from := o.Status()
+				switch {
+				case from != domain.StatusPaid:
+					if o.MarkPaid(t0.Add(time.Minute), o.Amount(), "pay") == nil {
+						_, _ = tx.Orders().Transition(ctx, o, from)
+					}
+				case rapid.Bool().Draw(rt, "reveal"):
+					_, _ = tx.Orders().MarkRevealed(ctx, o.No(), t0.Add(2*time.Minute))
+				default:
+					if o.Refund(t0.Add(3*time.Minute), "refund") == nil {
+						_, _ = tx.Orders().Transition(ctx, o, from)
+					}
 				}
 			},
 			func(tx domain.Store) {

@@ -30,10 +30,11 @@ type orderRow struct {
 	PaidAt     time.Time `bun:"paid_at"` // NULL reads as the zero time
 	EndedAt    time.Time `bun:"ended_at"`
 	UpdatedAt  time.Time `bun:"updated_at"`
+	RevealedAt time.Time `bun:"revealed_at"` // NULL reads as the zero time
 }
 
 const orderColumns = "order_no, buyer_id, product_id, qty, unit_price, amount, idem_key, status, reason, " +
-	"payment_ref, created_at, expires_at, paid_at, ended_at, updated_at"
+	"payment_ref, created_at, expires_at, paid_at, ended_at, updated_at, revealed_at"
 
 func (r orderRow) order() (domain.Order, error) {
 	st, err := domain.ParseOrderStatus(r.Status)
@@ -44,7 +45,7 @@ func (r orderRow) order() (domain.Order, error) {
 		Product: domain.ProductID(r.ProductID), Qty: r.Qty, UnitPrice: domain.Money(r.UnitPrice),
 		Amount: domain.Money(r.Amount), IdemKey: domain.IdempotencyKey(r.IdemKey), Status: st, Reason: r.Reason,
 		PaymentRef: r.PaymentRef, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, PaidAt: r.PaidAt,
-		EndedAt: r.EndedAt, UpdatedAt: r.UpdatedAt}), nil
+		EndedAt: r.EndedAt, UpdatedAt: r.UpdatedAt, RevealedAt: r.RevealedAt}), nil
 }
 
 func (r orderRepo) Insert(ctx context.Context, o domain.Order) error {
@@ -53,10 +54,11 @@ func (r orderRepo) Insert(ctx context.Context, o domain.Order) error {
 	}
 	rec := o.Record()
 	op := fmt.Sprintf("insert order %s", rec.No)
-	_, err := r.s.exec(ctx, op, "INSERT INTO orders ("+orderColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err := r.s.exec(ctx, op, "INSERT INTO orders ("+orderColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		string(rec.No), string(rec.Buyer), int64(rec.Product), rec.Qty, int64(rec.UnitPrice), int64(rec.Amount),
 		nullString(string(rec.IdemKey)), rec.Status.String(), rec.Reason, rec.PaymentRef,
-		rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC())
+		rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC(),
+		nullTime(rec.RevealedAt))
 	if key, dup := duplicateKey(err); dup {
 		// Told apart by the key the server names: the number is the primary key.
 		if key == "uk_buyer_idem" {
@@ -93,16 +95,22 @@ func (r orderRepo) OrderByKey(ctx context.Context, buyer domain.BuyerID, key dom
 
 // Transition is one conditional UPDATE; of racing transitions from the same status the row
 // lock lets exactly one match. The order's identity (buyer, product, qty, key) is part of the
-// condition, because a transition may not change it. Only when nothing changed does it read
-// the row, to tell an unknown order, a lost race and a change of identity apart.
+// condition, because a transition may not change it, and so is whether revealed_at is set,
+// which it never writes: a reveal committed after o was read makes it lose. Only when nothing
+// changed does it read the row, to tell an unknown order, a lost race and a change of
+// identity apart.
 func (r orderRepo) Transition(ctx context.Context, o domain.Order, from domain.OrderStatus) (bool, error) {
 	rec := o.Record()
 	op := fmt.Sprintf("transition order %s from %s to %s", rec.No, from, rec.Status)
+	revealed := "revealed_at IS NULL"
+	if o.Revealed() {
+		revealed = "revealed_at IS NOT NULL"
+	}
 	// FORCE INDEX: with the identity in the condition the optimizer may walk
 	// idx_product_status instead, locking a secondary-index record before the row, in another
 	// order than every other statement on orders takes its locks.
 	n, err := r.s.execN(ctx, op, "UPDATE orders FORCE INDEX (PRIMARY) SET status = ?, reason = ?, payment_ref = ?, paid_at = ?, ended_at = ?, updated_at = ? "+
-		"WHERE order_no = ? AND status = ? AND buyer_id = ? AND product_id = ? AND qty = ? AND idem_key <=> ?",
+		"WHERE order_no = ? AND status = ? AND buyer_id = ? AND product_id = ? AND qty = ? AND idem_key <=> ? AND "+revealed,
 		rec.Status.String(), rec.Reason, rec.PaymentRef, nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC(),
 		string(rec.No), from.String(), string(rec.Buyer), int64(rec.Product), rec.Qty, nullString(string(rec.IdemKey)))
 	if err != nil {
@@ -115,7 +123,7 @@ func (r orderRepo) Transition(ctx context.Context, o domain.Order, from domain.O
 	if err != nil {
 		return false, err
 	}
-	if stored.Status() != from {
+	if stored.Status() != from || stored.Revealed() != o.Revealed() {
 		return false, nil
 	}
 	if stored.Buyer() != o.Buyer() || stored.Product() != o.Product() || stored.Qty() != o.Qty() ||
@@ -124,6 +132,25 @@ func (r orderRepo) Transition(ctx context.Context, o domain.Order, from domain.O
 	}
 	// The row matched but already held exactly these values (MySQL counts changed rows).
 	return true, nil
+}
+
+// MarkRevealed is one conditional UPDATE of the row: of racing reveals one sets the time, and
+// a refund's Transition (which holds the row lock until its commit) makes it match nothing.
+// Only when nothing changed does it read the row, to tell an unknown order apart.
+func (r orderRepo) MarkRevealed(ctx context.Context, no domain.OrderNo, at time.Time) (bool, error) {
+	op := fmt.Sprintf("mark order %s revealed", no)
+	n, err := r.s.execN(ctx, op, "UPDATE orders SET revealed_at = ? WHERE order_no = ? AND status = 'PAID' AND revealed_at IS NULL",
+		at.UTC(), string(no))
+	if err != nil {
+		return false, err
+	}
+	if n == 1 {
+		return true, nil
+	}
+	if _, err := r.Order(ctx, no); err != nil {
+		return false, err
+	}
+	return false, nil
 }
 
 // Expired walks the (status, expires_at) index; order_no breaks ties, as it is the index's

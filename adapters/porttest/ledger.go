@@ -194,6 +194,72 @@ func runOrders(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 	})
 
+	t.Run("mark revealed: only a PAID order, the first time; transitions keep it", func(t *testing.T) {
+		l := newLedger(t)
+		at := now()
+		o := newOrder(t, createProduct(t, l), 2, at)
+		insertOrder(t, l, o)
+		if _, err := l.Orders().MarkRevealed(t.Context(), newOrderNo(), at); !errors.Is(err, domain.ErrOrderNotFound) {
+			t.Fatalf("MarkRevealed of an unknown order: err = %v, want ErrOrderNotFound", err)
+		}
+		if set, err := l.Orders().MarkRevealed(t.Context(), o.No(), at); err != nil || set {
+			t.Fatalf("MarkRevealed of a PENDING order = %v, %v; want false, nil", set, err)
+		}
+		wantOrder(t, l, o)
+		paid := o
+		if err := paid.MarkPaid(at.Add(time.Minute), o.Amount(), "pay-"+string(o.No())); err != nil {
+			t.Fatal(err)
+		}
+		if won, err := l.Orders().Transition(t.Context(), paid, domain.StatusPending); err != nil || !won {
+			t.Fatalf("Transition PENDING->PAID = %v, %v", won, err)
+		}
+		first, second := at.Add(2*time.Minute), at.Add(3*time.Minute)
+		for i, want := range []bool{true, false} {
+			if set, err := l.Orders().MarkRevealed(t.Context(), o.No(), []time.Time{first, second}[i]); err != nil || set != want {
+				t.Fatalf("MarkRevealed #%d = %v, %v; want %v, nil", i+1, set, err, want)
+			}
+		}
+		revealed := paid
+		if err := revealed.MarkRevealed(first); err != nil {
+			t.Fatal(err)
+		}
+		wantOrder(t, l, revealed)
+
+		// A refund decided on the order as read before the reveal loses.
+		stale := paid
+		if err := stale.Refund(at.Add(4*time.Minute), "recycle"); err != nil {
+			t.Fatal(err)
+		}
+		if won, err := l.Orders().Transition(t.Context(), stale, domain.StatusPaid); err != nil || won {
+			t.Fatalf("Transition of an order read before its reveal = %v, %v; want false, nil", won, err)
+		}
+		wantOrder(t, l, revealed)
+		// One decided on the revealed order wins, and a RevealedAt it carries is not written:
+		// the stored one stays.
+		rec := revealed.Record()
+		rec.RevealedAt = second
+		refunded := domain.RehydrateOrder(rec)
+		if err := refunded.Refund(at.Add(4*time.Minute), "void"); err != nil {
+			t.Fatal(err)
+		}
+		if won, err := l.Orders().Transition(t.Context(), refunded, domain.StatusPaid); err != nil || !won {
+			t.Fatalf("Transition of the revealed order = %v, %v; want true, nil", won, err)
+		}
+		rec = refunded.Record()
+		rec.RevealedAt = first
+		wantOrder(t, l, domain.RehydrateOrder(rec))
+		if set, err := l.Orders().MarkRevealed(t.Context(), o.No(), second); err != nil || set {
+			t.Fatalf("MarkRevealed of a REFUNDED order = %v, %v; want false, nil", set, err)
+		}
+	})
+
+	t.Run("race: reveals and refunds of one order at once: recycled and never shown, or shown and voided", func(t *testing.T) {
+		l := newLedger(t)
+		for round := range 10 {
+			raceRevealAndRefund(t, l, round)
+		}
+	})
+
 	t.Run("expired lists due PENDING orders oldest first, up to limit", func(t *testing.T) {
 		l := newLedger(t)
 		p := createProduct(t, l)
@@ -371,6 +437,145 @@ func runOrders(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 		wantOrder(t, l, targets[winner])
 	})
+}
+
+// raceRevealAndRefund pays an order of 2 codes, then runs 4 reveals and 4 refunds of it at
+// once, each as the service does it with the ports alone. A reveal records MarkRevealed and
+// then reads the codes, showing them only if the order is still PAID and revealed; a refund
+// reads the order, voids the codes if it is revealed and recycles them otherwise, and
+// decides again when its Transition loses. Exactly one refund does the work; the codes were
+// recycled only if no reveal was recorded and none shown, and voided otherwise.
+func raceRevealAndRefund(t *testing.T, l domain.Ledger, round int) {
+	t.Helper()
+	ctx := t.Context()
+	at := now()
+	p := createProduct(t, l)
+	importCodes(t, l, p.ID(), newCodes(t, 2), domain.ImportResult{Added: 2})
+	o := newOrder(t, p, 2, at)
+	insertOrder(t, l, o)
+	paid := o
+	if err := paid.MarkPaid(at, o.Amount(), "pay-"+string(o.No())); err != nil {
+		t.Fatal(err)
+	}
+	err := l.Atomically(ctx, func(tx domain.Store) error {
+		if won, err := tx.Orders().Transition(ctx, paid, domain.StatusPending); err != nil || !won {
+			return fmt.Errorf("pay: %v, %w", won, err)
+		}
+		_, err := tx.Cards().Allocate(ctx, p.ID(), o.No(), 2)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 8
+	shown := make([]int, n)
+	reclaimed := make([]domain.CardStatus, n)
+	parallel(n, func(i int) {
+		if i%2 == 0 {
+			shown[i] = revealForRace(t, l, o.No(), at)
+			return
+		}
+		reclaimed[i] = refundForRace(t, l, o.No(), at)
+	})
+	if t.Failed() {
+		return
+	}
+	var seen int
+	var to []domain.CardStatus
+	for i := range n {
+		seen += shown[i]
+		if reclaimed[i] != 0 {
+			to = append(to, reclaimed[i])
+		}
+	}
+	stored, err := l.Orders().Order(ctx, o.No())
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case len(to) != 1 || stored.Status() != domain.StatusRefunded:
+		t.Fatalf("round %d: %d refunds did the work (%v), order %s; want exactly one, REFUNDED", round, len(to), to, stored.Status())
+	case to[0] == domain.CardRecycled && (seen > 0 || stored.Revealed()):
+		t.Fatalf("round %d: codes recycled although %d were shown (revealed at %v)", round, seen, stored.RevealedAt())
+	case to[0] == domain.CardVoid && !stored.Revealed():
+		t.Fatalf("round %d: codes voided by a default refund of an order never revealed", round)
+	}
+	wantCounts(t, l, p.ID(), domain.CardCounts{to[0]: 2})
+}
+
+// revealForRace is the service's reveal: record it, then read the codes if the order is
+// still PAID and revealed. It returns how many codes it showed.
+func revealForRace(t *testing.T, l domain.Ledger, no domain.OrderNo, at time.Time) int {
+	ctx := t.Context()
+	if _, err := l.Orders().MarkRevealed(ctx, no, at); err != nil {
+		t.Errorf("MarkRevealed: %v", err)
+		return 0
+	}
+	o, err := l.Orders().Order(ctx, no)
+	if err != nil {
+		t.Errorf("Order: %v", err)
+		return 0
+	}
+	if o.Status() != domain.StatusPaid {
+		return 0
+	}
+	if !o.Revealed() {
+		t.Errorf("a PAID order is not revealed after MarkRevealed")
+		return 0
+	}
+	cards, err := l.Cards().Cards(ctx, no)
+	if err != nil {
+		t.Errorf("Cards: %v", err)
+	}
+	return len(cards)
+}
+
+// refundForRace is the service's default refund: void if revealed, recycle if not, decided
+// again when the Transition loses. It returns where the codes went, or 0 if another refund
+// did the work.
+func refundForRace(t *testing.T, l domain.Ledger, no domain.OrderNo, at time.Time) domain.CardStatus {
+	ctx := t.Context()
+	for range 20 {
+		o, err := l.Orders().Order(ctx, no)
+		if err != nil {
+			t.Errorf("Order: %v", err)
+			return 0
+		}
+		if o.Status() == domain.StatusRefunded {
+			return 0
+		}
+		refunded := o
+		if err := refunded.Refund(at, "race"); err != nil {
+			t.Errorf("Refund: %v", err)
+			return 0
+		}
+		to := domain.CardRecycled
+		if o.Revealed() {
+			to = domain.CardVoid
+		}
+		won := false
+		err = l.Atomically(ctx, func(tx domain.Store) error {
+			var err error
+			if won, err = tx.Orders().Transition(ctx, refunded, domain.StatusPaid); err != nil || !won {
+				return err
+			}
+			n, err := tx.Cards().Reclaim(ctx, no, to)
+			if err == nil && n != 2 {
+				err = fmt.Errorf("reclaimed %d codes, want 2", n)
+			}
+			return err
+		})
+		if err != nil {
+			t.Errorf("refund: %v", err)
+			return 0
+		}
+		if won {
+			return to
+		}
+	}
+	t.Errorf("refund lost 20 times in a row")
+	return 0
 }
 
 func runCards(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
@@ -983,7 +1188,7 @@ func insertOrder(t *testing.T, l domain.Store, o domain.Order) {
 
 func orderRecord(o domain.Order) domain.OrderRecord {
 	r := o.Record()
-	for _, ts := range []*time.Time{&r.CreatedAt, &r.ExpiresAt, &r.PaidAt, &r.EndedAt, &r.UpdatedAt} {
+	for _, ts := range []*time.Time{&r.CreatedAt, &r.ExpiresAt, &r.PaidAt, &r.EndedAt, &r.UpdatedAt, &r.RevealedAt} {
 		*ts = ts.UTC()
 	}
 	return r
