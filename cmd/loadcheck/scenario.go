@@ -30,6 +30,7 @@ type scenario struct {
 	instances int
 	soldOut   bool // also measure the pure sold-out path after the sale
 	kill      bool // SIGKILL the instance under load half-way, then restart it
+	repair    bool // run reconcile?repair=true half-way through the load (the fenced rebuild)
 }
 
 func scenarios(o options) []scenario {
@@ -42,7 +43,7 @@ func scenarios(o options) []scenario {
 	return []scenario{
 		{num: 1, name: "flash sale: 1,000 codes, sells out", codes: 1000, qtyMax: 1, dup: 1, instances: 1, soldOut: true},
 		{num: 2, name: "deep stock: never sells out", codes: scale(120000, 30000), qtyMax: 1, dup: 1, instances: 1},
-		{num: 3, name: "bulk buyers: qty 1-10", codes: scale(150000, 40000), qtyMax: 10, dup: 1, instances: 1},
+		{num: 3, name: "bulk buyers: qty 1-10, a repair half-way", codes: scale(150000, 40000), qtyMax: 10, dup: 1, instances: 1, repair: true},
 		{num: 4, name: "double submit: every key sent 4 times at once", codes: scale(60000, 20000), qtyMax: 1, dup: 4, instances: 1},
 		{num: 5, name: "two instances behind the same Redis, MariaDB, RabbitMQ", codes: scale(120000, 30000), qtyMax: 1, dup: 1, instances: 2},
 		{num: 6, name: "kill -9 under load, restart, sweep", codes: scale(60000, 20000), qtyMax: 1, dup: 1, instances: 1, kill: true},
@@ -115,6 +116,11 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	var load WrkResult
 	var err error
+	var repaired chan Check
+	if sc.repair {
+		repaired = make(chan Check, 1)
+		go func() { repaired <- e.repairMidLoad(ctx, pid, e.o.duration/2) }()
+	}
 	if sc.kill {
 		load, err = e.loadAndKill(ctx, sc, pid)
 	} else {
@@ -122,6 +128,12 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	if err != nil {
 		return res, err
+	}
+	var repairCheck *Check
+	if repaired != nil {
+		c := <-repaired
+		repairCheck = &c
+		fmt.Printf("   repair    %s\n", c.Detail)
 	}
 	res.load = load
 	res.created = load.Status[201]
@@ -188,6 +200,9 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	res.checks = append(res.checks, Check{Name: "no leak: every gate reservation became an order or was returned",
 		Detail: fmt.Sprintf("reservation holds left in Redis: %d", holds), OK: holds == 0})
+	if repairCheck != nil {
+		res.checks = append(res.checks, *repairCheck)
+	}
 	for _, c := range res.checks {
 		verdict := "PASS"
 		if !c.OK {
@@ -197,6 +212,32 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	fmt.Println()
 	return res, nil
+}
+
+// repairMidLoad waits, then rebuilds the product's gate from the ledger while wrk is ordering
+// (POST …/reconcile?repair=true): the fenced rebuild must leave the gate equal to the ledger,
+// which the scenario's invariants check once the sale is settled.
+func (e *env) repairMidLoad(ctx context.Context, pid int64, after time.Duration) Check {
+	c := Check{Name: "a repair during the load is accepted (the invariants check gate = ledger after it)"}
+	select {
+	case <-ctx.Done():
+		c.Detail = ctx.Err().Error()
+		return c
+	case <-time.After(after):
+	}
+	start := time.Now()
+	st, b, err := e.instances[0].admin(ctx, e.secrets.admin, "POST", fmt.Sprintf("/admin/products/%d/reconcile?repair=true", pid), nil)
+	took := time.Since(start).Round(time.Millisecond)
+	switch {
+	case err != nil:
+		c.Detail = fmt.Sprintf("after %s: %v", after, err)
+	case st != 200 || !bytes.Contains(b, []byte(`"repaired":true`)):
+		c.Detail = fmt.Sprintf("after %s: %d %s", after, st, bytes.TrimSpace(b))
+	default:
+		c.OK = true
+		c.Detail = fmt.Sprintf("reconcile?repair=true %s into the load: 200 in %s", after, took)
+	}
+	return c
 }
 
 // createProduct creates a product and imports n codes through the admin API.
