@@ -31,11 +31,10 @@ func (s *Shop) SweepOrphans(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("sweep orphans: list products: %w", err)
 	}
 	now := s.clock.Now()
-	cutoff := now.Add(-s.cfg.OrphanAfter)
 	released := 0
 	var errs []error
 	for _, p := range products {
-		n, err := s.sweepOrphansOf(ctx, p.ID(), cutoff, now)
+		n, err := s.sweepOrphansOf(ctx, p.ID(), now)
 		released += n
 		if err != nil {
 			errs = append(errs, err)
@@ -47,11 +46,12 @@ func (s *Shop) SweepOrphans(ctx context.Context) (int, error) {
 	return released, errors.Join(errs...)
 }
 
-// sweepOrphansOf settles the product's holds taken at or before cutoff, a batch at a time.
-func (s *Shop) sweepOrphansOf(ctx context.Context, p domain.ProductID, cutoff, now time.Time) (int, error) {
+// sweepOrphansOf settles the product's holds at least Config.OrphanAfter old by the gate's
+// clock, a batch at a time. (now only dates the alerts.)
+func (s *Shop) sweepOrphansOf(ctx context.Context, p domain.ProductID, now time.Time) (int, error) {
 	released := 0
 	for {
-		holds, err := s.gate.Holds(ctx, p, cutoff, s.cfg.SweepBatch)
+		holds, err := s.gate.Holds(ctx, p, s.cfg.OrphanAfter, s.cfg.SweepBatch)
 		if err != nil {
 			return released, fmt.Errorf("sweep orphans of product %d: list holds: %w", p, err)
 		}

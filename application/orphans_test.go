@@ -20,7 +20,7 @@ func (f *fixture) crashedReservation(t *testing.T, buyer domain.BuyerID, pid dom
 	now := f.shopNow()
 	r := domain.Reservation{Product: pid, Buyer: buyer, Key: domain.IdempotencyKey(key), Qty: qty,
 		OrderNo: domain.NewOrderNo(now, buyer, rand.Uint64()), Fingerprint: domain.RequestFingerprint(pid, qty),
-		KeyTTL: f.cfg.IdempotencyTTL, At: now, BuyerCap: f.cfg.BuyerCap, BuyerWindow: f.cfg.BuyerWindow}
+		KeyTTL: f.cfg.IdempotencyTTL, BuyerCap: f.cfg.BuyerCap, BuyerWindow: f.cfg.BuyerWindow}
 	res, err := f.gate.Reserve(f.ctx, r)
 	if err != nil || res.Outcome != domain.Reserved {
 		t.Fatalf("reserve at the gate: %+v, %v", res, err)
@@ -30,7 +30,7 @@ func (f *fixture) crashedReservation(t *testing.T, buyer domain.BuyerID, pid dom
 
 func (f *fixture) holds(t *testing.T, pid domain.ProductID) []domain.Hold {
 	t.Helper()
-	hs, err := f.gate.Holds(f.ctx, pid, f.shopNow().Add(24*time.Hour), 1000)
+	hs, err := f.gate.Holds(f.ctx, pid, 0, 1000)
 	if err != nil {
 		t.Fatalf("holds: %v", err)
 	}

@@ -97,7 +97,7 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 	var lateRes domain.Reservation
 	if late {
 		lateRes = domain.Reservation{Product: o.Product(), Buyer: o.Buyer(), Ref: flowRef(o.No(), domain.FlowLateReserve),
-			Qty: o.Qty(), OrderNo: o.No(), Fingerprint: attemptToken("late"), KeyTTL: 24 * time.Hour, At: now}
+			Qty: o.Qty(), OrderNo: o.No(), Fingerprint: attemptToken("late"), KeyTTL: 24 * time.Hour}
 		res, err := s.reserve(ctx, lateRes)
 		if err != nil {
 			// The script may have run before the call failed: give back a claim this attempt made.

@@ -71,7 +71,7 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 		return PlacedOrder{}, err
 	}
 	r := domain.Reservation{Product: p.ID(), Buyer: cmd.Buyer, Key: key, Qty: cmd.Qty, OrderNo: order.No(),
-		Fingerprint: order.Fingerprint(), KeyTTL: s.cfg.IdempotencyTTL, At: now,
+		Fingerprint: order.Fingerprint(), KeyTTL: s.cfg.IdempotencyTTL,
 		BuyerCap: s.cfg.BuyerCap, BuyerWindow: s.cfg.BuyerWindow}
 	res, err := s.reserve(ctx, r)
 	if err != nil {

@@ -349,7 +349,7 @@ func TestOrphanSweepReturnsADeadLatePayment(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead := domain.Reservation{Product: p.ID(), Buyer: o.Buyer(), Qty: 2, OrderNo: o.No(), KeyTTL: 24 * time.Hour,
-		Ref: fmt.Sprintf("%s:%d", o.No(), int(domain.FlowLateReserve)), Fingerprint: "late:dead-attempt", At: f.clock.Now()}
+		Ref: fmt.Sprintf("%s:%d", o.No(), int(domain.FlowLateReserve)), Fingerprint: "late:dead-attempt"}
 	if res, err := f.gate.Reserve(f.ctx, dead); err != nil || res.Outcome != domain.Reserved {
 		t.Fatalf("the dead attempt's reservation = %+v, %v", res, err)
 	}

@@ -14,7 +14,7 @@ import (
 // is a token of the attempt that asks, so that attempt can tell its own claim (a retried call)
 // from another attempt's (Replayed with another ExistingFingerprint: not ours to use or cancel).
 //
-// Every reservation is tracked as a Hold (scored by At) until its units are known to follow
+// Every reservation is tracked as a Hold (timed by the gate's own clock) until its units are known to follow
 // an order (Forget) or are given back (Cancel, ReleaseOrphan, a rebuild that counts them). A
 // keyed reservation counts against the buyer's budget when BuyerCap > 0; a keyless one does
 // not.
@@ -27,7 +27,6 @@ type Reservation struct {
 	OrderNo     OrderNo
 	Fingerprint string        // RequestFingerprint of the request
 	KeyTTL      time.Duration // how long the idempotency key is remembered
-	At          time.Time     // when the reservation was asked for; scores its Hold (zero: the gate's now)
 	// BuyerCap, when above 0, is how many units of the product the buyer may reserve per
 	// BuyerWindow with keyed reservations; a reservation that would pass it is BuyerLimit.
 	BuyerCap int64
@@ -68,10 +67,11 @@ type GateChange struct {
 	Sold    int64
 }
 
-// Hold is a keyed reservation the gate still tracks because its order has not been confirmed
-// written: At (Reservation.At, to the millisecond) tells the sweeper how old it is. One whose
-// order never appears in the ledger (the service died between the gate and the ledger) is an
-// orphan and is released.
+// Hold is a reservation the gate still tracks because its units do not yet follow an order.
+// At is when the gate took it, by the gate's own clock (Redis's TIME, to the millisecond), so
+// an instance whose clock is off never makes another's reservation look old. One whose order
+// never appears in the ledger (the service died between the gate and the ledger) is an orphan
+// and is released.
 type Hold struct {
 	Product ProductID
 	OrderNo OrderNo
@@ -151,10 +151,10 @@ type StockGate interface {
 	// SetFrozen stops or resumes reservations for the product.
 	SetFrozen(ctx context.Context, p ProductID, frozen bool) error
 
-	// Holds lists up to limit of the product's holds whose At is at or before olderThan, oldest
-	// first (ties by order number). limit <= 0 lists nothing. Errors: ErrUnavailable when the
-	// gate cannot be reached.
-	Holds(ctx context.Context, p ProductID, olderThan time.Time, limit int) ([]Hold, error)
+	// Holds lists up to limit of the product's holds taken at least minAge ago by the gate's
+	// clock, oldest first (ties by order number). limit <= 0 lists nothing. Errors:
+	// ErrUnavailable when the gate cannot be reached.
+	Holds(ctx context.Context, p ProductID, minAge time.Duration, limit int) ([]Hold, error)
 	// Forget stops tracking the holds of these orders of the product, whose orders are written:
 	// their units now follow the orders' life cycle. Unknown numbers are ignored, so it is
 	// idempotent. Errors: ErrUnavailable when the gate cannot be reached.

@@ -1,8 +1,9 @@
 -- holds.lua: list a product's oldest tracked holds.
 --
--- KEYS[1]  holds:{<pid>}      sorted set: order no scored by the reservation's time (unix ms)
+-- KEYS[1]  holds:{<pid>}      sorted set: order no scored by Redis's TIME at the reservation (unix ms)
 -- KEYS[2]  holdinfo:{<pid>}   hash: order no -> <qty>|<claim key>
--- ARGV[1]  the cutoff: holds scored at or before it (unix ms, an integer) are listed
+-- ARGV[1]  the minimum age in milliseconds (a non-negative integer): holds scored at or before
+--          this server's TIME minus it are listed
 -- ARGV[2]  limit: a positive integer
 --
 -- Returns a flat array {order no, score, info, order no, score, info, ...}, oldest first (equal
@@ -15,14 +16,16 @@
 if #KEYS ~= 2 then
   return redis.error_reply('ERR holds.lua: want 2 keys, got ' .. #KEYS)
 end
-local cutoff, limit = ARGV[1], ARGV[2]
-if not (cutoff and string.match(cutoff, '^-?%d+$')) then
-  return redis.error_reply('ERR holds.lua: cutoff must be an integer of milliseconds')
+local age, limit = ARGV[1], ARGV[2]
+if not (age and string.match(age, '^%d+$') and #age <= 15) then
+  return redis.error_reply('ERR holds.lua: minimum age must be a non-negative integer of milliseconds')
 end
 if not (limit and string.match(limit, '^[1-9]%d*$')) then
   return redis.error_reply('ERR holds.lua: limit must be a positive integer')
 end
-local found = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'WITHSCORES', 'LIMIT', 0, limit)
+local now = redis.call('TIME')
+local cutoff = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - tonumber(age)
+local found = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', cutoff), 'WITHSCORES', 'LIMIT', 0, limit)
 local out = {}
 for i = 1, #found, 2 do
   out[#out + 1] = found[i]

@@ -5,7 +5,7 @@
 -- KEYS[3]  frozen:product:{<pid>}   present while the product is frozen
 -- KEYS[4]  the claim: idem:order:{<pid>}:<buyer>:<key>, or idem:ref:{<pid>}:<ref> when the
 --          reservation has no idempotency key
--- KEYS[5]  holds:{<pid>}            sorted set: order no scored by the reservation's time (ms)
+-- KEYS[5]  holds:{<pid>}            sorted set: order no scored by Redis's TIME at the reservation (ms)
 -- KEYS[6]  holdinfo:{<pid>}         hash: order no -> <qty>|<claim key>
 -- KEYS[7]  budget:{<pid>}:<buyer>   units the buyer reserved in the current window
 -- KEYS[8]  rebuild:{<pid>}          present while a rebuild from the ledger fences the product
@@ -13,13 +13,13 @@
 -- ARGV[2]  the claim's value: <order no>|<fingerprint>|<qty> (qty equal to ARGV[1], so that
 --          cancel.lua returns exactly what this script took)
 -- ARGV[3]  the claim's TTL in milliseconds: a positive integer
--- ARGV[4]  the hold's score (unix ms, a non-negative integer), or "" for a reservation that is
---          not tracked
+-- ARGV[4]  "1" to track the reservation as a hold, scored by this server's clock (TIME), or ""
+--          for one that is not tracked
 -- ARGV[5]  the buyer's cap of units per window: a non-negative integer, 0 = no cap
 -- ARGV[6]  the budget window in milliseconds: a positive integer when ARGV[5] > 0, else "0"
 -- KEYS[5..8] and ARGV[4..6] may be left out together (4 keys, 3 arguments): then nothing is
 -- tracked, there is no cap and no fence check (the load check's script ceiling, on a scratch
--- product). The gate always sends all of them, and a score for every reservation.
+-- product). The gate always sends all of them, and tracks every reservation.
 --
 -- Returns {code, claim, left}, checked in this order:
 --   {2, <existing claim value>, stock or 0}  Replayed: KEYS[4] is already claimed; nothing changed
@@ -30,7 +30,7 @@
 --   {6, "", stock}                           BuyerLimit: budget + qty > cap; nothing changed
 --   {3, "", stock}                           SoldOut: stock < qty; nothing changed
 --   {1, "", stock after}                     Reserved: stock -= qty, sold += qty, claim set; with
---                                            a hold score, the order is added to KEYS[5] and
+--                                            the hold flag, the order is added to KEYS[5] and
 --                                            KEYS[6]; with a cap, KEYS[7] += qty and, if it has
 --                                            no expiry yet, it expires after ARGV[6] ms
 -- An error reply, before anything is read or written, when ARGV is malformed: a bad qty must
@@ -63,8 +63,8 @@ end
 if not (ttl and string.match(ttl, '^[1-9]%d*$')) then
   return redis.error_reply('ERR reserve.lua: claim TTL must be a positive integer of milliseconds')
 end
-if not (score and (score == '' or (string.match(score, '^%d+$') and #score <= 15))) then
-  return redis.error_reply('ERR reserve.lua: hold score must be a non-negative integer of milliseconds or empty')
+if not (score and (score == '' or score == '1')) then
+  return redis.error_reply('ERR reserve.lua: the hold flag must be "1" or empty')
 end
 if not (cap and string.match(cap, '^%d+$') and #cap <= 18) then
   return redis.error_reply('ERR reserve.lua: buyer cap must be a non-negative integer')
@@ -112,6 +112,10 @@ left = redis.call('DECRBY', KEYS[1], qty)
 redis.call('INCRBY', KEYS[2], qty)
 redis.call('SET', KEYS[4], claim, 'PX', ttl)
 if score ~= '' then
+  -- Redis's clock, not the caller's: an instance whose clock is behind must not make its
+  -- reservations look old to another instance's orphan sweep.
+  local now = redis.call('TIME')
+  score = string.format('%d', tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000))
   local order = string.sub(claim, 1, string.find(claim, '|', 1, true) - 1)
   redis.call('ZADD', KEYS[5], score, order)
   redis.call('HSET', KEYS[6], order, qty .. '|' .. KEYS[4])

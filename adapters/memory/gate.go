@@ -50,7 +50,7 @@ type markerKey struct {
 // hold is a keyed reservation whose order is not yet known to be written.
 type hold struct {
 	qty   int64
-	at    time.Time // Reservation.At to the millisecond, as Redis scores it
+	at    time.Time // the gate's clock at the reservation, to the millisecond, as Redis scores it
 	claim claimKey  // the claim the reservation made, deleted with an orphan
 }
 
@@ -136,14 +136,8 @@ func checkReservation(r domain.Reservation) error {
 	return nil
 }
 
-// holdTime is when a hold taken at now for r is scored: r.At (or now) to the millisecond.
-func holdTime(r domain.Reservation, now time.Time) time.Time {
-	at := r.At
-	if at.IsZero() {
-		at = now
-	}
-	return time.UnixMilli(at.UnixMilli())
-}
+// holdTime is when a hold taken at now is scored: to the millisecond, as Redis scores it.
+func holdTime(now time.Time) time.Time { return time.UnixMilli(now.UnixMilli()) }
 
 // liveBudget returns the buyer's budget unless its window has ended (ended ones are dropped).
 func (g *Gate) liveBudget(k budgetKey, now time.Time) budget {
@@ -260,7 +254,7 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 		hs = make(map[domain.OrderNo]hold)
 		g.holds[r.Product] = hs
 	}
-	hs[r.OrderNo] = hold{qty: int64(r.Qty), at: holdTime(r, now), claim: k}
+	hs[r.OrderNo] = hold{qty: int64(r.Qty), at: holdTime(now), claim: k}
 	if capped {
 		if b.expiresAt.IsZero() { // the first units of a new window open it
 			b.expiresAt = now.Add(r.BuyerWindow)
@@ -419,13 +413,13 @@ func (g *Gate) SetFrozen(_ context.Context, p domain.ProductID, frozen bool) err
 	return nil
 }
 
-// Holds lists up to limit of the product's holds taken at or before olderThan (to the
-// millisecond), oldest first, ties by order number.
-func (g *Gate) Holds(_ context.Context, p domain.ProductID, olderThan time.Time, limit int) ([]domain.Hold, error) {
+// Holds lists up to limit of the product's holds taken at least minAge ago by the gate's
+// clock (to the millisecond), oldest first, ties by order number.
+func (g *Gate) Holds(_ context.Context, p domain.ProductID, minAge time.Duration, limit int) ([]domain.Hold, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	cutoff := olderThan.UnixMilli()
+	cutoff := g.clock.Now().Add(-minAge).UnixMilli()
 	g.mu.Lock()
 	var out []domain.Hold
 	for no, h := range g.holds[p] {

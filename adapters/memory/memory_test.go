@@ -139,7 +139,7 @@ func TestGateFlushForgetsHoldsAndBudgets(t *testing.T) {
 	if err := g.Rebuild(t.Context(), p, domain.GateLevels{Stock: 10}); err != nil {
 		t.Fatal(err)
 	}
-	if hs, _ := g.Holds(t.Context(), p, t0.Add(time.Hour), 10); len(hs) != 0 {
+	if hs, _ := g.Holds(t.Context(), p, 0, 10); len(hs) != 0 {
 		t.Fatalf("Holds after Flush = %+v, want none", hs)
 	}
 	again := reservation(p, "key-00000002", "order-2", time.Minute)
@@ -147,12 +147,12 @@ func TestGateFlushForgetsHoldsAndBudgets(t *testing.T) {
 	mustReserve(t, g, again, domain.Reserved) // the budget went with the flush
 }
 
-// A reservation without a time is held from the gate's clock, to the millisecond.
-func TestGateHoldTimeDefaultsToTheClock(t *testing.T) {
+// A reservation is held from the gate's own clock, to the millisecond.
+func TestGateHoldTimeIsTheGatesClock(t *testing.T) {
 	g, clock, p := gateWithStock(t, 10)
 	clock.Set(t0.Add(1234567 * time.Nanosecond))
 	mustReserve(t, g, reservation(p, "key-00000001", "order-1", time.Minute), domain.Reserved)
-	hs, err := g.Holds(t.Context(), p, clock.Now(), 10)
+	hs, err := g.Holds(t.Context(), p, 0, 10)
 	if err != nil || len(hs) != 1 || !hs[0].At.Equal(t0.Add(time.Millisecond)) || hs[0].Qty != 1 || hs[0].OrderNo != "order-1" {
 		t.Fatalf("Holds = %+v, %v; want order-1 held at %v", hs, err, t0.Add(time.Millisecond))
 	}

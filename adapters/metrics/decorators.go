@@ -61,9 +61,9 @@ func (t *timedGate) SetFrozen(ctx context.Context, p domain.ProductID, frozen bo
 	return t.g.SetFrozen(ctx, p, frozen)
 }
 
-func (t *timedGate) Holds(ctx context.Context, p domain.ProductID, olderThan time.Time, limit int) ([]domain.Hold, error) {
+func (t *timedGate) Holds(ctx context.Context, p domain.ProductID, minAge time.Duration, limit int) ([]domain.Hold, error) {
 	defer since(t.holds, time.Now())
-	return t.g.Holds(ctx, p, olderThan, limit)
+	return t.g.Holds(ctx, p, minAge, limit)
 }
 
 func (t *timedGate) Forget(ctx context.Context, p domain.ProductID, nos []domain.OrderNo) error {

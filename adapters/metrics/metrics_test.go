@@ -60,7 +60,7 @@ func TestGatePassesThroughAndTimes(t *testing.T) {
 	if err := g.Rebuild(ctx, p, domain.GateLevels{Stock: 2}); err != nil {
 		t.Fatal(err)
 	}
-	r := domain.Reservation{Product: p, Buyer: "b", Key: "key-00000001", Qty: 2, OrderNo: "o1", Fingerprint: "7:2", KeyTTL: time.Minute, At: start}
+	r := domain.Reservation{Product: p, Buyer: "b", Key: "key-00000001", Qty: 2, OrderNo: "o1", Fingerprint: "7:2", KeyTTL: time.Minute}
 	res, err := g.Reserve(ctx, r)
 	if err != nil || res.Outcome != domain.Reserved || res.Left != 0 {
 		t.Fatalf("reserve: %+v, %v", res, err)
@@ -78,7 +78,7 @@ func TestGatePassesThroughAndTimes(t *testing.T) {
 	if _, rawErr := raw.Reserve(ctx, bad); !errors.As(err, &ve) || err.Error() != rawErr.Error() {
 		t.Fatalf("invalid reserve: %v, want %v", err, rawErr)
 	}
-	holds, err := g.Holds(ctx, p, start, 10)
+	holds, err := g.Holds(ctx, p, 0, 10)
 	if err != nil || len(holds) != 1 || holds[0].OrderNo != "o1" {
 		t.Fatalf("holds: %+v, %v", holds, err)
 	}

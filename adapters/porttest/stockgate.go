@@ -334,7 +334,7 @@ func RunStockGate(t *testing.T, newGate func(t *testing.T) domain.StockGate, opt
 // newReservation is a new order's reservation of qty units of p by a fresh buyer and key.
 func newReservation(p domain.ProductID, qty int) domain.Reservation {
 	return domain.Reservation{Product: p, Buyer: newBuyer(), Key: newKey(), Qty: qty, OrderNo: newOrderNo(),
-		Fingerprint: domain.RequestFingerprint(p, qty), KeyTTL: 10 * time.Minute, At: time.Now()}
+		Fingerprint: domain.RequestFingerprint(p, qty), KeyTTL: 10 * time.Minute}
 }
 
 func reserve(t *testing.T, g domain.StockGate, r domain.Reservation) domain.ReserveResult {

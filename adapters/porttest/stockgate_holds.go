@@ -37,41 +37,49 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 	t.Run("reservations are held, oldest first, until forgotten", func(t *testing.T) {
 		g, p := newGate(t), NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 20})
-		base := holdBase()
 		older, newer, same := newReservation(p, 2), newReservation(p, 3), newReservation(p, 1)
-		older.At, newer.At, same.At = base.Add(1500*time.Microsecond), base.Add(time.Minute), base.Add(time.Minute)
-		for _, r := range []domain.Reservation{newer, same, older} {
+		reserveOK(t, g, older)
+		o.elapse(t, 1100*time.Millisecond)
+		late := lateReservation(newReservation(p, 4), "attempt-1")
+		reserveOK(t, g, late) // a late re-reservation is tracked too, and marked Late
+		o.elapse(t, 20*time.Millisecond)
+		for _, r := range []domain.Reservation{newer, same} {
 			reserveOK(t, g, r)
 		}
-		late := lateReservation(newReservation(p, 4), "attempt-1")
-		late.At = base
-		reserveOK(t, g, late) // a late re-reservation is tracked too, and marked Late
-
-		// Equal times list by order number; At keeps milliseconds only.
-		tied := []domain.Reservation{newer, same}
-		if same.OrderNo < newer.OrderNo {
-			tied = []domain.Reservation{same, newer}
+		wantHoldSet(t, g, p, older, late, newer, same)
+		got, err := g.Holds(t.Context(), p, 0, 100)
+		if err != nil || len(got) != 4 || got[0].OrderNo != older.OrderNo || got[1].OrderNo != late.OrderNo {
+			t.Fatalf("Holds = %+v, %v; want %s, then %s, then the two youngest", got, err, older.OrderNo, late.OrderNo)
 		}
-		all := append([]domain.Reservation{late, older}, tied...)
-		got := wantHolds(t, g, p, base.Add(time.Hour), 100, all...)
 		for i, h := range got {
-			if h.Late != (i == 0) {
-				t.Fatalf("hold %s: Late = %v, want %v", h.OrderNo, h.Late, i == 0)
+			if h.Late != (h.OrderNo == late.OrderNo) {
+				t.Fatalf("hold %d %s: Late = %v", i, h.OrderNo, h.Late)
+			}
+			if i > 0 && (h.At.Before(got[i-1].At) || (h.At.Equal(got[i-1].At) && h.OrderNo < got[i-1].OrderNo)) {
+				t.Fatalf("holds %+v are not oldest first, ties by order number", got)
+			}
+			if h.At.UnixMilli()*int64(time.Millisecond) != h.At.UnixNano() {
+				t.Fatalf("hold %s At %v: want whole milliseconds", h.OrderNo, h.At)
 			}
 		}
-		wantHolds(t, g, p, base.Add(time.Minute), 100, all...) // at or before the cutoff
-		wantHolds(t, g, p, base.Add(time.Minute-time.Millisecond), 100, late, older)
-		wantHolds(t, g, p, base.Add(time.Millisecond), 100, late, older) // 1.5 ms is held as 1 ms
-		wantHolds(t, g, p, base, 100, late)
-		wantHolds(t, g, p, base.Add(-time.Millisecond), 100)
-		wantHolds(t, g, p, base.Add(time.Hour), 2, all[:2]...)
-		wantHolds(t, g, p, base.Add(time.Hour), 0)
+		if d := got[1].At.Sub(got[0].At); d < time.Second {
+			t.Fatalf("holds taken 1.1 s apart by the gate's clock are %v apart", d)
+		}
+		// Ages are the gate's: the first is over a second old, the others much younger.
+		wantHolds(t, g, p, time.Second, 100, older)
+		wantHolds(t, g, p, time.Hour, 100)
+		wantHolds(t, g, p, 0, 2, older, late)
+		wantHolds(t, g, p, 0, 0)
+		tied := []domain.Reservation{newer, same}
+		if got[2].OrderNo == same.OrderNo {
+			tied = []domain.Reservation{same, newer}
+		}
 
 		for range 2 { // idempotent, and unknown numbers are ignored
 			if err := g.Forget(t.Context(), p, []domain.OrderNo{older.OrderNo, late.OrderNo, newOrderNo()}); err != nil {
 				t.Fatalf("Forget: %v", err)
 			}
-			wantHolds(t, g, p, base.Add(time.Hour), 100, tied...)
+			wantHolds(t, g, p, 0, 100, tied...)
 		}
 		if err := g.Forget(t.Context(), p, nil); err != nil {
 			t.Fatalf("Forget of nothing: %v", err)
@@ -94,10 +102,8 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 		g, p := newGate(t), NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 10, Sold: 1})
 		r := newReservation(p, 3)
-		r.At = holdBase()
 		reserveOK(t, g, r)
 		other := newReservation(p, 2)
-		other.At = r.At
 		reserveOK(t, g, other)
 		wantLevels(t, g, p, domain.GateLevels{Stock: 5, Sold: 6})
 		for i, want := range []bool{true, false} {
@@ -107,28 +113,28 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 			}
 			wantLevels(t, g, p, domain.GateLevels{Stock: 8, Sold: 3})
 		}
-		wantHolds(t, g, p, r.At, 100, other)
+		wantHolds(t, g, p, 0, 100, other)
 		if cancelled, err := g.Cancel(t.Context(), r); err != nil || cancelled {
 			t.Fatalf("Cancel after the release = %v, %v; want false, nil", cancelled, err)
 		}
 		again := r
-		again.OrderNo, again.At = newOrderNo(), r.At.Add(time.Millisecond)
+		again.OrderNo = newOrderNo()
 		reserveOK(t, g, again) // the claim went with the orphan: the key takes stock again
 		wantLevels(t, g, p, domain.GateLevels{Stock: 5, Sold: 6})
-		wantHolds(t, g, p, r.At.Add(time.Hour), 100, other, again)
+		wantHoldSet(t, g, p, other, again)
 	})
 
 	t.Run("release orphan leaves a claim that points at another order", func(t *testing.T) {
 		g, p := newGate(t), NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 10})
 		r := newReservation(p, 2)
-		r.At, r.KeyTTL = holdBase(), time.Second
+		r.KeyTTL = time.Second
 		reserveOK(t, g, r)
 		o.elapse(t, 1100*time.Millisecond) // the claim expires; the hold does not
 		next := r
-		next.OrderNo, next.KeyTTL, next.At = newOrderNo(), 10*time.Minute, r.At.Add(time.Millisecond)
+		next.OrderNo, next.KeyTTL = newOrderNo(), 10*time.Minute
 		reserveOK(t, g, next)
-		wantHolds(t, g, p, r.At.Add(time.Hour), 100, r, next)
+		wantHolds(t, g, p, 0, 100, r, next)
 		if released, err := g.ReleaseOrphan(t.Context(), holdOf(r)); err != nil || !released {
 			t.Fatalf("ReleaseOrphan = %v, %v; want true, nil", released, err)
 		}
@@ -138,19 +144,18 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 		if res := reserve(t, g, retry); res.Outcome != domain.Replayed || res.ExistingOrder != next.OrderNo {
 			t.Fatalf("Reserve after releasing the old order = %s, want Replayed of %s", describe(res), next.OrderNo)
 		}
-		wantHolds(t, g, p, r.At.Add(time.Hour), 100, next)
+		wantHolds(t, g, p, 0, 100, next)
 	})
 
 	t.Run("cancel drops the hold", func(t *testing.T) {
 		g, p := newGate(t), NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 10})
 		r := newReservation(p, 3)
-		r.At = holdBase()
 		reserveOK(t, g, r)
 		if cancelled, err := g.Cancel(t.Context(), r); err != nil || !cancelled {
 			t.Fatalf("Cancel = %v, %v; want true, nil", cancelled, err)
 		}
-		wantHolds(t, g, p, r.At, 100)
+		wantHolds(t, g, p, 0, 100)
 		if released, err := g.ReleaseOrphan(t.Context(), holdOf(r)); err != nil || released {
 			t.Fatalf("ReleaseOrphan after Cancel = %v, %v; want false, nil", released, err)
 		}
@@ -161,7 +166,6 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 		g, p := newGate(t), NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 10})
 		keyed := newReservation(p, 3)
-		keyed.At = holdBase()
 		reserveOK(t, g, keyed)
 		if err := g.Forget(t.Context(), p, []domain.OrderNo{keyed.OrderNo}); err != nil { // the order is written
 			t.Fatal(err)
@@ -187,7 +191,7 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 			}
 			wantLevels(t, g, p, domain.GateLevels{Stock: 7, Sold: 3})
 		}
-		wantHolds(t, g, p, time.Now().Add(time.Hour), 100)
+		wantHolds(t, g, p, 0, 100)
 		reserveOK(t, g, theirs) // the claim went with the cancel: the next attempt may reserve
 	})
 
@@ -195,12 +199,11 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 		g, p := newGate(t), NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 10})
 		r := newReservation(p, 3)
-		r.At = holdBase()
 		reserveOK(t, g, r)
 		// The ledger knows no order for r: the rebuilt counters do not count its units, so
 		// releasing its hold afterwards would return them twice.
 		rebuild(t, g, p, domain.GateLevels{Stock: 10})
-		wantHolds(t, g, p, r.At, 100)
+		wantHolds(t, g, p, 0, 100)
 		if released, err := g.ReleaseOrphan(t.Context(), holdOf(r)); err != nil || released {
 			t.Fatalf("ReleaseOrphan after Rebuild = %v, %v; want false, nil", released, err)
 		}
@@ -209,7 +212,7 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 
 	t.Run("holds of an unknown product are empty", func(t *testing.T) {
 		g, p := newGate(t), NewProductID()
-		wantHolds(t, g, p, time.Now().Add(time.Hour), 100)
+		wantHolds(t, g, p, 0, 100)
 		if released, err := g.ReleaseOrphan(t.Context(), domain.Hold{Product: p, OrderNo: newOrderNo(), Qty: 1}); err != nil || released {
 			t.Fatalf("ReleaseOrphan of an unknown hold = %v, %v; want false, nil", released, err)
 		}
@@ -223,8 +226,7 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 		rebuild(t, g, p, domain.GateLevels{Stock: 100})
 		for range 10 {
 			r := newReservation(p, 4)
-			r.At = holdBase()
-			reserveOK(t, g, r)
+				reserveOK(t, g, r)
 			var wins atomic.Int32
 			parallel(2, func(i int) {
 				var ok bool
@@ -252,7 +254,6 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 		g, p := newGate(t), NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 10})
 		r := newReservation(p, 5)
-		r.At = holdBase()
 		reserveOK(t, g, r)
 		var wins atomic.Int32
 		parallel(10, func(int) {
@@ -408,41 +409,58 @@ func runBudget(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stoc
 	})
 }
 
-// holdBase is a random whole millisecond in the past, so that a shared gate's holds of other
-// cases and runs never land exactly on a case's cutoffs (each case also has its own product).
-func holdBase() time.Time {
-	return time.UnixMilli(time.Now().Add(-time.Hour).UnixMilli())
-}
-
 // lateReservation is r as a late payment's re-reservation of r's order by the attempt token.
 func lateReservation(r domain.Reservation, token string) domain.Reservation {
 	r.Key, r.Ref, r.Fingerprint, r.BuyerCap = "", string(r.OrderNo)+":"+domain.FlowLateReserve.String(), token, 0
 	return r
 }
 
-// holdOf is the hold a reservation makes.
+// holdOf is the hold a reservation makes (without its time, which is the gate's).
 func holdOf(r domain.Reservation) domain.Hold {
-	return domain.Hold{Product: r.Product, OrderNo: r.OrderNo, Qty: r.Qty, At: time.UnixMilli(r.At.UnixMilli())}
+	return domain.Hold{Product: r.Product, OrderNo: r.OrderNo, Qty: r.Qty}
 }
 
-// wantHolds checks that Holds(p, olderThan, limit) lists exactly the holds of want, in order.
-func wantHolds(t *testing.T, g domain.StockGate, p domain.ProductID, olderThan time.Time, limit int, want ...domain.Reservation) []domain.Hold {
+// wantHolds checks that Holds(p, minAge, limit) lists exactly the holds of want, in order.
+func wantHolds(t *testing.T, g domain.StockGate, p domain.ProductID, minAge time.Duration, limit int, want ...domain.Reservation) []domain.Hold {
 	t.Helper()
-	got, err := g.Holds(t.Context(), p, olderThan, limit)
+	got, err := g.Holds(t.Context(), p, minAge, limit)
 	if err != nil {
 		t.Fatalf("Holds: %v", err)
 	}
 	ok := len(got) == len(want)
 	for i := 0; ok && i < len(got); i++ {
 		w := holdOf(want[i])
-		ok = got[i].Product == w.Product && got[i].OrderNo == w.OrderNo && got[i].Qty == w.Qty && got[i].At.Equal(w.At)
+		ok = got[i].Product == w.Product && got[i].OrderNo == w.OrderNo && got[i].Qty == w.Qty
 	}
 	if !ok {
 		var names []domain.OrderNo
 		for _, r := range want {
 			names = append(names, r.OrderNo)
 		}
-		t.Fatalf("Holds(%v, limit %d) = %+v, want the holds of %v", olderThan, limit, got, names)
+		t.Fatalf("Holds(min age %v, limit %d) = %+v, want the holds of %v", minAge, limit, got, names)
 	}
 	return got
+}
+
+// wantHoldSet checks that the product's holds are exactly those of want, in any order (holds
+// taken within the same millisecond list by order number).
+func wantHoldSet(t *testing.T, g domain.StockGate, p domain.ProductID, want ...domain.Reservation) {
+	t.Helper()
+	got, err := g.Holds(t.Context(), p, 0, 100)
+	if err != nil {
+		t.Fatalf("Holds: %v", err)
+	}
+	left := map[domain.OrderNo]int{}
+	for _, r := range want {
+		left[r.OrderNo] = r.Qty
+	}
+	for _, h := range got {
+		if q, ok := left[h.OrderNo]; !ok || q != h.Qty {
+			t.Fatalf("Holds = %+v, want the holds of %v", got, want)
+		}
+		delete(left, h.OrderNo)
+	}
+	if len(left) != 0 {
+		t.Fatalf("Holds = %+v, missing %v", got, left)
+	}
 }

@@ -12,7 +12,7 @@
 //	idem:ref:{<pid>}:<ref>             the claim of a reservation without a key
 //	gate:applied:{<pid>}:<ref>         an applied GateChange, kept MarkerTTL
 //	holds:{<pid>}                      sorted set of reservations whose units do not follow an
-//	                                   order yet: order no scored by Reservation.At in unix ms
+//	                                   order yet: order no scored by Redis's TIME in unix ms
 //	holdinfo:{<pid>}                   hash: order no -> <qty>|<claim key>, what releasing it needs
 //	budget:{<pid>}:<buyer>             units the buyer reserved in the current window (expires
 //	                                   BuyerWindow after the window's first reservation)
@@ -179,8 +179,8 @@ func checkBudget(r domain.Reservation) error {
 }
 
 // reserveArgs are reserve.lua's KEYS and ARGV for r. Every reservation is tracked as a hold
-// scored by r.At (now when zero); a keyed one with a BuyerCap also counts against the buyer's
-// budget.
+// (the script scores it by Redis's own clock); a keyed one with a BuyerCap also counts against
+// the buyer's budget.
 func reserveArgs(r domain.Reservation) (keys []string, args []any) {
 	ttl := r.KeyTTL
 	if ttl <= 0 {
@@ -190,18 +190,14 @@ func reserveArgs(r domain.Reservation) (keys []string, args []any) {
 	qty := strconv.Itoa(r.Qty)
 	claim := string(r.OrderNo) + claimSep + r.Fingerprint + claimSep + qty
 	capacity, window := "0", "0"
-	at := r.At
-	if at.IsZero() {
-		at = time.Now()
-	}
-	score := strconv.FormatInt(max(at.UnixMilli(), 0), 10)
+	const track = "1"
 	if r.Key != "" && r.BuyerCap > 0 {
 		capacity = strconv.FormatInt(r.BuyerCap, 10)
 		window = strconv.FormatInt(max(r.BuyerWindow.Milliseconds(), 1), 10)
 	}
 	return []string{stockKey(r.Product), soldKey(r.Product), frozenKey(r.Product), claimKey(r),
 			holdsKey(r.Product), holdInfoKey(r.Product), budgetKey(r.Product, r.Buyer), fenceKey(r.Product)},
-		[]any{qty, claim, strconv.FormatInt(ms, 10), score, capacity, window}
+		[]any{qty, claim, strconv.FormatInt(ms, 10), track, capacity, window}
 }
 
 // Reserve claims the reservation's key (or Ref) and takes its units in one atomic step
@@ -380,16 +376,16 @@ func (g *Gate) SetFrozen(ctx context.Context, p domain.ProductID, frozen bool) e
 	return wrap("set frozen", err)
 }
 
-// Holds lists up to limit of the product's holds scored at or before olderThan (to the
-// millisecond), oldest first, with their qty (holds.lua: one atomic read of the sorted set and
-// the hash). An error reaching Redis wraps domain.ErrUnavailable; a malformed reply is a plain
-// error.
-func (g *Gate) Holds(ctx context.Context, p domain.ProductID, olderThan time.Time, limit int) ([]domain.Hold, error) {
+// Holds lists up to limit of the product's holds taken at least minAge ago by Redis's clock
+// (to the millisecond), oldest first, with their qty (holds.lua: one atomic read of the sorted
+// set and the hash, the cutoff from TIME). An error reaching Redis wraps domain.ErrUnavailable;
+// a malformed reply is a plain error.
+func (g *Gate) Holds(ctx context.Context, p domain.ProductID, minAge time.Duration, limit int) ([]domain.Hold, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	reply, err := holdsScript.Run(ctx, g.c, []string{holdsKey(p), holdInfoKey(p)},
-		strconv.FormatInt(olderThan.UnixMilli(), 10), strconv.Itoa(limit)).StringSlice()
+		strconv.FormatInt(max(minAge.Milliseconds(), 0), 10), strconv.Itoa(limit)).StringSlice()
 	if err != nil {
 		return nil, wrap("holds", err)
 	}

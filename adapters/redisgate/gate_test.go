@@ -85,7 +85,7 @@ func newReservation(p domain.ProductID, qty int) domain.Reservation {
 		Key:     domain.IdempotencyKey(fmt.Sprintf("rgk-%016x", rand.Uint64())),
 		Qty:     qty,
 		OrderNo: domain.NewOrderNo(time.Now(), buyer, rand.Uint64()), Fingerprint: domain.RequestFingerprint(p, qty),
-		KeyTTL: 10 * time.Minute, At: time.Now()}
+		KeyTTL: 10 * time.Minute}
 }
 
 func reserve(t *testing.T, g *redisgate.Gate, r domain.Reservation, want domain.ReserveOutcome) domain.ReserveResult {
@@ -248,7 +248,7 @@ func TestScriptCacheFlushed(t *testing.T) {
 				return err
 			}},
 			{"cancel", func() error { _, err := g.Cancel(t.Context(), newReservation(p, 1)); return err }},
-			{"holds", func() error { _, err := g.Holds(t.Context(), p, time.Now(), 10); return err }},
+			{"holds", func() error { _, err := g.Holds(t.Context(), p, 0, 10); return err }},
 			{"forget", func() error { return g.Forget(t.Context(), p, []domain.OrderNo{"unknown"}) }},
 		}
 		for _, s := range steps {
@@ -423,7 +423,7 @@ func TestUnreachableRedisIsUnavailable(t *testing.T) {
 		"Levels":    func() error { _, _, err := g.Levels(t.Context(), p); return err },
 		"Rebuild":   func() error { return g.Rebuild(t.Context(), p, domain.GateLevels{Stock: 1}) },
 		"SetFrozen": func() error { return g.SetFrozen(t.Context(), p, true) },
-		"Holds":     func() error { _, err := g.Holds(t.Context(), p, time.Now(), 10); return err },
+		"Holds":     func() error { _, err := g.Holds(t.Context(), p, 0, 10); return err },
 		"Forget":    func() error { return g.Forget(t.Context(), p, []domain.OrderNo{r.OrderNo}) },
 		"ReleaseOrphan": func() error {
 			_, err := g.ReleaseOrphan(t.Context(), domain.Hold{Product: p, OrderNo: r.OrderNo, Qty: 1})
@@ -603,7 +603,7 @@ func TestScriptsRejectMalformedArgs(t *testing.T) {
 			t.Fatalf("the claim after refused scripts: EXISTS = %d, %v; want 1", n, err)
 		}
 		wantLevels(t, g, p, domain.GateLevels{Stock: 8, Sold: 4})
-		if hs, err := g.Holds(t.Context(), p, time.Now().Add(time.Hour), 10); err != nil || len(hs) != 1 || hs[0].OrderNo != held.OrderNo {
+		if hs, err := g.Holds(t.Context(), p, 0, 10); err != nil || len(hs) != 1 || hs[0].OrderNo != held.OrderNo {
 			t.Fatalf("Holds after refused scripts = %+v, %v; want the one hold", hs, err)
 		}
 	})
@@ -616,12 +616,20 @@ func TestHoldAndBudgetKeys(t *testing.T) {
 		g, p := redisgate.New(c), porttest.NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 10})
 		r := newReservation(p, 2)
-		r.At = time.UnixMilli(1_700_000_000_123).Add(456 * time.Microsecond)
 		r.BuyerCap, r.BuyerWindow = 5, time.Minute
+		before, err := c.Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
 		reserve(t, g, r, domain.Reserved)
+		after, err := c.Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
 		score, err := c.ZScore(t.Context(), redisgate.HoldsKey(p), string(r.OrderNo)).Result()
-		if err != nil || score != 1_700_000_000_123 {
-			t.Fatalf("hold score = %v, %v; want the reservation's unix ms", score, err)
+		if ms := int64(score); err != nil || ms < before.UnixMilli() || ms > after.UnixMilli() {
+			t.Fatalf("hold score = %v, %v; want Redis's unix ms at the reservation (%d..%d)", score, err,
+				before.UnixMilli(), after.UnixMilli())
 		}
 		info, err := c.HGet(t.Context(), redisgate.HoldInfoKey(p), string(r.OrderNo)).Result()
 		if want := "2|" + redisgate.ClaimKey(r); err != nil || info != want {
@@ -676,6 +684,7 @@ func TestSweeperReleasesOrphanOnRedis(t *testing.T) {
 		alerts := memory.NewAlerts(slog.New(slog.DiscardHandler))
 		cfg := application.DefaultConfig()
 		cfg.ReplayWait = 20 * time.Millisecond
+		cfg.OrphanAfter = 1500 * time.Millisecond // aged by Redis's clock, not the fake one
 		shop, err := application.New(cfg, application.Deps{Ledger: ledger, Gate: g, Queue: queue,
 			Publisher: memory.NewPublisher(), Verifier: signer, Alerter: alerts, Clock: clock})
 		if err != nil {
@@ -696,7 +705,7 @@ func TestSweeperReleasesOrphanOnRedis(t *testing.T) {
 		// The crash: PlaceOrder's reservation, and then nothing.
 		orphan := domain.Reservation{Product: p.ID(), Buyer: "alice", Key: "key-crashed-1", Qty: 3,
 			OrderNo: domain.NewOrderNo(clock.Now(), "alice", rand.Uint64()), Fingerprint: domain.RequestFingerprint(p.ID(), 3),
-			KeyTTL: cfg.IdempotencyTTL, At: clock.Now()}
+			KeyTTL: cfg.IdempotencyTTL}
 		reserve(t, g, orphan, domain.Reserved)
 		wantLevels(t, g, p.ID(), domain.GateLevels{Stock: 1, Sold: 4})
 		retry := application.PlaceOrder{Buyer: "alice", Product: p.ID(), Qty: 3, IdempotencyKey: "key-crashed-1"}
@@ -707,7 +716,7 @@ func TestSweeperReleasesOrphanOnRedis(t *testing.T) {
 			t.Fatalf("sweep before OrphanAfter = %d, %v; want 0", n, err)
 		}
 
-		clock.Advance(cfg.OrphanAfter)
+		time.Sleep(cfg.OrphanAfter + 100*time.Millisecond)
 		if n, err := shop.Sweep(ctx); err != nil || n != 1 {
 			t.Fatalf("sweep after OrphanAfter = %d, %v; want 1 released", n, err)
 		}
@@ -801,4 +810,45 @@ func TestLostReplyOverTCPReservesOnce(t *testing.T) {
 	if replays == 0 {
 		t.Fatal("no reply was lost and re-sent: the proxy did not inject the fault")
 	}
+}
+
+// Holds are timed by Redis's clock, so an instance whose clock is ahead (or one whose clock is
+// behind, reserving) never makes a young reservation look old: a sweeper ten minutes ahead
+// releases nothing that Redis took a moment ago, and releases it once Redis's clock says it is
+// OrphanAfter old.
+func TestSweeperOnAClockAheadLeavesYoungHolds(t *testing.T) {
+	onBoth(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := t.Context()
+		ahead := memory.NewFakeClock(time.Now().Add(10 * time.Minute))
+		signer, err := paysig.New("redis-clock-ahead-secret-0123456789", paysig.DefaultTolerance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queue := memory.NewDelayQueue(ahead)
+		t.Cleanup(queue.Close)
+		g := redisgate.New(c)
+		cfg := application.DefaultConfig()
+		cfg.OrphanAfter = time.Second
+		shop, err := application.New(cfg, application.Deps{Ledger: memory.NewLedger(), Gate: g, Queue: queue,
+			Publisher: memory.NewPublisher(), Verifier: signer, Alerter: memory.NewAlerts(slog.New(slog.DiscardHandler)), Clock: ahead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := shop.CreateProduct(ctx, application.NewProduct{ID: porttest.NewProductID(), Name: "clock", Price: 100, MaxPerOrder: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rebuild(t, g, p.ID(), domain.GateLevels{Stock: 5})
+		inFlight := newReservation(p.ID(), 2) // another instance's order, still being written
+		reserve(t, g, inFlight, domain.Reserved)
+		if n, err := shop.SweepOrphans(ctx); err != nil || n != 0 {
+			t.Fatalf("a sweeper 10 min ahead released %d, %v; want 0 (the hold is milliseconds old by Redis's clock)", n, err)
+		}
+		wantLevels(t, g, p.ID(), domain.GateLevels{Stock: 3, Sold: 2})
+		time.Sleep(cfg.OrphanAfter + 100*time.Millisecond)
+		if n, err := shop.SweepOrphans(ctx); err != nil || n != 1 {
+			t.Fatalf("the sweep once the hold is OrphanAfter old = %d, %v; want 1", n, err)
+		}
+		wantLevels(t, g, p.ID(), domain.GateLevels{Stock: 5})
+	})
 }

@@ -146,7 +146,7 @@ func redisScriptCeiling(ctx context.Context, addr string, clients, n int) (float
 	// KEYS and ARGV as reserve.lua wants them: the claim value's qty equals ARGV[1].
 	// The full form the gate sends: the hold (holds/holdinfo) and the buyer budget (cap 1e9,
 	// never reached) are written and the rebuild fence is checked, as on every real order.
-	holdAt := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	holdAt := "1" // track the hold, scored by Redis's clock
 	cmdArgs := func(claimSuffix, orderNo string) []string {
 		return []string{"EVALSHA", sha, "8", stock, sold, frozen, "idem:order:" + tag + ":ceiling:" + claimSuffix,
 			"holds:" + tag, "holdinfo:" + tag, "budget:" + tag + ":ceiling-" + claimSuffix, "rebuild:" + tag,
