@@ -226,7 +226,7 @@ func runHolds(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stock
 		rebuild(t, g, p, domain.GateLevels{Stock: 100})
 		for range 10 {
 			r := newReservation(p, 4)
-				reserveOK(t, g, r)
+			reserveOK(t, g, r)
 			var wins atomic.Int32
 			parallel(2, func(i int) {
 				var ok bool
