@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"cardshop/domain"
@@ -77,13 +78,53 @@ func (s *Shop) setFrozen(ctx context.Context, id domain.ProductID, frozen bool, 
 	return nil
 }
 
-// ImportReport says what an import did.
-type ImportReport struct {
-	Added       int
-	Duplicates  int
-	Invalid     int
-	InvalidRows []int // line numbers of the first invalid lines (at most 20)
+// The reasons a line of an import is not imported (SkippedLine.Reason). Blank lines are
+// ignored without a report.
+const (
+	SkipDuplicate    = "duplicate"    // the product already has the code: an earlier line, or an earlier import
+	SkipInPool       = "in_pool"      // another product has the code: a code is unique across the pool
+	SkipInvalid      = "invalid"      // not a code (Detail says why)
+	SkipComment      = "comment"      // the line starts with #
+	SkipHeader       = "header"       // the first line that is not blank or a comment is "code" or "code,…"
+	SkipUnterminated = "unterminated" // the body ended inside the line without a clean end: the line may be cut
+)
+
+// SkippedLine is one line an import did not import.
+type SkippedLine struct {
+	Line   int
+	Reason string
+	Detail string
 }
+
+// ImportReport says what an import did. Its counts are complete; Skipped lists the first
+// MaxReportedLines lines not imported, in line order (Truncated: there were more).
+type ImportReport struct {
+	Added        int
+	Duplicates   int
+	InPool       int
+	Invalid      int
+	InvalidRows  []int // line numbers of the first invalid lines (at most 20)
+	Comments     int
+	Headers      int
+	Unterminated int
+	Skipped      []SkippedLine
+	Truncated    bool
+	// Through is the last line the report accounts for: every line up to it was read whole and
+	// is imported or counted above, and no later line was imported. After a failed import,
+	// send the rest from line Through+1.
+	Through int
+}
+
+// NotImported counts the lines the import did not import (blank lines aside).
+func (r ImportReport) NotImported() int {
+	return r.Duplicates + r.InPool + r.Invalid + r.Comments + r.Headers + r.Unterminated
+}
+
+// ErrUnconfirmedEnd is what an import's reader returns in place of io.EOF when the body has
+// ended but its end cannot be told apart from a cut (a chunked HTTP body reads the same when
+// the connection breaks between two chunks). A last line without a newline is then reported
+// as unterminated instead of imported; otherwise the import ends normally.
+var ErrUnconfirmedEnd = errors.New("the end of the body cannot be told from a cut")
 
 // importBatch is how many codes one import transaction writes.
 const importBatch = 1000
@@ -91,77 +132,223 @@ const importBatch = 1000
 // maxReportedInvalid bounds ImportReport.InvalidRows.
 const maxReportedInvalid = 20
 
-// ImportCodes reads codes from r, one per line (blank lines and lines starting with # are
-// skipped; for CSV input the first field is the code, and a first line whose first field is
-// "code" is the header), and adds the new ones to the product's
-// pool in batches: each batch writes its codes, a stock-in flow row and the gate change in one
-// transaction, so the reader is never held in memory whole. Codes the product already has are
-// counted as duplicates; malformed lines as invalid. Codes are never logged.
+// MaxReportedLines bounds ImportReport.Skipped, so that a million-line file cannot make a
+// huge answer.
+const MaxReportedLines = 1000
+
+// maxImportLine is the longest line an import reads, newline included; a longer one is
+// reported as invalid.
+const maxImportLine = 64 << 10
+
+// ImportCodes reads codes from r, one per line, and adds the new ones to the product's pool in
+// batches: each batch writes its codes, a stock-in flow row and the gate change in one
+// transaction, so the reader is never held in memory whole. Codes are never logged.
 //
-// Errors: ErrProductNotFound, ErrUnavailable (the batches before it stay imported).
+// Each line is normalised as domain.NormalizeCardCode says (surrounding white space and
+// invisible characters trimmed, full-width letters folded). A blank line is ignored; a line
+// starting with # is a comment; for CSV input the code is the first field (text before the
+// first comma, double quotes around it removed); the first line that is neither blank nor a
+// comment is a header when it is "code" or its first field is "code" (any case), so a code
+// that is the word "code" cannot come first. Every line not imported is counted by reason and
+// listed (the first MaxReportedLines) with its number: a duplicate of this product, a code of
+// another product (a code is unique across the pool), an invalid line (with the reason, a line
+// over 64 KiB included), a comment, the header.
+//
+// A body that does not end cleanly (r fails: size limit, broken connection) never imports its
+// last, unterminated line: the complete lines before it are imported, the report's Through
+// names the last of them, and the read error is returned with the report.
+//
+// Errors: ErrProductNotFound, ErrUnavailable, r's error (the report says what was imported).
 func (s *Shop) ImportCodes(ctx context.Context, id domain.ProductID, r io.Reader) (ImportReport, error) {
 	if _, err := s.ledger.Products().Product(ctx, id); err != nil {
 		return ImportReport{}, fmt.Errorf("import codes: %w", err)
 	}
 	var rep ImportReport
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 64*1024)
-	batch := make([]domain.CardCode, 0, importBatch)
+	var b importBatchState
+	lr := bufio.NewReaderSize(r, maxImportLine)
 	line, data := 0, false
-	for sc.Scan() {
+	var readErr error
+	for {
+		text, tooLong, err := nextLine(lr)
+		if errors.Is(err, ErrUnconfirmedEnd) || (err != nil && !errors.Is(err, io.EOF)) {
+			if len(text) > 0 || tooLong {
+				b.skip(&rep, line+1, SkipUnterminated, "the body ended inside this line")
+			}
+			if !errors.Is(err, ErrUnconfirmedEnd) {
+				readErr = err
+			}
+			break
+		}
+		if errors.Is(err, io.EOF) && len(text) == 0 && !tooLong {
+			break // the end, after a newline or of an empty body
+		}
 		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
+		b.last = line
+		if tooLong {
+			b.invalid(&rep, line, fmt.Sprintf("longer than %d KiB", maxImportLine>>10))
+		} else {
+			b.classify(&rep, line, string(text), &data)
 		}
-		first := !data
-		data = true
-		if i := strings.IndexByte(text, ','); i >= 0 {
-			text = strings.Trim(strings.TrimSpace(text[:i]), `"`)
-			if first && strings.EqualFold(text, "code") { // a CSV header such as "code,expires"
-				continue
-			}
-		}
-		code, err := domain.ParseCardCode(text)
 		if err != nil {
-			rep.Invalid++
-			if len(rep.InvalidRows) < maxReportedInvalid {
-				rep.InvalidRows = append(rep.InvalidRows, line)
-			}
-			continue
+			break // io.EOF after a last line without a newline: a clean end
 		}
-		batch = append(batch, code)
-		if len(batch) == importBatch {
-			if err := s.importBatch(ctx, id, batch, &rep); err != nil {
+		if len(b.codes) == importBatch {
+			if err := s.importBatch(ctx, id, &b, &rep); err != nil {
 				return rep, err
 			}
-			batch = batch[:0]
 		}
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return rep, domain.Invalid("codes", fmt.Sprintf("line %d is longer than 64 KiB", line+1))
-		}
-		return rep, fmt.Errorf("read codes: %w", err)
+	if err := s.importBatch(ctx, id, &b, &rep); err != nil {
+		return rep, err
 	}
-	if len(batch) > 0 {
-		if err := s.importBatch(ctx, id, batch, &rep); err != nil {
-			return rep, err
-		}
+	if readErr != nil {
+		return rep, fmt.Errorf("read codes after line %d: %w", rep.Through, readErr)
 	}
 	return rep, nil
 }
 
-func (s *Shop) importBatch(ctx context.Context, id domain.ProductID, codes []domain.CardCode, rep *ImportReport) error {
+// nextLine reads one line without its newline. err is nil for a line ended by a newline,
+// io.EOF at the end of the body (with the last line, when it has no newline), or the reader's
+// error (with what was read of the line). A line over maxImportLine is skipped to its end and
+// reported as tooLong, without its text.
+func nextLine(r *bufio.Reader) (text []byte, tooLong bool, err error) {
+	for {
+		text, err = r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			tooLong = true
+			continue
+		}
+		switch {
+		case tooLong:
+			text = nil
+		case err == nil:
+			text = text[:len(text)-1]
+		}
+		return text, tooLong, err
+	}
+}
+
+// importBatchState is the part of an import not yet committed: its codes with their line
+// numbers, and the report of its lines (merged into the import's report when it commits).
+type importBatchState struct {
+	codes []domain.CardCode
+	lines []int
+	rep   ImportReport
+	last  int // the last line read
+}
+
+// classify sorts one line into the batch or its report. data says whether a line that is
+// neither blank nor a comment came before (the header can only be the first such line).
+func (b *importBatchState) classify(rep *ImportReport, line int, text string, data *bool) {
+	text = domain.NormalizeCardCode(text)
+	if text == "" {
+		return
+	}
+	if strings.HasPrefix(text, "#") {
+		b.skip(rep, line, SkipComment, "")
+		return
+	}
+	first := !*data
+	*data = true
+	if i := strings.IndexByte(text, ','); i >= 0 {
+		text = strings.Trim(strings.TrimSpace(text[:i]), `"`)
+	}
+	if first && strings.EqualFold(text, "code") {
+		b.skip(rep, line, SkipHeader, "")
+		return
+	}
+	code, err := domain.ParseCardCode(text)
+	if err != nil {
+		why := "not a code"
+		var ve *domain.ValidationError
+		if errors.As(err, &ve) {
+			why = ve.Reason
+		}
+		b.invalid(rep, line, why)
+		return
+	}
+	b.codes = append(b.codes, code)
+	b.lines = append(b.lines, line)
+}
+
+func (b *importBatchState) invalid(rep *ImportReport, line int, why string) {
+	if len(rep.InvalidRows)+len(b.rep.InvalidRows) < maxReportedInvalid {
+		b.rep.InvalidRows = append(b.rep.InvalidRows, line)
+	}
+	b.skip(rep, line, SkipInvalid, why)
+}
+
+// skip counts a line not imported and lists it while the report has room. Lines are read in
+// order, so what is left out is never ahead of what is kept; the codes' outcomes, which come
+// at commit and may be ahead, go through outcome instead.
+func (b *importBatchState) skip(rep *ImportReport, line int, reason, detail string) {
+	b.count(reason)
+	if len(rep.Skipped)+len(b.rep.Skipped) < MaxReportedLines {
+		b.rep.Skipped = append(b.rep.Skipped, SkippedLine{Line: line, Reason: reason, Detail: detail})
+	}
+}
+
+// outcome counts and lists a code the commit did not add (at most a batch of them); merge
+// sorts the batch's list and cuts it to the report's room.
+func (b *importBatchState) outcome(line int, reason, detail string) {
+	b.count(reason)
+	b.rep.Skipped = append(b.rep.Skipped, SkippedLine{Line: line, Reason: reason, Detail: detail})
+}
+
+func (b *importBatchState) count(reason string) {
+	switch reason {
+	case SkipDuplicate:
+		b.rep.Duplicates++
+	case SkipInPool:
+		b.rep.InPool++
+	case SkipInvalid:
+		b.rep.Invalid++
+	case SkipComment:
+		b.rep.Comments++
+	case SkipHeader:
+		b.rep.Headers++
+	case SkipUnterminated:
+		b.rep.Unterminated++
+	}
+}
+
+// merge adds the committed batch's report to rep and starts the next batch.
+func (b *importBatchState) merge(rep *ImportReport, added int) {
+	d := &b.rep
+	rep.Added += added
+	rep.Duplicates += d.Duplicates
+	rep.InPool += d.InPool
+	rep.Invalid += d.Invalid
+	rep.Comments += d.Comments
+	rep.Headers += d.Headers
+	rep.Unterminated += d.Unterminated
+	rep.InvalidRows = append(rep.InvalidRows, d.InvalidRows...)
+	slices.SortStableFunc(d.Skipped, func(x, y SkippedLine) int { return x.Line - y.Line })
+	rep.Skipped = append(rep.Skipped, d.Skipped[:min(len(d.Skipped), MaxReportedLines-len(rep.Skipped))]...)
+	rep.Truncated = rep.NotImported() > len(rep.Skipped)
+	rep.Through = b.last
+	*b = importBatchState{codes: b.codes[:0], lines: b.lines[:0], rep: ImportReport{Skipped: d.Skipped[:0]}, last: b.last}
+}
+
+// importBatch commits the batch's codes (a stock-in flow row and the gate change with them)
+// and merges its report into rep. A batch that fails leaves rep as it was.
+func (s *Shop) importBatch(ctx context.Context, id domain.ProductID, b *importBatchState, rep *ImportReport) error {
+	if len(b.codes) == 0 {
+		b.merge(rep, 0)
+		return nil
+	}
 	now := s.clock.Now()
 	ref := fmt.Sprintf("import:%s:%08x", now.UTC().Format("20060102150405"), rand.Uint32())
 	var res domain.ImportResult
 	change := domain.GateChange{Product: id, Ref: ref}
 	err := s.ledger.Atomically(ctx, func(tx domain.Store) error {
 		var err error
-		res, err = tx.Cards().Import(ctx, id, codes)
+		res, err = tx.Cards().Import(ctx, id, b.codes)
 		if err != nil || res.Added == 0 {
 			return err
+		}
+		if len(res.Outcomes) != len(b.codes) {
+			return fmt.Errorf("the card pool reported %d outcomes for %d codes", len(res.Outcomes), len(b.codes))
 		}
 		if err := tx.Flows().Append(ctx, domain.FlowEntry{ProductID: id, Ref: ref, Type: domain.FlowStockIn,
 			Qty: int64(res.Added), At: now}); err != nil {
@@ -174,11 +361,21 @@ func (s *Shop) importBatch(ctx context.Context, id domain.ProductID, codes []dom
 		}
 		return tx.Outbox().Add(ctx, m)
 	})
-	if err != nil {
-		return fmt.Errorf("import codes: %w", err)
+	if err == nil && len(res.Outcomes) != len(b.codes) {
+		err = fmt.Errorf("the card pool reported %d outcomes for %d codes", len(res.Outcomes), len(b.codes))
 	}
-	rep.Added += res.Added
-	rep.Duplicates += res.Duplicates
+	if err != nil {
+		return fmt.Errorf("import codes after line %d: %w", rep.Through, err)
+	}
+	for i, o := range res.Outcomes {
+		switch o {
+		case domain.ImportDuplicate:
+			b.outcome(b.lines[i], SkipDuplicate, "already in this product (an earlier line or an earlier import)")
+		case domain.ImportInPool:
+			b.outcome(b.lines[i], SkipInPool, "already in another product's pool")
+		}
+	}
+	b.merge(rep, res.Added)
 	if res.Added > 0 {
 		s.applyGate(ctx, change)
 	}

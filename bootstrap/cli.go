@@ -251,20 +251,25 @@ const importUsage = `Usage: cardshop import-codes -product ID [-url URL] [-forma
 
 Streams FILE (or standard input with "-") to POST /admin/products/ID/codes with the admin
 token from CARDSHOP_ADMIN_TOKEN. The file is never held in memory: it is the request body,
-read as it is sent, so any size the service accepts works (1 GiB by default).
+read as it is sent, so any size the service accepts works (1 GiB by default). Standard input
+is sent chunked, each chunk ending a line, with a final newline added if it lacks one.
 Progress (bytes sent, and the percentage when the size is known) goes to stderr; at the end
-the service's report is printed: codes added, duplicates (the product already had them, or
-they repeat in the file) and invalid lines with the first line numbers.
+the service's report is printed: codes added, duplicates (the product already has them: an
+earlier line or an earlier import), invalid lines, codes in another product's pool, comments,
+the header, and every line not imported with its number and reason (the first 1,000).
 
-Input: one code per line; blank lines and lines starting with # are skipped; for CSV the first
-field is the code and the rest of the line is ignored. A code is 4 to 128 printable characters
-without spaces, commas or quotes. The service reads both forms the same way: -format only
-checks your intent and labels the upload (text/plain or text/csv).
+Input: one code per line; blank lines are ignored and lines starting with # are comments; for
+CSV the first field is the code and the rest of the line is ignored; a first line "code" (or
+"code,…") is a header. Surrounding spaces and invisible characters are trimmed and full-width
+letters folded; a code is then 4 to 128 printable ASCII characters without spaces, commas or
+double quotes, case-sensitive, and unique across every product. The service reads both forms
+the same way: -format only checks your intent and labels the upload (text/plain or text/csv).
 
-Exit status: 0 when the service answered 200 (even with duplicates or invalid lines), 1 on any
-other answer (its JSON error is printed) or failure. An upload cut short (413 body_too_large,
-a broken connection) keeps the batches the service had already imported: run the import
-again; the codes already in are reported as duplicates.
+Exit status: 0 when the service answered 200 (even with lines not imported), 1 on any other
+answer (its JSON error is printed) or failure. An upload cut short (413 body_too_large, a body
+that could not be read) keeps the lines the service had already imported, and its answer says
+through which line: the report is printed with "send the rest from line N". Running the whole
+file again is safe too: the codes already in come back as duplicates.
 
 Flags:
 `
@@ -338,7 +343,11 @@ func importCodes(args []string, stdout, stderr io.Writer) error {
 	if _, err := adminCall(ctx, &http.Client{Timeout: 30 * time.Second}, http.MethodGet, productURL, adminToken); err != nil {
 		return err
 	}
-	body := &countingReader{r: in}
+	var src io.Reader = in
+	if name == "-" {
+		src = newLineChunks(in) // sent chunked: every chunk ends a line
+	}
+	body := &countingReader{r: src}
 	url := productURL + "/codes"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
 	if err != nil {
@@ -389,30 +398,114 @@ func importCodes(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "import-codes: sent %s, answered %d\n", progress(body.n.Load(), size, time.Since(start)), resp.StatusCode)
 	}
 	if resp.StatusCode != http.StatusOK {
+		// An import that stopped half-way says what it did before the error.
+		var failed struct {
+			Import *importReport `json:"import"`
+		}
+		if json.Unmarshal(answer, &failed) == nil && failed.Import != nil {
+			failed.Import.print(stdout)
+			fmt.Fprintf(stdout, "stopped after line %d: lines 1 to %d are imported or listed above; send the rest from line %d\n",
+				failed.Import.Through, failed.Import.Through, failed.Import.Through+1)
+		}
 		return fmt.Errorf("the service answered %d: %s", resp.StatusCode, bytes.TrimSpace(answer))
 	}
-	var rep struct {
-		Added        int   `json:"added"`
-		Duplicates   int   `json:"duplicates"`
-		Invalid      int   `json:"invalid"`
-		InvalidLines []int `json:"invalid_lines"`
-	}
+	var rep importReport
 	if err := json.Unmarshal(answer, &rep); err != nil {
 		return fmt.Errorf("unreadable answer %q: %w", answer, err)
 	}
-	fmt.Fprintf(stdout, "added       %d\nduplicates  %d\ninvalid     %d\n", rep.Added, rep.Duplicates, rep.Invalid)
-	if len(rep.InvalidLines) > 0 {
-		lines := make([]string, len(rep.InvalidLines))
-		for i, l := range rep.InvalidLines {
-			lines[i] = strconv.Itoa(l)
-		}
-		label := "invalid lines"
-		if rep.Invalid > len(rep.InvalidLines) {
-			label = fmt.Sprintf("first %d invalid lines", len(rep.InvalidLines))
-		}
-		fmt.Fprintf(stdout, "%s: %s\n", label, strings.Join(lines, ", "))
-	}
+	rep.print(stdout)
 	return nil
+}
+
+// importReport is the service's answer to an import (ImportReport in openapi.json).
+type importReport struct {
+	Added        int `json:"added"`
+	Duplicates   int `json:"duplicates"`
+	InPool       int `json:"in_pool"`
+	Invalid      int `json:"invalid"`
+	Comments     int `json:"comments"`
+	Headers      int `json:"headers"`
+	Unterminated int `json:"unterminated"`
+	Skipped      []struct {
+		Line   int    `json:"line"`
+		Reason string `json:"reason"`
+		Detail string `json:"detail"`
+	} `json:"skipped"`
+	Truncated bool `json:"truncated"`
+	Through   int  `json:"through_line"`
+}
+
+// print writes the counts, then every line not imported that the service listed.
+func (r *importReport) print(w io.Writer) {
+	fmt.Fprintf(w, "added       %d\nduplicates  %d\ninvalid     %d\nin pool     %d\n", r.Added, r.Duplicates, r.Invalid, r.InPool)
+	for _, c := range []struct {
+		label string
+		n     int
+	}{{"comments", r.Comments}, {"header", r.Headers}, {"cut line", r.Unterminated}} {
+		if c.n > 0 {
+			fmt.Fprintf(w, "%-12s%d\n", c.label, c.n)
+		}
+	}
+	for _, l := range r.Skipped {
+		if l.Reason == "invalid" || l.Reason == "unterminated" {
+			fmt.Fprintf(w, "line %d: %s (%s)\n", l.Line, l.Reason, l.Detail)
+		} else {
+			fmt.Fprintf(w, "line %d: %s\n", l.Line, l.Reason)
+		}
+	}
+	if r.Truncated {
+		total := r.Duplicates + r.InPool + r.Invalid + r.Comments + r.Headers + r.Unterminated
+		fmt.Fprintf(w, "… and %d more lines not imported (the service lists the first %d; the counts above are complete)\n",
+			total-len(r.Skipped), len(r.Skipped))
+	}
+}
+
+// lineChunks passes a stream on in reads that end at a line end, and ends it with a newline.
+// The HTTP client sends each read of a body of unknown size as one chunk, and the service
+// cannot tell a connection cut between two chunks from the body's end: so every chunk ends a
+// line, and a last line is never cut (the service does not import a last line without a
+// newline from a chunked body). Only a line longer than a whole read — never a valid code —
+// is split.
+type lineChunks struct {
+	r   io.Reader
+	buf []byte // read and not passed on yet
+	eof bool
+}
+
+func newLineChunks(r io.Reader) *lineChunks { return &lineChunks{r: r, buf: make([]byte, 0, 64<<10)} }
+
+func (l *lineChunks) Read(p []byte) (int, error) {
+	for {
+		if i := bytes.LastIndexByte(l.buf[:min(len(l.buf), len(p))], '\n'); i >= 0 {
+			return l.pass(p, i+1), nil
+		}
+		if len(l.buf) >= len(p) || len(l.buf) == cap(l.buf) {
+			return l.pass(p, min(len(l.buf), len(p))), nil
+		}
+		if l.eof {
+			if len(l.buf) == 0 {
+				return 0, io.EOF
+			}
+			n := copy(p, l.buf) // less than p holds, without a newline: add one
+			p[n] = '\n'
+			l.buf = l.buf[:0]
+			return n + 1, nil
+		}
+		n, err := l.r.Read(l.buf[len(l.buf):cap(l.buf)])
+		l.buf = l.buf[:len(l.buf)+n]
+		if errors.Is(err, io.EOF) {
+			l.eof = true
+		} else if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// pass copies the first n buffered bytes to p and drops them from the buffer.
+func (l *lineChunks) pass(p []byte, n int) int {
+	copy(p, l.buf[:n])
+	l.buf = append(l.buf[:0], l.buf[n:]...)
+	return n
 }
 
 // countingReader counts the bytes read through it; the progress goroutine reads the count.

@@ -105,7 +105,8 @@ func TestImportCodesAndReconcileCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("import-codes exited %d: %s %s", code, out, errOut)
 	}
-	for _, want := range []string{"added       3\n", "duplicates  1\n", "invalid     2\n", "invalid lines: 6, 7\n"} {
+	for _, want := range []string{"added       3\nduplicates  1\ninvalid     2\nin pool     0\ncomments    1\n", "line 4: comment\n",
+		"line 5: duplicate\n", "line 6: invalid (must not contain spaces)\n", "line 7: invalid (must be 4 to 128 characters)\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("import-codes printed %q, want %q in it", out, want)
 		}
@@ -123,8 +124,21 @@ func TestImportCodesAndReconcileCommands(t *testing.T) {
 	// From standard input (chunked, size unknown).
 	withStdin(t, "CLI-CODE-0004\nCLI-CODE-0005\nCLI-CODE-0004\n")
 	code, out, errOut = runMain("import-codes", "-url", c.base, "-product", "7", "-")
-	if code != 0 || !strings.Contains(out, "added       2\nduplicates  1\ninvalid     0\n") || strings.Contains(out, "invalid lines") {
+	if code != 0 || !strings.Contains(out, "added       2\nduplicates  1\ninvalid     0\n") || strings.Contains(out, "invalid (") {
 		t.Fatalf("import-codes from stdin: %d %q %q", code, out, errOut)
+	}
+	// Standard input without a final newline: its last line is imported all the same (the
+	// command ends what it sends chunked with a newline).
+	withStdin(t, "CLI-CODE-0006\nCLI-CODE-0007")
+	if code, out, errOut := runMain("import-codes", "-url", c.base, "-product", "7", "-progress", "0", "-"); code != 0 ||
+		!strings.HasPrefix(out, "added       2\n") {
+		t.Fatalf("import-codes from stdin without a final newline: %d %q %q", code, out, errOut)
+	}
+	// Another product's code is refused: a code is unique across the pool.
+	c.want(201, "POST", "/admin/products", adminToken, `{"id":8,"name":"Gift 8","price":500,"max_per_order":5}`, nil)
+	if code, out, errOut := runMain("import-codes", "-url", c.base, "-product", "8", "-progress", "0", file); code != 0 ||
+		!strings.Contains(out, "added       0\nduplicates  0\ninvalid     2\nin pool     4\n") || !strings.Contains(out, "line 1: in_pool\n") {
+		t.Fatalf("import-codes of another product's codes: %d %q %q", code, out, errOut)
 	}
 	if strings.Contains(errOut, "%") {
 		t.Errorf("a percentage for a pipe of unknown size: %q", errOut)
@@ -147,8 +161,8 @@ func TestImportCodesAndReconcileCommands(t *testing.T) {
 	if code != 0 || !strings.HasSuffix(out, "\n0 differences\n") || strings.Contains(out, "DIFF") {
 		t.Fatalf("reconcile: %d %q %q", code, out, errOut)
 	}
-	for _, want := range []string{"product 7\n", "gate    stock 5, sold 0, frozen false\n", "cards   UNSOLD 5\n",
-		"OK  codes SOLD = qty of PAID orders", "want 5  got 5\n"} {
+	for _, want := range []string{"product 7\n", "gate    stock 7, sold 0, frozen false\n", "cards   UNSOLD 7\n",
+		"OK  codes SOLD = qty of PAID orders", "want 7  got 7\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("reconcile printed %q, want %q in it", out, want)
 		}
@@ -159,6 +173,33 @@ func TestImportCodesAndReconcileCommands(t *testing.T) {
 	}
 	if code, _, errOut := runMain("reconcile", "-url", c.base, "-product", "999"); code != 1 || !strings.Contains(errOut, "product_not_found") {
 		t.Errorf("reconcile of an unknown product: %d %q", code, errOut)
+	}
+}
+
+// TestImportCodesPrintsAStoppedImport: an import the service stopped half-way (here over its
+// size limit) prints what was imported and from which line to send the rest, and exits 1.
+func TestImportCodesPrintsAStoppedImport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			fmt.Fprint(w, `{"id":3}`)
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(413)
+		fmt.Fprint(w, `{"code":"body_too_large","message":"the request body is too large; lines 1 to 5 were imported or reported","request_id":"r",
+			"import":{"added":4,"duplicates":1,"in_pool":0,"invalid":0,"comments":0,"headers":0,"unterminated":1,
+			"skipped":[{"line":3,"reason":"duplicate","detail":"already in this product"},{"line":6,"reason":"unterminated","detail":"the body ended inside this line"}],
+			"truncated":false,"through_line":5,"complete":false}}`)
+	}))
+	defer srv.Close()
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
+	withStdin(t, "A-0001\nA-0002\nA-0001\nA-0003\nA-0004\nA-0005\n")
+	code, out, errOut := runMain("import-codes", "-url", srv.URL, "-product", "3", "-progress", "0", "-")
+	want := "added       4\nduplicates  1\ninvalid     0\nin pool     0\ncut line    1\nline 3: duplicate\n" +
+		"line 6: unterminated (the body ended inside this line)\n" +
+		"stopped after line 5: lines 1 to 5 are imported or listed above; send the rest from line 6\n"
+	if code != 1 || out != want || !strings.Contains(errOut, "413") || !strings.Contains(errOut, "body_too_large") {
+		t.Fatalf("stopped import: %d\n%s\nwant\n%s\nstderr %q", code, out, want, errOut)
 	}
 }
 

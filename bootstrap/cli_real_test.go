@@ -375,7 +375,8 @@ func TestCLIRealImportCodes(t *testing.T) {
 		code(1), code(2), "", "# batch 7", code(2), code(0), "not a code", code(3), code(4),
 	}, "\n")+"\n")
 	exit, out, errOut := runMain("import-codes", "-url", url, "-product", pid, lines)
-	if exit != 0 || out != "added       4\nduplicates  2\ninvalid     1\ninvalid lines: 7\n" {
+	if exit != 0 || out != "added       4\nduplicates  2\ninvalid     1\nin pool     0\ncomments    1\n"+
+		"line 4: comment\nline 5: duplicate\nline 6: duplicate\nline 7: invalid (must not contain spaces)\n" {
 		t.Fatalf("import-codes: exit %d, %q %q", exit, out, errOut)
 	}
 	if !strings.Contains(errOut, "(100%)") || !strings.Contains(errOut, "answered 200") {
@@ -409,7 +410,8 @@ func TestCLIRealImportCodes(t *testing.T) {
 		code(5) + ",2031-01-01,b9",
 	}, "\n")+"\n")
 	exit, out, errOut = runMain("import-codes", "-url", url, "-product", pid, "-format", "csv", "-progress", "0", csv)
-	if exit != 0 || out != "added       2\nduplicates  2\ninvalid     0\n" || errOut != "" {
+	if exit != 0 || out != "added       2\nduplicates  2\ninvalid     0\nin pool     0\ncomments    1\n"+
+		"line 1: comment\nline 4: duplicate\nline 5: duplicate\n" || errOut != "" {
 		t.Fatalf("import-codes -format csv: exit %d, %q %q", exit, out, errOut)
 	}
 	wantPool(7)
@@ -421,7 +423,7 @@ func TestCLIRealImportCodes(t *testing.T) {
 	}
 	fmt.Fprintf(&big, "BIG-%d-0000\n%s\n", p, code(3))
 	exit, out, errOut = runMain("import-codes", "-url", url, "-product", pid, "-progress", "0", writeFile(t, big.String()))
-	if exit != 0 || out != "added       1000\nduplicates  2\ninvalid     0\n" {
+	if exit != 0 || out != "added       1000\nduplicates  2\ninvalid     0\nin pool     0\nline 1001: duplicate\nline 1002: duplicate\n" {
 		t.Fatalf("import-codes of 1,002 lines: exit %d, %q %q", exit, out, errOut)
 	}
 	wantPool(1007)
@@ -429,7 +431,9 @@ func TestCLIRealImportCodes(t *testing.T) {
 	// The first file again: all duplicates, nothing written, not even a flow row.
 	flowRows, _ := stockIn()
 	exit, out, errOut = runMain("import-codes", "-url", url, "-product", pid, "-progress", "0", lines)
-	if exit != 0 || out != "added       0\nduplicates  6\ninvalid     1\ninvalid lines: 7\n" {
+	if exit != 0 || out != "added       0\nduplicates  6\ninvalid     1\nin pool     0\ncomments    1\n"+
+		"line 1: duplicate\nline 2: duplicate\nline 4: comment\nline 5: duplicate\nline 6: duplicate\n"+
+		"line 7: invalid (must not contain spaces)\nline 8: duplicate\nline 9: duplicate\n" {
 		t.Fatalf("re-import: exit %d, %q %q", exit, out, errOut)
 	}
 	wantPool(1007)

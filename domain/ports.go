@@ -216,10 +216,23 @@ type OrderRepo interface {
 	Existing(ctx context.Context, nos []OrderNo) (map[OrderNo]bool, error)
 }
 
-// ImportResult reports one batch of imported codes.
+// ImportOutcome is what CardVault.Import did with one code.
+type ImportOutcome uint8
+
+// The outcomes of one imported code.
+const (
+	ImportAdded     ImportOutcome = iota + 1
+	ImportDuplicate               // the product already has the code, or it repeats earlier in the batch
+	ImportInPool                  // another product has the code: a code is unique across the whole pool
+)
+
+// ImportResult reports one batch of imported codes: the counts, and the outcome of each code.
 type ImportResult struct {
 	Added      int
 	Duplicates int
+	InPool     int
+	// Outcomes holds one outcome per code given to Import, in the same order.
+	Outcomes []ImportOutcome
 }
 
 // CardCounts counts a product's codes by status.
@@ -227,8 +240,11 @@ type CardCounts map[CardStatus]int64
 
 // CardVault is the card pool.
 type CardVault interface {
-	// Import adds codes as UNSOLD, skipping codes the product already has (reported as
-	// duplicates, also within the batch).
+	// Import adds codes as UNSOLD. A code is unique across the whole pool (every product): a
+	// code the product already has is skipped as ImportDuplicate, a code another product has
+	// as ImportInPool; a repeat within the batch finds the pool as the earlier occurrence left
+	// it (ImportDuplicate, or ImportInPool again). Of concurrent imports of one code, exactly
+	// one adds it.
 	Import(ctx context.Context, p ProductID, codes []CardCode) (ImportResult, error)
 	// Allocate marks qty sellable codes of p SOLD to the order and returns them. Returns
 	// ErrInsufficientCards, changing nothing, when fewer than qty are sellable.

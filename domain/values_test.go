@@ -297,7 +297,7 @@ func TestParseCardCode(t *testing.T) {
 		{"ABCD", "ABCD"},
 		{"XXXX-YYYY-ZZZZ", "XXXX-YYYY-ZZZZ"},
 		{"  trimmed-1  \r\n", "trimmed-1"},
-		{"ключ-кода", "ключ-кода"},
+		{"ключ-кода", ""}, // not ASCII
 		{"a;b|c'd", "a;b|c'd"},
 		{strings.Repeat("c", domain.MaxCodeLength), strings.Repeat("c", domain.MaxCodeLength)},
 		{"", ""},
@@ -313,6 +313,8 @@ func TestParseCardCode(t *testing.T) {
 		{"abc\u200bdef", ""}, // zero-width space is not printable
 		{"abc\u00a0def", ""}, // no-break space
 		{"abc\xffdef", ""},   // not UTF-8: the buyer would receive something else
+		{"#abcd", ""},        // a comment in an import file
+		{"ab#cd", "ab#cd"},
 	}
 	for _, tt := range tests {
 		c, err := domain.ParseCardCode(tt.in)
@@ -328,6 +330,50 @@ func TestParseCardCode(t *testing.T) {
 	}
 	if domain.RehydrateCardCode("stored").Reveal() != "stored" {
 		t.Error("RehydrateCardCode")
+	}
+}
+
+// TestCardCodeNormalisation: codes that look the same are stored the same or refused, so no
+// two stored codes differ only by Unicode form, width or invisible characters; case counts.
+func TestCardCodeNormalisation(t *testing.T) {
+	same := []string{
+		"ABCD-1234",
+		"\ufeffABCD-1234",              // byte order mark
+		"\u200bABCD-1234\u2060",        // zero-width space, word joiner
+		"\u00a0ABCD-1234\u3000\r\n",    // no-break space, ideographic space
+		"ＡＢＣＤ－１２３４",                    // full-width
+		"\u200b ＡＢＣＤ-1234\u00a0\ufeff", // all at once
+	}
+	for _, in := range same {
+		c, err := domain.ParseCardCode(in)
+		if err != nil || c.Reveal() != "ABCD-1234" {
+			t.Errorf("ParseCardCode(%q) = %q, %v; want ABCD-1234", in, c.Reveal(), err)
+		}
+	}
+	if c, err := domain.ParseCardCode("abcd-1234"); err != nil || c.Reveal() != "abcd-1234" {
+		t.Errorf("lower case = %q, %v: codes are case-sensitive and kept as given", c.Reveal(), err)
+	}
+	refused := map[string]string{
+		"CAF\u00c9-0001":  "U+00C9", // É precomposed (NFC)
+		"CAFE\u0301-0001": "U+0301", // E + combining acute (NFD)
+		"ABCD\u200b1234":  "invisible format",
+		"ABCD\u00ad1234":  "invisible format", // soft hyphen
+		"ABCD\u30001234":  "spaces",           // ideographic space inside
+		"ABCD\x001234":    "control",
+		"ABCD\u00851234":  "spaces", // NEL
+		"\u0410BCD-1234":  "U+0410", // Cyrillic A
+		"ABCD\uff0c1234":  "commas", // full-width comma folds to a comma
+		"\u200b#ABCD":     "start with #",
+		"ＡＢＣ":             "4 to 128",
+	}
+	for in, why := range refused {
+		c, err := domain.ParseCardCode(in)
+		if !errors.Is(err, domain.ErrInvalidInput) || fieldOf(err) != "code" || !c.IsZero() || !strings.Contains(err.Error(), why) {
+			t.Errorf("ParseCardCode(%q) = %q, %v; want refused with %q in the reason", in, c.Reveal(), err, why)
+		}
+	}
+	if got := domain.NormalizeCardCode("\ufeff ＡB\xffc\u3000"); got != "AB\xffc" {
+		t.Errorf("NormalizeCardCode kept %q", got)
 	}
 }
 

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -72,14 +74,50 @@ func (s *Server) getProduct(c *fiber.Ctx) error {
 }
 
 type importResponse struct {
-	Added       int   `json:"added"`
-	Duplicates  int   `json:"duplicates"`
-	Invalid     int   `json:"invalid"`
-	InvalidRows []int `json:"invalid_lines,omitempty"`
+	Added        int           `json:"added"`
+	Duplicates   int           `json:"duplicates"`
+	InPool       int           `json:"in_pool"`
+	Invalid      int           `json:"invalid"`
+	InvalidRows  []int         `json:"invalid_lines,omitempty"`
+	Comments     int           `json:"comments"`
+	Headers      int           `json:"headers"`
+	Unterminated int           `json:"unterminated"`
+	Skipped      []skippedLine `json:"skipped"`
+	Truncated    bool          `json:"truncated"`
+	ThroughLine  int           `json:"through_line"`
+	Complete     bool          `json:"complete"`
 }
 
+type skippedLine struct {
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func newImportResponse(rep application.ImportReport, complete bool) importResponse {
+	out := importResponse{Added: rep.Added, Duplicates: rep.Duplicates, InPool: rep.InPool, Invalid: rep.Invalid,
+		InvalidRows: rep.InvalidRows, Comments: rep.Comments, Headers: rep.Headers, Unterminated: rep.Unterminated,
+		Skipped: make([]skippedLine, len(rep.Skipped)), Truncated: rep.Truncated, ThroughLine: rep.Through, Complete: complete}
+	for i, l := range rep.Skipped {
+		out.Skipped[i] = skippedLine{Line: l.Line, Reason: l.Reason, Detail: l.Detail}
+	}
+	return out
+}
+
+// importFailed is an import that stopped on err after importing what its report says; the
+// error answer carries the report (errorHandler).
+type importFailed struct {
+	rep importResponse
+	err error
+}
+
+func (e *importFailed) Error() string { return e.err.Error() }
+func (e *importFailed) Unwrap() error { return e.err }
+
 // importCodes streams a text body (one code per line, or CSV with the code first) into the
-// pool without holding it in memory.
+// pool without holding it in memory. A body that does not end cleanly — over the import limit,
+// shorter than its Content-Length, unreadable — never imports its unterminated last line (see
+// importBody); the error answer carries the report of the lines before it.
 func (s *Server) importCodes(c *fiber.Ctx) error {
 	id, err := productParam(c)
 	if err != nil {
@@ -88,15 +126,67 @@ func (s *Server) importCodes(c *fiber.Ctx) error {
 	if n := c.Request().Header.ContentLength(); n > 0 && int64(n) > s.cfg.MaxImportBytes {
 		return errBodyTooLarge
 	}
-	lr := &io.LimitedReader{R: requestBody(c), N: s.cfg.MaxImportBytes + 1}
-	rep, err := s.shop.ImportCodes(c.UserContext(), id, lr)
-	if err == nil && lr.N <= 0 {
-		err = errBodyTooLarge // what was read before the limit stays imported, as reported
-	}
-	if err != nil {
+	body := &importBody{r: requestBody(c), left: s.cfg.MaxImportBytes, length: int64(c.Request().Header.ContentLength())}
+	rep, err := s.shop.ImportCodes(c.UserContext(), id, body)
+	switch {
+	case err == nil:
+		return c.JSON(newImportResponse(rep, true))
+	case errors.Is(err, domain.ErrProductNotFound):
 		return err
+	case errors.Is(err, errBodyTooLarge), errors.Is(err, domain.ErrUnavailable), errors.Is(err, domain.ErrInvalidInput):
+	case body.failed:
+		err = fmt.Errorf("%w: %w", domain.Invalid("body", "could not be read to its end"), err)
 	}
-	return c.JSON(importResponse{Added: rep.Added, Duplicates: rep.Duplicates, Invalid: rep.Invalid, InvalidRows: rep.InvalidRows})
+	return &importFailed{rep: newImportResponse(rep, false), err: err}
+}
+
+// importBody is an import's request body. It fails, rather than ending, when the body does not
+// end cleanly, so that the import never takes a cut last line for a code:
+//   - past the import limit it returns errBodyTooLarge (an io.LimitedReader would end the body
+//     there, in the middle of a line);
+//   - a body that ends before its Content-Length is io.ErrUnexpectedEOF (fasthttp's stream
+//     reports a closed connection as the end);
+//   - a body without a Content-Length (chunked) that ends without a final newline ends with
+//     application.ErrUnconfirmedEnd: fasthttp reports a connection closed between two chunks
+//     as the end too, so such a last line may be cut and is not imported.
+type importBody struct {
+	r      io.Reader
+	left   int64 // bytes still allowed
+	length int64 // the Content-Length, or negative
+	read   int64
+	last   byte // the last byte read
+	failed bool // the body could not be read
+}
+
+func (b *importBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte more than allowed tells an over-long body from one at the limit
+	}
+	n, err := b.r.Read(p)
+	if int64(n) > b.left {
+		n = int(b.left)
+		b.left = -1
+		err = errBodyTooLarge
+	} else {
+		b.left -= int64(n)
+	}
+	if n > 0 {
+		b.read += int64(n)
+		b.last = p[n-1]
+	}
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, io.EOF) && b.length >= 0 && b.read < b.length:
+		err, b.failed = io.ErrUnexpectedEOF, true
+	case errors.Is(err, io.EOF) && b.length < 0 && b.read > 0 && b.last != '\n':
+		err = application.ErrUnconfirmedEnd
+	case err != nil && !errors.Is(err, io.EOF):
+		b.failed = true
+	}
+	return n, err
 }
 
 type freezeRequest struct {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/gofiber/fiber/v2"
@@ -57,6 +58,8 @@ type errorBody struct {
 	Message   string `json:"message"`
 	Field     string `json:"field,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
+	// Import is the report of an import that stopped on this error: what it imported first.
+	Import *importResponse `json:"import,omitempty"`
 }
 
 func lookup(err error) apiError {
@@ -92,6 +95,12 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		var ve *domain.ValidationError
 		if errors.As(err, &ve) {
 			body.Field, body.Message = ve.Field, ve.Error()
+		}
+		var imp *importFailed
+		if errors.As(err, &imp) {
+			body.Import = &imp.rep
+			body.Message += fmt.Sprintf("; lines 1 to %d were imported or reported (import.through_line), send the rest from line %d",
+				imp.rep.ThroughLine, imp.rep.ThroughLine+1)
 		}
 		// A refused request (4xx) is the business working as intended — a flash sale answers
 		// hundreds of thousands of sold_out — so it logs at debug; 5xx at error.

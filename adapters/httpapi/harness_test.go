@@ -226,15 +226,37 @@ type refundJSON struct {
 type importJSON struct {
 	Added        int   `json:"added"`
 	Duplicates   int   `json:"duplicates"`
+	InPool       int   `json:"in_pool"`
 	Invalid      int   `json:"invalid"`
 	InvalidLines []int `json:"invalid_lines"`
+	Comments     int   `json:"comments"`
+	Headers      int   `json:"headers"`
+	Unterminated int   `json:"unterminated"`
+	Skipped      []struct {
+		Line   int    `json:"line"`
+		Reason string `json:"reason"`
+		Detail string `json:"detail"`
+	} `json:"skipped"`
+	Truncated   bool `json:"truncated"`
+	ThroughLine int  `json:"through_line"`
+	Complete    bool `json:"complete"`
+}
+
+// skippedLines renders the lines not imported as "line:reason …".
+func (r importJSON) skippedLines() string {
+	var out []string
+	for _, s := range r.Skipped {
+		out = append(out, fmt.Sprintf("%d:%s", s.Line, s.Reason))
+	}
+	return strings.Join(out, " ")
 }
 
 type errorJSON struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Field     string `json:"field"`
-	RequestID string `json:"request_id"`
+	Code      string      `json:"code"`
+	Message   string      `json:"message"`
+	Field     string      `json:"field"`
+	RequestID string      `json:"request_id"`
+	Import    *importJSON `json:"import"`
 }
 
 // leakMarkers are pieces of internal error text that must never reach a client.

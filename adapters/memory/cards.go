@@ -39,7 +39,8 @@ func (q cardQueue) take(n int) ([]int64, cardQueue) {
 
 type cardVault struct{ s *store }
 
-// Import adds the new codes as UNSOLD with increasing ids, in batch order.
+// Import adds the new codes as UNSOLD with increasing ids, in batch order. The code index is
+// pool-wide, so a code of another product is found as ImportInPool.
 func (v cardVault) Import(_ context.Context, p domain.ProductID, codes []domain.CardCode) (domain.ImportResult, error) {
 	for _, c := range codes {
 		if c.IsZero() {
@@ -52,17 +53,24 @@ func (v cardVault) Import(_ context.Context, p domain.ProductID, codes []domain.
 	}
 	defer release()
 	d := v.s.data
-	var res domain.ImportResult
+	res := domain.ImportResult{Outcomes: make([]domain.ImportOutcome, len(codes))}
 	var added []int64
-	for _, c := range codes {
-		if _, dup := d.codes[p][c.Reveal()]; dup {
-			res.Duplicates++
+	for i, c := range codes {
+		if id, taken := d.codes[c.Reveal()]; taken {
+			if d.cards[id].ProductID == p {
+				res.Outcomes[i] = domain.ImportDuplicate
+				res.Duplicates++
+			} else {
+				res.Outcomes[i] = domain.ImportInPool
+				res.InPool++
+			}
 			continue
 		}
 		d.lastCard++
 		id := d.lastCard
 		put(v.s, d.cards, id, domain.Card{ID: id, ProductID: p, Code: c, Status: domain.CardUnsold})
-		putIn(v.s, d.codes, p, c.Reveal(), id)
+		put(v.s, d.codes, c.Reveal(), id)
+		res.Outcomes[i] = domain.ImportAdded
 		added = append(added, id)
 	}
 	if len(added) > 0 {

@@ -207,7 +207,7 @@ type ledgerData struct {
 	orderTotals  map[domain.ProductID]map[domain.OrderStatus]domain.StatusTotal
 	cards        map[int64]domain.Card
 	lastCard     int64
-	codes        map[domain.ProductID]map[string]int64 // code -> card id, for dedupe
+	codes        map[string]int64 // code -> card id, across every product (a code is unique in the pool)
 	sellable     map[domain.ProductID]cardQueue
 	orderCards   map[domain.OrderNo][]int64 // every card ever allocated to the order
 	cardCounts   map[domain.ProductID]map[domain.CardStatus]int64
@@ -229,7 +229,7 @@ func newLedgerData() *ledgerData {
 		pending:     make(map[domain.OrderNo]time.Time),
 		orderTotals: make(map[domain.ProductID]map[domain.OrderStatus]domain.StatusTotal),
 		cards:       make(map[int64]domain.Card),
-		codes:       make(map[domain.ProductID]map[string]int64),
+		codes:       make(map[string]int64),
 		sellable:    make(map[domain.ProductID]cardQueue),
 		orderCards:  make(map[domain.OrderNo][]int64),
 		cardCounts:  make(map[domain.ProductID]map[domain.CardStatus]int64),

@@ -2,6 +2,7 @@ package mysqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -21,11 +22,13 @@ type cardRow struct {
 	ProductID  int64  `bun:"product_id"`
 	CodeCipher []byte `bun:"code_cipher"`
 	KeyID      string `bun:"key_id"`
+	CodeHash   []byte `bun:"code_hash"`
+	AADVersion int    `bun:"aad_version"`
 	Status     string `bun:"status"`
 	OrderNo    string `bun:"order_no"`
 }
 
-const cardColumns = "id, product_id, code_cipher, key_id, status, order_no"
+const cardColumns = "id, product_id, code_cipher, key_id, code_hash, aad_version, status, order_no"
 
 // card decrypts the row's code.
 func (v cardVault) card(r cardRow) (domain.Card, error) {
@@ -33,7 +36,7 @@ func (v cardVault) card(r cardRow) (domain.Card, error) {
 	if err != nil {
 		return domain.Card{}, fmt.Errorf("card %d: %w", r.ID, err)
 	}
-	code, err := v.s.keys().open(domain.ProductID(r.ProductID), r.KeyID, r.CodeCipher)
+	code, err := v.s.keys().open(domain.ProductID(r.ProductID), r.KeyID, r.AADVersion, r.CodeHash, r.CodeCipher)
 	if err != nil {
 		return domain.Card{}, fmt.Errorf("card %d: %w", r.ID, err)
 	}
@@ -41,9 +44,18 @@ func (v cardVault) card(r cardRow) (domain.Card, error) {
 		OrderNo: domain.OrderNo(r.OrderNo)}, nil
 }
 
-// Import de-duplicates the batch by code, then inserts it with ON DUPLICATE KEY UPDATE id = id:
-// a code the product already has (same HMAC in uk_product_code) changes no row, so the rows
-// the statement changed are the codes added. All chunks of a batch commit together.
+// errImportRace voids an import transaction that lost a race: a code it found free was
+// committed by a concurrent import before its INSERT. Atomically runs it again, and the next
+// run finds the code taken.
+var errImportRace = errors.New("a concurrent import took a code of this batch")
+
+// Import classifies the batch's codes by their HMAC: a repeat within the batch is a duplicate;
+// a code whose hash is in uk_pool_code (unique across every product, migration 0004) belongs to
+// this product (duplicate) or to another (in the pool); the rest is inserted. The INSERT keeps
+// ON DUPLICATE KEY UPDATE id = id, so that a code committed by a concurrent import after the
+// lookup changes no row instead of failing: the rows it changed must then be all the codes it
+// was given, otherwise the transaction is run again (errImportRace) and the next lookup sees
+// the other import's code. All chunks of a batch commit together.
 func (v cardVault) Import(ctx context.Context, p domain.ProductID, codes []domain.CardCode) (domain.ImportResult, error) {
 	for _, c := range codes {
 		if c.IsZero() {
@@ -51,51 +63,110 @@ func (v cardVault) Import(ctx context.Context, p domain.ProductID, codes []domai
 		}
 	}
 	keys := v.s.keys()
-	seen := make(map[string]struct{}, len(codes))
-	args := make([]any, 0, 4*min(len(codes), importChunk))
 	type row struct {
-		sealed []byte
-		kid    string
-		hash   []byte
+		index int // in codes
+		hash  []byte
 	}
+	first := make(map[string]int, len(codes)) // code -> index of its first occurrence
+	repeats := make(map[int]int)              // index of a repeat -> index of the first
 	rows := make([]row, 0, len(codes))
-	for _, c := range codes {
-		if _, dup := seen[c.Reveal()]; dup {
+	for i, c := range codes {
+		if f, dup := first[c.Reveal()]; dup {
+			repeats[i] = f
 			continue
 		}
-		seen[c.Reveal()] = struct{}{}
-		sealed, kid := keys.seal(p, c.Reveal())
-		rows = append(rows, row{sealed: sealed, kid: kid, hash: keys.hash(c.Reveal())})
+		first[c.Reveal()] = i
+		rows = append(rows, row{index: i, hash: keys.hash(c.Reveal())})
 	}
 	op := fmt.Sprintf("import %d codes of product %d", len(codes), p)
-	var added int64
+	res := domain.ImportResult{}
 	err := v.s.atomic(ctx, func(s *store) error {
-		added = 0
+		res = domain.ImportResult{Outcomes: make([]domain.ImportOutcome, len(codes))}
+		args := make([]any, 0, 5*min(len(rows), importChunk))
 		for start := 0; start < len(rows); start += importChunk {
 			chunk := rows[start:min(start+importChunk, len(rows))]
 			var q strings.Builder
-			q.WriteString("INSERT INTO card_stock (product_id, code_cipher, key_id, code_hash, status, created_at, updated_at) VALUES ")
+			q.WriteString("SELECT product_id, code_hash FROM card_stock WHERE pool_hash IN (")
 			args = args[:0]
 			for i, r := range chunk {
 				if i > 0 {
 					q.WriteString(", ")
 				}
-				q.WriteString("(?, ?, ?, ?, 'UNSOLD', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
-				args = append(args, int64(p), r.sealed, r.kid, r.hash)
+				q.WriteString("?")
+				args = append(args, r.hash)
+			}
+			q.WriteString(")")
+			var taken []struct {
+				ProductID int64  `bun:"product_id"`
+				CodeHash  []byte `bun:"code_hash"`
+			}
+			if err := s.get(ctx, op, &taken, q.String(), args...); err != nil {
+				return err
+			}
+			owner := make(map[string]int64, len(taken))
+			for _, t := range taken {
+				owner[string(t.CodeHash)] = t.ProductID
+			}
+			q.Reset()
+			q.WriteString("INSERT INTO card_stock (product_id, code_cipher, key_id, code_hash, aad_version, status, created_at, updated_at) VALUES ")
+			args = args[:0]
+			inserted := 0
+			for _, r := range chunk {
+				if pid, ok := owner[string(r.hash)]; ok {
+					if pid == int64(p) {
+						res.Outcomes[r.index] = domain.ImportDuplicate
+					} else {
+						res.Outcomes[r.index] = domain.ImportInPool
+					}
+					continue
+				}
+				if inserted > 0 {
+					q.WriteString(", ")
+				}
+				inserted++
+				sealed, kid := keys.seal(p, codes[r.index].Reveal(), r.hash)
+				q.WriteString("(?, ?, ?, ?, ?, 'UNSOLD', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
+				args = append(args, int64(p), sealed, kid, r.hash, aadProductHash)
+				res.Outcomes[r.index] = domain.ImportAdded
+			}
+			if inserted == 0 {
+				continue
 			}
 			q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
 			n, err := s.execN(ctx, op, q.String(), args...)
 			if err != nil {
 				return err
 			}
-			added += n
+			if n != int64(inserted) {
+				s.tx.restart(errImportRace)
+				return fmt.Errorf("%s: %w", op, errImportRace)
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return domain.ImportResult{}, err
 	}
-	return domain.ImportResult{Added: int(added), Duplicates: len(codes) - int(added)}, nil
+	// A repeat finds the pool as its first occurrence left it: the code is then this
+	// product's (duplicate) or still another product's (in the pool).
+	for i, f := range repeats {
+		if o := res.Outcomes[f]; o == domain.ImportInPool {
+			res.Outcomes[i] = o
+		} else {
+			res.Outcomes[i] = domain.ImportDuplicate
+		}
+	}
+	for _, o := range res.Outcomes {
+		switch o {
+		case domain.ImportAdded:
+			res.Added++
+		case domain.ImportDuplicate:
+			res.Duplicates++
+		case domain.ImportInPool:
+			res.InPool++
+		}
+	}
+	return res, nil
 }
 
 // Allocate takes the qty sellable codes first in (status, id) order — UNSOLD before RECYCLED,

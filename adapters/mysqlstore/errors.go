@@ -34,10 +34,11 @@ const (
 var errCodesLocked = errors.New("sellable codes are locked by other transactions")
 
 // retryable reports whether err means the transaction lost a lock conflict and may simply be
-// run again: a deadlock (the server has rolled it back), a lock wait timeout, or an
-// allocation that must wait for locked codes.
+// run again: a deadlock (the server has rolled it back), a lock wait timeout, an
+// allocation that must wait for locked codes, or an import that lost a code to a concurrent
+// one.
 func retryable(err error) bool {
-	if errors.Is(err, errCodesLocked) {
+	if errors.Is(err, errCodesLocked) || errors.Is(err, errImportRace) {
 		return true
 	}
 	var me *mysql.MySQLError

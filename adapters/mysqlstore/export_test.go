@@ -1,8 +1,33 @@
 package mysqlstore
 
+import (
+	"crypto/rand"
+
+	"cardshop/domain"
+)
+
 // Internals the external tests exercise directly.
 var (
 	SplitStatements = splitStatements
 	Retryable       = retryable
 	WrapErr         = wrapErr
 )
+
+// Seal seals code for product p with hash as the import does.
+func Seal(k *Keyring, p domain.ProductID, code string, hash []byte) []byte {
+	sealed, _ := k.seal(p, code, hash)
+	return sealed
+}
+
+// SealLegacy seals code under the active key as rows of aad_version 1 were sealed: the
+// product id alone as additional data.
+func SealLegacy(k *Keyring, p domain.ProductID, code string) []byte {
+	aead := k.aeads[k.active]
+	nonce := make([]byte, aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	ad, _ := additionalData(aadProduct, p, nil)
+	return aead.Seal(nonce, nonce, []byte(code), ad)
+}
+
+// Hash is the code's de-duplication hash.
+func Hash(k *Keyring, code string) []byte { return k.hash(code) }

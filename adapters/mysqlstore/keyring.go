@@ -17,17 +17,22 @@ import (
 )
 
 // ErrUndecryptable means a stored card code cannot be decrypted: the keyring lacks the key it
-// was encrypted with, or the ciphertext does not authenticate (wrong key, tampered row, or a
-// row moved to another product).
+// was encrypted with, the ciphertext does not authenticate (wrong key, tampered row, a
+// ciphertext moved to another row or product), or the code it holds is not the one the row's
+// code_hash names. Such a code is never served.
 var ErrUndecryptable = errors.New("mysqlstore: card code cannot be decrypted")
 
 // Keyring encrypts card codes at rest and computes their de-duplication hash.
 //
 // Codes are sealed with AES-256-GCM under the active key, a random 96-bit nonce per code, and
-// the product id as additional data, so a ciphertext copied to another product's row does not
-// decrypt. The row records the key id, so after a rotation old codes still decrypt with the
-// retired key while new ones use the new active key. The hash is HMAC-SHA256 under a separate
-// key that never rotates: a code re-imported after a rotation is still found as a duplicate.
+// additional data binding the ciphertext to its row: the product id and the row's code_hash
+// (AAD version 2). A ciphertext copied to another product's row, or swapped with another row's
+// of the same product, does not decrypt; and opening checks that the HMAC of the decrypted code
+// is the row's code_hash. Rows sealed before version 2 (additional data = the product id alone,
+// aad_version 1) still decrypt, and get the HMAC check. The row records the key id, so after a
+// rotation old codes still decrypt with the retired key while new ones use the new active key.
+// The hash is HMAC-SHA256 under a separate key that never rotates: a code re-imported after a
+// rotation is still found in the pool.
 //
 // A Keyring is safe for concurrent use. It never prints its keys.
 type Keyring struct {
@@ -117,20 +122,36 @@ func (k *Keyring) String() string {
 // GoString names the keys, never their bytes.
 func (k *Keyring) GoString() string { return k.String() }
 
-func additionalData(p domain.ProductID) []byte {
-	return binary.BigEndian.AppendUint64([]byte("cardshop.card.v1:"), uint64(p))
+// The additional-data versions of a sealed code (card_stock.aad_version).
+const (
+	aadProduct     = 1 // the product id
+	aadProductHash = 2 // the product id and the code's hash: what seal writes
+)
+
+func additionalData(version int, p domain.ProductID, hash []byte) ([]byte, error) {
+	switch version {
+	case aadProduct:
+		return binary.BigEndian.AppendUint64([]byte("cardshop.card.v1:"), uint64(p)), nil
+	case aadProductHash:
+		return append(binary.BigEndian.AppendUint64([]byte("cardshop.card.v2:"), uint64(p)), hash...), nil
+	}
+	return nil, fmt.Errorf("%w: unknown additional-data version %d", ErrUndecryptable, version)
 }
 
-// seal encrypts code for product p under the active key: nonce || ciphertext+tag.
-func (k *Keyring) seal(p domain.ProductID, code string) (sealed []byte, kid string) {
+// seal encrypts code for product p under the active key: nonce || ciphertext+tag, with the
+// product and hash (the code's hash, stored beside it) as additional data, version
+// aadProductHash.
+func (k *Keyring) seal(p domain.ProductID, code string, hash []byte) (sealed []byte, kid string) {
 	aead := k.aeads[k.active]
 	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(code)+aead.Overhead())
 	_, _ = rand.Read(nonce)
-	return aead.Seal(nonce, nonce, []byte(code), additionalData(p)), k.active
+	ad, _ := additionalData(aadProductHash, p, hash) // a known version
+	return aead.Seal(nonce, nonce, []byte(code), ad), k.active
 }
 
-// open decrypts a sealed code of product p.
-func (k *Keyring) open(p domain.ProductID, kid string, sealed []byte) (domain.CardCode, error) {
+// open decrypts a sealed code of product p whose row holds hash and the additional-data
+// version, and checks that the code's hash is the row's.
+func (k *Keyring) open(p domain.ProductID, kid string, version int, hash, sealed []byte) (domain.CardCode, error) {
 	aead, ok := k.aeads[kid]
 	if !ok {
 		return domain.CardCode{}, fmt.Errorf("%w: key %q is not in the keyring", ErrUndecryptable, kid)
@@ -138,10 +159,17 @@ func (k *Keyring) open(p domain.ProductID, kid string, sealed []byte) (domain.Ca
 	if len(sealed) < aead.NonceSize()+aead.Overhead() {
 		return domain.CardCode{}, fmt.Errorf("%w: ciphertext too short", ErrUndecryptable)
 	}
+	ad, err := additionalData(version, p, hash)
+	if err != nil {
+		return domain.CardCode{}, err
+	}
 	n := aead.NonceSize()
-	plain, err := aead.Open(nil, sealed[:n], sealed[n:], additionalData(p))
+	plain, err := aead.Open(nil, sealed[:n], sealed[n:], ad)
 	if err != nil {
 		return domain.CardCode{}, fmt.Errorf("%w: key %q: %w", ErrUndecryptable, kid, err)
+	}
+	if !hmac.Equal(k.hash(string(plain)), hash) {
+		return domain.CardCode{}, fmt.Errorf("%w: the code is not the one the row's code_hash names", ErrUndecryptable)
 	}
 	return domain.RehydrateCardCode(string(plain)), nil
 }

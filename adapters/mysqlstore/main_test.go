@@ -3,6 +3,7 @@ package mysqlstore_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,11 +12,20 @@ import (
 
 	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/porttest"
+	"cardshop/migrations"
 )
 
 // testDatabase is this package's own database, so that packages tested in parallel never see
-// each other's rows.
-const testDatabase = "cardshop_test_mysqlstore"
+// each other's rows. It is named after the newest migration: a checkout with other migrations
+// (another branch, an older release's tests) never runs on a schema it does not know, nor
+// applies its own to this one.
+var testDatabase = "cardshop_test_mysqlstore_" + newestMigration()
+
+func newestMigration() string {
+	v := migrations.Versions()
+	n, _, _ := strings.Cut(v[len(v)-1], "_")
+	return n
+}
 
 // Fixed test keys (32 and 32 bytes, base64): rows written by earlier runs stay readable.
 const (

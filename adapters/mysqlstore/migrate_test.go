@@ -97,7 +97,7 @@ func TestMigrate(t *testing.T) {
 	if have["outbox.idx_unsent"] {
 		t.Error("outbox.idx_unsent is still there: 0002 replaces it with idx_due")
 	}
-	for _, k := range []string{"products.PRIMARY", "card_stock.uk_product_code", "card_stock.idx_alloc", "card_stock.idx_order",
+	for _, k := range []string{"products.PRIMARY", "card_stock.uk_product_code", "card_stock.uk_pool_code", "card_stock.idx_alloc", "card_stock.idx_order",
 		"orders.PRIMARY", "orders.uk_buyer_idem", "orders.idx_expiry", "orders.idx_product_status",
 		"stock_flow.idx_product", "stock_flow.uk_ref_type", "outbox.idx_due", "schema_migrations.PRIMARY"} {
 		if !have[k] {

@@ -586,9 +586,74 @@ func runCards(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		importCodes(t, l, p, []domain.CardCode{c[0], c[1], c[2], c[0]}, domain.ImportResult{Added: 3, Duplicates: 1})
 		importCodes(t, l, p, []domain.CardCode{c[1], c[3]}, domain.ImportResult{Added: 1, Duplicates: 1})
 		wantCounts(t, l, p, domain.CardCounts{domain.CardUnsold: 4})
-		// Codes are unique per product, not across products.
-		importCodes(t, l, q, []domain.CardCode{c[0]}, domain.ImportResult{Added: 1})
+		importCodes(t, l, q, newCodes(t, 1), domain.ImportResult{Added: 1})
 		wantCounts(t, l, q, domain.CardCounts{domain.CardUnsold: 1})
+	})
+
+	t.Run("a code is unique across the whole pool", func(t *testing.T) {
+		l := newLedger(t)
+		p, q := createProduct(t, l).ID(), createProduct(t, l).ID()
+		c := newCodes(t, 3)
+		importCodes(t, l, p, c[:1], domain.ImportResult{Added: 1})
+		// Another product's code is refused, whatever else the batch holds; the product's own
+		// codes and repeats stay duplicates.
+		importCodes(t, l, q, []domain.CardCode{c[1], c[0], c[1], c[2], c[0]}, domain.ImportResult{Added: 2, Duplicates: 1, InPool: 2,
+			Outcomes: []domain.ImportOutcome{domain.ImportAdded, domain.ImportInPool, domain.ImportDuplicate, domain.ImportAdded, domain.ImportInPool}})
+		importCodes(t, l, p, []domain.CardCode{c[0], c[2]}, domain.ImportResult{Duplicates: 1, InPool: 1,
+			Outcomes: []domain.ImportOutcome{domain.ImportDuplicate, domain.ImportInPool}})
+		wantCounts(t, l, p, domain.CardCounts{domain.CardUnsold: 1})
+		wantCounts(t, l, q, domain.CardCounts{domain.CardUnsold: 2})
+		// A code sold (or voided) is still in the pool: it is never sold again through
+		// another product.
+		no := newOrderNo()
+		allocate(t, l, p, no, 1)
+		reclaim(t, l, no, domain.CardVoid, 1)
+		importCodes(t, l, q, c[:1], domain.ImportResult{InPool: 1})
+		wantCounts(t, l, q, domain.CardCounts{domain.CardUnsold: 2})
+	})
+
+	t.Run("race: concurrent imports of one code into several products add it once", func(t *testing.T) {
+		l := newLedger(t)
+		const products = 6
+		shared := newCodes(t, 20)
+		var wg sync.WaitGroup
+		results := make([]domain.ImportResult, products)
+		errs := make([]error, products)
+		ids := make([]domain.ProductID, products)
+		for i := range ids {
+			ids[i] = createProduct(t, l).ID()
+		}
+		for i := range products {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Each product also gets codes of its own, and the shared ones in another order.
+				batch := append(newCodes(t, 5), shared...)
+				rand.Shuffle(len(batch), func(a, b int) { batch[a], batch[b] = batch[b], batch[a] })
+				errs[i] = l.Atomically(t.Context(), func(tx domain.Store) error {
+					var err error
+					results[i], err = tx.Cards().Import(t.Context(), ids[i], batch)
+					return err
+				})
+			}()
+		}
+		wg.Wait()
+		added, inPool := 0, 0
+		for i := range products {
+			if errs[i] != nil {
+				t.Fatalf("import %d: %v", i, errs[i])
+			}
+			r := results[i]
+			if r.Duplicates != 0 || r.Added+r.InPool != 25 || r.Added < 5 {
+				t.Fatalf("import %d = %+v", i, r)
+			}
+			added += r.Added
+			inPool += r.InPool
+			wantCounts(t, l, ids[i], domain.CardCounts{domain.CardUnsold: int64(r.Added)})
+		}
+		if added != 5*products+len(shared) || inPool != len(shared)*(products-1) {
+			t.Fatalf("added %d, in another pool %d: want %d and %d", added, inPool, 5*products+len(shared), len(shared)*(products-1))
+		}
 	})
 
 	t.Run("allocate marks qty sellable codes sold to the order", func(t *testing.T) {
@@ -1255,8 +1320,19 @@ func newCodes(t *testing.T, n int) []domain.CardCode {
 func importCodes(t *testing.T, l domain.Store, p domain.ProductID, codes []domain.CardCode, want domain.ImportResult) {
 	t.Helper()
 	got, err := l.Cards().Import(t.Context(), p, codes)
-	if err != nil || got != want {
+	if err != nil || got.Added != want.Added || got.Duplicates != want.Duplicates || got.InPool != want.InPool {
 		t.Fatalf("Import = %+v, %v; want %+v", got, err, want)
+	}
+	if want.Outcomes != nil && !slices.Equal(got.Outcomes, want.Outcomes) {
+		t.Fatalf("Import outcomes = %v, want %v", got.Outcomes, want.Outcomes)
+	}
+	n := map[domain.ImportOutcome]int{}
+	for _, o := range got.Outcomes {
+		n[o]++
+	}
+	if len(got.Outcomes) != len(codes) || n[domain.ImportAdded] != got.Added || n[domain.ImportDuplicate] != got.Duplicates ||
+		n[domain.ImportInPool] != got.InPool {
+		t.Fatalf("Import outcomes %v do not match the counts %+v of %d codes", got.Outcomes, got, len(codes))
 	}
 }
 
