@@ -65,6 +65,16 @@ vet: ## go vet
 lint: ## staticcheck (fetched through the module proxy on first use)
 	GOFLAGS= $(GO) run $(STATICCHECK) ./...
 
+# `make soak DURATION=1h`: DURATION is a Go duration in s, m or h; the go test timeout leaves
+# room for the checkpoints and the settling at the end.
+DURATION ?= 10m
+
+.PHONY: soak
+soak: services ## the concurrent history test on memory and on Redis+MariaDB+RabbitMQ for DURATION (default 10m); HISTORY_SEED=… replays
+	@d='$(DURATION)'; n=$${d%[smh]}; \
+	case "$$d" in *[0-9]s) s=$$n;; *[0-9]m) s=$$((n*60));; *[0-9]h) s=$$((n*3600));; *) echo "DURATION=$$d: want a whole number of s, m or h, e.g. 10m"; exit 2;; esac; \
+	HISTORY_DURATION=$$d $(GO) test -race -count=1 -v -run '^TestConcurrentHistory' -timeout $$((2*s+600))s ./application/ ./bootstrap/
+
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@for pkg in $$($(GO) list ./...); do \

@@ -1,0 +1,97 @@
+package bootstrap_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/redis/go-redis/v9"
+
+	"cardshop/adapters/memory"
+	"cardshop/adapters/mysqlstore"
+	"cardshop/adapters/porttest"
+	"cardshop/adapters/rabbitmq"
+	"cardshop/adapters/redisgate"
+	"cardshop/application"
+	"cardshop/application/historytest"
+)
+
+// historyPrefix names the RabbitMQ exchanges and queues of the history test; historyDatabase
+// is its own MariaDB database. Its products get fresh ids, so runs never collide.
+const (
+	historyPrefix   = "cardshop-history"
+	historyDatabase = "cardshop_test_history"
+)
+
+// TestConcurrentHistoryRealAdapters runs the concurrent history test (package historytest) on
+// Redis, MariaDB and RabbitMQ, built with the constructors bootstrap uses: the gate on Redis
+// (auto-pipelined), the ledger on MariaDB, the delay queue and the events on RabbitMQ.
+// HISTORY_SEED replays a run's operation streams; `make soak` runs it for longer.
+func TestConcurrentHistoryRealAdapters(t *testing.T) {
+	historytest.Run(t, historytest.Backend{Name: "Redis, MariaDB and RabbitMQ", Package: "./bootstrap/",
+		Duration: 20 * time.Second, Open: openRealHistory})
+}
+
+func openRealHistory(t *testing.T, cfg application.Config) historytest.Ports {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+
+	rdb := redis.NewClient(&redis.Options{Addr: porttest.RedisAddr, PoolSize: 64})
+	t.Cleanup(func() { _ = rdb.Close() })
+	porttest.RequireService(t, "Redis", rdb.Ping(ctx).Err())
+	ap, err := redisgate.AutoPipeliner(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := redisgate.New(rdb).WithAutoPipeline(ap)
+
+	dsn, err := mysqlstore.CreateDatabase(ctx, porttest.MySQLDSN, historyDatabase)
+	porttest.RequireService(t, "MariaDB", err)
+	db, err := mysqlstore.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(32)
+	if _, err := mysqlstore.Migrate(ctx, db); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	keyring, err := mysqlstore.NewKeyring(mysqlstore.GenerateKeyring())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	broker, err := rabbitmq.Dial(ctx, rabbitmq.Config{URL: porttest.AMQPURL, Prefix: historyPrefix,
+		Delays: []time.Duration{cfg.OrderTimeout}, Logger: quiet})
+	porttest.RequireService(t, "RabbitMQ", err)
+	t.Cleanup(func() {
+		if err := broker.Close(); err != nil {
+			t.Errorf("close broker: %v", err)
+		}
+		purgeDelivered(t)
+	})
+	return historytest.Ports{Ledger: mysqlstore.New(db, keyring), Gate: gate, Queue: broker, Publisher: broker,
+		Clock: &memory.SystemClock{}, Consume: broker.Consume, NewProductID: porttest.NewProductID}
+}
+
+// purgeDelivered empties the notifiers' queue of the history's prefix: nothing consumes it
+// here, and every run publishes thousands of delivery events.
+func purgeDelivered(t *testing.T) {
+	conn, err := amqp.Dial(porttest.AMQPURL)
+	if err != nil {
+		t.Errorf("purge delivery events: %v", err)
+		return
+	}
+	defer func() { _ = conn.Close() }()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Errorf("purge delivery events: %v", err)
+		return
+	}
+	if _, err := ch.QueuePurge(historyPrefix+".delivered", false); err != nil {
+		t.Errorf("purge delivery events: %v", err)
+	}
+}
