@@ -388,23 +388,26 @@ func (w *worker) refund(ctx context.Context) {
 	if r == nil {
 		return
 	}
-	void := w.rng.IntN(3) == 0
+	// The operator's choice: the default (void what the buyer saw, recycle the rest), void all,
+	// or recycle all.
+	mode := w.rng.IntN(3)
+	void, recycle := mode == 1, mode == 2
 	k := 1 + w.rng.IntN(2)
 	before := r.status()
 	answers := map[string]int{}
 	var mu sync.Mutex
 	parallel(k, func(int) {
-		o, err := w.h.shop.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: void, Reason: "history"})
+		res, err := w.h.shop.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: void, Recycle: recycle, Reason: "history"})
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
 			answers[w.outcome("refund", err)]++
 			return
 		}
-		r.see(o)
-		answers[o.Status().String()]++
+		r.see(res.Order)
+		answers[res.Order.Status().String()]++
 	})
-	w.log("refund", "%s (%s) void=%v ×%d → %s", r.no, before, void, k, summarize(answers))
+	w.log("refund", "%s (%s) void=%v recycle=%v ×%d → %s", r.no, before, void, recycle, k, summarize(answers))
 }
 
 // fulfil retries an UNFULFILLED order, sometimes twice at once (two operators).
