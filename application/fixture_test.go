@@ -374,9 +374,9 @@ type buyerKey struct {
 	key   domain.IdempotencyKey
 }
 
-// assertInvariants drains the outbox and then checks every invariant of SPEC.md for the
-// product directly against the memory ledger, gate and publisher ("imported" meaning imported
-// codes less voided ones), and finally that Reconcile agrees.
+// assertInvariants drains the outbox and then checks every invariant of docs/PRODUCT.md for
+// the product directly against the memory ledger, gate and publisher ("imported" meaning
+// imported codes less voided ones), and finally that Reconcile agrees.
 func (f *fixture) assertInvariants(t tester, pid domain.ProductID) {
 	t.Helper()
 	ctx := f.ctx

@@ -589,8 +589,8 @@ func (r *propRun) checkTransitions(rt *rapid.T) {
 }
 
 // TestShopProperties runs random sequences of everything that can happen to one product's
-// orders and checks, after every step, each of SPEC.md's invariants and that every order only
-// moved along the state machine.
+// orders and checks, after every step, each invariant of docs/PRODUCT.md and that every order
+// only moved along the state machine.
 func TestShopProperties(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		f := newFixture(rt)

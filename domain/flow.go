@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// FlowType is the reason of one stock-flow row. The numbers 1 to 5 are the seed's.
+// FlowType is the reason of one stock-flow row. The numbers are stored
+// (stock_flow.change_type): never renumber one.
 type FlowType int
 
 // The flow types.

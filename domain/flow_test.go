@@ -49,7 +49,7 @@ func TestFlowTotalsDerive(t *testing.T) {
 }
 
 func TestFlowTypes(t *testing.T) {
-	// The seed's numbers are stored: they must not move.
+	// The numbers are stored in stock_flow.change_type: they must not move.
 	seed := map[domain.FlowType]string{1: "reserve", 2: "pay", 3: "timeout-restore", 4: "refund-restore", 5: "payment-failed-restore"}
 	for ft, name := range seed {
 		if ft.String() != name || !ft.Valid() {

@@ -63,9 +63,9 @@ func ParseOrderNo(s string) (OrderNo, error) {
 	return OrderNo(s), nil
 }
 
-// NewOrderNo builds an order number from the time, the buyer and a random number, like the
-// seed's "date + random + user id": yyMMddHHmmss, 4 digits of the buyer's digest, 12 random
-// digits. The ledger's unique key on the number is the last line of defence.
+// NewOrderNo builds an order number from the time, the buyer and a random number:
+// yyMMddHHmmss, 4 digits of the buyer's digest, 12 random digits. The ledger's unique key on
+// the number is the last line of defence.
 func NewOrderNo(at time.Time, buyer BuyerID, random uint64) OrderNo {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(buyer))

@@ -43,7 +43,8 @@ func moveTo(o *domain.Order, to domain.OrderStatus, at time.Time) (ok bool, err 
 	}
 }
 
-// allowed is SPEC.md's state machine, written out independently of the domain's table.
+// allowed is the state machine of docs/PRODUCT.md, written out independently of the domain's
+// table.
 var allowed = map[[2]domain.OrderStatus]bool{
 	{domain.StatusPending, domain.StatusPaid}:         true,
 	{domain.StatusPending, domain.StatusClosed}:       true,

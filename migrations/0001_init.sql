@@ -64,8 +64,8 @@ CREATE TABLE IF NOT EXISTS orders (
     KEY idx_product_status (product_id, status)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
--- The append-only stock flow (the seed's table). order_no is the flow's reference: the order
--- number, or the import batch id for stock-in. (order_no, change_type) is unique, which makes
+-- The append-only stock flow. order_no is the flow's reference: the order number, or the
+-- import batch id for stock-in. (order_no, change_type) is unique, which makes
 -- every flow write idempotent. change_type: 1 reserve, 2 pay, 3 timeout-restore,
 -- 4 refund-restore, 5 payment-failed-restore, 6 stock-in, 7 adjust, 8 late-reserve,
 -- 9 refund-void, 10 unfulfilled-restore.

@@ -2,8 +2,8 @@
 // v9: every operation that reads and writes is one of the Lua scripts in package lua, so it is
 // atomic on the server, with the same semantics as the in-memory gate (adapters/memory).
 //
-// Keys (SPEC.md; the {pid} braces are Cluster hash tags, so all keys of one product share a
-// slot and one script may touch them all):
+// Keys (the {pid} braces are Cluster hash tags, so all keys of one product share a slot and
+// one script may touch them all):
 //
 //	stock:product:{<pid>}              reservable count; missing = the gate does not know the product
 //	sold:product:{<pid>}               reserved-or-sold count

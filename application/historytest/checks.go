@@ -8,9 +8,9 @@ import (
 	"cardshop/domain"
 )
 
-// reconcileAll runs Reconcile without repair for every product: its checks are SPEC.md's
-// invariants (gate stock + sold = live codes, gate sold = qty of PENDING and PAID orders,
-// codes SOLD = qty of PAID orders, and the flow sums).
+// reconcileAll runs Reconcile without repair for every product: its checks are the invariants
+// of docs/PRODUCT.md (gate stock + sold = live codes, gate sold = qty of PENDING and PAID
+// orders, codes SOLD = qty of PAID orders, and the flow sums).
 func (h *history) reconcileAll(ctx context.Context) []string {
 	var v []string
 	for i, p := range h.products {

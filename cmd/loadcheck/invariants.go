@@ -31,7 +31,8 @@ type Expect struct {
 	ExpiryGrace      time.Duration   // how long past expires_at a PENDING order may still be open
 }
 
-// The checks' names, grouped by the invariant of SPEC.md they prove (the part before the colon).
+// The checks' names, grouped by the invariant they prove (the part before the colon; the list
+// is in docs/PRODUCT.md).
 const (
 	chkSoldOwned      = "no oversell: every SOLD code belongs to a PAID order of the product"
 	chkOrderCodes     = "no oversell: every PAID order holds exactly qty SOLD codes"
@@ -88,8 +89,9 @@ type snapshot struct {
 	gateErr                 string // a gate value that is not an integer
 }
 
-// checkInvariants checks every invariant of SPEC.md for one product directly against MariaDB
-// (db: a *sql.DB on the service's database) and Redis (rdb), never through the service's API.
+// checkInvariants checks every invariant of docs/PRODUCT.md for one product directly against
+// MariaDB (db: a *sql.DB on the service's database) and Redis (rdb), never through the
+// service's API.
 // It reads each table of the product a bounded number of times (GROUP BY on the product's
 // indexes, one stream of its orders), so it stays cheap for ~100k orders. Run it when no
 // request is in flight. An error means the stores could not be read; a broken invariant is a

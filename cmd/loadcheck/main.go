@@ -1,5 +1,5 @@
-// Command loadcheck is the load proof of SPEC.md: it starts cardshop on the real adapters (or
-// targets running instances), measures this machine's ceilings, runs the flash-sale scenarios
+// Command loadcheck is the load proof (docs/PRODUCT.md): it starts cardshop on the real
+// adapters (or targets running instances), measures this machine's ceilings, runs the flash-sale scenarios
 // with wrk, pays most orders through signed callbacks (duplicates mixed in), lets the rest
 // expire, and then checks every invariant directly against Redis and MariaDB. It prints the
 // numbers and exits non-zero if any invariant fails.
