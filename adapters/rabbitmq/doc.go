@@ -33,7 +33,8 @@
 //
 // A confirmed, persistent message in a quorum queue costs the broker far more CPU than its few
 // bytes (a Raft log entry, a confirm, then a confirmed dead-lettering into a second quorum
-// queue); one message per order had RabbitMQ use half a core at 3k orders/s. So ScheduleClose calls are
+// queue), so one message per order would make the broker compete with the database for CPU at
+// flash-sale order rates (the numbers are in docs/BENCHMARKS.md). So ScheduleClose calls are
 // committed in groups: a call queues its (order, due) and waits; the batch is flushed when it
 // holds 256 orders or 5ms after its first order, whichever comes first, on its own goroutine
 // (several flushes may be in flight, each on a channel of the pool). A flush leaves out the
