@@ -1,0 +1,87 @@
+package porttest
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"cardshop/domain"
+)
+
+// runProducts checks the product repository: Create assigns an id to a zero id, keeps an
+// explicit one and refuses a taken one; an unknown id is ErrProductNotFound; Products lists
+// them in id order; SetFrozen freezes and unfreezes.
+func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
+	t.Run("create assigns an id to a zero id", func(t *testing.T) {
+		l := newLedger(t)
+		p, err := domain.NewProduct(0, "porttest assigned", 250, 5, now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		created, err := l.Products().Create(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if created.ID() <= 0 {
+			t.Fatalf("Create assigned id %d, want a positive id", created.ID())
+		}
+		wantProduct(t, l, created)
+	})
+
+	t.Run("create keeps an explicit id and refuses a taken one", func(t *testing.T) {
+		l := newLedger(t)
+		p := createProduct(t, l)
+		wantProduct(t, l, p)
+		again, _ := domain.NewProduct(p.ID(), "porttest again", 100, 1, now())
+		if _, err := l.Products().Create(t.Context(), again); !errors.Is(err, domain.ErrProductExists) {
+			t.Fatalf("Create with a taken id: err = %v, want ErrProductExists", err)
+		}
+		wantProduct(t, l, p)
+	})
+
+	t.Run("unknown product is not found", func(t *testing.T) {
+		l := newLedger(t)
+		if _, err := l.Products().Product(t.Context(), NewProductID()); !errors.Is(err, domain.ErrProductNotFound) {
+			t.Fatalf("Product(unknown): err = %v, want ErrProductNotFound", err)
+		}
+		if err := l.Products().SetFrozen(t.Context(), NewProductID(), true, "x"); !errors.Is(err, domain.ErrProductNotFound) {
+			t.Fatalf("SetFrozen(unknown): err = %v, want ErrProductNotFound", err)
+		}
+	})
+
+	t.Run("list holds the products in id order", func(t *testing.T) {
+		l := newLedger(t)
+		a, b := createProduct(t, l), createProduct(t, l)
+		all, err := l.Products().Products(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.IsSortedFunc(all, func(x, y domain.Product) int { return cmpInt(x.ID(), y.ID()) }) {
+			t.Fatal("Products is not ordered by id")
+		}
+		for _, want := range []domain.Product{a, b} {
+			i := slices.IndexFunc(all, func(p domain.Product) bool { return p.ID() == want.ID() })
+			if i < 0 {
+				t.Fatalf("Products lacks product %d", want.ID())
+			}
+			if got := productRecord(all[i]); got != productRecord(want) {
+				t.Fatalf("Products has %+v, want %+v", got, productRecord(want))
+			}
+		}
+	})
+
+	t.Run("freeze and unfreeze", func(t *testing.T) {
+		l := newLedger(t)
+		p := createProduct(t, l)
+		if err := l.Products().SetFrozen(t.Context(), p.ID(), true, "pool short"); err != nil {
+			t.Fatal(err)
+		}
+		frozen := p
+		frozen.Freeze("pool short")
+		wantProduct(t, l, frozen)
+		if err := l.Products().SetFrozen(t.Context(), p.ID(), false, ""); err != nil {
+			t.Fatal(err)
+		}
+		wantProduct(t, l, p)
+	})
+}
