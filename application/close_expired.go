@@ -13,33 +13,36 @@ import (
 // it; so does the sweeper. Redelivery is harmless: an order that is no longer PENDING, or
 // unknown, is left alone and nil returned (ack). An order that is not due yet is rescheduled.
 //
-// Errors: ErrUnavailable (requeue and try again).
+// Errors: ErrUnavailable (requeue and try again), also when the order kept changing under it
+// (settle's limit): the next delivery finds it settled.
 func (s *Shop) CloseExpired(ctx context.Context, no domain.OrderNo) error {
-	for attempt := 0; attempt < maxRaceRetries; attempt++ {
-		o, err := s.ledger.Orders().Order(ctx, no)
-		if errors.Is(err, domain.ErrOrderNotFound) {
-			s.log.WarnContext(ctx, "timeout for an unknown order dropped", "order_no", no)
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("load order: %w", err)
-		}
-		if o.Status() != domain.StatusPending {
-			return nil
-		}
-		now := s.clock.Now()
-		closed := o
-		if err := closed.Close(now); err != nil {
-			if errors.Is(err, domain.ErrNotDue) {
-				return s.queue.ScheduleClose(ctx, no, o.ExpiresAt())
-			}
-			return err
-		}
-		err = s.endReservation(ctx, o, closed, domain.FlowTimeoutRestore, now)
-		if errors.Is(err, errLostRace) {
-			continue
+	_, err := settle(ctx, s.cfg.ReplayWait, "close expired order", func() (struct{}, error) {
+		return struct{}{}, s.closeOnce(ctx, no)
+	})
+	return err
+}
+
+// closeOnce reads the order and, if it is PENDING and due, closes it with one conditional
+// change (errLostRace when another change won).
+func (s *Shop) closeOnce(ctx context.Context, no domain.OrderNo) error {
+	o, err := s.ledger.Orders().Order(ctx, no)
+	if errors.Is(err, domain.ErrOrderNotFound) {
+		s.log.WarnContext(ctx, "timeout for an unknown order dropped", "order_no", no)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load order: %w", err)
+	}
+	if o.Status() != domain.StatusPending {
+		return nil
+	}
+	now := s.clock.Now()
+	closed := o
+	if err := closed.Close(now); err != nil {
+		if errors.Is(err, domain.ErrNotDue) {
+			return s.queue.ScheduleClose(ctx, no, o.ExpiresAt())
 		}
 		return err
 	}
-	return nil
+	return s.endReservation(ctx, o, closed, domain.FlowTimeoutRestore, now)
 }

@@ -138,40 +138,6 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 	return PlacedOrder{Order: order}, nil
 }
 
-// cancelReservation gives a reservation back after its order could not be written. It retries
-// briefly (and while a rebuild fences the product, up to a few seconds); a reservation it
-// cannot give back is alerted, and the orphan sweep returns it once it is Config.OrphanAfter
-// old.
-func (s *Shop) cancelReservation(ctx context.Context, r domain.Reservation) {
-	ctx, cancel := detached(ctx)
-	defer cancel()
-	var err error
-	for i, fenced := 0, 0; i < 3; i++ {
-		if _, err = s.gate.Cancel(ctx, r); err == nil {
-			return
-		}
-		if errors.Is(err, domain.ErrGateRebuilding) && fenced < 40 {
-			fenced, i = fenced+1, i-1 // a rebuild is short: wait for it without using up a try
-		}
-		time.Sleep(time.Duration(max(i, 0)+1) * 50 * time.Millisecond)
-	}
-	s.alerts.Alert(ctx, domain.Alert{Kind: "reservation_not_returned", Product: r.Product, OrderNo: r.OrderNo,
-		Message: fmt.Sprintf("could not cancel a reservation of %d units (the orphan sweep returns a keyed one after %v): %v",
-			r.Qty, s.cfg.OrphanAfter, err)})
-}
-
-// tryCancelReservation makes one attempt to give back a reservation whose outcome is unknown.
-// Unlike cancelReservation it neither waits nor alerts: the gate is probably down, and the
-// orphan sweep (or a rebuild from the ledger) returns anything left behind.
-func (s *Shop) tryCancelReservation(ctx context.Context, r domain.Reservation) {
-	ctx, cancel := detached(ctx)
-	defer cancel()
-	if _, err := s.gate.Cancel(ctx, r); err != nil {
-		s.log.WarnContext(ctx, "reservation of unknown outcome not given back; the orphan sweep returns it",
-			"product", r.Product, "order_no", r.OrderNo, "err", err)
-	}
-}
-
 // replay answers a repeated submission with the original order, waiting a little for it to be
 // written when the original request is still running.
 func (s *Shop) replay(ctx context.Context, no domain.OrderNo, buyer domain.BuyerID, fingerprint string) (PlacedOrder, error) {

@@ -17,7 +17,7 @@ type Check struct {
 }
 
 // Reconciliation compares the gate, the card pool, the orders and the stock flow of one
-// product (SPEC.md's invariants) and lists every equation with its numbers.
+// product (the invariants of docs/PRODUCT.md) and lists every equation with its numbers.
 type Reconciliation struct {
 	Product     domain.ProductID              `json:"product_id"`
 	GateKnown   bool                          `json:"gate_known"`
@@ -33,9 +33,9 @@ type Reconciliation struct {
 // OK reports whether every check agrees.
 func (r Reconciliation) OK() bool { return r.Differences == 0 }
 
-// Reconcile reads a product's numbers from every side and checks SPEC.md's invariants. The
-// report is exact when nothing is in flight for the product (no request running, outbox
-// drained). With repair, the gate is rebuilt from the ledger first (the ledger wins) after
+// Reconcile reads a product's numbers from every side and checks the invariants of
+// docs/PRODUCT.md. The report is exact when nothing is in flight for the product (no request
+// running, outbox drained). With repair, the gate is rebuilt from the ledger first (the ledger wins) after
 // applying every unsent gate change, waiting for a retry or not (a repair is refused with
 // ErrUnavailable while one fails), and the report describes the repaired state.
 //

@@ -41,7 +41,7 @@ func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error
 	if cmd.Void && cmd.Recycle {
 		return RefundResult{}, domain.Invalid("recycle", "void and recycle cannot both be asked for")
 	}
-	for attempt := 0; attempt < maxRaceRetries; attempt++ {
+	return settle(ctx, s.cfg.ReplayWait, "refund", func() (RefundResult, error) {
 		o, err := s.ledger.Orders().Order(ctx, cmd.OrderNo)
 		if err != nil {
 			return RefundResult{}, fmt.Errorf("load order: %w", err)
@@ -49,13 +49,8 @@ func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error
 		if o.Status() == domain.StatusRefunded {
 			return s.refunded(ctx, o)
 		}
-		out, err := s.refund(ctx, o, cmd)
-		if errors.Is(err, errLostRace) {
-			continue
-		}
-		return out, err
-	}
-	return RefundResult{}, fmt.Errorf("refund: %w", domain.ErrUnavailable)
+		return s.refund(ctx, o, cmd)
+	})
 }
 
 // refunded answers a refund of an order already REFUNDED with what its refund did.
@@ -133,23 +128,4 @@ func (s *Shop) refund(ctx context.Context, o domain.Order, cmd Refund) (RefundRe
 		}
 	}
 	return out, nil
-}
-
-// FulfilOrder retries an UNFULFILLED order once stock is there again (after an import, or a
-// repaired inconsistency): it reserves at the gate and allocates codes like a late payment.
-//
-// Errors: ErrOrderNotFound, ErrInvalidTransition (not UNFULFILLED), ErrSoldOut,
-// ErrProductFrozen, ErrGateNotReady, ErrUnavailable.
-func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
-	return s.settle(ctx, "fulfil", func() (domain.Order, error) {
-		o, err := s.ledger.Orders().Order(ctx, no)
-		if err != nil {
-			return domain.Order{}, fmt.Errorf("load order: %w", err)
-		}
-		if o.Status() != domain.StatusUnfulfilled {
-			return o, fmt.Errorf("%w: order is %s", domain.ErrInvalidTransition, o.Status())
-		}
-		n := domain.PaymentNotice{OrderNo: no, Paid: true, Amount: o.Amount(), PaymentRef: o.PaymentRef()}
-		return s.fulfil(ctx, o, n, true)
-	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -125,78 +124,6 @@ func New(cfg Config, d Deps) (*Shop, error) {
 
 // Config returns the shop's settings.
 func (s *Shop) Config() Config { return s.cfg }
-
-// errLostRace tells a use case that a conditional update lost to a concurrent one: re-read
-// the order and decide again.
-var errLostRace = errors.New("lost a race on the order's status")
-
-// maxRaceRetries bounds how often a use case re-reads an order after losing a race.
-const maxRaceRetries = 5
-
-// errInFlight tells a use case that another attempt holds the order's late reservation and is
-// settling the order: wait, then re-read the order and decide again.
-var errInFlight = errors.New("another attempt is settling the order")
-
-// settle runs step (read an order, act on it) until it neither loses a race nor finds another
-// attempt in flight. A lost race is retried at once, up to maxRaceRetries times; an attempt in
-// flight is waited for with a growing pause, up to Config.ReplayWait. Either limit answers
-// ErrUnavailable: the caller (a provider's retry, an operator) tries again later, and the
-// order is left as the other attempts made it.
-func (s *Shop) settle(ctx context.Context, what string, step func() (domain.Order, error)) (domain.Order, error) {
-	deadline := time.Now().Add(s.cfg.ReplayWait)
-	pause := 5 * time.Millisecond
-	for races := 0; ; {
-		o, err := step()
-		switch {
-		case errors.Is(err, errLostRace):
-			races++
-			if races >= maxRaceRetries {
-				return domain.Order{}, fmt.Errorf("%s: lost %d races for the order: %w", what, races, domain.ErrUnavailable)
-			}
-		case errors.Is(err, errInFlight):
-			if !time.Now().Before(deadline) {
-				return domain.Order{}, fmt.Errorf("%s: %w: %w", what, err, domain.ErrUnavailable)
-			}
-			t := time.NewTimer(pause)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return domain.Order{}, fmt.Errorf("%s: %w: %w", what, ctx.Err(), domain.ErrUnavailable)
-			case <-t.C:
-			}
-			pause = min(2*pause, 100*time.Millisecond)
-		default:
-			return o, err
-		}
-	}
-}
-
-// attemptToken is a random token naming one attempt (a late reservation's fingerprint, a
-// rebuild's fence).
-func attemptToken(kind string) string {
-	return fmt.Sprintf("%s:%016x%016x", kind, rand.Uint64(), rand.Uint64())
-}
-
-// reserve asks the gate for r, asking again while a rebuild fences the product, for up to
-// Config.ReplayWait; after that the Rebuilding outcome is the answer.
-func (s *Shop) reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
-	deadline := time.Now().Add(s.cfg.ReplayWait)
-	pause := 5 * time.Millisecond
-	for {
-		res, err := s.gate.Reserve(ctx, r)
-		if err != nil || res.Outcome != domain.Rebuilding || !time.Now().Before(deadline) {
-			return res, err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return res, nil
-		case <-t.C:
-		}
-		pause = min(2*pause, 50*time.Millisecond)
-	}
-}
 
 // product returns a product from the cache or the catalogue.
 func (s *Shop) product(ctx context.Context, id domain.ProductID) (domain.Product, error) {

@@ -1,0 +1,192 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cardshop/domain"
+)
+
+// FulfilOrder retries an UNFULFILLED order once stock is there again (after an import, or a
+// repaired inconsistency): it reserves at the gate and allocates codes like a late payment.
+//
+// Errors: ErrOrderNotFound, ErrInvalidTransition (not UNFULFILLED), ErrSoldOut,
+// ErrProductFrozen, ErrGateNotReady, ErrUnavailable.
+func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
+	return settle(ctx, s.cfg.ReplayWait, "fulfil", func() (domain.Order, error) {
+		o, err := s.ledger.Orders().Order(ctx, no)
+		if err != nil {
+			return domain.Order{}, fmt.Errorf("load order: %w", err)
+		}
+		if o.Status() != domain.StatusUnfulfilled {
+			return o, fmt.Errorf("%w: order is %s", domain.ErrInvalidTransition, o.Status())
+		}
+		n := domain.PaymentNotice{OrderNo: no, Paid: true, Amount: o.Amount(), PaymentRef: o.PaymentRef()}
+		return s.fulfil(ctx, o, n, true)
+	})
+}
+
+// fulfil moves o to PAID with its codes. late means the order no longer holds a reservation
+// (CLOSED, FAILED, UNFULFILLED), so one is taken again first.
+//
+// The late reservation is claimed by the order's Ref, so one order has at most one at a time,
+// and carries a token of this attempt: an attempt that finds another's claim (a concurrent
+// resend, a second operator pressing fulfil) neither uses nor cancels it, but answers
+// errInFlight and reads the order again once the holder is done. Only the attempt that took the
+// units gives them back, and only while its hold is tracked; after a crash or a lost COMMIT
+// reply the orphan sweep returns them if the order did not become PAID.
+func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotice, late bool) (domain.Order, error) {
+	now := s.clock.Now()
+	from := o.Status()
+	var lateRes domain.Reservation
+	if late {
+		lateRes = domain.Reservation{Product: o.Product(), Buyer: o.Buyer(), Ref: flowRef(o.No(), domain.FlowLateReserve),
+			Qty: o.Qty(), OrderNo: o.No(), Fingerprint: attemptToken("late"), KeyTTL: 24 * time.Hour}
+		res, err := s.reserve(ctx, lateRes)
+		if err != nil {
+			// The script may have run before the call failed: give back a claim this attempt made.
+			s.tryCancelReservation(ctx, lateRes)
+			return o, fmt.Errorf("reserve stock again: %w", err)
+		}
+		switch {
+		case res.Outcome == domain.Reserved:
+		case res.Outcome == domain.Replayed && res.ExistingFingerprint == lateRes.Fingerprint:
+			// This attempt's own call ran twice (a client-level retry after a lost reply).
+		case res.Outcome == domain.Replayed:
+			return o, errInFlight
+		case res.Outcome == domain.GateMissing:
+			s.rebuildGateLater(o.Product())
+			return o, domain.ErrGateNotReady // the provider retries once the gate is rebuilt
+		case res.Outcome == domain.Rebuilding:
+			return o, domain.ErrGateNotReady
+		case res.Outcome == domain.Frozen && from == domain.StatusUnfulfilled:
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrProductFrozen)
+		case res.Outcome == domain.Frozen:
+			return s.unfulfilled(ctx, o, n, "late payment: product frozen", false)
+		case from == domain.StatusUnfulfilled:
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrSoldOut)
+		default:
+			return s.unfulfilled(ctx, o, n, "late payment: no stock left", false)
+		}
+	}
+	paid := o
+	if err := paid.MarkPaid(now, n.Amount, n.PaymentRef); err != nil {
+		return o, err
+	}
+	event, err := encodeDelivery(domain.DeliveryEvent{EventID: "delivered:" + string(o.No()), OrderNo: o.No(),
+		Buyer: o.Buyer(), Product: o.Product(), Qty: o.Qty(), Amount: o.Amount(), PaidAt: now})
+	if err != nil {
+		return o, err
+	}
+	err = s.ledger.Atomically(ctx, func(tx domain.Store) error {
+		won, err := tx.Orders().Transition(ctx, paid, from)
+		if err != nil {
+			return err
+		}
+		if !won {
+			return errLostRace
+		}
+		if late {
+			if err := tx.Flows().Append(ctx, orderFlow(o, domain.FlowLateReserve, now)); err != nil {
+				return err
+			}
+		}
+		// Allocation last but one: the FOR UPDATE row locks are held for as short as possible.
+		if _, err := tx.Cards().Allocate(ctx, o.Product(), o.No(), o.Qty()); err != nil {
+			return err
+		}
+		if err := tx.Flows().Append(ctx, orderFlow(o, domain.FlowPay, now)); err != nil {
+			return err
+		}
+		if err := tx.Outbox().Add(ctx, domain.OutboxMessage{Topic: domain.TopicDelivered, Key: string(o.No()), Payload: event, At: now}); err != nil {
+			return err
+		}
+		if s.notifier == nil {
+			return nil
+		}
+		return tx.Outbox().Add(ctx, domain.OutboxMessage{Topic: domain.TopicWebhook, Key: string(o.No()), Payload: event, At: now})
+	})
+	if err == nil {
+		if late {
+			s.forgetHold(ctx, o) // its units follow the PAID order now
+		}
+		return paid, nil
+	}
+	if late && !errors.Is(err, domain.ErrCommitUnknown) {
+		// (With a commit of unknown outcome the reservation is kept: the orphan sweep forgets it
+		// if the order is PAID and returns its units if not.)
+		s.cancelReservation(ctx, lateRes)
+	}
+	if errors.Is(err, domain.ErrInsufficientCards) {
+		// The gate promised codes the ledger does not have: stop selling, keep the money visible.
+		s.freezeOnInconsistency(ctx, o)
+		if from == domain.StatusUnfulfilled {
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrSoldOut)
+		}
+		return s.unfulfilled(ctx, o, n, "card pool short of the gate's stock", !late)
+	}
+	if errors.Is(err, errLostRace) {
+		return o, err
+	}
+	return o, fmt.Errorf("record payment: %w", err)
+}
+
+// forgetHold stops tracking the order's reservation at the gate, best effort: the orphan sweep
+// forgets it later when this fails.
+func (s *Shop) forgetHold(ctx context.Context, o domain.Order) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	if err := s.gate.Forget(ctx, o.Product(), []domain.OrderNo{o.No()}); err != nil {
+		s.log.WarnContext(ctx, "hold not forgotten; the orphan sweep forgets it", "order_no", o.No(), "err", err)
+	}
+}
+
+// unfulfilled records an accepted payment that cannot be fulfilled. release says whether the
+// order still holds a gate reservation to give back (it does when it was PENDING).
+func (s *Shop) unfulfilled(ctx context.Context, o domain.Order, n domain.PaymentNotice, reason string, release bool) (domain.Order, error) {
+	now := s.clock.Now()
+	from := o.Status()
+	u := o
+	if err := u.MarkUnfulfilled(now, n.Amount, n.PaymentRef, reason); err != nil {
+		return o, err
+	}
+	change := releaseChange(o, domain.FlowUnfulfilled)
+	err := s.ledger.Atomically(ctx, func(tx domain.Store) error {
+		won, err := tx.Orders().Transition(ctx, u, from)
+		if err != nil {
+			return err
+		}
+		if !won {
+			return errLostRace
+		}
+		if !release {
+			return nil
+		}
+		return recordStockReturn(ctx, tx, o, domain.FlowUnfulfilled, change, now)
+	})
+	if err != nil {
+		if errors.Is(err, errLostRace) {
+			return o, err
+		}
+		return o, fmt.Errorf("record unfulfilled payment: %w", err)
+	}
+	if release {
+		s.applyGate(ctx, change)
+	}
+	s.alerts.Alert(ctx, domain.Alert{Kind: "paid_unfulfilled", Product: o.Product(), OrderNo: o.No(),
+		Message: reason + ": refund or fulfil the order"})
+	return u, nil
+}
+
+func (s *Shop) freezeOnInconsistency(ctx context.Context, o domain.Order) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	reason := "gate and ledger disagree: pool short while paying " + string(o.No())
+	if err := s.setFrozen(ctx, o.Product(), true, reason); err != nil {
+		s.log.ErrorContext(ctx, "could not freeze product", "product", o.Product(), "err", err)
+	}
+	s.alerts.Alert(ctx, domain.Alert{Kind: "stock_inconsistency", Product: o.Product(), OrderNo: o.No(),
+		Message: "product frozen: the card pool has fewer codes than the gate reserved; reconcile it"})
+}
