@@ -180,7 +180,7 @@ func migrate(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	def := os.Getenv("CARDSHOP_MYSQL_DSN")
 	if def == "" {
-		def = envVars["CARDSHOP_MYSQL_DSN"].def
+		def, _ = EnvDefault("CARDSHOP_MYSQL_DSN")
 	}
 	dsn := fs.String("dsn", def, "MySQL DSN (default: CARDSHOP_MYSQL_DSN)")
 	if err := fs.Parse(args); err != nil {
