@@ -15,8 +15,6 @@ import (
 func MemoryAdapters() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			func() *memory.SystemClock { return &memory.SystemClock{} },
-			func(c *memory.SystemClock) domain.Clock { return c },
 			memory.NewLedger,
 			func(c domain.Clock) *memory.Gate { return memory.NewGate(c) },
 			func(c domain.Clock) *memory.DelayQueue { return memory.NewDelayQueue(c) },

@@ -25,7 +25,6 @@ import (
 func RealAdapters() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			func() domain.Clock { return systemClock{} },
 			newRedisClient,
 			newGate,
 			newRedisLimiter,
@@ -56,10 +55,6 @@ func RealAdapters() fx.Option {
 		}),
 	)
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // logAlerter raises alerts as ERROR log lines with kind "alert", for the log pipeline to page on.
 type logAlerter struct{ log *slog.Logger }
