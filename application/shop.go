@@ -11,11 +11,12 @@ import (
 	"cardshop/domain"
 )
 
-// Config holds the business settings of the use cases.
+// Config holds the business settings of the use cases. DefaultConfig gives the product's
+// defaults.
 type Config struct {
-	// OrderTimeout is how long a PENDING order waits for payment (SPEC: 15 min).
+	// OrderTimeout is how long a PENDING order waits for payment.
 	OrderTimeout time.Duration
-	// IdempotencyTTL is how long the gate remembers an idempotency key (SPEC: 10 min). After
+	// IdempotencyTTL is how long the gate remembers an idempotency key. After
 	// that a replay that can still reserve reaches the ledger's unique (buyer, key) and gets
 	// the original order; one for a sold-out or frozen product gets that answer instead (the
 	// sold-out path never reads the database).
@@ -32,7 +33,7 @@ type Config struct {
 	// OrphanAfter is how old a reservation still tracked by the gate must be before the sweeper
 	// asks the ledger whether its order was written, and releases it when not (the service died
 	// between the gate and the ledger). It must be far longer than any request: a reservation
-	// whose order is still being written would be released under it. Zero means 2 minutes.
+	// whose order is still being written would be released under it. Zero means DefaultConfig's.
 	OrphanAfter time.Duration
 	// BuyerCap is how many units of one product one buyer may reserve per BuyerWindow (stock-lock
 	// abuse: one buyer holding the whole stock unpaid for the order timeout); 0 = no limit.
@@ -42,18 +43,22 @@ type Config struct {
 	// Zero means OrderTimeout.
 	BuyerWindow time.Duration
 	// WebhookMaxBackoff caps the wait between two attempts at a webhook message; zero means
-	// DefaultWebhookCap.
+	// DefaultConfig's.
 	WebhookMaxBackoff time.Duration
 }
 
 // DefaultOrphanAfter is Config.OrphanAfter's default.
 const DefaultOrphanAfter = 2 * time.Minute
 
-// DefaultConfig returns SPEC.md's defaults.
+// DefaultConfig returns the product's defaults, the one place they are stated: the service
+// (package bootstrap) takes the defaults of the settings it reads from the environment from
+// here, except the buyer cap: DefaultConfig has none, the service caps each buyer unless told
+// otherwise (see its CARDSHOP_BUYER_CAP).
 func DefaultConfig() Config {
-	return Config{OrderTimeout: 15 * time.Minute, IdempotencyTTL: 10 * time.Minute,
+	const orderTimeout = 15 * time.Minute
+	return Config{OrderTimeout: orderTimeout, IdempotencyTTL: 10 * time.Minute,
 		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500, RebuildDelay: time.Second,
-		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: 15 * time.Minute,
+		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: orderTimeout,
 		WebhookMaxBackoff: DefaultWebhookCap}
 }
 
@@ -94,7 +99,8 @@ type Shop struct {
 	background sync.WaitGroup
 }
 
-// New checks deps and cfg and returns a Shop.
+// New checks deps and cfg and returns a Shop. A zero OrphanAfter or WebhookMaxBackoff takes
+// DefaultConfig's; a zero BuyerWindow is the order timeout.
 func New(cfg Config, d Deps) (*Shop, error) {
 	if d.Ledger == nil || d.Gate == nil || d.Queue == nil || d.Publisher == nil || d.Verifier == nil ||
 		d.Alerter == nil || d.Clock == nil {
@@ -106,11 +112,12 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	if cfg.OrphanAfter < 0 || cfg.BuyerCap < 0 || cfg.BuyerWindow < 0 || cfg.WebhookMaxBackoff < 0 {
 		return nil, errors.New("application: the orphan age, the buyer cap, the buyer window and the webhook backoff must not be negative")
 	}
+	def := DefaultConfig()
 	if cfg.WebhookMaxBackoff == 0 {
-		cfg.WebhookMaxBackoff = DefaultWebhookCap
+		cfg.WebhookMaxBackoff = def.WebhookMaxBackoff
 	}
 	if cfg.OrphanAfter == 0 {
-		cfg.OrphanAfter = DefaultOrphanAfter
+		cfg.OrphanAfter = def.OrphanAfter
 	}
 	if cfg.BuyerWindow == 0 {
 		cfg.BuyerWindow = cfg.OrderTimeout

@@ -3,7 +3,6 @@ package bootstrap
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -23,6 +20,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	"cardshop/adapters/adminclient"
 	"cardshop/adapters/authtoken"
 	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/paysig"
@@ -125,9 +123,13 @@ func pay(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("CARDSHOP_PAYMENT_SECRET: %w", err)
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
+	adminToken := os.Getenv("CARDSHOP_ADMIN_TOKEN")
+	client := adminclient.New(*url, adminToken)
 	if *amount < 0 {
-		a, err := orderAmount(client, *url, *order, os.Getenv("CARDSHOP_ADMIN_TOKEN"))
+		if adminToken == "" {
+			return errors.New("give -amount, or set CARDSHOP_ADMIN_TOKEN to read the order's amount")
+		}
+		a, err := client.OrderAmount(context.Background(), *order)
 		if err != nil {
 			return err
 		}
@@ -136,56 +138,16 @@ func pay(args []string, stdout, stderr io.Writer) error {
 	if *ref == "" {
 		*ref = fmt.Sprintf("cli-%d", time.Now().UnixNano())
 	}
-	body, ts, sig, err := signer.SignedBody(paysig.Notice{OrderNo: *order, Status: *status, Amount: *amount, PaymentRef: *ref}, time.Now())
+	answered, answer, err := client.Pay(context.Background(), signer,
+		paysig.Notice{OrderNo: *order, Status: *status, Amount: *amount, PaymentRef: *ref}, time.Now())
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequest(http.MethodPost, strings.TrimRight(*url, "/")+"/api/payments/callback", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(paysig.HeaderTimestamp, ts)
-	req.Header.Set(paysig.HeaderSignature, sig)
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	fmt.Fprintf(stdout, "%d %s\n", resp.StatusCode, bytes.TrimSpace(out))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("callback answered %d", resp.StatusCode)
+	fmt.Fprintf(stdout, "%d %s\n", answered, bytes.TrimSpace(answer))
+	if answered != http.StatusOK {
+		return fmt.Errorf("callback answered %d", answered)
 	}
 	return nil
-}
-
-func orderAmount(client *http.Client, base, order, adminToken string) (int64, error) {
-	if adminToken == "" {
-		return 0, errors.New("give -amount, or set CARDSHOP_ADMIN_TOKEN to read the order's amount")
-	}
-	// codes=false: only the amount is needed, and a read with codes would count as a reveal
-	// (a later refund would void the codes of a paid order).
-	req, err := http.NewRequest(http.MethodGet, strings.TrimRight(base, "/")+"/admin/orders/"+order+"?codes=false", nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("reading order %s answered %d", order, resp.StatusCode)
-	}
-	var o struct {
-		Amount int64 `json:"amount"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
-		return 0, fmt.Errorf("reading order %s: %w", order, err)
-	}
-	return o.Amount, nil
 }
 
 // token issues a buyer token offline with CARDSHOP_TOKEN_SECRET.
@@ -218,7 +180,7 @@ func migrate(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	def := os.Getenv("CARDSHOP_MYSQL_DSN")
 	if def == "" {
-		def = envVars["CARDSHOP_MYSQL_DSN"].def
+		def, _ = EnvDefault("CARDSHOP_MYSQL_DSN")
 	}
 	dsn := fs.String("dsn", def, "MySQL DSN (default: CARDSHOP_MYSQL_DSN)")
 	if err := fs.Parse(args); err != nil {
@@ -297,12 +259,7 @@ func importCodes(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errors.New("give one FILE, or - for standard input")
 	}
-	contentType := "text/plain; charset=utf-8"
-	switch *format {
-	case "lines":
-	case "csv":
-		contentType = "text/csv; charset=utf-8"
-	default:
+	if *format != "lines" && *format != "csv" {
 		fs.Usage()
 		return fmt.Errorf("-format %q: want lines or csv", *format)
 	}
@@ -337,106 +294,36 @@ func importCodes(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// Ask for the product first: a refusal (unknown product, wrong token) answered while a
-	// large upload is still being sent resets the connection, and its JSON would be lost.
-	productURL := fmt.Sprintf("%s/admin/products/%d", strings.TrimRight(*base, "/"), *product)
-	if _, err := adminCall(ctx, &http.Client{Timeout: 30 * time.Second}, http.MethodGet, productURL, adminToken); err != nil {
-		return err
-	}
-	var src io.Reader = in
-	if name == "-" {
-		src = newLineChunks(in) // sent chunked: every chunk ends a line
-	}
-	body := &countingReader{r: src}
-	url := productURL + "/codes"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
-	if err != nil {
-		return err
-	}
-	if name != "-" {
-		req.ContentLength = size // lets the service refuse a file over its limit before reading it
-		if size == 0 {
-			req.Body = http.NoBody
-		}
-	} // else chunked
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-
-	start := time.Now()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	if *every > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(*every)
-			defer t.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-t.C:
-					fmt.Fprintf(stderr, "import-codes: sent %s\n", progress(body.n.Load(), size, time.Since(start)))
-				}
+	up := adminclient.Upload{Codes: in, Size: size, Chunked: name == "-", CSV: *format == "csv", Every: *every,
+		Progress: func(p adminclient.Progress) {
+			if p.Status == 0 {
+				fmt.Fprintf(stderr, "import-codes: sent %s\n", p)
+			} else {
+				fmt.Fprintf(stderr, "import-codes: sent %s, answered %d\n", p, p.Status)
 			}
-		}()
-	}
-	// No client timeout: the service answers once it has imported the whole upload.
-	resp, err := (&http.Client{}).Do(req)
-	close(done)
-	wg.Wait() // the progress goroutine no longer writes to stderr
-	if err != nil {
+		}}
+	rep, err := adminclient.New(*base, adminToken).ImportCodes(ctx, *product, up)
+	var cut *adminclient.SendError
+	if errors.As(err, &cut) {
 		return fmt.Errorf("import-codes after %s (what the service had read is imported; run again, it comes back as duplicates): %w",
-			progress(body.n.Load(), size, time.Since(start)), err)
+			cut.Sent, cut.Err)
 	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return fmt.Errorf("reading the answer: %w", err)
-	}
-	if *every > 0 {
-		fmt.Fprintf(stderr, "import-codes: sent %s, answered %d\n", progress(body.n.Load(), size, time.Since(start)), resp.StatusCode)
-	}
-	if resp.StatusCode != http.StatusOK {
+	var refused *adminclient.ServiceError
+	if errors.As(err, &refused) && refused.Import != nil {
 		// An import that stopped half-way says what it did before the error.
-		var failed struct {
-			Import *importReport `json:"import"`
-		}
-		if json.Unmarshal(answer, &failed) == nil && failed.Import != nil {
-			failed.Import.print(stdout)
-			fmt.Fprintf(stdout, "stopped after line %d: lines 1 to %d are imported or listed above; send the rest from line %d\n",
-				failed.Import.Through, failed.Import.Through, failed.Import.Through+1)
-		}
-		return fmt.Errorf("the service answered %d: %s", resp.StatusCode, bytes.TrimSpace(answer))
+		printImport(stdout, refused.Import)
+		fmt.Fprintf(stdout, "stopped after line %d: lines 1 to %d are imported or listed above; send the rest from line %d\n",
+			refused.Import.Through, refused.Import.Through, refused.Import.Through+1)
 	}
-	var rep importReport
-	if err := json.Unmarshal(answer, &rep); err != nil {
-		return fmt.Errorf("unreadable answer %q: %w", answer, err)
+	if err != nil {
+		return err
 	}
-	rep.print(stdout)
+	printImport(stdout, &rep)
 	return nil
 }
 
-// importReport is the service's answer to an import (ImportReport in openapi.json).
-type importReport struct {
-	Added        int `json:"added"`
-	Duplicates   int `json:"duplicates"`
-	InPool       int `json:"in_pool"`
-	Invalid      int `json:"invalid"`
-	Comments     int `json:"comments"`
-	Headers      int `json:"headers"`
-	Unterminated int `json:"unterminated"`
-	Skipped      []struct {
-		Line   int    `json:"line"`
-		Reason string `json:"reason"`
-		Detail string `json:"detail"`
-	} `json:"skipped"`
-	Truncated bool `json:"truncated"`
-	Through   int  `json:"through_line"`
-}
-
-// print writes the counts, then every line not imported that the service listed.
-func (r *importReport) print(w io.Writer) {
+// printImport writes the counts, then every line not imported that the service listed.
+func printImport(w io.Writer, r *adminclient.ImportReport) {
 	fmt.Fprintf(w, "added       %d\nduplicates  %d\ninvalid     %d\nin pool     %d\n", r.Added, r.Duplicates, r.Invalid, r.InPool)
 	for _, c := range []struct {
 		label string
@@ -459,81 +346,6 @@ func (r *importReport) print(w io.Writer) {
 			total-len(r.Skipped), len(r.Skipped))
 	}
 }
-
-// lineChunks passes a stream on in reads that end at a line end, and ends it with a newline.
-// The HTTP client sends each read of a body of unknown size as one chunk, and the service
-// cannot tell a connection cut between two chunks from the body's end: so every chunk ends a
-// line, and a last line is never cut (the service does not import a last line without a
-// newline from a chunked body). Only a line longer than a whole read — never a valid code —
-// is split.
-type lineChunks struct {
-	r   io.Reader
-	buf []byte // read and not passed on yet
-	eof bool
-}
-
-func newLineChunks(r io.Reader) *lineChunks { return &lineChunks{r: r, buf: make([]byte, 0, 64<<10)} }
-
-func (l *lineChunks) Read(p []byte) (int, error) {
-	for {
-		if i := bytes.LastIndexByte(l.buf[:min(len(l.buf), len(p))], '\n'); i >= 0 {
-			return l.pass(p, i+1), nil
-		}
-		if len(l.buf) >= len(p) || len(l.buf) == cap(l.buf) {
-			return l.pass(p, min(len(l.buf), len(p))), nil
-		}
-		if l.eof {
-			if len(l.buf) == 0 {
-				return 0, io.EOF
-			}
-			n := copy(p, l.buf) // less than p holds, without a newline: add one
-			p[n] = '\n'
-			l.buf = l.buf[:0]
-			return n + 1, nil
-		}
-		n, err := l.r.Read(l.buf[len(l.buf):cap(l.buf)])
-		l.buf = l.buf[:len(l.buf)+n]
-		if errors.Is(err, io.EOF) {
-			l.eof = true
-		} else if err != nil {
-			return 0, err
-		}
-	}
-}
-
-// pass copies the first n buffered bytes to p and drops them from the buffer.
-func (l *lineChunks) pass(p []byte, n int) int {
-	copy(p, l.buf[:n])
-	l.buf = append(l.buf[:0], l.buf[n:]...)
-	return n
-}
-
-// countingReader counts the bytes read through it; the progress goroutine reads the count.
-type countingReader struct {
-	r io.Reader
-	n atomic.Int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-// progress describes n bytes sent of size (-1: unknown) in elapsed.
-func progress(n, size int64, elapsed time.Duration) string {
-	s := mib(n)
-	if size > 0 {
-		s += fmt.Sprintf(" of %s (%d%%)", mib(size), n*100/size)
-	}
-	s += " in " + elapsed.Round(100*time.Millisecond).String()
-	if elapsed >= time.Second/2 {
-		s += fmt.Sprintf(", %s/s", mib(int64(float64(n)/elapsed.Seconds())))
-	}
-	return s
-}
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // reconcile prints a product's reconciliation (GET), or repairs the gate first (POST
 // ?repair=true), and fails when differences remain.
@@ -567,37 +379,9 @@ Flags:
 	if adminToken == "" {
 		return errors.New("set CARDSHOP_ADMIN_TOKEN")
 	}
-	method, url := http.MethodGet, fmt.Sprintf("%s/admin/products/%d/reconcile", strings.TrimRight(*base, "/"), *product)
-	if *repair {
-		method, url = http.MethodPost, url+"?repair=true"
-	}
-	answer, err := adminCall(context.Background(), &http.Client{Timeout: time.Minute}, method, url, adminToken)
+	rep, err := adminclient.New(*base, adminToken).Reconcile(context.Background(), *product, *repair)
 	if err != nil {
 		return err
-	}
-	var rep struct {
-		ProductID   int64 `json:"product_id"`
-		Differences int   `json:"differences"`
-		Repaired    bool  `json:"repaired"`
-		Gate        *struct {
-			Stock  int64 `json:"stock"`
-			Sold   int64 `json:"sold"`
-			Frozen bool  `json:"frozen"`
-		} `json:"gate"`
-		Cards  map[string]int64 `json:"cards"`
-		Orders map[string]struct {
-			Orders int64 `json:"orders"`
-			Qty    int64 `json:"qty"`
-		} `json:"orders"`
-		Checks []struct {
-			Name string `json:"name"`
-			Want int64  `json:"want"`
-			Got  int64  `json:"got"`
-			OK   bool   `json:"ok"`
-		} `json:"checks"`
-	}
-	if err := json.Unmarshal(answer, &rep); err != nil {
-		return fmt.Errorf("unreadable answer %q: %w", answer, err)
 	}
 	fmt.Fprintf(stdout, "product %d", rep.ProductID)
 	if rep.Repaired {
@@ -663,27 +447,4 @@ func sortedPairs[V any](m map[string]V, str func(V) string) string {
 		parts[i] = k + " " + str(m[k])
 	}
 	return strings.Join(parts, ", ")
-}
-
-// adminCall sends a bodiless admin request and returns the answer of a 200, or an error
-// carrying the service's JSON error.
-func adminCall(ctx context.Context, client *http.Client, method, url, adminToken string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reading the answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the service answered %d: %s", resp.StatusCode, bytes.TrimSpace(answer))
-	}
-	return answer, nil
 }

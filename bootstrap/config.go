@@ -62,19 +62,114 @@ type Config struct {
 // claim on the message (application.WebhookLease) does, or another instance could send it too.
 const maxWebhookTimeout = time.Minute
 
-// envVar describes one variable: its default and how to store it.
-type envVar struct {
-	def string
-	set func(c *Config, v string) error
+// serviceBuyerCap is the service's CARDSHOP_BUYER_CAP default. The service caps each buyer
+// (stock-lock abuse); application.DefaultConfig, for library users, has no cap.
+const serviceBuyerCap = 100
+
+// settings is the configuration table, in the README's order: each variable bound to its
+// field of c, with its default as the environment would give it ("" for none), the way
+// flag.DurationVar binds a flag. The settings the use cases share take their defaults from
+// application.DefaultConfig; the others are stated here.
+func settings(c *Config) []setting {
+	app := application.DefaultConfig()
+	return []setting{
+		{"CARDSHOP_ADAPTERS", AdaptersMemory, func(v string) error {
+			if v != AdaptersMemory && v != AdaptersReal {
+				return fmt.Errorf("want %q or %q, got %q", AdaptersMemory, AdaptersReal, v)
+			}
+			c.Adapters = v
+			return nil
+		}},
+		stringVar(&c.HTTPAddr, "CARDSHOP_HTTP_ADDR", "127.0.0.1:8080"),
+		secretVar(&c.AdminToken, "CARDSHOP_ADMIN_TOKEN"),
+		secretVar(&c.PaymentSecret, "CARDSHOP_PAYMENT_SECRET"),
+		secretVar(&c.TokenSecret, "CARDSHOP_TOKEN_SECRET"),
+		durationVar(&c.OrderTimeout, "CARDSHOP_ORDER_TIMEOUT", app.OrderTimeout),
+		durationVar(&c.IdempotencyTTL, "CARDSHOP_IDEMPOTENCY_TTL", app.IdempotencyTTL),
+		rateVar(&c.RatePerIP, "CARDSHOP_RATE_PER_IP", 600),
+		rateVar(&c.RatePerBuyer, "CARDSHOP_RATE_PER_BUYER", 60),
+		durationVar(&c.RateWindow, "CARDSHOP_RATE_WINDOW", time.Minute),
+		{"CARDSHOP_BUYER_CAP", strconv.Itoa(serviceBuyerCap), func(v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 || n > 1_000_000_000 {
+				return fmt.Errorf("want a number of units from 0 (no limit) to 1000000000, got %q", v)
+			}
+			c.BuyerCap = n
+			return nil
+		}},
+		durationVar(&c.CallbackWindow, "CARDSHOP_CALLBACK_WINDOW", 5*time.Minute),
+		durationVar(&c.SweepInterval, "CARDSHOP_SWEEP_INTERVAL", 30*time.Second),
+		durationVar(&c.OrphanAfter, "CARDSHOP_ORPHAN_AFTER", app.OrphanAfter),
+		durationVar(&c.RelayInterval, "CARDSHOP_RELAY_INTERVAL", time.Second),
+		durationVar(&c.ShutdownGrace, "CARDSHOP_SHUTDOWN_GRACE", 10*time.Second),
+		stringVar(&c.PprofAddr, "CARDSHOP_PPROF_ADDR", ""),
+		{"CARDSHOP_LOG_LEVEL", strings.ToLower(slog.LevelInfo.String()), func(v string) error {
+			return c.LogLevel.UnmarshalText([]byte(v))
+		}},
+		connVar(&c.MySQLDSN, "CARDSHOP_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/test?parseTime=true"),
+		{"CARDSHOP_MYSQL_MAX_CONNS", "64", func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 2 || n > 1000 {
+				return fmt.Errorf("want a number from 2 to 1000, got %q", v)
+			}
+			c.MySQLConns = n
+			return nil
+		}},
+		{"CARDSHOP_REDIS_ADDRS", "127.0.0.1:6379", func(v string) error {
+			c.RedisAddrs = nil
+			for _, a := range strings.Split(v, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					c.RedisAddrs = append(c.RedisAddrs, a)
+				}
+			}
+			if len(c.RedisAddrs) == 0 {
+				return fmt.Errorf("want host:port[,host:port...]")
+			}
+			return nil
+		}},
+		boolVar(&c.RedisAutoPipeline, "CARDSHOP_REDIS_AUTOPIPELINE", true),
+		connVar(&c.AMQPURL, "CARDSHOP_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"),
+		{"CARDSHOP_AMQP_PREFIX", "cardshop", func(v string) error {
+			if !validPrefix(v) {
+				return fmt.Errorf("want 1 to 64 characters of a-z 0-9 . _ -, got %q", v)
+			}
+			c.AMQPPrefix = v
+			return nil
+		}},
+		boolVar(&c.Migrate, "CARDSHOP_MIGRATE", false),
+		secretVar(&c.CodeKeys, "CARDSHOP_CODE_KEYS"),
+		secretVar(&c.CodeHash, "CARDSHOP_CODE_HASH_KEY"),
+		{"CARDSHOP_WEBHOOK_URL", "", func(v string) error {
+			if v != "" {
+				if err := webhook.CheckURL(v); err != nil {
+					return err
+				}
+			}
+			c.WebhookURL = v
+			return nil
+		}},
+		secretVar(&c.WebhookSecret, "CARDSHOP_WEBHOOK_SECRET"),
+		durationUpTo(&c.WebhookTimeout, "CARDSHOP_WEBHOOK_TIMEOUT", 10*time.Second, maxWebhookTimeout,
+			fmt.Sprintf("an attempt must end well within the relay's %s claim", application.WebhookLease)),
+		durationVar(&c.WebhookMaxBackoff, "CARDSHOP_WEBHOOK_MAX_BACKOFF", app.WebhookMaxBackoff),
+	}
 }
 
-func durationVar(dst func(*Config) *time.Duration) func(*Config, string) error {
-	return durationUpTo(0, "", dst)
+// setting is one variable of the configuration table: its name, its default as the
+// environment would give it ("" for none), and how a value is checked and stored.
+type setting struct {
+	name string
+	def  string
+	set  func(v string) error
+}
+
+func durationVar(p *time.Duration, name string, def time.Duration) setting {
+	return durationUpTo(p, name, def, 0, "")
 }
 
 // durationUpTo reads a positive duration of at most max (0: no bound); why says why the bound.
-func durationUpTo(max time.Duration, why string, dst func(*Config) *time.Duration) func(*Config, string) error {
-	return func(c *Config, v string) error {
+func durationUpTo(p *time.Duration, name string, def, max time.Duration, why string) setting {
+	return setting{name, formatDuration(def), func(v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return fmt.Errorf("want a positive duration such as 15m or 500ms, got %q", v)
@@ -82,137 +177,64 @@ func durationUpTo(max time.Duration, why string, dst func(*Config) *time.Duratio
 		if max > 0 && d > max {
 			return fmt.Errorf("want at most %s (%s), got %q", max, why, v)
 		}
-		*dst(c) = d
+		*p = d
 		return nil
+	}}
+}
+
+// formatDuration writes d as a person would set it: 15m rather than time's 15m0s.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
 	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // rateVar reads a rate limit: requests per CARDSHOP_RATE_WINDOW, 0 = off.
-func rateVar(dst func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
+func rateVar(p *int, name string, def int) setting {
+	return setting{name, strconv.Itoa(def), func(v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 1_000_000 {
 			return fmt.Errorf("want a number from 0 (off) to 1000000, got %q", v)
 		}
-		*dst(c) = n
+		*p = n
 		return nil
-	}
+	}}
 }
 
-func stringVar(dst func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error { *dst(c) = v; return nil }
-}
-
-func secretVar(dst func(*Config) *Secret) func(*Config, string) error {
-	return func(c *Config, v string) error { *dst(c) = Secret(v); return nil }
-}
-
-func connVar(dst func(*Config) *ConnString) func(*Config, string) error {
-	return func(c *Config, v string) error { *dst(c) = ConnString(v); return nil }
-}
-
-var envVars = map[string]envVar{
-	"CARDSHOP_ADAPTERS": {AdaptersMemory, func(c *Config, v string) error {
-		if v != AdaptersMemory && v != AdaptersReal {
-			return fmt.Errorf("want %q or %q, got %q", AdaptersMemory, AdaptersReal, v)
-		}
-		c.Adapters = v
-		return nil
-	}},
-	"CARDSHOP_HTTP_ADDR":       {"127.0.0.1:8080", stringVar(func(c *Config) *string { return &c.HTTPAddr })},
-	"CARDSHOP_ADMIN_TOKEN":     {"", secretVar(func(c *Config) *Secret { return &c.AdminToken })},
-	"CARDSHOP_PPROF_ADDR":      {"", stringVar(func(c *Config) *string { return &c.PprofAddr })},
-	"CARDSHOP_PAYMENT_SECRET":  {"", secretVar(func(c *Config) *Secret { return &c.PaymentSecret })},
-	"CARDSHOP_TOKEN_SECRET":    {"", secretVar(func(c *Config) *Secret { return &c.TokenSecret })},
-	"CARDSHOP_ORDER_TIMEOUT":   {"15m", durationVar(func(c *Config) *time.Duration { return &c.OrderTimeout })},
-	"CARDSHOP_IDEMPOTENCY_TTL": {"10m", durationVar(func(c *Config) *time.Duration { return &c.IdempotencyTTL })},
-	"CARDSHOP_BUYER_CAP": {"100", func(c *Config, v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 || n > 1_000_000_000 {
-			return fmt.Errorf("want a number of units from 0 (no limit) to 1000000000, got %q", v)
-		}
-		c.BuyerCap = n
-		return nil
-	}},
-	"CARDSHOP_SWEEP_INTERVAL":  {"30s", durationVar(func(c *Config) *time.Duration { return &c.SweepInterval })},
-	"CARDSHOP_ORPHAN_AFTER":    {"2m", durationVar(func(c *Config) *time.Duration { return &c.OrphanAfter })},
-	"CARDSHOP_RELAY_INTERVAL":  {"1s", durationVar(func(c *Config) *time.Duration { return &c.RelayInterval })},
-	"CARDSHOP_CALLBACK_WINDOW": {"5m", durationVar(func(c *Config) *time.Duration { return &c.CallbackWindow })},
-	"CARDSHOP_SHUTDOWN_GRACE":  {"10s", durationVar(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
-	"CARDSHOP_LOG_LEVEL": {"info", func(c *Config, v string) error {
-		return c.LogLevel.UnmarshalText([]byte(v))
-	}},
-	"CARDSHOP_MYSQL_DSN": {"root@tcp(127.0.0.1:3306)/test?parseTime=true", connVar(func(c *Config) *ConnString { return &c.MySQLDSN })},
-	"CARDSHOP_MYSQL_MAX_CONNS": {"64", func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 2 || n > 1000 {
-			return fmt.Errorf("want a number from 2 to 1000, got %q", v)
-		}
-		c.MySQLConns = n
-		return nil
-	}},
-	"CARDSHOP_REDIS_ADDRS": {"127.0.0.1:6379", func(c *Config, v string) error {
-		c.RedisAddrs = nil
-		for _, a := range strings.Split(v, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				c.RedisAddrs = append(c.RedisAddrs, a)
-			}
-		}
-		if len(c.RedisAddrs) == 0 {
-			return fmt.Errorf("want host:port[,host:port...]")
-		}
-		return nil
-	}},
-	"CARDSHOP_AMQP_URL": {"amqp://guest:guest@127.0.0.1:5672/", connVar(func(c *Config) *ConnString { return &c.AMQPURL })},
-	"CARDSHOP_AMQP_PREFIX": {"cardshop", func(c *Config, v string) error {
-		if !validPrefix(v) {
-			return fmt.Errorf("want 1 to 64 characters of a-z 0-9 . _ -, got %q", v)
-		}
-		c.AMQPPrefix = v
-		return nil
-	}},
-	"CARDSHOP_REDIS_AUTOPIPELINE": {"true", func(c *Config, v string) error {
+func boolVar(p *bool, name string, def bool) setting {
+	return setting{name, strconv.FormatBool(def), func(v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("want true or false, got %q", v)
 		}
-		c.RedisAutoPipeline = b
+		*p = b
 		return nil
-	}},
-	"CARDSHOP_MIGRATE": {"false", func(c *Config, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("want true or false, got %q", v)
-		}
-		c.Migrate = b
-		return nil
-	}},
-	"CARDSHOP_CODE_KEYS":      {"", secretVar(func(c *Config) *Secret { return &c.CodeKeys })},
-	"CARDSHOP_RATE_PER_IP":    {"600", rateVar(func(c *Config) *int { return &c.RatePerIP })},
-	"CARDSHOP_RATE_PER_BUYER": {"60", rateVar(func(c *Config) *int { return &c.RatePerBuyer })},
-	"CARDSHOP_RATE_WINDOW":    {"1m", durationVar(func(c *Config) *time.Duration { return &c.RateWindow })},
-	"CARDSHOP_CODE_HASH_KEY":  {"", secretVar(func(c *Config) *Secret { return &c.CodeHash })},
-	"CARDSHOP_WEBHOOK_URL": {"", func(c *Config, v string) error {
-		if v != "" {
-			if err := webhook.CheckURL(v); err != nil {
-				return err
-			}
-		}
-		c.WebhookURL = v
-		return nil
-	}},
-	"CARDSHOP_WEBHOOK_SECRET": {"", secretVar(func(c *Config) *Secret { return &c.WebhookSecret })},
-	"CARDSHOP_WEBHOOK_TIMEOUT": {"10s", durationUpTo(maxWebhookTimeout,
-		fmt.Sprintf("an attempt must end well within the relay's %s claim", application.WebhookLease),
-		func(c *Config) *time.Duration { return &c.WebhookTimeout })},
-	"CARDSHOP_WEBHOOK_MAX_BACKOFF": {"10m", durationVar(func(c *Config) *time.Duration { return &c.WebhookMaxBackoff })},
+	}}
+}
+
+func stringVar(p *string, name, def string) setting {
+	return setting{name, def, func(v string) error { *p = v; return nil }}
+}
+
+// secretVar reads a secret; a secret has no default.
+func secretVar(p *Secret, name string) setting {
+	return setting{name, "", func(v string) error { *p = Secret(v); return nil }}
+}
+
+func connVar(p *ConnString, name, def string) setting {
+	return setting{name, def, func(v string) error { *p = ConnString(v); return nil }}
 }
 
 // EnvNames lists every variable the service reads, sorted.
 func EnvNames() []string {
-	names := make([]string, 0, len(envVars))
-	for n := range envVars {
-		names = append(names, n)
+	var names []string
+	for _, s := range settings(new(Config)) {
+		names = append(names, s.name)
 	}
 	sort.Strings(names)
 	return names
@@ -221,33 +243,42 @@ func EnvNames() []string {
 // EnvDefault returns a variable's default ("" when it has none) and whether the service reads
 // the variable at all.
 func EnvDefault(name string) (string, bool) {
-	v, ok := envVars[name]
-	return v.def, ok
+	for _, s := range settings(new(Config)) {
+		if s.name == name {
+			return s.def, true
+		}
+	}
+	return "", false
 }
 
 // LoadConfig reads the configuration from environ ("KEY=value" pairs, as os.Environ gives).
 // An unknown CARDSHOP_ variable, a malformed value or a missing secret is an error, so a typo
 // fails the start instead of silently running with a default.
 func LoadConfig(environ []string) (Config, error) {
+	var c Config
+	table := map[string]setting{}
+	for _, s := range settings(&c) {
+		table[s.name] = s
+	}
 	given := map[string]string{}
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !strings.HasPrefix(k, "CARDSHOP_") {
 			continue
 		}
-		if _, known := envVars[k]; !known {
+		if _, known := table[k]; !known {
 			return Config{}, fmt.Errorf("unknown setting %s (known: %s)", k, strings.Join(EnvNames(), ", "))
 		}
 		given[k] = v
 	}
-	var c Config
+	// In name order, as flag.VisitAll: with several malformed values, the first name's is reported.
 	for _, name := range EnvNames() {
-		ev := envVars[name]
+		s := table[name]
 		v, ok := given[name]
 		if !ok {
-			v = ev.def
+			v = s.def
 		}
-		if err := ev.set(&c, v); err != nil {
+		if err := s.set(v); err != nil {
 			return Config{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}

@@ -1,8 +1,6 @@
 package bootstrap
 
 import (
-	"log/slog"
-
 	"go.uber.org/fx"
 
 	"cardshop/adapters/memory"
@@ -15,20 +13,12 @@ import (
 func MemoryAdapters() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			func() *memory.SystemClock { return &memory.SystemClock{} },
-			func(c *memory.SystemClock) domain.Clock { return c },
-			memory.NewLedger,
-			func(c domain.Clock) *memory.Gate { return memory.NewGate(c) },
-			func(c domain.Clock) *memory.DelayQueue { return memory.NewDelayQueue(c) },
-			memory.NewPublisher,
+			fx.Annotate(memory.NewLedger, fx.As(new(domain.Ledger))),
+			fx.Annotate(memory.NewGate, fx.As(new(domain.StockGate))),
+			fx.Annotate(memory.NewDelayQueue, fx.As(new(domain.DelayQueue)), fx.As(new(Consumer)), fx.As(fx.Self())),
+			fx.Annotate(memory.NewPublisher, fx.As(new(domain.EventPublisher))),
+			fx.Annotate(memory.NewAlerts, fx.As(new(domain.Alerter))),
 			newMemoryLimiter,
-			func(log *slog.Logger) *memory.Alerts { return memory.NewAlerts(log) },
-			func(l *memory.Ledger) domain.Ledger { return l },
-			func(g *memory.Gate) domain.StockGate { return g },
-			func(q *memory.DelayQueue) domain.DelayQueue { return q },
-			func(q *memory.DelayQueue) Consumer { return q },
-			func(p *memory.Publisher) domain.EventPublisher { return p },
-			func(a *memory.Alerts) domain.Alerter { return a },
 			// Nothing to check: every port lives in this process.
 			func() Readiness { return nil },
 		),

@@ -17,6 +17,7 @@ import (
 
 	"cardshop/adapters/authtoken"
 	"cardshop/adapters/httpapi"
+	"cardshop/adapters/memory"
 	"cardshop/adapters/metrics"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/webhook"
@@ -32,7 +33,7 @@ func Module(cfg Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Supply(cfg),
-		fx.Provide(newLogger, newSigner, newTokens, newWebhook, newShop, newHTTP),
+		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newShop, newHTTP),
 		adapters,
 		observability(),
 		fx.Invoke(watchWebhook, runWorkers, serveHTTP, servePprof),
@@ -44,22 +45,14 @@ func newLogger(cfg Config) *slog.Logger {
 	return slog.New(httpapi.LogHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel})))
 }
 
+// newClock is the wall clock, whichever adapter set runs.
+func newClock() domain.Clock { return memory.SystemClock{} }
+
 func newSigner(cfg Config) (*paysig.Signer, error) {
 	return paysig.New(cfg.PaymentSecret.Reveal(), cfg.CallbackWindow)
 }
 
 func newTokens(cfg Config) (*authtoken.Issuer, error) { return authtoken.New(cfg.TokenSecret.Reveal()) }
-
-// Ports are the driven adapters an adapter set provides.
-type Ports struct {
-	fx.Out
-	Ledger    domain.Ledger
-	Gate      domain.StockGate
-	Queue     domain.DelayQueue
-	Publisher domain.EventPublisher
-	Alerter   domain.Alerter
-	Clock     domain.Clock
-}
 
 // Consumer is how an adapter set delivers due order timeouts to the use case.
 type Consumer interface {

@@ -25,22 +25,15 @@ import (
 func RealAdapters() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			func() domain.Clock { return systemClock{} },
 			newRedisClient,
-			newGate,
+			fx.Annotate(newGate, fx.As(new(domain.StockGate)), fx.As(fx.Self())),
 			newRedisLimiter,
-			func(g *redisgate.Gate) domain.StockGate { return g },
 			newMySQL,
-			func(cfg Config) (*mysqlstore.Keyring, error) {
-				return mysqlstore.NewKeyring(cfg.CodeKeys.Reveal(), cfg.CodeHash.Reveal())
-			},
-			mysqlstore.New,
-			func(l *mysqlstore.Ledger) domain.Ledger { return l },
-			newBroker,
-			func(b *rabbitmq.Broker) domain.DelayQueue { return b },
-			func(b *rabbitmq.Broker) domain.EventPublisher { return b },
-			func(b *rabbitmq.Broker) Consumer { return b },
-			func(log *slog.Logger) domain.Alerter { return logAlerter{log} },
+			newKeyring,
+			fx.Annotate(mysqlstore.New, fx.As(new(domain.Ledger)), fx.As(fx.Self())),
+			fx.Annotate(newBroker, fx.As(new(domain.DelayQueue)), fx.As(new(domain.EventPublisher)),
+				fx.As(new(Consumer)), fx.As(fx.Self())),
+			newLogAlerter,
 			realReadiness,
 		),
 		fx.Invoke(ensureGates),
@@ -57,15 +50,17 @@ func RealAdapters() fx.Option {
 	)
 }
 
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // logAlerter raises alerts as ERROR log lines with kind "alert", for the log pipeline to page on.
 type logAlerter struct{ log *slog.Logger }
 
+func newLogAlerter(log *slog.Logger) domain.Alerter { return logAlerter{log} }
+
 func (a logAlerter) Alert(ctx context.Context, al domain.Alert) {
 	a.log.ErrorContext(ctx, "alert", "alert", al.Kind, "product", al.Product, "order_no", al.OrderNo, "message", al.Message)
+}
+
+func newKeyring(cfg Config) (*mysqlstore.Keyring, error) {
+	return mysqlstore.NewKeyring(cfg.CodeKeys.Reveal(), cfg.CodeHash.Reveal())
 }
 
 func newRedisClient(lc fx.Lifecycle, cfg Config) (redis.UniversalClient, error) {
@@ -83,8 +78,8 @@ func newRedisClient(lc fx.Lifecycle, cfg Config) (redis.UniversalClient, error) 
 }
 
 // newGate builds the Redis gate; with CARDSHOP_REDIS_AUTOPIPELINE the hot reserve script runs
-// through go-redis's auto-pipeliner, so concurrent reservations share round trips (measured:
-// sold-out answers +55%, p99 halved).
+// through go-redis's auto-pipeliner, so concurrent reservations share round trips
+// (docs/BENCHMARKS.md has the numbers).
 func newGate(cfg Config, c redis.UniversalClient) (*redisgate.Gate, error) {
 	g := redisgate.New(c)
 	if !cfg.RedisAutoPipeline {
@@ -97,8 +92,8 @@ func newGate(cfg Config, c redis.UniversalClient) (*redisgate.Gate, error) {
 	return g.WithAutoPipeline(ap), nil
 }
 
-// warmRedis opens the idle connections before the first request (the seed's first trap: a
-// cold pool under a flash sale).
+// warmRedis opens the idle connections before the first request: a cold pool would open them
+// under the first burst of a flash sale.
 func warmRedis(ctx context.Context, c redis.UniversalClient) {
 	for i := 0; i < 32; i++ {
 		_ = c.Ping(ctx).Err()

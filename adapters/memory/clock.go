@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// SystemClock is the wall clock.
+// SystemClock is the wall clock: the clock of the running service, whichever adapter set it
+// uses (package bootstrap provides it to both).
 type SystemClock struct{}
 
 // Now returns time.Now().

@@ -1,0 +1,10 @@
+// Package adminclient is a client of cardshop's own HTTP API for the command line: the
+// admin endpoints (read an order, check a product, stream a file of codes into a product's
+// pool, reconcile a product) called with the admin token, and the payment callback, signed as
+// a payment provider signs it.
+//
+// It speaks the API as openapi.json describes it and returns what the service answered;
+// reading flags and the environment and printing belong to the command line (bootstrap).
+//
+// It imports paysig (to sign callbacks) and the standard library only.
+package adminclient
