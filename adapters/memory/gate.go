@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"time"
 
@@ -47,13 +46,6 @@ type markerKey struct {
 	ref     string
 }
 
-// hold is a keyed reservation whose order is not yet known to be written.
-type hold struct {
-	qty   int64
-	at    time.Time // the gate's clock at the reservation, to the millisecond, as Redis scores it
-	claim claimKey  // the claim the reservation made, deleted with an orphan
-}
-
 // budgetKey names a buyer's budget for one product.
 type budgetKey struct {
 	product domain.ProductID
@@ -81,12 +73,6 @@ type Gate struct {
 	writes   int
 }
 
-// fence is a rebuild in progress (BeginRebuild).
-type fence struct {
-	token     string
-	expiresAt time.Time
-}
-
 var _ domain.StockGate = (*Gate)(nil)
 
 // NewGate returns an empty gate that measures claim and marker expiry with clock.
@@ -103,16 +89,6 @@ func (g *Gate) reset() {
 	g.holds = make(map[domain.ProductID]map[domain.OrderNo]hold)
 	g.budgets = make(map[budgetKey]budget)
 	g.fences = make(map[domain.ProductID]fence)
-}
-
-// fenced reports whether a rebuild holds the product's fence at now (an expired one is dropped).
-func (g *Gate) fenced(p domain.ProductID, now time.Time) (fence, bool) {
-	f, ok := g.fences[p]
-	if ok && !now.Before(f.expiresAt) {
-		delete(g.fences, p)
-		return fence{}, false
-	}
-	return f, ok
 }
 
 func claimKeyOf(r domain.Reservation) claimKey {
@@ -135,9 +111,6 @@ func checkReservation(r domain.Reservation) error {
 	}
 	return nil
 }
-
-// holdTime is when a hold taken at now is scored: to the millisecond, as Redis scores it.
-func holdTime(now time.Time) time.Time { return time.UnixMilli(now.UnixMilli()) }
 
 // liveBudget returns the buyer's budget unless its window has ended (ended ones are dropped).
 func (g *Gate) liveBudget(k budgetKey, now time.Time) budget {
@@ -340,69 +313,6 @@ func (g *Gate) Levels(_ context.Context, p domain.ProductID) (domain.GateLevels,
 	return domain.GateLevels{Stock: c.stock, Sold: c.sold, Frozen: c.frozen}, true, nil
 }
 
-// Rebuild overwrites the product's counters and frozen flag and drops its holds (the ledger's
-// numbers do not count reservations without an order); claims, markers and budgets are kept.
-func (g *Gate) Rebuild(_ context.Context, p domain.ProductID, l domain.GateLevels) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.products[p] = gateCounters{stock: l.Stock, sold: l.Sold, frozen: l.Frozen, exists: true}
-	delete(g.holds, p)
-	return nil
-}
-
-// BeginRebuild fences the product under token until FinishRebuild, AbortRebuild or ttl, and
-// returns every hold of the product.
-func (g *Gate) BeginRebuild(_ context.Context, p domain.ProductID, token string, ttl time.Duration) ([]domain.Hold, error) {
-	if token == "" || ttl <= 0 {
-		return nil, domain.Invalid("token", "a rebuild needs a token and a positive fence time")
-	}
-	now := g.clock.Now()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if f, ok := g.fenced(p, now); ok && f.token != token {
-		return nil, domain.ErrGateRebuilding
-	}
-	g.fences[p] = fence{token: token, expiresAt: now.Add(ttl)}
-	out := make([]domain.Hold, 0, len(g.holds[p]))
-	for no, h := range g.holds[p] {
-		out = append(out, domain.Hold{Product: p, OrderNo: no, Qty: int(h.qty), At: h.at, Late: h.claim.keyless})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].OrderNo < out[j].OrderNo })
-	return out, nil
-}
-
-// FinishRebuild writes the plan and lifts the fence, if the fence is still held under its token.
-func (g *Gate) FinishRebuild(_ context.Context, p domain.ProductID, plan domain.RebuildPlan) error {
-	now := g.clock.Now()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if f, ok := g.fenced(p, now); !ok || f.token != plan.Token {
-		return domain.ErrGateRebuilding
-	}
-	c := g.products[p]
-	g.products[p] = gateCounters{stock: plan.Levels.Stock, sold: plan.Levels.Sold,
-		frozen: c.frozen || plan.Levels.Frozen, exists: true}
-	for _, no := range plan.Drop {
-		delete(g.holds[p], no)
-	}
-	for _, ref := range plan.Counted {
-		g.markers[markerKey{product: p, ref: ref}] = now.Add(MarkerTTL)
-	}
-	delete(g.fences, p)
-	g.wrote(now)
-	return nil
-}
-
-// AbortRebuild lifts the fence if it is still held under token.
-func (g *Gate) AbortRebuild(_ context.Context, p domain.ProductID, token string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if f, ok := g.fences[p]; ok && f.token == token {
-		delete(g.fences, p)
-	}
-	return nil
-}
-
 // SetFrozen sets the product's frozen flag, even before the product has counters.
 func (g *Gate) SetFrozen(_ context.Context, p domain.ProductID, frozen bool) error {
 	g.mu.Lock()
@@ -411,69 +321,6 @@ func (g *Gate) SetFrozen(_ context.Context, p domain.ProductID, frozen bool) err
 	c.frozen = frozen
 	g.products[p] = c
 	return nil
-}
-
-// Holds lists up to limit of the product's holds taken at least minAge ago by the gate's
-// clock (to the millisecond), oldest first, ties by order number.
-func (g *Gate) Holds(_ context.Context, p domain.ProductID, minAge time.Duration, limit int) ([]domain.Hold, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	cutoff := g.clock.Now().Add(-minAge).UnixMilli()
-	g.mu.Lock()
-	var out []domain.Hold
-	for no, h := range g.holds[p] {
-		if h.at.UnixMilli() <= cutoff {
-			out = append(out, domain.Hold{Product: p, OrderNo: no, Qty: int(h.qty), At: h.at, Late: h.claim.keyless})
-		}
-	}
-	g.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].At.Equal(out[j].At) {
-			return out[i].At.Before(out[j].At)
-		}
-		return out[i].OrderNo < out[j].OrderNo
-	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
-}
-
-// Forget stops tracking the holds of these orders of the product; unknown ones are ignored.
-func (g *Gate) Forget(_ context.Context, p domain.ProductID, nos []domain.OrderNo) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, no := range nos {
-		delete(g.holds[p], no)
-	}
-	return nil
-}
-
-// ReleaseOrphan removes a hold that is still tracked, returns its units to the product's
-// counters (when they exist) and deletes its claim if the claim still points at the order.
-// It reports whether it released the hold.
-func (g *Gate) ReleaseOrphan(_ context.Context, h domain.Hold) (bool, error) {
-	now := g.clock.Now()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, ok := g.fenced(h.Product, now); ok {
-		return false, domain.ErrGateRebuilding
-	}
-	held, ok := g.holds[h.Product][h.OrderNo]
-	if !ok {
-		return false, nil
-	}
-	delete(g.holds[h.Product], h.OrderNo)
-	if c := g.products[h.Product]; c.exists {
-		c.stock += held.qty
-		c.sold -= held.qty
-		g.products[h.Product] = c
-	}
-	if cl, live := g.liveClaim(held.claim, now); live && cl.orderNo == h.OrderNo {
-		delete(g.claims, held.claim)
-	}
-	return true, nil
 }
 
 // Flush forgets everything, as Redis does when it loses its keys; for tests.
