@@ -3,13 +3,14 @@ package memory
 // The gate's holds: reservations tracked until their units follow an order.
 
 import (
-	"cardshop/domain"
 	"context"
 	"sort"
 	"time"
+
+	"cardshop/domain"
 )
 
-// hold is a keyed reservation whose order is not yet known to be written.
+// hold is a reservation whose units do not yet follow an order.
 type hold struct {
 	qty   int64
 	at    time.Time // the gate's clock at the reservation, to the millisecond, as Redis scores it

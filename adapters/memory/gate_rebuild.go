@@ -3,10 +3,11 @@ package memory
 // Rebuilding a product's counters: unfenced for a new product, fenced while the shop runs.
 
 import (
-	"cardshop/domain"
 	"context"
 	"sort"
 	"time"
+
+	"cardshop/domain"
 )
 
 // fence is a rebuild in progress (BeginRebuild).
