@@ -92,7 +92,7 @@ bench: ## Go benchmarks of the use cases on the memory adapters
 	$(GO) test -run '^$$' -bench . -benchmem ./application/
 
 .PHONY: loadcheck
-loadcheck: services ## the load proof: 5 wrk scenarios on the real adapters, ceilings, every invariant (~10 min)
+loadcheck: services ## the load proof: 6 wrk scenarios on the real adapters, ceilings, every invariant (~8 min)
 	$(GO) run ./cmd/loadcheck
 
 .PHONY: loadcheck-short
