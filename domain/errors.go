@@ -63,6 +63,14 @@ var (
 	// connection broke): it may or may not have committed. It comes with ErrUnavailable; a
 	// caller that must compensate reads back what it wrote first.
 	ErrCommitUnknown = errors.New("transaction outcome unknown")
+	// ErrPaymentExists means the order already has a payment at that provider.
+	ErrPaymentExists = errors.New("the order already has a payment at this provider")
+	// ErrPaymentNotFound means the order has no payment at that provider.
+	ErrPaymentNotFound = errors.New("payment not found")
+	// ErrProviderUnknown means no payment provider of that name is enabled.
+	ErrProviderUnknown = errors.New("payment provider not enabled")
+	// ErrOrderNotPayable means the order cannot be paid any more (it is not PENDING).
+	ErrOrderNotPayable = errors.New("order is not awaiting payment")
 )
 
 // ValidationError describes one invalid field of outside input. It matches ErrInvalidInput

@@ -323,6 +323,8 @@ type Store interface {
 	Cards() CardVault
 	Flows() FlowLog
 	Outbox() Outbox
+	Payments() PaymentRepo
+	Notifications() NotificationLog
 }
 
 // Ledger is the database: the truth about products, codes, orders and flow.

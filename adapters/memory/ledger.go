@@ -52,6 +52,12 @@ func (l *Ledger) Flows() domain.FlowLog { return l.root.Flows() }
 // Outbox returns the outbox.
 func (l *Ledger) Outbox() domain.Outbox { return l.root.Outbox() }
 
+// Payments returns the payments.
+func (l *Ledger) Payments() domain.PaymentRepo { return l.root.Payments() }
+
+// Notifications returns the log of provider notifications.
+func (l *Ledger) Notifications() domain.NotificationLog { return l.root.Notifications() }
+
 // errSnapshotEnd rolls a Snapshot's transaction back.
 var errSnapshotEnd = errors.New("end of snapshot")
 
@@ -122,6 +128,10 @@ func (s *store) Orders() domain.OrderRepo        { return orderRepo{s} }
 func (s *store) Cards() domain.CardVault         { return cardVault{s} }
 func (s *store) Flows() domain.FlowLog           { return flowLog{s} }
 func (s *store) Outbox() domain.Outbox           { return outbox{s} }
+func (s *store) Payments() domain.PaymentRepo    { return paymentRepo{s} }
+func (s *store) Notifications() domain.NotificationLog {
+	return notificationLog{s}
+}
 
 func noop() {}
 
@@ -218,6 +228,8 @@ type ledgerData struct {
 	outboxRows   map[int64]outboxRow
 	unsent       map[int64]struct{}
 	lastOutboxID int64
+	payments     map[paymentKey]domain.Payment
+	notices      []domain.NotificationRecord // oldest first
 }
 
 func newLedgerData() *ledgerData {
@@ -238,5 +250,6 @@ func newLedgerData() *ledgerData {
 		flowTotals:  make(map[domain.ProductID]map[domain.FlowType]int64),
 		outboxRows:  make(map[int64]outboxRow),
 		unsent:      make(map[int64]struct{}),
+		payments:    make(map[paymentKey]domain.Payment),
 	}
 }

@@ -1,0 +1,224 @@
+package domain
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"time"
+)
+
+// Provider names a payment provider ("stripe", "epay", "dev", …): lower-case letters, digits
+// and dashes.
+type Provider string
+
+var providerName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// ParseProvider checks a provider name from outside input.
+func ParseProvider(s string) (Provider, error) {
+	if !providerName.MatchString(s) {
+		return "", Invalid("provider", "unknown payment provider")
+	}
+	return Provider(s), nil
+}
+
+// PaymentStatus is where a payment at a provider stands, as cardshop last learned it.
+type PaymentStatus int
+
+// The payment statuses. OPEN is the only one a buyer can still pay; the others are final.
+const (
+	PaymentOpen    PaymentStatus = iota + 1 // created at the provider, not paid yet
+	PaymentPaid                             // the provider confirmed the money
+	PaymentFailed                           // the provider reported the payment failed
+	PaymentExpired                          // expired or closed at the provider: no longer payable
+)
+
+var paymentStatusNames = map[PaymentStatus]string{PaymentOpen: "OPEN", PaymentPaid: "PAID",
+	PaymentFailed: "FAILED", PaymentExpired: "EXPIRED"}
+
+// String returns the status's name.
+func (s PaymentStatus) String() string {
+	if n, ok := paymentStatusNames[s]; ok {
+		return n
+	}
+	return "UNKNOWN"
+}
+
+// ParsePaymentStatus reads a stored status name.
+func ParsePaymentStatus(s string) (PaymentStatus, error) {
+	for st, n := range paymentStatusNames {
+		if n == s {
+			return st, nil
+		}
+	}
+	return 0, Invalid("payment_status", "unknown")
+}
+
+// Payment is one order's payment at one provider: at most one per order and provider. The
+// amount and currency are the order's, fixed when it is created; they are what every
+// notification must match exactly.
+type Payment struct {
+	OrderNo     OrderNo
+	Provider    Provider
+	ProviderRef string // the provider's id of the payment (Stripe's session id, epay's trade_no)
+	Amount      Money
+	Currency    Currency
+	Status      PaymentStatus
+	PayURL      string // where the buyer pays (a redirect), if the provider gives one
+	QRCode      string // what a QR code shows (desktop scan-to-pay), if the provider gives one
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// PaymentRequest is what a gateway needs to create a payment for an order.
+type PaymentRequest struct {
+	OrderNo   OrderNo
+	Amount    Money
+	Currency  Currency
+	Subject   string    // shown to the buyer at the provider (product name and qty)
+	ExpiresAt time.Time // the order's expiry: the payment must not be payable after it
+	ReturnURL string    // where the provider sends the buyer back
+	NotifyURL string    // where the provider sends its notifications
+	ClientIP  string    // the buyer's address, for providers that want it
+}
+
+// PaymentCreated is a gateway's answer to a creation.
+type PaymentCreated struct {
+	ProviderRef string
+	PayURL      string
+	QRCode      string
+}
+
+// PaymentOutcome is what a notification or a query says about a payment.
+type PaymentOutcome int
+
+// The outcomes.
+const (
+	OutcomePending PaymentOutcome = iota + 1 // nothing final yet (created, waiting, processing)
+	OutcomePaid                              // the money is there
+	OutcomeFailed                            // the payment failed
+	OutcomeExpired                           // expired or closed: it can no longer be paid
+)
+
+var outcomeNames = map[PaymentOutcome]string{OutcomePending: "pending", OutcomePaid: "paid",
+	OutcomeFailed: "failed", OutcomeExpired: "expired"}
+
+// String returns the outcome's name.
+func (o PaymentOutcome) String() string {
+	if n, ok := outcomeNames[o]; ok {
+		return n
+	}
+	return "unknown"
+}
+
+// InboundRequest is a provider's notification as it reached the HTTP server: the raw bytes a
+// gateway verifies.
+type InboundRequest struct {
+	Method string
+	Header http.Header
+	Query  url.Values
+	Body   []byte
+	At     time.Time // when it arrived (the shop's clock): signature freshness is checked against it
+}
+
+// Reply is the exact HTTP answer a provider expects.
+type Reply struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// ProviderNotice is a notification a gateway verified: its signature, its freshness, its
+// merchant. Nothing in it has been checked against the ledger yet.
+type ProviderNotice struct {
+	OrderNo     OrderNo
+	ProviderRef string
+	EventID     string // the provider's id of this notification (dedupe), or "" when it has none
+	Outcome     PaymentOutcome
+	Amount      Money // in the currency's minor units; 0 and Currency zero when not carried
+	Currency    Currency
+	Reason      string // the provider's words on a failure
+}
+
+// PaymentState is what a gateway's query found.
+type PaymentState struct {
+	Outcome     PaymentOutcome
+	ProviderRef string
+	Amount      Money
+	Currency    Currency
+}
+
+// ErrUnsupported means a gateway does not offer an operation (a provider without a close or
+// a query API): the caller does without it.
+var ErrUnsupported = errors.New("not supported by this payment provider")
+
+// ErrAlreadyPaid means a provider refused to close a payment because it was paid.
+var ErrAlreadyPaid = errors.New("the payment is already paid at the provider")
+
+// PaymentGateway is one payment provider. Each method's errors: ErrUnsupported when the
+// provider has no such operation; ErrUnavailable when the provider could not be reached or
+// answered with a server error (the caller retries; a create is retried with the same order,
+// which the gateway makes idempotent at the provider where the provider allows it); a plain
+// error for an answer that makes no sense.
+type PaymentGateway interface {
+	// Provider is the provider's name, as in the notify URL.
+	Provider() Provider
+	// Supports reports whether the provider can charge in c.
+	Supports(c Currency) bool
+	// Create creates the payment for an order at the provider.
+	Create(ctx context.Context, r PaymentRequest) (PaymentCreated, error)
+	// Verify checks a notification on its raw bytes (signature, freshness, merchant) and parses
+	// it. Errors: ErrBadSignature for an unsigned, forged or stale one; a ValidationError for a
+	// well-signed one that does not parse.
+	Verify(ctx context.Context, in InboundRequest) (ProviderNotice, error)
+	// Reply is the answer the provider expects: accepted (also for a duplicate) or refused
+	// (it will resend).
+	Reply(accepted bool) Reply
+	// Query asks the provider where the order's payment stands.
+	Query(ctx context.Context, p Payment) (PaymentState, error)
+	// Close makes the payment unpayable at the provider (expire a session, close a trade).
+	// ErrAlreadyPaid when the provider says it was paid: the caller queries and pays the order.
+	Close(ctx context.Context, p Payment) error
+}
+
+// PaymentRepo stores payments: one per order and provider.
+type PaymentRepo interface {
+	// Create stores p; ErrPaymentExists when the order already has a payment at that provider.
+	Create(ctx context.Context, p Payment) error
+	// Payment returns the order's payment at the provider, or ErrPaymentNotFound.
+	Payment(ctx context.Context, no OrderNo, provider Provider) (Payment, error)
+	// OfOrder lists the order's payments, oldest first.
+	OfOrder(ctx context.Context, no OrderNo) ([]Payment, error)
+	// Transition stores p if the stored payment's status is still from, and reports whether it
+	// won; of racing transitions from the same status exactly one wins.
+	Transition(ctx context.Context, p Payment, from PaymentStatus) (bool, error)
+}
+
+// NotificationRecord is one provider notification as received and judged: what an operator
+// reads when a buyer says "I paid". It never holds a secret or a signature.
+type NotificationRecord struct {
+	ID          int64
+	Provider    Provider
+	At          time.Time
+	Method      string
+	Remote      string
+	Verified    bool   // the signature and freshness checked out
+	Accepted    bool   // applied (or a duplicate of one applied)
+	Result      string // what cardshop did: "paid", "duplicate", "refused: amount mismatch", …
+	OrderNo     OrderNo
+	EventID     string
+	ProviderRef string
+	Outcome     string
+	Amount      Money
+	Currency    string
+	BodyBytes   int
+}
+
+// NotificationLog is the log of provider notifications.
+type NotificationLog interface {
+	// Record appends r; the store assigns ID.
+	Record(ctx context.Context, r NotificationRecord) error
+	// Recent lists up to limit records, newest first; of one order only when no is not empty.
+	Recent(ctx context.Context, no OrderNo, limit int) ([]NotificationRecord, error)
+}
