@@ -13,8 +13,12 @@ import (
 // it; so does the sweeper. Redelivery is harmless: an order that is no longer PENDING, or
 // unknown, is left alone and nil returned (ack). An order that is not due yet is rescheduled.
 //
+// An order with an open payment at a provider is closed there first (see settlePayments): if
+// the provider says it was paid, the order is paid instead of closed.
+//
 // Errors: ErrUnavailable (requeue and try again), also when the order kept changing under it
-// (settle's limit): the next delivery finds it settled.
+// (settle's limit) or a provider could not close its payment yet: the next delivery finds it
+// settled.
 func (s *Shop) CloseExpired(ctx context.Context, no domain.OrderNo) error {
 	_, err := settle(ctx, s.cfg.ReplayWait, "close expired order", func() (struct{}, error) {
 		return struct{}{}, s.closeOnce(ctx, no)
@@ -42,6 +46,12 @@ func (s *Shop) closeOnce(ctx context.Context, no domain.OrderNo) error {
 		if errors.Is(err, domain.ErrNotDue) {
 			return s.queue.ScheduleClose(ctx, no, o.ExpiresAt())
 		}
+		return err
+	}
+	// The order's open payments are closed at their providers first: one the provider reports
+	// paid pays the order instead, and a provider that cannot be reached keeps the close
+	// waiting (up to Config.PaymentCloseGrace).
+	if paid, err := s.settlePayments(ctx, o); err != nil || paid {
 		return err
 	}
 	return s.endReservation(ctx, o, closed, domain.FlowTimeoutRestore, now)

@@ -43,6 +43,7 @@ type options struct {
 	ledger func(*memory.Ledger) domain.Ledger
 	gate   func(*memory.Gate) domain.StockGate
 	hook   domain.Notifier // the storefront's webhook; nil: none
+	pay    []domain.PaymentGateway
 }
 
 type option func(*options)
@@ -64,6 +65,10 @@ func withGate(fn func(*memory.Gate) domain.StockGate) option {
 }
 
 func withNotifier(n domain.Notifier) option { return func(o *options) { o.hook = n } }
+
+func withGateways(g ...domain.PaymentGateway) option {
+	return func(o *options) { o.pay = append(o.pay, g...) }
+}
 
 // fixture is a Shop over the memory adapters, plus what the tests need to look behind it.
 type fixture struct {
@@ -125,7 +130,7 @@ func newFixture(t tester, opts ...option) *fixture {
 		gate = o.gate(f.gate)
 	}
 	f.shop, err = application.New(o.cfg, application.Deps{Ledger: l, Gate: gate, Queue: queue,
-		Publisher: f.pub, Notifier: o.hook, Verifier: signer, Alerter: f.alerts, Clock: clock, Logger: quiet})
+		Publisher: f.pub, Notifier: o.hook, Verifier: signer, Gateways: o.pay, Alerter: f.alerts, Clock: clock, Logger: quiet})
 	if err != nil {
 		t.Fatalf("new shop: %v", err)
 	}

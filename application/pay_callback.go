@@ -47,15 +47,30 @@ func (s *Shop) HandlePaymentCallback(ctx context.Context, cb SignedCallback) (do
 //
 // Errors: ErrOrderNotFound, ErrAmountMismatch, ErrGateNotReady, ErrUnavailable.
 func (s *Shop) ApplyPayment(ctx context.Context, n domain.PaymentNotice) (domain.Order, error) {
-	return settle(ctx, s.cfg.ReplayWait, "apply payment", func() (domain.Order, error) {
+	a, err := s.applyPayment(ctx, n)
+	return a.order, err
+}
+
+// applied is an order after a payment notice, and whether this call changed it (false: the
+// notice was handled before, or is stale).
+type applied struct {
+	order   domain.Order
+	changed bool
+}
+
+func (s *Shop) applyPayment(ctx context.Context, n domain.PaymentNotice) (applied, error) {
+	return settle(ctx, s.cfg.ReplayWait, "apply payment", func() (applied, error) {
 		o, err := s.ledger.Orders().Order(ctx, n.OrderNo)
 		if err != nil {
-			return domain.Order{}, fmt.Errorf("load order: %w", err)
+			return applied{}, fmt.Errorf("load order: %w", err)
 		}
+		var out domain.Order
 		if !n.Paid {
-			return s.paymentFailed(ctx, o, n)
+			out, err = s.paymentFailed(ctx, o, n)
+		} else {
+			out, err = s.paymentSucceeded(ctx, o, n)
 		}
-		return s.paymentSucceeded(ctx, o, n)
+		return applied{order: out, changed: err == nil && out.Status() != o.Status()}, err
 	})
 }
 

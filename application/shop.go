@@ -45,6 +45,20 @@ type Config struct {
 	// WebhookMaxBackoff caps the wait between two attempts at a webhook message; zero means
 	// DefaultConfig's.
 	WebhookMaxBackoff time.Duration
+	// Currency is the shop's currency: every price, order and payment is an amount of its
+	// minor unit. A payment provider that cannot charge it is refused at start.
+	Currency domain.Currency
+	// PublicURL is the shop's address as buyers and providers reach it (no trailing slash):
+	// the providers' notify URLs are PublicURL + "/api/payments/<provider>/notify".
+	PublicURL string
+	// ReturnURL is where a provider sends the buyer back after paying; "{order_no}" in it is
+	// replaced by the order number. Empty: PublicURL + "/api/orders/{order_no}".
+	ReturnURL string
+	// PaymentCloseGrace is how long past an order's expiry the close keeps waiting for a
+	// provider that cannot be reached to close (or report) the order's open payment; after it
+	// the order closes anyway with an alert, and a payment that still arrives takes the
+	// late-payment path.
+	PaymentCloseGrace time.Duration
 }
 
 // DefaultOrphanAfter is Config.OrphanAfter's default.
@@ -59,7 +73,8 @@ func DefaultConfig() Config {
 	return Config{OrderTimeout: orderTimeout, IdempotencyTTL: 10 * time.Minute,
 		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500, RebuildDelay: time.Second,
 		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: orderTimeout,
-		WebhookMaxBackoff: DefaultWebhookCap}
+		WebhookMaxBackoff: DefaultWebhookCap, Currency: domain.Currency{Code: "CNY", Exponent: 2},
+		PublicURL: "http://127.0.0.1:8080", PaymentCloseGrace: 10 * time.Minute}
 }
 
 // Deps are the ports the use cases need.
@@ -72,6 +87,9 @@ type Deps struct {
 	// messages are recorded.
 	Notifier domain.Notifier
 	Verifier domain.PaymentVerifier
+	// Gateways are the enabled payment providers (none: buyers pay through the storefront,
+	// which calls the signed callback).
+	Gateways []domain.PaymentGateway
 	Alerter  domain.Alerter
 	Clock    domain.Clock
 	Logger   *slog.Logger
@@ -86,6 +104,7 @@ type Shop struct {
 	pub      domain.EventPublisher
 	notifier domain.Notifier // nil: no webhook
 	verifier domain.PaymentVerifier
+	gateways map[domain.Provider]domain.PaymentGateway
 	alerts   domain.Alerter
 	clock    domain.Clock
 	log      *slog.Logger
@@ -122,11 +141,33 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	if cfg.BuyerWindow == 0 {
 		cfg.BuyerWindow = cfg.OrderTimeout
 	}
+	if cfg.Currency.IsZero() {
+		cfg.Currency = def.Currency
+	}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = def.PublicURL
+	}
+	if cfg.PaymentCloseGrace <= 0 {
+		cfg.PaymentCloseGrace = def.PaymentCloseGrace
+	}
+	gateways := make(map[domain.Provider]domain.PaymentGateway, len(d.Gateways))
+	for _, g := range d.Gateways {
+		if g == nil {
+			return nil, errors.New("application: a nil payment gateway")
+		}
+		if _, dup := gateways[g.Provider()]; dup {
+			return nil, fmt.Errorf("application: payment provider %q enabled twice", g.Provider())
+		}
+		if !g.Supports(cfg.Currency) {
+			return nil, fmt.Errorf("application: payment provider %q cannot charge %s, the shop's currency", g.Provider(), cfg.Currency)
+		}
+		gateways[g.Provider()] = g
+	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
 	return &Shop{cfg: cfg, ledger: d.Ledger, gate: d.Gate, queue: d.Queue, pub: d.Publisher, notifier: d.Notifier,
-		verifier: d.Verifier, alerts: d.Alerter, clock: d.Clock, log: d.Logger}, nil
+		verifier: d.Verifier, gateways: gateways, alerts: d.Alerter, clock: d.Clock, log: d.Logger}, nil
 }
 
 // Config returns the shop's settings.
