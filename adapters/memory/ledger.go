@@ -11,15 +11,16 @@ import (
 	"cardshop/domain"
 )
 
-// Ledger is an in-memory domain.Ledger: products, card pool, orders, stock flow and outbox.
+// Ledger is an in-memory domain.Ledger: products, card pool, orders, stock flow, outbox,
+// payments and the notification log.
 //
 // One mutex guards all of its data. Each method of the repositories returned by Products,
-// Orders, Cards, Flows and Outbox takes the mutex for the one call. Atomically holds it for the
-// whole transaction, so transactions are serialised (the strongest isolation there is) and a
-// transaction's writes are undone, newest first, if it fails.
+// Orders, Cards, Flows, Outbox, Payments and Notifications takes the mutex for the one call.
+// Atomically holds it for the whole transaction, so transactions are serialised (the strongest
+// isolation there is) and a transaction's writes are undone, newest first, if it fails.
 //
-// Identifiers (product, card, flow and outbox ids) are not reused after a rollback, as an
-// auto-increment column is not. Each product's sellable codes form a first-in, first-out
+// Identifiers (product, card, flow, outbox and notification ids) are not reused after a
+// rollback, as an auto-increment column is not. Each product's sellable codes form a first-in, first-out
 // queue: imported codes join it in id order, recycled codes join at the back, and Allocate
 // takes from the front in O(qty). Expired looks only at an index of the PENDING orders.
 type Ledger struct {
@@ -228,8 +229,10 @@ type ledgerData struct {
 	outboxRows   map[int64]outboxRow
 	unsent       map[int64]struct{}
 	lastOutboxID int64
-	payments     map[paymentKey]domain.Payment
+	payments     map[domain.OrderNo]map[domain.Provider]domain.Payment
 	notices      []domain.NotificationRecord // oldest first
+	noticesOf    map[domain.OrderNo][]int    // an order's records: indexes into notices, oldest first
+	lastNotice   int64
 }
 
 func newLedgerData() *ledgerData {
@@ -250,6 +253,7 @@ func newLedgerData() *ledgerData {
 		flowTotals:  make(map[domain.ProductID]map[domain.FlowType]int64),
 		outboxRows:  make(map[int64]outboxRow),
 		unsent:      make(map[int64]struct{}),
-		payments:    make(map[paymentKey]domain.Payment),
+		payments:    make(map[domain.OrderNo]map[domain.Provider]domain.Payment),
+		noticesOf:   make(map[domain.OrderNo][]int),
 	}
 }

@@ -4,32 +4,50 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"cardshop/domain"
 )
 
-// paymentKey names a payment: one per order and provider.
-type paymentKey struct {
-	no       domain.OrderNo
-	provider domain.Provider
-}
-
 type paymentRepo struct{ s *store }
 
-func (r paymentRepo) Create(_ context.Context, p domain.Payment) error {
-	if p.OrderNo == "" || p.Provider == "" {
+// checkPayment refuses what a payment cannot be, as the database's columns do: no order or
+// provider, an unknown status, a currency the shop does not know (or with another exponent
+// than its own), an amount that is not positive, or no creation time.
+func checkPayment(p domain.Payment) error {
+	switch {
+	case p.OrderNo == "" || p.Provider == "":
 		return domain.Invalid("payment", "order and provider required")
+	case p.Status.String() == "UNKNOWN":
+		return domain.Invalid("payment_status", "unknown")
+	case p.Amount <= 0:
+		return domain.Invalid("amount", "must be a positive number of minor units")
+	case p.CreatedAt.IsZero():
+		return domain.Invalid("created_at", "required")
+	}
+	if c, err := domain.ParseCurrency(p.Currency.Code); err != nil || c != p.Currency {
+		return domain.Invalid("currency", "not a currency the shop supports")
+	}
+	return nil
+}
+
+// Create stores a zero UpdatedAt as the creation time.
+func (r paymentRepo) Create(_ context.Context, p domain.Payment) error {
+	if err := checkPayment(p); err != nil {
+		return err
 	}
 	release, err := r.s.acquire()
 	if err != nil {
 		return err
 	}
 	defer release()
-	k := paymentKey{p.OrderNo, p.Provider}
-	if _, taken := r.s.data.payments[k]; taken {
+	if _, taken := r.s.data.payments[p.OrderNo][p.Provider]; taken {
 		return fmt.Errorf("payment of %s at %s: %w", p.OrderNo, p.Provider, domain.ErrPaymentExists)
 	}
-	put(r.s, r.s.data.payments, k, p)
+	if p.UpdatedAt.IsZero() {
+		p.UpdatedAt = p.CreatedAt
+	}
+	putIn(r.s, r.s.data.payments, p.OrderNo, p.Provider, p)
 	return nil
 }
 
@@ -39,24 +57,23 @@ func (r paymentRepo) Payment(_ context.Context, no domain.OrderNo, provider doma
 		return domain.Payment{}, err
 	}
 	defer release()
-	p, ok := r.s.data.payments[paymentKey{no, provider}]
+	p, ok := r.s.data.payments[no][provider]
 	if !ok {
 		return domain.Payment{}, fmt.Errorf("payment of %s at %s: %w", no, provider, domain.ErrPaymentNotFound)
 	}
 	return p, nil
 }
 
+// OfOrder sorts by creation time; the provider breaks ties.
 func (r paymentRepo) OfOrder(_ context.Context, no domain.OrderNo) ([]domain.Payment, error) {
 	release, err := r.s.acquire()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	var out []domain.Payment
-	for k, p := range r.s.data.payments {
-		if k.no == no {
-			out = append(out, p)
-		}
+	out := make([]domain.Payment, 0, len(r.s.data.payments[no]))
+	for _, p := range r.s.data.payments[no] {
+		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
@@ -67,39 +84,60 @@ func (r paymentRepo) OfOrder(_ context.Context, no domain.OrderNo) ([]domain.Pay
 	return out, nil
 }
 
+// Transition writes the status, the provider's reference, PayURL, QRCode and UpdatedAt (a
+// zero one is p's CreatedAt); it refuses to change the amount or the currency, and keeps the
+// stored creation time.
 func (r paymentRepo) Transition(_ context.Context, p domain.Payment, from domain.PaymentStatus) (bool, error) {
+	if err := checkPayment(p); err != nil {
+		return false, err
+	}
 	release, err := r.s.acquire()
 	if err != nil {
 		return false, err
 	}
 	defer release()
-	k := paymentKey{p.OrderNo, p.Provider}
-	cur, ok := r.s.data.payments[k]
+	cur, ok := r.s.data.payments[p.OrderNo][p.Provider]
 	if !ok {
 		return false, fmt.Errorf("payment of %s at %s: %w", p.OrderNo, p.Provider, domain.ErrPaymentNotFound)
 	}
 	if cur.Status != from {
 		return false, nil
 	}
-	put(r.s, r.s.data.payments, k, p)
+	if cur.Amount != p.Amount || cur.Currency != p.Currency {
+		return false, domain.Invalid("payment", "a transition cannot change the amount or the currency")
+	}
+	if p.UpdatedAt.IsZero() {
+		p.UpdatedAt = p.CreatedAt
+	}
+	p.CreatedAt = cur.CreatedAt
+	putIn(r.s, r.s.data.payments, p.OrderNo, p.Provider, p)
 	return true, nil
 }
 
 type notificationLog struct{ s *store }
 
+// Record stores a zero rec.At as the time of the call. Ids are not reused after a rollback.
 func (l notificationLog) Record(_ context.Context, rec domain.NotificationRecord) error {
+	if rec.At.IsZero() {
+		rec.At = time.Now()
+	}
 	release, err := l.s.acquire()
 	if err != nil {
 		return err
 	}
 	defer release()
 	d := l.s.data
-	rec.ID = int64(len(d.notices)) + 1
+	d.lastNotice++
+	rec.ID = d.lastNotice
 	d.notices = append(d.notices, rec)
 	l.s.onUndo(func() { d.notices = d.notices[:len(d.notices)-1] })
+	if rec.OrderNo != "" {
+		put(l.s, d.noticesOf, rec.OrderNo, append(d.noticesOf[rec.OrderNo], len(d.notices)-1))
+	}
 	return nil
 }
 
+// Recent walks the order's index of records, or the whole log, from the newest.
 func (l notificationLog) Recent(_ context.Context, no domain.OrderNo, limit int) ([]domain.NotificationRecord, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -109,11 +147,17 @@ func (l notificationLog) Recent(_ context.Context, no domain.OrderNo, limit int)
 		return nil, err
 	}
 	defer release()
+	d := l.s.data
 	var out []domain.NotificationRecord
-	for i := len(l.s.data.notices) - 1; i >= 0 && len(out) < limit; i-- {
-		if rec := l.s.data.notices[i]; no == "" || rec.OrderNo == no {
-			out = append(out, rec)
+	if no == "" {
+		for i := len(d.notices) - 1; i >= 0 && len(out) < limit; i-- {
+			out = append(out, d.notices[i])
 		}
+		return out, nil
+	}
+	of := d.noticesOf[no]
+	for i := len(of) - 1; i >= 0 && len(out) < limit; i-- {
+		out = append(out, d.notices[of[i]])
 	}
 	return out, nil
 }

@@ -1,5 +1,5 @@
 // Package mysqlstore implements domain.Ledger (products, card pool, orders, stock flow,
-// outbox and the transaction boundary) on MySQL/MariaDB with Bun, mysqldialect and
+// outbox, payments, the payment notification log and the transaction boundary) on MySQL/MariaDB with Bun, mysqldialect and
 // go-sql-driver/mysql, and runs the schema migrations of package migrations.
 //
 // Every repository is written against bun.IDB, so the same code runs on the database
@@ -17,9 +17,10 @@
 // Card codes are stored encrypted (AES-256-GCM under a rotatable Keyring, bound to their
 // product) with an HMAC of the code for de-duplication; only reads of an order's codes and
 // allocations decrypt them. Errors are mapped to the domain's: duplicate keys to
-// ErrDuplicateOrder, ErrDuplicateIdempotencyKey, ErrProductExists and ErrDuplicateFlow, missing
-// rows to the not-found errors, and a database that cannot be reached (or a transaction that
-// kept deadlocking) to an error matching domain.ErrUnavailable that keeps its cause.
+// ErrDuplicateOrder, ErrDuplicateIdempotencyKey, ErrProductExists, ErrDuplicateFlow and
+// ErrPaymentExists, missing rows to the not-found errors, and a database that cannot be
+// reached (or a transaction that kept deadlocking) to an error matching domain.ErrUnavailable
+// that keeps its cause.
 //
 // It imports the domain and migrations packages, the standard library, Bun and the MySQL
 // driver; nothing from application or the other adapters.

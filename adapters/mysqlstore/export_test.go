@@ -11,6 +11,7 @@ var (
 	SplitStatements = splitStatements
 	Retryable       = retryable
 	WrapErr         = wrapErr
+	Clip            = clip
 )
 
 // Seal seals code for product p with hash as the import does.

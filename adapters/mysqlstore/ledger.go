@@ -68,6 +68,12 @@ func (l *Ledger) Flows() domain.FlowLog { return l.root.Flows() }
 // Outbox returns the outbox.
 func (l *Ledger) Outbox() domain.Outbox { return l.root.Outbox() }
 
+// Payments returns the payments.
+func (l *Ledger) Payments() domain.PaymentRepo { return l.root.Payments() }
+
+// Notifications returns the log of provider notifications.
+func (l *Ledger) Notifications() domain.NotificationLog { return l.root.Notifications() }
+
 // Stats returns how many transactions were run again, and why.
 func (l *Ledger) Stats() TxStats {
 	return TxStats{Retries: l.stats.retries.Load(), Deadlocks: l.stats.deadlocks.Load(),
@@ -274,6 +280,10 @@ func (s *store) Orders() domain.OrderRepo        { return orderRepo{s} }
 func (s *store) Cards() domain.CardVault         { return cardVault{s} }
 func (s *store) Flows() domain.FlowLog           { return flowLog{s} }
 func (s *store) Outbox() domain.Outbox           { return outbox{s} }
+func (s *store) Payments() domain.PaymentRepo    { return paymentRepo{s} }
+func (s *store) Notifications() domain.NotificationLog {
+	return notificationLog{s}
+}
 
 func (s *store) keys() *Keyring { return s.ledger.keys }
 

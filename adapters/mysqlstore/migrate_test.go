@@ -99,7 +99,9 @@ func TestMigrate(t *testing.T) {
 	}
 	for _, k := range []string{"products.PRIMARY", "card_stock.uk_product_code", "card_stock.uk_pool_code", "card_stock.idx_alloc", "card_stock.idx_order",
 		"orders.PRIMARY", "orders.uk_buyer_idem", "orders.idx_expiry", "orders.idx_product_status",
-		"stock_flow.idx_product", "stock_flow.uk_ref_type", "outbox.idx_due", "schema_migrations.PRIMARY"} {
+		"stock_flow.idx_product", "stock_flow.uk_ref_type", "outbox.idx_due",
+		"payments.PRIMARY", "payments.idx_provider_ref", "payment_notifications.PRIMARY", "payment_notifications.idx_order",
+		"payment_notifications.idx_received", "schema_migrations.PRIMARY"} {
 		if !have[k] {
 			t.Errorf("index %s is missing", k)
 		}

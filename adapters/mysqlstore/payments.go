@@ -1,0 +1,244 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"cardshop/domain"
+)
+
+type paymentRepo struct{ s *store }
+
+type paymentRow struct {
+	OrderNo     string    `bun:"order_no"`
+	Provider    string    `bun:"provider"`
+	ProviderRef string    `bun:"provider_ref"`
+	Amount      int64     `bun:"amount"`
+	Currency    string    `bun:"currency"`
+	Status      string    `bun:"status"`
+	PayURL      string    `bun:"pay_url"`
+	QRCode      string    `bun:"qr_code"`
+	CreatedAt   time.Time `bun:"created_at"`
+	UpdatedAt   time.Time `bun:"updated_at"`
+}
+
+const paymentColumns = "order_no, provider, provider_ref, amount, currency, status, pay_url, qr_code, created_at, updated_at"
+
+func (r paymentRow) payment() (domain.Payment, error) {
+	st, err := domain.ParsePaymentStatus(r.Status)
+	if err != nil {
+		return domain.Payment{}, fmt.Errorf("payment of %s at %s: %w", r.OrderNo, r.Provider, err)
+	}
+	cur, err := domain.ParseCurrency(r.Currency)
+	if err != nil {
+		return domain.Payment{}, fmt.Errorf("payment of %s at %s: %w", r.OrderNo, r.Provider, err)
+	}
+	return domain.Payment{OrderNo: domain.OrderNo(r.OrderNo), Provider: domain.Provider(r.Provider),
+		ProviderRef: r.ProviderRef, Amount: domain.Money(r.Amount), Currency: cur, Status: st, PayURL: r.PayURL,
+		QRCode: r.QRCode, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+}
+
+// checkPayment refuses what a payment row cannot hold: no order or provider, an unknown
+// status, a currency the shop does not know (or with another exponent than its own), an
+// amount that is not positive, or no creation time.
+func checkPayment(p domain.Payment) error {
+	switch {
+	case p.OrderNo == "" || p.Provider == "":
+		return domain.Invalid("payment", "order and provider required")
+	case p.Status.String() == "UNKNOWN":
+		return domain.Invalid("payment_status", "unknown")
+	case p.Amount <= 0:
+		return domain.Invalid("amount", "must be a positive number of minor units")
+	case p.CreatedAt.IsZero():
+		return domain.Invalid("created_at", "required")
+	}
+	if c, err := domain.ParseCurrency(p.Currency.Code); err != nil || c != p.Currency {
+		return domain.Invalid("currency", "not a currency the shop supports")
+	}
+	return nil
+}
+
+// updatedAt is the time a write stores as updated_at: a zero UpdatedAt is the creation time.
+func updatedAt(p domain.Payment) time.Time {
+	if p.UpdatedAt.IsZero() {
+		return p.CreatedAt.UTC()
+	}
+	return p.UpdatedAt.UTC()
+}
+
+// Create is one INSERT; the primary key (order_no, provider) refuses a second payment of the
+// order at the provider, whoever races to write it.
+func (r paymentRepo) Create(ctx context.Context, p domain.Payment) error {
+	if err := checkPayment(p); err != nil {
+		return err
+	}
+	op := fmt.Sprintf("create payment of %s at %s", p.OrderNo, p.Provider)
+	_, err := r.s.exec(ctx, op, "INSERT INTO payments ("+paymentColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		string(p.OrderNo), string(p.Provider), p.ProviderRef, int64(p.Amount), p.Currency.Code, p.Status.String(),
+		p.PayURL, p.QRCode, p.CreatedAt.UTC(), updatedAt(p))
+	if _, dup := duplicateKey(err); dup {
+		return fmt.Errorf("%s: %w", op, domain.ErrPaymentExists)
+	}
+	return err
+}
+
+func (r paymentRepo) Payment(ctx context.Context, no domain.OrderNo, provider domain.Provider) (domain.Payment, error) {
+	op := fmt.Sprintf("payment of %s at %s", no, provider)
+	var row paymentRow
+	err := r.s.get(ctx, op, &row, "SELECT "+paymentColumns+" FROM payments WHERE order_no = ? AND provider = ?",
+		string(no), string(provider))
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Payment{}, fmt.Errorf("%s: %w", op, domain.ErrPaymentNotFound)
+	}
+	if err != nil {
+		return domain.Payment{}, err
+	}
+	return row.payment()
+}
+
+// OfOrder reads the primary key's range of the order; provider breaks ties of creation time.
+func (r paymentRepo) OfOrder(ctx context.Context, no domain.OrderNo) ([]domain.Payment, error) {
+	var rows []paymentRow
+	if err := r.s.get(ctx, fmt.Sprintf("payments of %s", no), &rows, "SELECT "+paymentColumns+
+		" FROM payments WHERE order_no = ? ORDER BY created_at, provider", string(no)); err != nil {
+		return nil, err
+	}
+	out := make([]domain.Payment, 0, len(rows))
+	for _, row := range rows {
+		p, err := row.payment()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Transition is one conditional UPDATE of the row; of racing transitions from the same status
+// the row lock lets exactly one match. It writes the status, the provider's reference, pay_url,
+// qr_code and updated_at; amount and currency are part of the condition, because a transition
+// may not change them, and created_at is never written. Only when nothing changed does it
+// read the row, to tell an unknown payment, a lost race and a change of amount apart.
+func (r paymentRepo) Transition(ctx context.Context, p domain.Payment, from domain.PaymentStatus) (bool, error) {
+	if err := checkPayment(p); err != nil {
+		return false, err
+	}
+	op := fmt.Sprintf("transition payment of %s at %s from %s to %s", p.OrderNo, p.Provider, from, p.Status)
+	n, err := r.s.execN(ctx, op, "UPDATE payments SET status = ?, provider_ref = ?, pay_url = ?, qr_code = ?, updated_at = ? "+
+		"WHERE order_no = ? AND provider = ? AND status = ? AND amount = ? AND currency = ?",
+		p.Status.String(), p.ProviderRef, p.PayURL, p.QRCode, updatedAt(p),
+		string(p.OrderNo), string(p.Provider), from.String(), int64(p.Amount), p.Currency.Code)
+	if err != nil {
+		return false, err
+	}
+	if n == 1 {
+		return true, nil
+	}
+	stored, err := r.Payment(ctx, p.OrderNo, p.Provider)
+	if err != nil {
+		return false, err
+	}
+	if stored.Status != from {
+		return false, nil
+	}
+	if stored.Amount != p.Amount || stored.Currency != p.Currency {
+		return false, domain.Invalid("payment", "a transition cannot change the amount or the currency")
+	}
+	// The row matched but already held exactly these values (MySQL counts changed rows).
+	return true, nil
+}
+
+type notificationLog struct{ s *store }
+
+// The widths of payment_notifications' text columns, in characters.
+const (
+	widthProvider = 32
+	widthMethod   = 16
+	widthRemote   = 64
+	widthResult   = 255
+	widthOrderNo  = 64
+	widthEventID  = 255
+	widthRef      = 255
+	widthOutcome  = 16
+	widthCurrency = 8
+)
+
+// clip makes outside text storable in a utf8mb4 column of width characters: invalid UTF-8
+// becomes U+FFFD (strict mode refuses it) and the rest is cut to width. A notification is
+// recorded whatever its texts hold: the log is where an operator looks for the odd ones.
+func clip(s string, width int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	n := 0
+	for i := range s {
+		if n == width {
+			return s[:i]
+		}
+		n++
+	}
+	return s
+}
+
+// Record stores a zero rec.At as the time of the insert.
+func (l notificationLog) Record(ctx context.Context, rec domain.NotificationRecord) error {
+	at := rec.At.UTC()
+	if rec.At.IsZero() {
+		at = time.Now().UTC()
+	}
+	size := min(max(rec.BodyBytes, 0), math.MaxInt32)
+	_, err := l.s.exec(ctx, fmt.Sprintf("record %s notification", clip(string(rec.Provider), widthProvider)),
+		"INSERT INTO payment_notifications (provider, received_at, method, remote, verified, accepted, result, "+
+			"order_no, event_id, provider_ref, outcome, amount, currency, body_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		clip(string(rec.Provider), widthProvider), at, clip(rec.Method, widthMethod), clip(rec.Remote, widthRemote),
+		rec.Verified, rec.Accepted, clip(rec.Result, widthResult), clip(string(rec.OrderNo), widthOrderNo),
+		clip(rec.EventID, widthEventID), clip(rec.ProviderRef, widthRef), clip(rec.Outcome, widthOutcome),
+		int64(rec.Amount), clip(rec.Currency, widthCurrency), size)
+	return err
+}
+
+type notificationRow struct {
+	ID          int64     `bun:"id"`
+	Provider    string    `bun:"provider"`
+	ReceivedAt  time.Time `bun:"received_at"`
+	Method      string    `bun:"method"`
+	Remote      string    `bun:"remote"`
+	Verified    bool      `bun:"verified"`
+	Accepted    bool      `bun:"accepted"`
+	Result      string    `bun:"result"`
+	OrderNo     string    `bun:"order_no"`
+	EventID     string    `bun:"event_id"`
+	ProviderRef string    `bun:"provider_ref"`
+	Outcome     string    `bun:"outcome"`
+	Amount      int64     `bun:"amount"`
+	Currency    string    `bun:"currency"`
+	BodyBytes   int       `bun:"body_bytes"`
+}
+
+// Recent walks the primary key backwards, or idx_order's range of one order backwards.
+func (l notificationLog) Recent(ctx context.Context, no domain.OrderNo, limit int) ([]domain.NotificationRecord, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	where, args := "", []any{}
+	if no != "" {
+		where, args = " WHERE order_no = ?", append(args, string(no))
+	}
+	var rows []notificationRow
+	if err := l.s.get(ctx, "recent payment notifications", &rows, "SELECT id, provider, received_at, method, remote, "+
+		"verified, accepted, result, order_no, event_id, provider_ref, outcome, amount, currency, body_bytes "+
+		"FROM payment_notifications"+where+" ORDER BY id DESC LIMIT ?", append(args, limit)...); err != nil {
+		return nil, err
+	}
+	out := make([]domain.NotificationRecord, len(rows))
+	for i, r := range rows {
+		out[i] = domain.NotificationRecord{ID: r.ID, Provider: domain.Provider(r.Provider), At: r.ReceivedAt,
+			Method: r.Method, Remote: r.Remote, Verified: r.Verified, Accepted: r.Accepted, Result: r.Result,
+			OrderNo: domain.OrderNo(r.OrderNo), EventID: r.EventID, ProviderRef: r.ProviderRef, Outcome: r.Outcome,
+			Amount: domain.Money(r.Amount), Currency: r.Currency, BodyBytes: r.BodyBytes}
+	}
+	return out, nil
+}

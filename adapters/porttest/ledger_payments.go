@@ -1,0 +1,406 @@
+package porttest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"cardshop/domain"
+)
+
+// runPayments checks the payment repository: Create and the reads, a refused second payment of
+// an order at a provider, unknown payments, refused values, Transition (it wins once and only
+// from the stored status, keeps the amount, currency and creation time, and of 20 concurrent
+// attempts exactly one wins), and the rollback of a failed transaction.
+func runPayments(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
+	t.Run("create then read; an order's payments oldest first", func(t *testing.T) {
+		l := newLedger(t)
+		at := now()
+		no := newOrderNo()
+		later := newPayment(t, no, "pt-a", at.Add(time.Minute))
+		later.ProviderRef, later.PayURL, later.QRCode = "ref-"+string(no), "https://pay.example/"+string(no), "qr:"+string(no)
+		earlier := newPayment(t, no, "pt-b", at)
+		createPayment(t, l, later)
+		createPayment(t, l, earlier)
+		createPayment(t, l, newPayment(t, newOrderNo(), "pt-a", at)) // another order's
+		wantPayment(t, l, later)
+		wantPayment(t, l, earlier)
+		got, err := l.Payments().OfOrder(t.Context(), no)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || paymentRecord(got[0]) != paymentRecord(earlier) || paymentRecord(got[1]) != paymentRecord(later) {
+			t.Fatalf("OfOrder = %+v, want %+v then %+v", got, paymentRecord(earlier), paymentRecord(later))
+		}
+		if none, err := l.Payments().OfOrder(t.Context(), newOrderNo()); err != nil || len(none) != 0 {
+			t.Fatalf("OfOrder(unknown) = %+v, %v; want none", none, err)
+		}
+	})
+
+	t.Run("a second payment of the order at the provider is refused; at another provider it is not", func(t *testing.T) {
+		l := newLedger(t)
+		p := newPayment(t, newOrderNo(), "pt-a", now())
+		createPayment(t, l, p)
+		dup := p
+		dup.Amount, dup.ProviderRef, dup.Status = p.Amount+1, "other", domain.PaymentPaid
+		if err := l.Payments().Create(t.Context(), dup); !errors.Is(err, domain.ErrPaymentExists) {
+			t.Fatalf("Create of a second payment: err = %v, want ErrPaymentExists", err)
+		}
+		wantPayment(t, l, p)
+		createPayment(t, l, newPayment(t, p.OrderNo, "pt-b", now()))
+	})
+
+	t.Run("unknown payments are not found", func(t *testing.T) {
+		l := newLedger(t)
+		p := newPayment(t, newOrderNo(), "pt-a", now())
+		if _, err := l.Payments().Payment(t.Context(), p.OrderNo, p.Provider); !errors.Is(err, domain.ErrPaymentNotFound) {
+			t.Fatalf("Payment(unknown): err = %v, want ErrPaymentNotFound", err)
+		}
+		createPayment(t, l, p)
+		if _, err := l.Payments().Payment(t.Context(), p.OrderNo, "pt-b"); !errors.Is(err, domain.ErrPaymentNotFound) {
+			t.Fatalf("Payment(the order at another provider): err = %v, want ErrPaymentNotFound", err)
+		}
+		stranger := newPayment(t, newOrderNo(), "pt-a", now())
+		stranger.Status = domain.PaymentPaid
+		if _, err := l.Payments().Transition(t.Context(), stranger, domain.PaymentOpen); !errors.Is(err, domain.ErrPaymentNotFound) {
+			t.Fatalf("Transition of an unknown payment: err = %v, want ErrPaymentNotFound", err)
+		}
+	})
+
+	t.Run("values a payment cannot have are refused", func(t *testing.T) {
+		l := newLedger(t)
+		base := newPayment(t, newOrderNo(), "pt-a", now())
+		for name, change := range map[string]func(p *domain.Payment){
+			"no order":         func(p *domain.Payment) { p.OrderNo = "" },
+			"no provider":      func(p *domain.Payment) { p.Provider = "" },
+			"unknown status":   func(p *domain.Payment) { p.Status = 0 },
+			"zero amount":      func(p *domain.Payment) { p.Amount = 0 },
+			"negative amount":  func(p *domain.Payment) { p.Amount = -1 },
+			"no currency":      func(p *domain.Payment) { p.Currency = domain.Currency{} },
+			"unknown currency": func(p *domain.Payment) { p.Currency = domain.Currency{Code: "XXX", Exponent: 2} },
+			"wrong exponent":   func(p *domain.Payment) { p.Currency.Exponent = 3 },
+			"no creation time": func(p *domain.Payment) { p.CreatedAt = time.Time{} },
+		} {
+			p := base
+			change(&p)
+			var ve *domain.ValidationError
+			if err := l.Payments().Create(t.Context(), p); !errors.As(err, &ve) {
+				t.Errorf("Create with %s: err = %v, want a ValidationError", name, err)
+			}
+		}
+		if _, err := l.Payments().Payment(t.Context(), base.OrderNo, base.Provider); !errors.Is(err, domain.ErrPaymentNotFound) {
+			t.Fatalf("a refused payment is stored (err = %v)", err)
+		}
+	})
+
+	t.Run("transition wins once and only from the stored status; amount, currency and creation stay", func(t *testing.T) {
+		l := newLedger(t)
+		at := now()
+		p := newPayment(t, newOrderNo(), "pt-a", at)
+		createPayment(t, l, p)
+		paid := p
+		paid.Status, paid.ProviderRef, paid.UpdatedAt = domain.PaymentPaid, "ref-paid", at.Add(time.Minute)
+		for i, want := range []bool{true, false} {
+			won, err := l.Payments().Transition(t.Context(), paid, domain.PaymentOpen)
+			if err != nil || won != want {
+				t.Fatalf("Transition OPEN->PAID #%d = %v, %v; want %v, nil", i+1, won, err, want)
+			}
+		}
+		wantPayment(t, l, paid)
+		expired := p
+		expired.Status, expired.UpdatedAt = domain.PaymentExpired, at.Add(2*time.Minute)
+		if won, err := l.Payments().Transition(t.Context(), expired, domain.PaymentOpen); err != nil || won {
+			t.Fatalf("Transition from a status the payment left = %v, %v; want false, nil", won, err)
+		}
+		if won, err := l.Payments().Transition(t.Context(), expired, domain.PaymentFailed); err != nil || won {
+			t.Fatalf("Transition from a status the payment never had = %v, %v; want false, nil", won, err)
+		}
+		wantPayment(t, l, paid)
+
+		other := newPayment(t, newOrderNo(), "pt-a", at)
+		createPayment(t, l, other)
+		for name, change := range map[string]func(p *domain.Payment){
+			"amount":   func(p *domain.Payment) { p.Amount++ },
+			"currency": func(p *domain.Payment) { p.Currency = currency(t, "USD") },
+		} {
+			next := other
+			next.Status = domain.PaymentPaid
+			change(&next)
+			var ve *domain.ValidationError
+			if won, err := l.Payments().Transition(t.Context(), next, domain.PaymentOpen); won || !errors.As(err, &ve) {
+				t.Errorf("Transition changing the %s = %v, %v; want false and a ValidationError", name, won, err)
+			}
+		}
+		wantPayment(t, l, other)
+		moved := other
+		moved.Status, moved.CreatedAt, moved.UpdatedAt = domain.PaymentFailed, at.Add(time.Hour), at.Add(time.Hour)
+		if won, err := l.Payments().Transition(t.Context(), moved, domain.PaymentOpen); err != nil || !won {
+			t.Fatalf("Transition OPEN->FAILED = %v, %v", won, err)
+		}
+		moved.CreatedAt = other.CreatedAt // never written by a transition
+		wantPayment(t, l, moved)
+	})
+
+	t.Run("race: 20 transitions of one payment from OPEN, exactly one wins", func(t *testing.T) {
+		l := newLedger(t)
+		at := now()
+		p := newPayment(t, newOrderNo(), "pt-a", at)
+		createPayment(t, l, p)
+		const n = 20
+		targets := make([]domain.Payment, n)
+		for i := range targets {
+			next := p
+			next.Status = []domain.PaymentStatus{domain.PaymentPaid, domain.PaymentExpired, domain.PaymentFailed}[i%3]
+			next.ProviderRef, next.UpdatedAt = fmt.Sprintf("ref-%d", i), at.Add(time.Duration(i+1)*time.Second)
+			targets[i] = next
+		}
+		wins := make([]bool, n)
+		parallel(n, func(i int) {
+			won, err := l.Payments().Transition(t.Context(), targets[i], domain.PaymentOpen)
+			if err != nil {
+				t.Error(err)
+			}
+			wins[i] = won
+		})
+		winner := -1
+		for i, won := range wins {
+			if won {
+				if winner >= 0 {
+					t.Fatalf("transitions %d and %d both won", winner, i)
+				}
+				winner = i
+			}
+		}
+		if winner < 0 {
+			t.Fatal("no transition won")
+		}
+		wantPayment(t, l, targets[winner])
+	})
+
+	t.Run("a failed transaction leaves no payment and no transition behind", func(t *testing.T) {
+		l := newLedger(t)
+		at := now()
+		kept := newPayment(t, newOrderNo(), "pt-a", at)
+		createPayment(t, l, kept)
+		created := newPayment(t, newOrderNo(), "pt-a", at)
+		paid := kept
+		paid.Status, paid.UpdatedAt = domain.PaymentPaid, at.Add(time.Minute)
+		err := l.Atomically(t.Context(), func(tx domain.Store) error {
+			if err := tx.Payments().Create(t.Context(), created); err != nil {
+				return err
+			}
+			if got, err := tx.Payments().Payment(t.Context(), created.OrderNo, created.Provider); err != nil ||
+				paymentRecord(got) != paymentRecord(created) {
+				t.Errorf("the transaction reads its own payment as %+v, %v", got, err)
+			}
+			if won, err := tx.Payments().Transition(t.Context(), paid, domain.PaymentOpen); err != nil || !won {
+				t.Errorf("Transition in the transaction = %v, %v", won, err)
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatalf("Atomically: err = %v, want fn's error", err)
+		}
+		if _, err := l.Payments().Payment(t.Context(), created.OrderNo, created.Provider); !errors.Is(err, domain.ErrPaymentNotFound) {
+			t.Fatalf("a payment created in a failed transaction survived (err = %v)", err)
+		}
+		if got, err := l.Payments().OfOrder(t.Context(), created.OrderNo); err != nil || len(got) != 0 {
+			t.Fatalf("OfOrder after the rollback = %+v, %v; want none", got, err)
+		}
+		wantPayment(t, l, kept)
+		// The number is free again, and a committed transaction keeps what it wrote.
+		if err := l.Atomically(t.Context(), func(tx domain.Store) error {
+			return tx.Payments().Create(t.Context(), created)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		wantPayment(t, l, created)
+	})
+}
+
+// runNotifications checks the notification log: what Record stores is read back whole, with
+// an id the store assigns; Recent lists newest first, of one order or of all, up to limit;
+// over-long texts are still recorded; records of a failed transaction are gone and their ids
+// are not given again.
+func runNotifications(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
+	t.Run("recent lists newest first, of one order or all, up to limit", func(t *testing.T) {
+		l := newLedger(t)
+		at := now()
+		a, b := newOrderNo(), newOrderNo()
+		var all []domain.NotificationRecord // oldest first
+		for i, no := range []domain.OrderNo{a, b, a, "", a, b} {
+			rec := newNotice(no, at.Add(time.Duration(i)*time.Second))
+			rec.Result = fmt.Sprintf("result %d", i)
+			all = append(all, recordNotice(t, l, rec))
+		}
+		for i := 1; i < len(all); i++ {
+			if all[i].ID <= all[i-1].ID {
+				t.Fatalf("ids %d then %d: want increasing in order of Record", all[i-1].ID, all[i].ID)
+			}
+		}
+		wantNotices(t, l, a, 10, all[4], all[2], all[0])
+		wantNotices(t, l, a, 2, all[4], all[2])
+		wantNotices(t, l, b, 10, all[5], all[1])
+		wantNotices(t, l, "", 4, all[5], all[4], all[3], all[2])
+		wantNotices(t, l, newOrderNo(), 10)
+		wantNotices(t, l, a, 0)
+		wantNotices(t, l, "", -1)
+	})
+
+	t.Run("a zero time is recorded as the time of Record", func(t *testing.T) {
+		l := newLedger(t)
+		before := time.Now().Add(-time.Second)
+		rec := newNotice(newOrderNo(), time.Time{})
+		if err := l.Notifications().Record(t.Context(), rec); err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Notifications().Recent(t.Context(), rec.OrderNo, 1)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Recent = %+v, %v", got, err)
+		}
+		if got[0].At.Before(before) || got[0].At.After(time.Now().Add(time.Second)) {
+			t.Fatalf("At = %v, want the time of Record (about %v)", got[0].At, before)
+		}
+	})
+
+	t.Run("over-long texts from outside are still recorded", func(t *testing.T) {
+		l := newLedger(t)
+		rec := newNotice(newOrderNo(), now())
+		long := strings.Repeat("界", 300)
+		rec.Result, rec.EventID, rec.ProviderRef, rec.Method, rec.Remote = long, long, long, long, long
+		if err := l.Notifications().Record(t.Context(), rec); err != nil {
+			t.Fatalf("Record with over-long texts: %v", err)
+		}
+		got, err := l.Notifications().Recent(t.Context(), rec.OrderNo, 1)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Recent = %+v, %v", got, err)
+		}
+		for name, kept := range map[string]struct {
+			text string
+			min  int
+		}{"result": {got[0].Result, 255}, "event id": {got[0].EventID, 255}, "provider ref": {got[0].ProviderRef, 255},
+			"method": {got[0].Method, 1}, "remote": {got[0].Remote, 1}} {
+			if !strings.HasPrefix(long, kept.text) || len([]rune(kept.text)) < kept.min {
+				t.Errorf("%s read back as %d characters %q…, want a prefix of the text of at least %d", name,
+					len([]rune(kept.text)), kept.text[:min(len(kept.text), 12)], kept.min)
+			}
+		}
+	})
+
+	t.Run("records of a failed transaction are gone, and their ids are not given again", func(t *testing.T) {
+		l := newLedger(t)
+		no := newOrderNo()
+		var lost int64
+		err := l.Atomically(t.Context(), func(tx domain.Store) error {
+			if err := tx.Notifications().Record(t.Context(), newNotice(no, now())); err != nil {
+				return err
+			}
+			got, err := tx.Notifications().Recent(t.Context(), no, 10)
+			if err != nil || len(got) != 1 {
+				t.Errorf("the transaction reads its own record as %+v, %v", got, err)
+			} else {
+				lost = got[0].ID
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatalf("Atomically: err = %v, want fn's error", err)
+		}
+		wantNotices(t, l, no, 10)
+		next := recordNotice(t, l, newNotice(no, now()))
+		if next.ID <= lost {
+			t.Fatalf("a record after the rollback got id %d, not above the rolled-back %d", next.ID, lost)
+		}
+		wantNotices(t, l, no, 10, next)
+	})
+}
+
+func currency(t *testing.T, code string) domain.Currency {
+	t.Helper()
+	c, err := domain.ParseCurrency(code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// newPayment is an OPEN payment of 1999 CNY for order no at provider, created at at.
+func newPayment(t *testing.T, no domain.OrderNo, provider domain.Provider, at time.Time) domain.Payment {
+	t.Helper()
+	return domain.Payment{OrderNo: no, Provider: provider, Amount: 1999, Currency: currency(t, "CNY"),
+		Status: domain.PaymentOpen, CreatedAt: at, UpdatedAt: at}
+}
+
+func createPayment(t *testing.T, l domain.Store, p domain.Payment) {
+	t.Helper()
+	if err := l.Payments().Create(t.Context(), p); err != nil {
+		t.Fatalf("Create payment: %v", err)
+	}
+}
+
+func paymentRecord(p domain.Payment) domain.Payment {
+	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
+	return p
+}
+
+func wantPayment(t *testing.T, l domain.Store, want domain.Payment) {
+	t.Helper()
+	got, err := l.Payments().Payment(t.Context(), want.OrderNo, want.Provider)
+	if err != nil {
+		t.Fatalf("Payment(%s, %s): %v", want.OrderNo, want.Provider, err)
+	}
+	if paymentRecord(got) != paymentRecord(want) {
+		t.Fatalf("Payment(%s, %s) = %+v, want %+v", want.OrderNo, want.Provider, paymentRecord(got), paymentRecord(want))
+	}
+}
+
+// newNotice is a verified, accepted notification of a payment of order no (none when no is
+// empty), received at at.
+func newNotice(no domain.OrderNo, at time.Time) domain.NotificationRecord {
+	return domain.NotificationRecord{Provider: "pt-a", At: at, Method: "POST", Remote: "192.0.2.7:4242",
+		Verified: true, Accepted: true, Result: "paid", OrderNo: no, EventID: "evt-" + string(no),
+		ProviderRef: "ref-" + string(no), Outcome: "paid", Amount: 1999, Currency: "CNY", BodyBytes: 512}
+}
+
+// recordNotice records rec and returns it as stored: with its id, read back by Recent.
+func recordNotice(t *testing.T, l domain.Store, rec domain.NotificationRecord) domain.NotificationRecord {
+	t.Helper()
+	if err := l.Notifications().Record(t.Context(), rec); err != nil {
+		t.Fatalf("Record: %v", err)
+	}
+	got, err := l.Notifications().Recent(t.Context(), "", 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Recent after Record = %+v, %v", got, err)
+	}
+	stored := got[0]
+	if stored.ID <= 0 {
+		t.Fatalf("Record assigned id %d, want a positive one", stored.ID)
+	}
+	rec.ID = stored.ID
+	if noticeRecord(stored) != noticeRecord(rec) {
+		t.Fatalf("recorded %+v, read back %+v", noticeRecord(rec), noticeRecord(stored))
+	}
+	return stored
+}
+
+func noticeRecord(r domain.NotificationRecord) domain.NotificationRecord {
+	r.At = r.At.UTC()
+	return r
+}
+
+func wantNotices(t *testing.T, l domain.Store, no domain.OrderNo, limit int, want ...domain.NotificationRecord) {
+	t.Helper()
+	got, err := l.Notifications().Recent(t.Context(), no, limit)
+	if err != nil {
+		t.Fatalf("Recent(%q, %d): %v", no, limit, err)
+	}
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(got); i++ {
+		ok = noticeRecord(got[i]) == noticeRecord(want[i])
+	}
+	if !ok {
+		t.Fatalf("Recent(%q, %d) = %+v, want %+v", no, limit, got, want)
+	}
+}
