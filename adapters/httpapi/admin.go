@@ -283,7 +283,7 @@ func (s *Server) adminOrder(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(newOrderResponse(v.Order, v.Cards, true))
+	return c.JSON(s.orderResponse(v.Order, v.Cards, true))
 }
 
 type refundRequest struct {
@@ -313,7 +313,7 @@ func (s *Server) refund(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(refundResponse{orderResponse: newOrderResponse(res.Order, nil, true),
+	return c.JSON(refundResponse{orderResponse: s.orderResponse(res.Order, nil, true),
 		CodesRecycled: res.Recycled, CodesVoided: res.Voided})
 }
 
@@ -326,7 +326,7 @@ func (s *Server) fulfil(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(newOrderResponse(o, nil, true))
+	return c.JSON(s.orderResponse(o, nil, true))
 }
 
 type tokenRequest struct {

@@ -28,6 +28,7 @@ type orderResponse struct {
 	Qty        int        `json:"qty"`
 	UnitPrice  int64      `json:"unit_price"`
 	Amount     int64      `json:"amount"`
+	Currency   string     `json:"currency"`
 	Status     string     `json:"status"`
 	Reason     string     `json:"reason,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
@@ -47,9 +48,11 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-func newOrderResponse(o domain.Order, cards []domain.Card, admin bool) orderResponse {
+// orderResponse shows an order: amounts in the shop's currency.
+func (s *Server) orderResponse(o domain.Order, cards []domain.Card, admin bool) orderResponse {
 	r := orderResponse{OrderNo: string(o.No()), ProductID: int64(o.Product()), Qty: o.Qty(),
-		UnitPrice: int64(o.UnitPrice()), Amount: int64(o.Amount()), Status: o.Status().String(),
+		UnitPrice: int64(o.UnitPrice()), Amount: int64(o.Amount()), Currency: s.shop.Config().Currency.Code,
+		Status: o.Status().String(),
 		Reason: o.Reason(), CreatedAt: o.CreatedAt(), ExpiresAt: o.ExpiresAt(), PaidAt: timePtr(o.PaidAt()),
 		EndedAt: timePtr(o.EndedAt())}
 	if admin {
@@ -80,7 +83,7 @@ func (s *Server) placeOrder(c *fiber.Ctx) error {
 		c.Set(HeaderReplayed, "true")
 		status = fiber.StatusOK
 	}
-	return c.Status(status).JSON(newOrderResponse(res.Order, nil, false))
+	return c.Status(status).JSON(s.orderResponse(res.Order, nil, false))
 }
 
 func (s *Server) getOrder(c *fiber.Ctx) error {
@@ -93,7 +96,7 @@ func (s *Server) getOrder(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(newOrderResponse(v.Order, v.Cards, false))
+	return c.JSON(s.orderResponse(v.Order, v.Cards, false))
 }
 
 type callbackResponse struct {

@@ -204,6 +204,7 @@ type orderJSON struct {
 	Qty        int        `json:"qty"`
 	UnitPrice  int64      `json:"unit_price"`
 	Amount     int64      `json:"amount"`
+	Currency   string     `json:"currency"`
 	Status     string     `json:"status"`
 	Reason     string     `json:"reason"`
 	CreatedAt  time.Time  `json:"created_at"`

@@ -302,7 +302,7 @@ func TestOpenAPICheckCatchesDrift(t *testing.T) {
 		}
 		return h
 	}
-	order := `{"order_no":"250301120000123400000000001","product_id":1,"qty":2,"unit_price":500,"amount":1000,` +
+	order := `{"order_no":"250301120000123400000000001","product_id":1,"qty":2,"unit_price":500,"amount":1000,"currency":"CNY",` +
 		`"status":"PENDING","created_at":"2025-03-01T12:00:00Z","expires_at":"2025-03-01T12:15:00Z"}`
 	for _, tt := range []struct {
 		name           string

@@ -99,7 +99,12 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 	api := app.Group("/api")
 	api.Post("/order", s.limitIP, s.buyer, s.limitBuyer, s.placeOrder)
 	api.Get("/orders/:order_no", s.limitIP, s.buyer, s.getOrder)
+	api.Post("/orders/:order_no/payment", s.limitIP, s.buyer, s.createPayment)
 	api.Post("/payments/callback", s.paymentCallback)
+	// A provider's notifications, by whatever method it uses (epay usually GET); never rate
+	// limited, like the callback.
+	api.Get("/payments/:provider/notify", s.providerNotify)
+	api.Post("/payments/:provider/notify", s.providerNotify)
 
 	admin := app.Group("/admin", s.admin)
 	admin.Post("/products", s.createProduct)
@@ -111,6 +116,8 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 	admin.Get("/products/:id/reconcile", s.reconcile)
 	admin.Post("/products/:id/reconcile", s.reconcile)
 	admin.Get("/orders/:order_no", s.adminOrder)
+	admin.Get("/orders/:order_no/payments", s.listOrderPayments)
+	admin.Get("/payments/notifications", s.listNotifications)
 	admin.Post("/orders/:order_no/refund", s.refund)
 	admin.Post("/orders/:order_no/fulfil", s.fulfil)
 	admin.Post("/tokens", s.issueToken)
