@@ -381,4 +381,3 @@ func TestReply(t *testing.T) {
 		t.Fatalf("refused: %+v", no)
 	}
 }
-
