@@ -1,0 +1,402 @@
+package stripesim
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// The event types the simulator sends.
+const (
+	EventCompleted      = "checkout.session.completed"
+	EventAsyncSucceeded = "checkout.session.async_payment_succeeded"
+	EventAsyncFailed    = "checkout.session.async_payment_failed"
+	EventExpired        = "checkout.session.expired"
+)
+
+// Event is one webhook event: Body is the exact JSON Stripe would send.
+type Event struct {
+	ID        string
+	Type      string
+	SessionID string
+	OrderNo   string
+	Created   time.Time
+	Body      []byte
+}
+
+// Forgery is how a delivery departs from Stripe's.
+type Forgery int
+
+// The forgeries.
+const (
+	Genuine         Forgery = iota
+	WrongSecret             // signed with a secret the receiver does not hold
+	StaleTimestamp          // correctly signed ten minutes ago
+	FutureTimestamp         // correctly signed ten minutes ahead
+	TamperedBody            // signed, then the amount in the body changed
+	Unsigned                // no Stripe-Signature header
+	V0Only                  // only a v0 signature, no v1
+)
+
+// Delivery is one POST of an event to the webhook URL (or one event dropped).
+type Delivery struct {
+	EventID   string
+	Type      string
+	OrderNo   string
+	Forgery   Forgery
+	Signature string // the Stripe-Signature header sent
+	Dropped   bool   // never sent (Drop)
+	Status    int    // the receiver's answer; 0 when none
+	Reply     []byte
+	Err       error // the transport error, if the POST failed
+}
+
+// Accepted reports whether the receiver answered 2xx, which is what Stripe counts as delivered.
+func (d Delivery) Accepted() bool { return d.Status >= 200 && d.Status < 300 }
+
+// Sign is Stripe's v1 signature: hex HMAC-SHA256 under secret of "<unix t>." + body.
+func Sign(secret string, t time.Time, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	_, _ = fmt.Fprintf(m, "%d.", t.Unix())
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// SignatureHeader is the Stripe-Signature header of body at t: t, then one v1 per secret.
+func SignatureHeader(t time.Time, body []byte, secrets ...string) string {
+	h := "t=" + strconv.FormatInt(t.Unix(), 10)
+	for _, sec := range secrets {
+		h += ",v1=" + Sign(sec, t, body)
+	}
+	return h
+}
+
+// eventObject is Stripe's event object.
+type eventObject struct {
+	ID         string `json:"id"`
+	Object     string `json:"object"`
+	APIVersion string `json:"api_version"`
+	Created    int64  `json:"created"`
+	Data       struct {
+		Object sessionObject `json:"object"`
+	} `json:"data"`
+	Livemode        bool `json:"livemode"`
+	PendingWebhooks int  `json:"pending_webhooks"`
+	Request         struct {
+		ID             *string `json:"id"`
+		IdempotencyKey *string `json:"idempotency_key"`
+	} `json:"request"`
+	Type string `json:"type"`
+}
+
+// event builds an event of typ on the session as it stands; under s.mu.
+func (s *Server) event(typ string, ss *Session) Event {
+	now := s.clock.Now()
+	o := eventObject{ID: "evt_" + randomID(24), Object: "event", APIVersion: APIVersion, Created: now.Unix(),
+		Livemode: s.livemode, PendingWebhooks: 1, Type: typ}
+	o.Data.Object = s.object(ss)
+	body, err := json.MarshalIndent(o, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return Event{ID: o.ID, Type: typ, SessionID: ss.ID, OrderNo: ss.ClientReferenceID, Created: now, Body: body}
+}
+
+// ErrNoSession means the order has no session in the state the change needs.
+var ErrNoSession = errors.New("stripesim: no session of the order in a state that allows this")
+
+// change applies f to the order's latest session under s.mu and returns the event of typ.
+func (s *Server) change(orderNo, typ string, f func(*Session) bool) (Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.latest(orderNo)
+	if ss == nil || !f(ss) {
+		return Event{}, fmt.Errorf("%w (order %s, event %s)", ErrNoSession, orderNo, typ)
+	}
+	return s.event(typ, ss), nil
+}
+
+// Complete marks the order's open session complete, paid or (a delayed payment method) unpaid,
+// and returns its checkout.session.completed event without sending it.
+func (s *Server) Complete(orderNo string, paid bool) (Event, error) {
+	return s.change(orderNo, EventCompleted, func(ss *Session) bool {
+		if ss.Status != "open" {
+			return false
+		}
+		ss.Status, ss.PaymentIntent = "complete", "pi_"+randomID(24)
+		if paid {
+			ss.PaymentStatus = "paid"
+		}
+		return true
+	})
+}
+
+// AsyncSucceed settles the delayed payment of a complete, unpaid session; the event is not sent.
+func (s *Server) AsyncSucceed(orderNo string) (Event, error) {
+	return s.change(orderNo, EventAsyncSucceeded, func(ss *Session) bool {
+		if ss.Status != "complete" || ss.PaymentStatus != "unpaid" {
+			return false
+		}
+		ss.PaymentStatus = "paid"
+		return true
+	})
+}
+
+// AsyncFail fails the delayed payment of a complete, unpaid session; the event is not sent.
+func (s *Server) AsyncFail(orderNo string) (Event, error) {
+	return s.change(orderNo, EventAsyncFailed, func(ss *Session) bool {
+		return ss.Status == "complete" && ss.PaymentStatus == "unpaid"
+	})
+}
+
+// ExpireSession expires the order's open session (as Stripe does at expires_at); the event is
+// not sent.
+func (s *Server) ExpireSession(orderNo string) (Event, error) {
+	return s.change(orderNo, EventExpired, func(ss *Session) bool {
+		if ss.Status != "open" {
+			return false
+		}
+		ss.Status = "expired"
+		return true
+	})
+}
+
+// Pay has the buyer pay the order's session and delivers checkout.session.completed (paid).
+func (s *Server) Pay(ctx context.Context, orderNo string) (Delivery, error) {
+	return s.emitted(ctx)(s.Complete(orderNo, true))
+}
+
+// PayDelayed has the buyer complete checkout with a delayed payment method and delivers
+// checkout.session.completed with payment_status unpaid; Settle or Fail follows.
+func (s *Server) PayDelayed(ctx context.Context, orderNo string) (Delivery, error) {
+	return s.emitted(ctx)(s.Complete(orderNo, false))
+}
+
+// Settle delivers checkout.session.async_payment_succeeded for a delayed payment.
+func (s *Server) Settle(ctx context.Context, orderNo string) (Delivery, error) {
+	return s.emitted(ctx)(s.AsyncSucceed(orderNo))
+}
+
+// Fail fails the order's payment and delivers checkout.session.async_payment_failed. Only
+// delayed methods fail after checkout (a declined card is retried on Stripe's page): an open
+// session is first completed unpaid, with its checkout.session.completed delivered.
+func (s *Server) Fail(ctx context.Context, orderNo string) (Delivery, error) {
+	if ss, found := s.SessionOf(orderNo); found && ss.Status == "open" {
+		if _, err := s.PayDelayed(ctx, orderNo); err != nil {
+			return Delivery{}, err
+		}
+	}
+	return s.emitted(ctx)(s.AsyncFail(orderNo))
+}
+
+// Expire expires the order's open session and delivers checkout.session.expired.
+func (s *Server) Expire(ctx context.Context, orderNo string) (Delivery, error) {
+	return s.emitted(ctx)(s.ExpireSession(orderNo))
+}
+
+func (s *Server) emitted(ctx context.Context) func(Event, error) (Delivery, error) {
+	return func(ev Event, err error) (Delivery, error) {
+		if err != nil {
+			return Delivery{}, err
+		}
+		return s.emit(ctx, ev), nil
+	}
+}
+
+// emit sends ev as the switches say: held, dropped, or delivered (with the default forgery).
+func (s *Server) emit(ctx context.Context, ev Event) Delivery {
+	s.mu.Lock()
+	if s.hold {
+		s.held = append(s.held, ev)
+		s.mu.Unlock()
+		return Delivery{EventID: ev.ID, Type: ev.Type, OrderNo: ev.OrderNo}
+	}
+	if s.drop > 0 {
+		s.drop--
+		d := Delivery{EventID: ev.ID, Type: ev.Type, OrderNo: ev.OrderNo, Dropped: true}
+		s.deliveries = append(s.deliveries, d)
+		s.mu.Unlock()
+		return d
+	}
+	s.mu.Unlock()
+	return s.Deliver(ctx, ev, Genuine)
+}
+
+// Drop makes the next n events vanish (Stripe never sends them).
+func (s *Server) Drop(n int) { s.set(func() { s.drop = n }) }
+
+// SetDelay makes every delivery wait d (or until its context ends) before the POST.
+func (s *Server) SetDelay(d time.Duration) { s.set(func() { s.delay = d }) }
+
+// Hold queues the events (on) instead of sending them; Release sends them.
+func (s *Server) Hold(on bool) { s.set(func() { s.hold = on }) }
+
+// Held returns the queued events, oldest first.
+func (s *Server) Held() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Event(nil), s.held...)
+}
+
+// Release delivers the held events, in queue order or in the order of the given indexes into
+// Held() (out of order; an index may repeat, one left out stays held), and returns the
+// deliveries.
+func (s *Server) Release(ctx context.Context, order ...int) []Delivery {
+	s.mu.Lock()
+	held := s.held
+	if order == nil {
+		for i := range held {
+			order = append(order, i)
+		}
+	}
+	sent := map[int]bool{}
+	var rest []Event
+	for _, i := range order {
+		sent[i] = true
+	}
+	for i, ev := range held {
+		if !sent[i] {
+			rest = append(rest, ev)
+		}
+	}
+	s.held = rest
+	s.mu.Unlock()
+	var out []Delivery
+	for _, i := range order {
+		if i >= 0 && i < len(held) {
+			out = append(out, s.Deliver(ctx, held[i], Genuine))
+		}
+	}
+	return out
+}
+
+// Outbox returns the events API calls caused that Flush has not sent yet.
+func (s *Server) Outbox() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Event(nil), s.outbox...)
+}
+
+// Flush sends the events API calls caused (through the switches: hold, drop).
+func (s *Server) Flush(ctx context.Context) []Delivery {
+	s.mu.Lock()
+	box := s.outbox
+	s.outbox = nil
+	s.mu.Unlock()
+	var out []Delivery
+	for _, ev := range box {
+		out = append(out, s.emit(ctx, ev))
+	}
+	return out
+}
+
+// Resend delivers the last delivered event n more times, each signed afresh, as Stripe's
+// retries are.
+func (s *Server) Resend(ctx context.Context, n int) ([]Delivery, error) {
+	s.mu.Lock()
+	last := s.last
+	s.mu.Unlock()
+	if last == nil {
+		return nil, errors.New("stripesim: no event delivered yet")
+	}
+	var out []Delivery
+	for range n {
+		out = append(out, s.Deliver(ctx, *last, Genuine))
+	}
+	return out, nil
+}
+
+// Deliveries returns every delivery so far, oldest first.
+func (s *Server) Deliveries() []Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Delivery(nil), s.deliveries...)
+}
+
+// Deliver POSTs ev to the webhook URL now, signed as f says, and records the answer.
+func (s *Server) Deliver(ctx context.Context, ev Event, f Forgery) Delivery {
+	s.mu.Lock()
+	target, delay, secrets := s.webhookURL, s.delay, s.opts.WebhookSecrets
+	if f == Genuine {
+		evCopy := ev
+		s.last = &evCopy
+	}
+	s.mu.Unlock()
+	d := Delivery{EventID: ev.ID, Type: ev.Type, OrderNo: ev.OrderNo, Forgery: f}
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	at, body := s.clock.Now(), ev.Body
+	switch f {
+	case WrongSecret:
+		secrets = []string{NewWebhookSecret()}
+	case StaleTimestamp:
+		at = at.Add(-10 * time.Minute)
+	case FutureTimestamp:
+		at = at.Add(10 * time.Minute)
+	}
+	d.Signature = SignatureHeader(at, body, secrets...)
+	if s.opts.SendV0 {
+		d.Signature += ",v0=" + Sign("v0-scheme-"+secrets[0], at, body)
+	}
+	switch f {
+	case TamperedBody:
+		body = tamper(body)
+	case Unsigned:
+		d.Signature = ""
+	case V0Only:
+		d.Signature = "t=" + strconv.FormatInt(at.Unix(), 10) + ",v0=" + Sign(secrets[0], at, body)
+	}
+	d.Status, d.Reply, d.Err = s.post(ctx, target, d.Signature, body)
+	s.mu.Lock()
+	s.deliveries = append(s.deliveries, d)
+	s.mu.Unlock()
+	return d
+}
+
+// tamper raises the amounts in an event body by one minor unit (or, without one, changes a
+// byte): what an attacker who edits a captured event sends.
+func tamper(body []byte) []byte {
+	out := bytes.Replace(body, []byte(`"amount_total": `), []byte(`"amount_total": 1`), 1)
+	if bytes.Equal(out, body) {
+		out = append(bytes.Clone(body), ' ')
+	}
+	return out
+}
+
+func (s *Server) post(ctx context.Context, target, sig string, body []byte) (int, []byte, error) {
+	if target == "" {
+		return 0, nil, errors.New("stripesim: no webhook URL")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+	req.Header.Set("Cache-Control", "no-cache")
+	if sig != "" {
+		req.Header.Set("Stripe-Signature", sig)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	reply, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return resp.StatusCode, reply, err
+}

@@ -1,0 +1,201 @@
+package stripesim_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"cardshop/adapters/memory"
+	"cardshop/adapters/stripe/stripesim"
+)
+
+var start = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func newSim(t *testing.T) (*stripesim.Server, *memory.FakeClock, string) {
+	t.Helper()
+	clock := memory.NewFakeClock(start)
+	key := stripesim.NewSecretKey()
+	s, err := stripesim.New(stripesim.Options{SecretKey: key, WebhookSecrets: []string{stripesim.NewWebhookSecret()}, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, clock, key
+}
+
+func form(expires time.Time) url.Values {
+	return url.Values{"mode": {"payment"}, "line_items[0][price_data][currency]": {"usd"},
+		"line_items[0][price_data][unit_amount]": {"1998"}, "line_items[0][price_data][product_data][name]": {"Card"},
+		"line_items[0][quantity]": {"1"}, "success_url": {"https://shop.example/r"}, "client_reference_id": {"2503011200001234123456789012"},
+		"metadata[order_no]": {"2503011200001234123456789012"}, "expires_at": {strconv.FormatInt(expires.Unix(), 10)}}
+}
+
+// call sends one API request with the key as a bearer token (or none when key is "").
+func call(t *testing.T, s *stripesim.Server, method, path, key, idem string, f url.Values) (int, map[string]any, http.Header) {
+	t.Helper()
+	var body io.Reader
+	if f != nil {
+		body = strings.NewReader(f.Encode())
+	}
+	req, _ := http.NewRequest(method, s.URL+path, body)
+	if f != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
+	}
+	resp, err := s.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("%s %s: not JSON: %v", method, path, err)
+	}
+	return resp.StatusCode, out, resp.Header
+}
+
+func errorOf(m map[string]any) map[string]any {
+	e, _ := m["error"].(map[string]any)
+	return e
+}
+
+func TestIdempotencyKeyReplaysAndRefusesOtherParameters(t *testing.T) {
+	s, clock, key := newSim(t)
+	exp := start.Add(46 * time.Minute)
+	st, first, _ := call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "cardshop-1", form(exp))
+	if st != 200 || first["object"] != "checkout.session" || first["status"] != "open" || first["url"] == nil {
+		t.Fatalf("%d %v", st, first)
+	}
+	st, again, h := call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "cardshop-1", form(exp))
+	if st != 200 || again["id"] != first["id"] || h.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %d %v", st, again)
+	}
+	// What a retry computing expires_at from "now" would send a minute later.
+	clock.Advance(time.Minute)
+	st, other, _ := call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "cardshop-1", form(clock.Now().Add(30*time.Minute)))
+	if st != 400 || errorOf(other)["type"] != "idempotency_error" {
+		t.Fatalf("other parameters: %d %v", st, other)
+	}
+	if n := len(s.Sessions()); n != 1 {
+		t.Fatalf("%d sessions", n)
+	}
+}
+
+func TestCreateValidatesAsStripeDoes(t *testing.T) {
+	s, _, key := newSim(t)
+	ok := form(start.Add(time.Hour))
+	cases := map[string]func(url.Values){
+		"expires in 29 minutes": func(f url.Values) { f.Set("expires_at", strconv.FormatInt(start.Add(29*time.Minute).Unix(), 10)) },
+		"expires in 25 hours":   func(f url.Values) { f.Set("expires_at", strconv.FormatInt(start.Add(25*time.Hour).Unix(), 10)) },
+		"unknown parameter":     func(f url.Values) { f.Set("amount", "1") },
+		"upper-case currency":   func(f url.Values) { f.Set("line_items[0][price_data][currency]", "USD") },
+		"fractional amount":     func(f url.Values) { f.Set("line_items[0][price_data][unit_amount]", "19.98") },
+		"no product name":       func(f url.Values) { f.Del("line_items[0][price_data][product_data][name]") },
+		"mode subscription":     func(f url.Values) { f.Set("mode", "subscription") },
+		"no success url":        func(f url.Values) { f.Del("success_url") },
+	}
+	for name, edit := range cases {
+		f := url.Values{}
+		for k, v := range ok {
+			f[k] = append([]string(nil), v...)
+		}
+		edit(f)
+		st, body, _ := call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "k-"+name, f)
+		if st != 400 || errorOf(body)["type"] != "invalid_request_error" {
+			t.Errorf("%s: %d %v", name, st, body)
+		}
+		// A refused parameter records nothing: the corrected request may use the key.
+		if st, _, _ := call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "k-"+name, ok); st != 200 {
+			t.Errorf("%s: the corrected request answered %d", name, st)
+		}
+	}
+}
+
+func TestAuthRoutesAndSwitches(t *testing.T) {
+	s, _, key := newSim(t)
+	if st, body, _ := call(t, s, http.MethodGet, "/v1/checkout/sessions/cs_test_x", "", "", nil); st != 401 || errorOf(body)["message"] == nil {
+		t.Fatalf("no key: %d %v", st, body)
+	}
+	if st, _, _ := call(t, s, http.MethodGet, "/v1/checkout/sessions/cs_test_x", stripesim.NewSecretKey(), "", nil); st != 401 {
+		t.Fatalf("wrong key: %d", st)
+	}
+	if st, body, _ := call(t, s, http.MethodGet, "/v1/checkout/sessions/cs_test_x", key, "", nil); st != 404 || errorOf(body)["code"] != "resource_missing" {
+		t.Fatalf("missing: %d %v", st, body)
+	}
+	if st, _, _ := call(t, s, http.MethodGet, "/v1/charges", key, "", nil); st != 404 {
+		t.Fatalf("unknown route: %d", st)
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/checkout/sessions/cs_test_x", nil)
+	req.SetBasicAuth(key, "")
+	if resp, err := s.Client().Do(req); err != nil || resp.StatusCode != 404 {
+		t.Fatalf("basic auth: %v %v", resp, err)
+	}
+	s.Outage(true)
+	if st, body, _ := call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "k", form(start.Add(time.Hour))); st != 503 || errorOf(body)["type"] != "api_error" {
+		t.Fatalf("outage: %d %v", st, body)
+	}
+	s.Outage(false)
+	s.Throttle(true)
+	if st, body, _ := call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "k", form(start.Add(time.Hour))); st != 429 || errorOf(body)["code"] != "rate_limit" {
+		t.Fatalf("throttle: %d %v", st, body)
+	}
+	s.Throttle(false)
+	if st, _, h := call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "k", form(start.Add(time.Hour))); st != 200 || h.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("after the outage the key is fresh: %d", st)
+	}
+}
+
+func TestSessionLifeAndEventShape(t *testing.T) {
+	s, _, key := newSim(t)
+	var got []byte
+	var sig string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		sig = r.Header.Get("Stripe-Signature")
+		w.WriteHeader(200)
+	}))
+	defer hook.Close()
+	s.SetWebhookURL(hook.URL)
+	_, created, _ := call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "k", form(start.Add(time.Hour)))
+	id := created["id"].(string)
+	d, err := s.Pay(context.Background(), "2503011200001234123456789012")
+	if err != nil || !d.Accepted() || sig != d.Signature || !strings.HasPrefix(sig, "t="+strconv.FormatInt(start.Unix(), 10)+",v1=") {
+		t.Fatalf("%+v %v %q", d, err, sig)
+	}
+	var ev struct {
+		ID, Object, Type string
+		Data             struct{ Object map[string]any }
+	}
+	if err := json.Unmarshal(got, &ev); err != nil {
+		t.Fatal(err)
+	}
+	o := ev.Data.Object
+	if ev.Object != "event" || ev.Type != stripesim.EventCompleted || !strings.HasPrefix(ev.ID, "evt_") || o["id"] != id ||
+		o["payment_status"] != "paid" || o["status"] != "complete" || o["amount_total"] != 1998.0 || o["currency"] != "usd" ||
+		o["client_reference_id"] != "2503011200001234123456789012" || o["url"] != nil || o["payment_intent"] == nil {
+		t.Fatalf("event %s", got)
+	}
+	// Paid: expiring is refused and the session stays complete.
+	if st, body, _ := call(t, s, http.MethodPost, "/v1/checkout/sessions/"+id+"/expire", key, "", url.Values{}); st != 400 || errorOf(body)["type"] != "invalid_request_error" {
+		t.Fatalf("expire a paid session: %d %v", st, body)
+	}
+	if _, body, _ := call(t, s, http.MethodGet, "/v1/checkout/sessions/"+id, key, "", nil); body["status"] != "complete" {
+		t.Fatalf("%v", body)
+	}
+	// The simulator refuses to pay twice.
+	if _, err := s.Pay(context.Background(), "2503011200001234123456789012"); err == nil {
+		t.Fatal("paid twice")
+	}
+}
