@@ -300,6 +300,9 @@ func TestConfirmPayNotifiesAndShowsPaid(t *testing.T) {
 	if done.h1 != "Paid" || len(done.links) != 1 || done.links[0] != r.ReturnURL || !strings.Contains(done.text, "Back to the shop") {
 		t.Fatalf("paid page: %q %v %s", done.h1, done.links, done.text)
 	}
+	if strings.Contains(done.text, "Expires") || !strings.Contains(done.text, "19.99 CNY") || done.formAction != "" {
+		t.Fatalf("paid page shows an expiry or a form, or no amount: %s", done.text)
+	}
 	if len(s.notices) != 1 {
 		t.Fatalf("%d notices", len(s.notices))
 	}

@@ -287,6 +287,7 @@ func (g *Gateway) details(lk link, now time.Time) view {
 		Expires:   exp.Format("2006-01-02 15:04:05 UTC"),
 		ExpiresIn: untilText(exp.Sub(now)),
 		Details:   true,
+		Expiry:    true,
 	}
 }
 
@@ -304,7 +305,9 @@ func untilText(d time.Duration) string {
 	}
 }
 
+// withBackLink finishes a page about a settled payment: a link back instead of the expiry.
 func (g *Gateway) withBackLink(v view, lk link, status int) domain.Reply {
+	v.Expiry = false
 	if lk.Return != "" {
 		v.Link, v.LinkText = lk.Return, "Back to the shop"
 	} else {
@@ -341,7 +344,8 @@ type formView struct {
 
 type view struct {
 	Title, Tone, Message string
-	Details              bool
+	Mark                 string
+	Details, Expiry      bool
 	Subject, Amount      string
 	Currency, OrderNo    string
 	Ref                  string
@@ -358,7 +362,12 @@ func sortFields(fs []field) {
 	}
 }
 
+var marks = map[string]string{toneOK: "✓", toneBad: "✕", toneWarn: "!"}
+
 func render(status int, v view) domain.Reply {
+	if v.Form == nil {
+		v.Mark = marks[v.Tone]
+	}
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, v); err != nil {
 		// The template and its data are the package's own: an error here is a bug.
@@ -386,6 +395,9 @@ header b{color:#1d2330;letter-spacing:.01em}
 .body{padding:24px}
 h1{margin:0 0 4px;font-size:19px;font-weight:650}
 .tone-ok h1{color:#0f7a3d}.tone-bad h1{color:#b42318}.tone-warn h1{color:#8a5a00}
+.mark{width:40px;height:40px;border-radius:50%;display:flex;align-items:center;justify-content:center;font-size:21px;font-weight:700;margin:0 0 14px}
+.tone-ok .mark{background:#e3f5ea;color:#0f7a3d}.tone-bad .mark{background:#fdecea;color:#b42318}.tone-warn .mark{background:#fff4d6;color:#8a5a00}
+.body>:last-child{margin-bottom:0}
 .msg{margin:0 0 16px;color:#4a5263}
 .subject{margin:0;color:#4a5263;overflow-wrap:anywhere}
 .amount{margin:6px 0 20px;font-size:34px;font-weight:700;letter-spacing:-.01em;font-variant-numeric:tabular-nums}
@@ -406,6 +418,7 @@ code{font-size:11.5px}
 <main class="tone-{{.Tone}}">
 <header><b>cardshop · dev payments</b><span class="badge">Test mode</span></header>
 <div class="body">
+{{if .Mark}}<div class="mark" aria-hidden="true">{{.Mark}}</div>{{end}}
 <h1>{{.Title}}</h1>
 {{if .Message}}<p class="msg">{{.Message}}</p>{{end}}
 {{if .Details}}
@@ -414,7 +427,7 @@ code{font-size:11.5px}
 <dl>
 <dt>Order</dt><dd id="order_no">{{.OrderNo}}</dd>
 <dt>Payment</dt><dd>{{.Ref}}</dd>
-<dt>Expires</dt><dd>{{.Expires}} <span>({{.ExpiresIn}})</span></dd>
+{{if .Expiry}}<dt>Expires</dt><dd>{{.Expires}} <span>({{.ExpiresIn}})</span></dd>{{end}}
 </dl>
 {{end}}
 {{with .Form}}<form method="post" action="{{.Action}}">
