@@ -21,8 +21,8 @@ DEV_REAL_ENV := CARDSHOP_ADAPTERS=real CARDSHOP_MIGRATE=true \
 	CARDSHOP_CODE_HASH_KEY=bXZjr1kVuZF/4eIYy/o1Uy8qfvT5cZSpqIHyiV1fbfY=
 
 .PHONY: run
-run: ## run the service on the in-memory adapters (http://127.0.0.1:8080), dev secrets
-	$(DEV_ENV) $(GO) run ./cmd/cardshop serve
+run: ## run the service on the in-memory adapters (http://127.0.0.1:8080), dev secrets, the dev payment provider
+	$(DEV_ENV) CARDSHOP_DEV_PAYMENTS=true $(GO) run ./cmd/cardshop serve
 
 .PHONY: run-real
 run-real: ## run the service on Redis + MariaDB (database test) + RabbitMQ, dev secrets and keys

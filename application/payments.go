@@ -230,6 +230,11 @@ func (s *Shop) record(ctx context.Context, rec domain.NotificationRecord) {
 
 // applyNotice applies a verified notice and says what it did.
 func (s *Shop) applyNotice(ctx context.Context, gw domain.PaymentGateway, n domain.ProviderNotice) (string, error) {
+	if n.OrderNo == "" && n.Outcome == domain.OutcomePending {
+		// An event about nothing cardshop sells (a provider sends every event type of the
+		// account to one endpoint): accepted, or the provider would resend it for days.
+		return "ignored: not about an order's payment", nil
+	}
 	p, err := s.ledger.Payments().Payment(ctx, n.OrderNo, gw.Provider())
 	if errors.Is(err, domain.ErrPaymentNotFound) {
 		if n.Outcome == domain.OutcomePaid {
@@ -398,13 +403,18 @@ func (s *Shop) settlePayments(ctx context.Context, o domain.Order) (paid bool, e
 			return true, nil
 		case queryErr == nil && (st.Outcome == domain.OutcomeExpired || st.Outcome == domain.OutcomeFailed):
 			s.movePayment(ctx, p, domain.PaymentExpired, domain.PaymentOpen)
+		case errors.Is(queryErr, domain.ErrUnavailable):
+			return s.waitForProvider(ctx, o, p, queryErr)
 		case queryErr == nil || errors.Is(queryErr, domain.ErrUnsupported):
 			if errors.Is(closeErr, domain.ErrUnavailable) {
 				return s.waitForProvider(ctx, o, p, closeErr)
 			}
 			// Nothing closes it there: a payment made after the close takes the late path.
 		default:
-			return s.waitForProvider(ctx, o, p, queryErr)
+			// The provider answered without knowing the payment as paid (an epay gateway that
+			// never saw the order answers an error): it is not paid, the order closes.
+			s.log.WarnContext(ctx, "payment provider does not report the payment; the order closes", "order_no", o.No(),
+				"provider", p.Provider, "err", queryErr)
 		}
 	}
 	return false, nil

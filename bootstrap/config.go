@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"cardshop/adapters/webhook"
 	"cardshop/application"
+	"cardshop/domain"
 )
 
 // Adapter sets.
@@ -56,6 +58,22 @@ type Config struct {
 	WebhookSecret     Secret        // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
 	WebhookTimeout    time.Duration // CARDSHOP_WEBHOOK_TIMEOUT: one attempt
 	WebhookMaxBackoff time.Duration // CARDSHOP_WEBHOOK_MAX_BACKOFF: longest wait between two attempts
+
+	Currency          domain.Currency // CARDSHOP_CURRENCY: the shop's ISO 4217 currency
+	PublicURL         string          // CARDSHOP_PUBLIC_URL: the shop's address as buyers and providers reach it
+	ReturnURL         string          // CARDSHOP_RETURN_URL: where providers send the buyer back ({order_no} replaced)
+	PaymentCloseGrace time.Duration   // CARDSHOP_PAYMENT_CLOSE_GRACE: how long a close waits for an unreachable provider
+	DevPayments       bool            // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
+	DevPaymentsReal   bool            // CARDSHOP_DEV_PAYMENTS_ALLOW_REAL: allow the dev provider with the real adapters
+	StripeKey         Secret          // CARDSHOP_STRIPE_SECRET_KEY: enables Stripe
+	StripeWebhook     Secret          // CARDSHOP_STRIPE_WEBHOOK_SECRETS: whsec_… signing secret(s), comma-separated
+	StripeAPIURL      string          // CARDSHOP_STRIPE_API_URL
+	EpayURL           string          // CARDSHOP_EPAY_URL: the epay gateway's base URL; enables epay
+	EpayPID           string          // CARDSHOP_EPAY_PID: merchant id
+	EpayKey           Secret          // CARDSHOP_EPAY_KEY: merchant key
+	EpaySign          string          // CARDSHOP_EPAY_SIGN: append | ampkey
+	EpayType          string          // CARDSHOP_EPAY_TYPE: alipay | wxpay | qqpay | …
+	EpayMode          string          // CARDSHOP_EPAY_MODE: redirect | api
 }
 
 // maxWebhookTimeout bounds CARDSHOP_WEBHOOK_TIMEOUT: an attempt must end before the relay's
@@ -152,6 +170,36 @@ func settings(c *Config) []setting {
 		durationUpTo(&c.WebhookTimeout, "CARDSHOP_WEBHOOK_TIMEOUT", 10*time.Second, maxWebhookTimeout,
 			fmt.Sprintf("an attempt must end well within the relay's %s claim", application.WebhookLease)),
 		durationVar(&c.WebhookMaxBackoff, "CARDSHOP_WEBHOOK_MAX_BACKOFF", app.WebhookMaxBackoff),
+		{"CARDSHOP_CURRENCY", app.Currency.Code, func(v string) error {
+			cur, err := domain.ParseCurrency(v)
+			if err != nil {
+				return fmt.Errorf("want an ISO 4217 code such as CNY, USD, EUR, JPY, got %q", v)
+			}
+			c.Currency = cur
+			return nil
+		}},
+		{"CARDSHOP_PUBLIC_URL", app.PublicURL, func(v string) error {
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" ||
+				u.Fragment != "" || strings.HasSuffix(v, "/") {
+				return fmt.Errorf("want an http(s) URL without query, fragment or trailing slash, got %q", v)
+			}
+			c.PublicURL = v
+			return nil
+		}},
+		stringVar(&c.ReturnURL, "CARDSHOP_RETURN_URL", ""),
+		durationVar(&c.PaymentCloseGrace, "CARDSHOP_PAYMENT_CLOSE_GRACE", app.PaymentCloseGrace),
+		boolVar(&c.DevPayments, "CARDSHOP_DEV_PAYMENTS", false),
+		boolVar(&c.DevPaymentsReal, "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL", false),
+		secretVar(&c.StripeKey, "CARDSHOP_STRIPE_SECRET_KEY"),
+		secretVar(&c.StripeWebhook, "CARDSHOP_STRIPE_WEBHOOK_SECRETS"),
+		stringVar(&c.StripeAPIURL, "CARDSHOP_STRIPE_API_URL", "https://api.stripe.com"),
+		stringVar(&c.EpayURL, "CARDSHOP_EPAY_URL", ""),
+		stringVar(&c.EpayPID, "CARDSHOP_EPAY_PID", ""),
+		secretVar(&c.EpayKey, "CARDSHOP_EPAY_KEY"),
+		stringVar(&c.EpaySign, "CARDSHOP_EPAY_SIGN", "append"),
+		stringVar(&c.EpayType, "CARDSHOP_EPAY_TYPE", "alipay"),
+		stringVar(&c.EpayMode, "CARDSHOP_EPAY_MODE", "redirect"),
 	}
 }
 
@@ -290,6 +338,15 @@ func LoadConfig(environ []string) (Config, error) {
 	}
 	if c.WebhookURL != "" && len(c.WebhookSecret) < 16 {
 		return Config{}, fmt.Errorf("CARDSHOP_WEBHOOK_SECRET must be set to at least 16 characters with CARDSHOP_WEBHOOK_URL (the storefront checks the signature with it)")
+	}
+	if c.DevPayments && c.Adapters == AdaptersReal && !c.DevPaymentsReal {
+		return Config{}, fmt.Errorf("CARDSHOP_DEV_PAYMENTS pays orders with a button: it is refused with CARDSHOP_ADAPTERS=real unless CARDSHOP_DEV_PAYMENTS_ALLOW_REAL=true")
+	}
+	if (c.StripeKey == "") != (c.StripeWebhook == "") {
+		return Config{}, fmt.Errorf("CARDSHOP_STRIPE_SECRET_KEY and CARDSHOP_STRIPE_WEBHOOK_SECRETS go together: Stripe is enabled with both")
+	}
+	if c.EpayURL != "" && (c.EpayPID == "" || c.EpayKey == "") {
+		return Config{}, fmt.Errorf("CARDSHOP_EPAY_URL needs CARDSHOP_EPAY_PID and CARDSHOP_EPAY_KEY")
 	}
 	if c.Adapters == AdaptersReal && (c.CodeKeys == "" || c.CodeHash == "") {
 		return Config{}, fmt.Errorf("CARDSHOP_CODE_KEYS and CARDSHOP_CODE_HASH_KEY must be set with CARDSHOP_ADAPTERS=real (codes are encrypted at rest; see README)")

@@ -13,6 +13,7 @@ import (
 
 	"cardshop/application"
 	"cardshop/bootstrap"
+	"cardshop/domain"
 )
 
 const (
@@ -46,6 +47,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 		RedisAutoPipeline: true, MySQLConns: 64, BuyerCap: 100,
 		OrphanAfter: 2 * time.Minute, RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
 		WebhookTimeout: 10 * time.Second, WebhookMaxBackoff: 10 * time.Minute,
+		Currency: domain.Currency{Code: "CNY", Exponent: 2}, PublicURL: "http://127.0.0.1:8080",
+		PaymentCloseGrace: 10 * time.Minute, StripeAPIURL: "https://api.stripe.com",
+		EpaySign: "append", EpayType: "alipay", EpayMode: "redirect",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -107,6 +111,13 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"zero webhook backoff", env("CARDSHOP_WEBHOOK_MAX_BACKOFF=0s"), "CARDSHOP_WEBHOOK_MAX_BACKOFF"},
 		{"webhook timeout past the relay's claim", env("CARDSHOP_WEBHOOK_TIMEOUT=2m"), "CARDSHOP_WEBHOOK_TIMEOUT"},
 		{"zero webhook timeout", env("CARDSHOP_WEBHOOK_TIMEOUT=0s"), "CARDSHOP_WEBHOOK_TIMEOUT"},
+		{"unknown currency", env("CARDSHOP_CURRENCY=XYZ"), "CARDSHOP_CURRENCY"},
+		{"public URL with a trailing slash", env("CARDSHOP_PUBLIC_URL=https://shop.example/"), "CARDSHOP_PUBLIC_URL"},
+		{"public URL not http", env("CARDSHOP_PUBLIC_URL=ftp://shop.example"), "CARDSHOP_PUBLIC_URL"},
+		{"dev payments with the real adapters", env("CARDSHOP_DEV_PAYMENTS=true", "CARDSHOP_ADAPTERS=real",
+			"CARDSHOP_CODE_KEYS=1:x", "CARDSHOP_CODE_HASH_KEY=x"), "CARDSHOP_DEV_PAYMENTS"},
+		{"a Stripe key without its webhook secret", env("CARDSHOP_STRIPE_SECRET_KEY=sk_test_x"), "CARDSHOP_STRIPE_WEBHOOK_SECRETS"},
+		{"an epay gateway without its key", env("CARDSHOP_EPAY_URL=https://pay.example", "CARDSHOP_EPAY_PID=1001"), "CARDSHOP_EPAY_KEY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,8 +145,13 @@ func TestEnvNamesAreSortedAndKnown(t *testing.T) {
 		}
 		// Every listed name is accepted.
 		given := []string{n + "=" + validValue(n)}
-		if n == "CARDSHOP_WEBHOOK_URL" { // a webhook needs its secret
+		switch n {
+		case "CARDSHOP_WEBHOOK_URL": // a webhook needs its secret
 			given = append(given, "CARDSHOP_WEBHOOK_SECRET=webhook-secret-0123456789")
+		case "CARDSHOP_STRIPE_SECRET_KEY", "CARDSHOP_STRIPE_WEBHOOK_SECRETS": // Stripe needs both
+			given = []string{"CARDSHOP_STRIPE_SECRET_KEY=sk_test_x", "CARDSHOP_STRIPE_WEBHOOK_SECRETS=whsec_x"}
+		case "CARDSHOP_EPAY_URL": // epay needs its merchant
+			given = append(given, "CARDSHOP_EPAY_PID=1001", "CARDSHOP_EPAY_KEY=epay-key-0123456789")
 		}
 		if _, err := bootstrap.LoadConfig(env(given...)); err != nil {
 			t.Errorf("%s: %v", n, err)
@@ -155,8 +171,23 @@ func validValue(name string) string {
 		return "memory"
 	case name == "CARDSHOP_LOG_LEVEL":
 		return "warn"
-	case name == "CARDSHOP_MIGRATE", name == "CARDSHOP_REDIS_AUTOPIPELINE":
+	case name == "CARDSHOP_MIGRATE", name == "CARDSHOP_REDIS_AUTOPIPELINE", name == "CARDSHOP_DEV_PAYMENTS",
+		name == "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL":
 		return "false"
+	case name == "CARDSHOP_CURRENCY":
+		return "USD"
+	case name == "CARDSHOP_PUBLIC_URL":
+		return "https://shop.example"
+	case name == "CARDSHOP_RETURN_URL":
+		return "https://shop.example/orders/{order_no}"
+	case name == "CARDSHOP_STRIPE_API_URL", name == "CARDSHOP_EPAY_URL":
+		return "https://pay.example"
+	case name == "CARDSHOP_EPAY_SIGN":
+		return "ampkey"
+	case name == "CARDSHOP_EPAY_MODE":
+		return "api"
+	case name == "CARDSHOP_EPAY_TYPE":
+		return "wxpay"
 	case name == "CARDSHOP_MYSQL_MAX_CONNS":
 		return "16"
 	case name == "CARDSHOP_BUYER_CAP":

@@ -33,7 +33,7 @@ func Module(cfg Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Supply(cfg),
-		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newShop, newHTTP),
+		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newShop, newHTTP),
 		adapters,
 		observability(),
 		fx.Invoke(watchWebhook, runWorkers, serveHTTP, servePprof),
@@ -92,6 +92,7 @@ type shopIn struct {
 	Alerter   domain.Alerter
 	Clock     domain.Clock
 	Signer    *paysig.Signer
+	Payments  paymentGateways
 	Log       *slog.Logger
 }
 
@@ -102,8 +103,11 @@ func newShop(in shopIn) (*application.Shop, error) {
 	ac.BuyerCap, ac.BuyerWindow = in.Cfg.BuyerCap, in.Cfg.OrderTimeout
 	ac.OrphanAfter = in.Cfg.OrphanAfter
 	ac.WebhookMaxBackoff = in.Cfg.WebhookMaxBackoff
+	ac.Currency, ac.PublicURL, ac.ReturnURL = in.Cfg.Currency, in.Cfg.PublicURL, in.Cfg.ReturnURL
+	ac.PaymentCloseGrace = in.Cfg.PaymentCloseGrace
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
-		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Verifier: in.Signer, Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
+		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Verifier: in.Signer, Gateways: in.Payments.all,
+		Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
 }
 
 type httpIn struct {
@@ -115,6 +119,7 @@ type httpIn struct {
 	Limiter   httpapi.Limiter
 	Metrics   *metrics.Metrics
 	Readiness Readiness
+	Payments  paymentGateways
 	Log       *slog.Logger
 }
 
@@ -122,6 +127,7 @@ func newHTTP(in httpIn) *fiber.App {
 	hc := httpapi.DefaultConfig(in.Cfg.AdminToken.Reveal())
 	hc.RateLimits = httpapi.RateLimits{PerIP: in.Cfg.RatePerIP, PerBuyer: in.Cfg.RatePerBuyer, Window: in.Cfg.RateWindow, Limiter: in.Limiter}
 	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
+	hc.DevPay = in.Payments.dev
 	return httpapi.New(hc, in.Shop, in.Tokens, in.Clock, in.Log)
 }
 

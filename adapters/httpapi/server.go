@@ -34,6 +34,9 @@ type Config struct {
 	Readiness []ReadinessCheck
 	// ReadinessTimeout bounds each readiness check; zero means DefaultReadinessTimeout.
 	ReadinessTimeout time.Duration
+	// DevPay, when set, serves the built-in dev provider's pay pages (GET /dev/pay/{order_no}
+	// and POST /dev/pay/{order_no}/confirm); nil: those paths do not exist.
+	DevPay DevPages
 }
 
 // DefaultConfig returns the default body limits, with no rate limits.
@@ -105,6 +108,11 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 	// limited, like the callback.
 	api.Get("/payments/:provider/notify", s.providerNotify)
 	api.Post("/payments/:provider/notify", s.providerNotify)
+
+	if cfg.DevPay != nil {
+		app.Get("/dev/pay/:order_no", s.devPayPage)
+		app.Post("/dev/pay/:order_no/confirm", s.devPayConfirm)
+	}
 
 	admin := app.Group("/admin", s.admin)
 	admin.Post("/products", s.createProduct)
