@@ -1,11 +1,9 @@
 package bootstrap
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -75,7 +73,7 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 			return out, fmt.Errorf("CARDSHOP_DEV_PAYMENTS: %w", err)
 		}
 		out.all = append(out.all, g)
-		out.dev = devPages{g}
+		out.dev = g
 	}
 	for _, g := range out.all {
 		if !g.Supports(cfg.Currency) {
@@ -83,13 +81,4 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		}
 	}
 	return out, nil
-}
-
-// devPages adapts the dev provider's pages to what the HTTP adapter serves.
-type devPages struct{ g *devpay.Gateway }
-
-func (d devPages) PayPage(q url.Values) domain.Reply { return d.g.PayPage(q) }
-
-func (d devPages) Confirm(ctx context.Context, form url.Values, deliver func(context.Context, domain.InboundRequest) (domain.Reply, error)) domain.Reply {
-	return d.g.Confirm(ctx, form, devpay.Deliver(deliver))
 }

@@ -195,7 +195,7 @@ func (g *Gateway) PayPage(query url.Values) domain.Reply {
 // The same press again resends the same notification; the other press after a final outcome
 // changes nothing (409); a press on an expired or closed payment sends nothing (410); a forged
 // form is 400.
-func (g *Gateway) Confirm(ctx context.Context, form url.Values, deliver Deliver) domain.Reply {
+func (g *Gateway) Confirm(ctx context.Context, form url.Values, deliver func(context.Context, domain.InboundRequest) (domain.Reply, error)) domain.Reply {
 	lk, err := g.parseLink(form, true)
 	if err != nil {
 		return g.invalidPage()

@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"cardshop/adapters/authtoken"
+	"cardshop/adapters/devpay"
 	"cardshop/adapters/httpapi"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/paysig"
@@ -85,9 +86,13 @@ type harness struct {
 	signer *paysig.Signer
 	tokens *authtoken.Issuer
 	logs   *syncBuffer
+	dev    *devpay.Gateway // the built-in dev payment provider, served by the app
 }
 
 type option func(*httpapi.Config)
+
+// shopURL is the harness shop's public address (the dev provider's pay links start with it).
+const shopURL = "http://shop.test"
 
 func newHarness(t testing.TB, opts ...option) *harness {
 	t.Helper()
@@ -112,7 +117,11 @@ func newHarnessWith(t testing.TB, deps func(*application.Deps), opts ...option) 
 	}
 	cfg := application.DefaultConfig()
 	cfg.ReplayWait = 50 * time.Millisecond
-	d := application.Deps{Ledger: h.ledger, Gate: h.gate, Queue: queue,
+	cfg.PublicURL = shopURL
+	if h.dev, err = devpay.New(devpay.Config{Secret: devpay.NewSecret(), BaseURL: shopURL, Now: h.clock.Now}); err != nil {
+		t.Fatal(err)
+	}
+	d := application.Deps{Ledger: h.ledger, Gate: h.gate, Queue: queue, Gateways: []domain.PaymentGateway{h.dev},
 		Publisher: memory.NewPublisher(), Verifier: h.signer, Alerter: h.alerts, Clock: h.clock, Logger: log}
 	if deps != nil {
 		deps(&d)
@@ -122,6 +131,7 @@ func newHarnessWith(t testing.TB, deps func(*application.Deps), opts ...option) 
 		t.Fatal(err)
 	}
 	hc := httpapi.DefaultConfig(adminToken)
+	hc.DevPay = h.dev
 	for _, o := range opts {
 		o(&hc)
 	}
