@@ -26,16 +26,23 @@ func ParseProvider(s string) (Provider, error) {
 // PaymentStatus is where a payment at a provider stands, as cardshop last learned it.
 type PaymentStatus int
 
-// The payment statuses. OPEN is the only one a buyer can still pay; the others are final.
+// The payment statuses. OPEN is the only one a buyer can still pay. A PAID payment may be
+// refunded: REFUNDING while the provider works on it (or could not be reached: the operator's
+// retry asks again with the same refund number), then REFUNDED, or REFUND_FAILED when the
+// provider refused (the order stays PAID; the operator may try again).
 const (
-	PaymentOpen    PaymentStatus = iota + 1 // created at the provider, not paid yet
-	PaymentPaid                             // the provider confirmed the money
-	PaymentFailed                           // the provider reported the payment failed
-	PaymentExpired                          // expired or closed at the provider: no longer payable
+	PaymentOpen         PaymentStatus = iota + 1 // created at the provider, not paid yet
+	PaymentPaid                                  // the provider confirmed the money
+	PaymentFailed                                // the provider reported the payment failed
+	PaymentExpired                               // expired or closed at the provider: no longer payable
+	PaymentRefunding                             // a refund was asked for and is not final yet
+	PaymentRefunded                              // the provider returned the money
+	PaymentRefundFailed                          // the provider refused the refund
 )
 
 var paymentStatusNames = map[PaymentStatus]string{PaymentOpen: "OPEN", PaymentPaid: "PAID",
-	PaymentFailed: "FAILED", PaymentExpired: "EXPIRED"}
+	PaymentFailed: "FAILED", PaymentExpired: "EXPIRED", PaymentRefunding: "REFUNDING",
+	PaymentRefunded: "REFUNDED", PaymentRefundFailed: "REFUND_FAILED"}
 
 // String returns the status's name.
 func (s PaymentStatus) String() string {
@@ -67,8 +74,54 @@ type Payment struct {
 	Status      PaymentStatus
 	PayURL      string // where the buyer pays (a redirect), if the provider gives one
 	QRCode      string // what a QR code shows (desktop scan-to-pay), if the provider gives one
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// RefundNo is cardshop's number of the payment's refund, the provider's idempotency
+	// reference: every attempt at the refund sends the same one, so money is returned once.
+	RefundNo string
+	// RefundRef is the provider's id of the refund; RefundReason the provider's words when it
+	// refused.
+	RefundRef    string
+	RefundReason string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// RefundNoOf is the refund number of an order's payment: fixed per order and provider, so a
+// retried refund is the same refund at the provider.
+func RefundNoOf(no OrderNo) string { return string(no) + "R1" }
+
+// RefundRequest asks a provider to return a payment's money, all of it.
+type RefundRequest struct {
+	RefundNo string // the idempotency reference at the provider (Payment.RefundNo)
+	Amount   Money
+	Currency Currency
+	Reason   string
+}
+
+// RefundOutcome is where a refund stands at the provider.
+type RefundOutcome int
+
+// The refund outcomes.
+const (
+	RefundSucceeded RefundOutcome = iota + 1 // the money is on its way back to the buyer
+	RefundPending                            // accepted, not final yet (a notification or a query tells)
+	RefundRefused                            // the provider refused it (Reason says why)
+)
+
+var refundOutcomeNames = map[RefundOutcome]string{RefundSucceeded: "succeeded", RefundPending: "pending", RefundRefused: "refused"}
+
+// String returns the outcome's name.
+func (o RefundOutcome) String() string {
+	if n, ok := refundOutcomeNames[o]; ok {
+		return n
+	}
+	return "unknown"
+}
+
+// RefundState is a provider's answer about a refund.
+type RefundState struct {
+	Outcome     RefundOutcome
+	ProviderRef string // the provider's id of the refund
+	Reason      string // the provider's words on a refusal
 }
 
 // PaymentRequest is what a gateway needs to create a payment for an order.
@@ -139,6 +192,10 @@ type ProviderNotice struct {
 	Amount      Money // in the currency's minor units; 0 and Currency zero when not carried
 	Currency    Currency
 	Reason      string // the provider's words on a failure
+	// RefundNo is set when the notification is about a refund (cardshop's refund number, as
+	// sent with the refund); RefundOutcome then says how it ended and Outcome is unused.
+	RefundNo      string
+	RefundOutcome RefundOutcome
 }
 
 // PaymentState is what a gateway's query found.
@@ -180,6 +237,10 @@ type PaymentGateway interface {
 	// Close makes the payment unpayable at the provider (expire a session, close a trade).
 	// ErrAlreadyPaid when the provider says it was paid: the caller queries and pays the order.
 	Close(ctx context.Context, p Payment) error
+	// Refund returns a paid payment's money, idempotently by r.RefundNo: asking again with the
+	// same number (after a timeout, a lost answer, a crash) never pays out twice, and answers
+	// how the refund stands. A refusal is a RefundState with RefundRefused, not an error.
+	Refund(ctx context.Context, p Payment, r RefundRequest) (RefundState, error)
 }
 
 // PaymentRepo stores payments: one per order and provider.

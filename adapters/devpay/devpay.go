@@ -348,3 +348,9 @@ func (g *Gateway) Close(_ context.Context, p domain.Payment) error {
 	}
 	return nil
 }
+
+// Refund is not offered: the dev provider moves no money, so a refund of an order it paid
+// returns the codes only (domain.ErrUnsupported).
+func (g *Gateway) Refund(context.Context, domain.Payment, domain.RefundRequest) (domain.RefundState, error) {
+	return domain.RefundState{}, domain.ErrUnsupported
+}

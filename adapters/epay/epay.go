@@ -252,3 +252,8 @@ func encode(p Params) string {
 	}
 	return v.Encode()
 }
+
+// Refund is not implemented yet for this provider: domain.ErrUnsupported.
+func (g *Gateway) Refund(context.Context, domain.Payment, domain.RefundRequest) (domain.RefundState, error) {
+	return domain.RefundState{}, domain.ErrUnsupported
+}

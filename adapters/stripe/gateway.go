@@ -345,3 +345,8 @@ func (g *Gateway) scrub(err error) error {
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), string(g.key), "[REDACTED]"))
 }
+
+// Refund is not implemented yet for this provider: domain.ErrUnsupported.
+func (g *Gateway) Refund(context.Context, domain.Payment, domain.RefundRequest) (domain.RefundState, error) {
+	return domain.RefundState{}, domain.ErrUnsupported
+}
