@@ -230,6 +230,9 @@ func (s *Shop) record(ctx context.Context, rec domain.NotificationRecord) {
 
 // applyNotice applies a verified notice and says what it did.
 func (s *Shop) applyNotice(ctx context.Context, gw domain.PaymentGateway, n domain.ProviderNotice) (string, error) {
+	if n.RefundNo != "" {
+		return s.applyRefundNotice(ctx, gw, n)
+	}
 	if n.OrderNo == "" && n.Outcome == domain.OutcomePending {
 		// An event about nothing cardshop sells (a provider sends every event type of the
 		// account to one endpoint): accepted, or the provider would resend it for days.

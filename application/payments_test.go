@@ -28,10 +28,14 @@ type scriptedGateway struct {
 	noQuery bool                                     // Query is unsupported
 	creates atomic.Int32
 	closes  atomic.Int32
+	refund  string         // how refunds answer: "" succeed, "refuse", "pending"
+	payouts map[string]int // refund number → times money was returned (idempotent: at most 1)
+	calls   atomic.Int32   // refund calls
 }
 
 func newScripted(name string) *scriptedGateway {
-	return &scriptedGateway{name: domain.Provider(name), state: map[domain.OrderNo]domain.PaymentOutcome{}}
+	return &scriptedGateway{name: domain.Provider(name), state: map[domain.OrderNo]domain.PaymentOutcome{},
+		payouts: map[string]int{}}
 }
 
 func (g *scriptedGateway) set(fn func(g *scriptedGateway)) {
@@ -60,6 +64,8 @@ type scriptedNotice struct {
 	Outcome  string `json:"outcome"`
 	Amount   int64  `json:"amount"`
 	Currency string `json:"currency"`
+	RefundNo string `json:"refund_no"`
+	Refund   string `json:"refund"` // succeeded | refused | pending
 }
 
 func (g *scriptedGateway) Verify(_ context.Context, in domain.InboundRequest) (domain.ProviderNotice, error) {
@@ -77,6 +83,11 @@ func (g *scriptedGateway) Verify(_ context.Context, in domain.InboundRequest) (d
 			return domain.ProviderNotice{}, err
 		}
 		out.Currency = c
+	}
+	if n.RefundNo != "" {
+		out.RefundNo = n.RefundNo
+		out.RefundOutcome = map[string]domain.RefundOutcome{"succeeded": domain.RefundSucceeded,
+			"refused": domain.RefundRefused, "pending": domain.RefundPending}[n.Refund]
 	}
 	out.Outcome = map[string]domain.PaymentOutcome{"paid": domain.OutcomePaid, "failed": domain.OutcomeFailed,
 		"expired": domain.OutcomeExpired}[n.Outcome]
@@ -123,6 +134,35 @@ func (g *scriptedGateway) Close(_ context.Context, p domain.Payment) error {
 	g.closes.Add(1)
 	g.state[p.OrderNo] = domain.OutcomeExpired
 	return nil
+}
+
+func (g *scriptedGateway) Refund(_ context.Context, p domain.Payment, r domain.RefundRequest) (domain.RefundState, error) {
+	g.calls.Add(1)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.down {
+		return domain.RefundState{}, fmt.Errorf("refund: %w", domain.ErrUnavailable)
+	}
+	if r.RefundNo == "" || r.Amount != p.Amount {
+		return domain.RefundState{Outcome: domain.RefundRefused, Reason: "bad request"}, nil
+	}
+	switch g.refund {
+	case "refuse":
+		return domain.RefundState{Outcome: domain.RefundRefused, Reason: "insufficient balance"}, nil
+	case "pending":
+		return domain.RefundState{Outcome: domain.RefundPending, ProviderRef: "rf-" + r.RefundNo}, nil
+	}
+	if g.payouts[r.RefundNo] == 0 { // idempotent by refund number, as providers are
+		g.payouts[r.RefundNo]++
+	}
+	return domain.RefundState{Outcome: domain.RefundSucceeded, ProviderRef: "rf-" + r.RefundNo}, nil
+}
+
+// paidOut is how many times money was returned for the order's refund.
+func (g *scriptedGateway) paidOut(no domain.OrderNo) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.payouts[domain.RefundNoOf(no)]
 }
 
 // notice is a signed notification of the scripted provider for o.

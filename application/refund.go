@@ -27,6 +27,21 @@ type RefundResult struct {
 	Order    domain.Order
 	Recycled int // codes returned to the pool as RECYCLED (flow refund-restore)
 	Voided   int // codes taken out of the pool as VOID (flow refund-void)
+	// Money is the refund of the order's payment at its provider; zero when the order was paid
+	// through the signed callback (the storefront took the money and returns it).
+	Money MoneyRefund
+}
+
+// MoneyRefund is where the return of an order's money stands at its provider.
+type MoneyRefund struct {
+	Provider domain.Provider
+	Status   domain.PaymentStatus // REFUNDING (pending or to retry), REFUNDED, REFUND_FAILED
+	RefundNo string
+	Ref      string
+	Reason   string
+	// ByHand is true when the provider offers no refund through cardshop: the codes were
+	// refunded, the money must be returned at the provider by an operator (alerted).
+	ByHand bool
 }
 
 // RefundOrder refunds a PAID order (codes VOID or RECYCLED as Refund says; stock back to the
@@ -41,7 +56,21 @@ func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error
 	if cmd.Void && cmd.Recycle {
 		return RefundResult{}, domain.Invalid("recycle", "void and recycle cannot both be asked for")
 	}
-	return settle(ctx, s.cfg.ReplayWait, "refund", func() (RefundResult, error) {
+	o, err := s.ledger.Orders().Order(ctx, cmd.OrderNo)
+	if err != nil {
+		return RefundResult{}, fmt.Errorf("load order: %w", err)
+	}
+	var money MoneyRefund
+	if o.Status() == domain.StatusPaid || o.Status() == domain.StatusUnfulfilled {
+		// The money first: the codes are released only once the provider returned it, so a
+		// refund the provider refuses or cannot take yet leaves the order as it was.
+		if money, err = s.refundMoney(ctx, o, cmd.Reason); err != nil || money.Status == domain.PaymentRefunding {
+			return RefundResult{Order: o, Money: money}, err
+		}
+	} else if p, ok, err := s.paidPayment(ctx, o); err == nil && ok {
+		money = MoneyRefund{Provider: p.Provider, Status: p.Status, RefundNo: p.RefundNo, Ref: p.RefundRef, Reason: p.RefundReason}
+	}
+	out, err := settle(ctx, s.cfg.ReplayWait, "refund", func() (RefundResult, error) {
 		o, err := s.ledger.Orders().Order(ctx, cmd.OrderNo)
 		if err != nil {
 			return RefundResult{}, fmt.Errorf("load order: %w", err)
@@ -51,6 +80,8 @@ func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error
 		}
 		return s.refund(ctx, o, cmd)
 	})
+	out.Money = money
+	return out, err
 }
 
 // refunded answers a refund of an order already REFUNDED with what its refund did.

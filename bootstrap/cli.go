@@ -38,6 +38,7 @@ Commands:
   token   issue a buyer token
   import-codes  stream a file of codes into a product's pool (admin API, CARDSHOP_ADMIN_TOKEN)
   reconcile     print a product's reconciliation, optionally repairing the gate (admin API)
+  refund  refund an order: its money through its payment provider, then its codes (admin API)
 
 Run "cardshop <command> -h" for a command's flags.
 `
@@ -61,6 +62,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = importCodes(args[1:], stdout, stderr)
 	case "reconcile":
 		err = reconcile(args[1:], stdout, stderr)
+	case "refund":
+		err = refund(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -447,4 +450,62 @@ func sortedPairs[V any](m map[string]V, str func(V) string) string {
 		parts[i] = k + " " + str(m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// refund refunds an order through the admin API and prints where its money and codes went.
+func refund(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("refund", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := fs.String("url", "http://127.0.0.1:8080", "base URL of the service")
+	order := fs.String("order", "", "order number (required)")
+	void := fs.Bool("void", false, "void the codes, revealed or not")
+	recycle := fs.Bool("recycle", false, "recycle the codes even if the buyer has seen them")
+	reason := fs.String("reason", "", "why (recorded on the order)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: cardshop refund -order NO [-url URL] [-void | -recycle] [-reason TEXT]
+
+Refunds an order through the admin API (POST /admin/orders/NO/refund; admin token from
+CARDSHOP_ADMIN_TOKEN): its money through the provider that took it (the same refund number on
+every try, so running it again never pays out twice), then its codes. Without -void or
+-recycle, codes the buyer has seen are voided and the others recycled. Exit status: 0 when
+the order is REFUNDED or its provider finishes the refund later, 1 otherwise (a refusal, a
+provider that cannot be reached: run it again).
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *order == "" || fs.NArg() != 0 || (*void && *recycle) {
+		fs.Usage()
+		return errors.New("-order is required, -void and -recycle exclude each other, and nothing else")
+	}
+	adminToken := os.Getenv("CARDSHOP_ADMIN_TOKEN")
+	if adminToken == "" {
+		return errors.New("set CARDSHOP_ADMIN_TOKEN")
+	}
+	ans, err := adminclient.New(*base, adminToken).Refund(context.Background(), *order, *void, *recycle, *reason)
+	if err != nil {
+		return err
+	}
+	if m := ans.Money; m != nil {
+		fmt.Fprintf(stdout, "money   %s at %s (refund %s", m.Status, m.Provider, m.RefundNo)
+		if m.RefundRef != "" {
+			fmt.Fprintf(stdout, ", provider ref %s", m.RefundRef)
+		}
+		fmt.Fprintln(stdout, ")")
+		if m.ByHand {
+			fmt.Fprintf(stdout, "        %s offers no refund through cardshop: return the money there by hand\n", m.Provider)
+		}
+	} else {
+		fmt.Fprintln(stdout, "money   not through a provider (paid through the signed callback: the storefront returns it)")
+	}
+	if ans.Accepted {
+		fmt.Fprintf(stdout, "order   %s %s: the provider finishes the refund later; the codes follow then\n", ans.OrderNo, ans.Status)
+		return nil
+	}
+	fmt.Fprintf(stdout, "order   %s %s · codes recycled %d, voided %d\n", ans.OrderNo, ans.Status, ans.CodesRecycled, ans.CodesVoided)
+	return nil
 }

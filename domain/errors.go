@@ -69,6 +69,8 @@ var (
 	ErrPaymentNotFound = errors.New("payment not found")
 	// ErrProviderUnknown means no payment provider of that name is enabled.
 	ErrProviderUnknown = errors.New("payment provider not enabled")
+	// ErrRefundRefused means the payment provider refused to return the money.
+	ErrRefundRefused = errors.New("the payment provider refused the refund")
 	// ErrOrderNotPayable means the order cannot be paid any more (it is not PENDING).
 	ErrOrderNotPayable = errors.New("order is not awaiting payment")
 )

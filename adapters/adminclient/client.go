@@ -160,3 +160,59 @@ func (c *Client) Reconcile(ctx context.Context, product int64, repair bool) (Rec
 	}
 	return rep, nil
 }
+
+// RefundAnswer is the service's answer to a refund: the order's status, where its codes went,
+// and where the return of its money stands at its provider.
+type RefundAnswer struct {
+	Accepted      bool   `json:"-"` // 202: the provider finishes the refund of the money later
+	OrderNo       string `json:"order_no"`
+	Status        string `json:"status"`
+	CodesRecycled int    `json:"codes_recycled"`
+	CodesVoided   int    `json:"codes_voided"`
+	Money         *struct {
+		Provider  string `json:"provider"`
+		Status    string `json:"status"`
+		RefundNo  string `json:"refund_no"`
+		RefundRef string `json:"refund_ref"`
+		Reason    string `json:"reason"`
+		ByHand    bool   `json:"by_hand"`
+	} `json:"money_refund"`
+}
+
+// Refund refunds an order (POST /admin/orders/{no}/refund): its money through its provider,
+// then its codes. void and recycle choose what happens to the codes (neither: the service's
+// default); reason is recorded.
+func (c *Client) Refund(ctx context.Context, order string, void, recycle bool, reason string) (RefundAnswer, error) {
+	body, err := json.Marshal(struct {
+		Void    bool   `json:"void,omitempty"`
+		Recycle bool   `json:"recycle,omitempty"`
+		Reason  string `json:"reason,omitempty"`
+	}{void, recycle, reason})
+	if err != nil {
+		return RefundAnswer{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/admin/orders/"+order+"/refund", bytes.NewReader(body))
+	if err != nil {
+		return RefundAnswer{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		return RefundAnswer{}, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return RefundAnswer{}, fmt.Errorf("reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+		return RefundAnswer{}, &ServiceError{Status: resp.StatusCode, Answer: answer}
+	}
+	var out RefundAnswer
+	if err := json.Unmarshal(answer, &out); err != nil {
+		return RefundAnswer{}, fmt.Errorf("unreadable answer %q: %w", answer, err)
+	}
+	out.Accepted = resp.StatusCode == http.StatusAccepted
+	return out, nil
+}

@@ -349,8 +349,11 @@ func (g *Gateway) Close(_ context.Context, p domain.Payment) error {
 	return nil
 }
 
-// Refund is not offered: the dev provider moves no money, so a refund of an order it paid
-// returns the codes only (domain.ErrUnsupported).
-func (g *Gateway) Refund(context.Context, domain.Payment, domain.RefundRequest) (domain.RefundState, error) {
-	return domain.RefundState{}, domain.ErrUnsupported
+// Refund returns the pretend money at once: the dev provider moves none, so a refund of an
+// order it paid always succeeds, with the refund number as its reference.
+func (g *Gateway) Refund(_ context.Context, _ domain.Payment, r domain.RefundRequest) (domain.RefundState, error) {
+	if r.RefundNo == "" {
+		return domain.RefundState{}, domain.Invalid("refund_no", "required")
+	}
+	return domain.RefundState{Outcome: domain.RefundSucceeded, ProviderRef: "dev_refund_" + r.RefundNo}, nil
 }

@@ -295,8 +295,19 @@ type refundRequest struct {
 // refundResponse is the REFUNDED order and where its codes went.
 type refundResponse struct {
 	orderResponse
-	CodesRecycled int `json:"codes_recycled"`
-	CodesVoided   int `json:"codes_voided"`
+	CodesRecycled int                  `json:"codes_recycled"`
+	CodesVoided   int                  `json:"codes_voided"`
+	Money         *moneyRefundResponse `json:"money_refund,omitempty"`
+}
+
+// moneyRefundResponse is where the return of the order's money stands at its provider.
+type moneyRefundResponse struct {
+	Provider  string `json:"provider"`
+	Status    string `json:"status"`
+	RefundNo  string `json:"refund_no,omitempty"`
+	RefundRef string `json:"refund_ref,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	ByHand    bool   `json:"by_hand"`
 }
 
 func (s *Server) refund(c *fiber.Ctx) error {
@@ -313,8 +324,18 @@ func (s *Server) refund(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(refundResponse{orderResponse: s.orderResponse(res.Order, nil, true),
-		CodesRecycled: res.Recycled, CodesVoided: res.Voided})
+	out := refundResponse{orderResponse: s.orderResponse(res.Order, nil, true),
+		CodesRecycled: res.Recycled, CodesVoided: res.Voided}
+	if m := res.Money; m.Provider != "" {
+		out.Money = &moneyRefundResponse{Provider: string(m.Provider), Status: m.Status.String(), RefundNo: m.RefundNo,
+			RefundRef: m.Ref, Reason: m.Reason, ByHand: m.ByHand}
+	}
+	if res.Money.Status == domain.PaymentRefunding {
+		// The provider took the refund and finishes it later: the order stays as it is until
+		// its notification (or the next refund) says the money is back.
+		return c.Status(fiber.StatusAccepted).JSON(out)
+	}
+	return c.JSON(out)
 }
 
 func (s *Server) fulfil(c *fiber.Ctx) error {

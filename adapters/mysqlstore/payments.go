@@ -23,11 +23,15 @@ type paymentRow struct {
 	Status      string    `bun:"status"`
 	PayURL      string    `bun:"pay_url"`
 	QRCode      string    `bun:"qr_code"`
+	RefundNo    string    `bun:"refund_no"`
+	RefundRef   string    `bun:"refund_ref"`
+	RefundWhy   string    `bun:"refund_reason"`
 	CreatedAt   time.Time `bun:"created_at"`
 	UpdatedAt   time.Time `bun:"updated_at"`
 }
 
-const paymentColumns = "order_no, provider, provider_ref, amount, currency, status, pay_url, qr_code, created_at, updated_at"
+const paymentColumns = "order_no, provider, provider_ref, amount, currency, status, pay_url, qr_code, " +
+	"refund_no, refund_ref, refund_reason, created_at, updated_at"
 
 func (r paymentRow) payment() (domain.Payment, error) {
 	st, err := domain.ParsePaymentStatus(r.Status)
@@ -40,7 +44,8 @@ func (r paymentRow) payment() (domain.Payment, error) {
 	}
 	return domain.Payment{OrderNo: domain.OrderNo(r.OrderNo), Provider: domain.Provider(r.Provider),
 		ProviderRef: r.ProviderRef, Amount: domain.Money(r.Amount), Currency: cur, Status: st, PayURL: r.PayURL,
-		QRCode: r.QRCode, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+		QRCode: r.QRCode, RefundNo: r.RefundNo, RefundRef: r.RefundRef, RefundReason: r.RefundWhy,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
 }
 
 // checkPayment refuses what a payment row cannot hold: no order or provider, an unknown
@@ -78,9 +83,9 @@ func (r paymentRepo) Create(ctx context.Context, p domain.Payment) error {
 		return err
 	}
 	op := fmt.Sprintf("create payment of %s at %s", p.OrderNo, p.Provider)
-	_, err := r.s.exec(ctx, op, "INSERT INTO payments ("+paymentColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err := r.s.exec(ctx, op, "INSERT INTO payments ("+paymentColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		string(p.OrderNo), string(p.Provider), p.ProviderRef, int64(p.Amount), p.Currency.Code, p.Status.String(),
-		p.PayURL, p.QRCode, p.CreatedAt.UTC(), updatedAt(p))
+		p.PayURL, p.QRCode, p.RefundNo, clip(p.RefundRef, widthRef), clip(p.RefundReason, widthResult), p.CreatedAt.UTC(), updatedAt(p))
 	if _, dup := duplicateKey(err); dup {
 		return fmt.Errorf("%s: %w", op, domain.ErrPaymentExists)
 	}
@@ -129,9 +134,11 @@ func (r paymentRepo) Transition(ctx context.Context, p domain.Payment, from doma
 		return false, err
 	}
 	op := fmt.Sprintf("transition payment of %s at %s from %s to %s", p.OrderNo, p.Provider, from, p.Status)
-	n, err := r.s.execN(ctx, op, "UPDATE payments SET status = ?, provider_ref = ?, pay_url = ?, qr_code = ?, updated_at = ? "+
+	n, err := r.s.execN(ctx, op, "UPDATE payments SET status = ?, provider_ref = ?, pay_url = ?, qr_code = ?, "+
+		"refund_no = ?, refund_ref = ?, refund_reason = ?, updated_at = ? "+
 		"WHERE order_no = ? AND provider = ? AND status = ? AND amount = ? AND currency = ?",
-		p.Status.String(), p.ProviderRef, p.PayURL, p.QRCode, updatedAt(p),
+		p.Status.String(), p.ProviderRef, p.PayURL, p.QRCode, p.RefundNo, clip(p.RefundRef, widthRef),
+		clip(p.RefundReason, widthResult), updatedAt(p),
 		string(p.OrderNo), string(p.Provider), from.String(), int64(p.Amount), p.Currency.Code)
 	if err != nil {
 		return false, err
