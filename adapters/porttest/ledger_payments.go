@@ -143,6 +143,34 @@ func runPayments(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		wantPayment(t, l, moved)
 	})
 
+	t.Run("a refund's number, reference and reason are stored with its transitions", func(t *testing.T) {
+		l := newLedger(t)
+		at := now()
+		p := newPayment(t, newOrderNo(), "pt-r", at)
+		p.Status = domain.PaymentPaid
+		createPayment(t, l, p)
+		refunding := p
+		refunding.Status, refunding.RefundNo, refunding.UpdatedAt = domain.PaymentRefunding, domain.RefundNoOf(p.OrderNo), at.Add(time.Minute)
+		if won, err := l.Payments().Transition(t.Context(), refunding, domain.PaymentPaid); err != nil || !won {
+			t.Fatalf("Transition PAID->REFUNDING = %v, %v", won, err)
+		}
+		wantPayment(t, l, refunding)
+		failed := refunding
+		failed.Status, failed.RefundRef, failed.RefundReason = domain.PaymentRefundFailed, "re_1", "insufficient balance"
+		if won, err := l.Payments().Transition(t.Context(), failed, domain.PaymentRefunding); err != nil || !won {
+			t.Fatalf("Transition REFUNDING->REFUND_FAILED = %v, %v", won, err)
+		}
+		wantPayment(t, l, failed)
+		done := failed
+		done.Status, done.RefundReason = domain.PaymentRefunded, ""
+		for i, want := range []bool{true, false} {
+			if won, err := l.Payments().Transition(t.Context(), done, domain.PaymentRefundFailed); err != nil || won != want {
+				t.Fatalf("Transition REFUND_FAILED->REFUNDED #%d = %v, %v; want %v", i+1, won, err, want)
+			}
+		}
+		wantPayment(t, l, done)
+	})
+
 	t.Run("race: 20 transitions of one payment from OPEN, exactly one wins", func(t *testing.T) {
 		l := newLedger(t)
 		at := now()
