@@ -50,7 +50,11 @@ func (e *env) startInstance(ctx context.Context, name string, pprofAddr string) 
 		"CARDSHOP_TOKEN_SECRET="+e.secrets.token, "CARDSHOP_CODE_KEYS="+e.secrets.codeKeys,
 		"CARDSHOP_CODE_HASH_KEY="+e.secrets.codeHash, "CARDSHOP_ORDER_TIMEOUT="+e.o.orderTimeout.String(),
 		"CARDSHOP_SWEEP_INTERVAL=1s", "CARDSHOP_ORPHAN_AFTER=10s", "CARDSHOP_MYSQL_MAX_CONNS=48", "CARDSHOP_RELAY_INTERVAL=200ms", "CARDSHOP_LOG_LEVEL=warn",
-		"CARDSHOP_PPROF_ADDR="+pprofAddr, "CARDSHOP_BUYER_CAP=1000000", "CARDSHOP_RATE_PER_IP=0", "CARDSHOP_RATE_PER_BUYER=0")
+		"CARDSHOP_PPROF_ADDR="+pprofAddr, "CARDSHOP_BUYER_CAP=1000000", "CARDSHOP_RATE_PER_IP=0", "CARDSHOP_RATE_PER_BUYER=0",
+		"CARDSHOP_PUBLIC_URL="+in.base)
+	if e.stripe != nil {
+		in.cmd.Env = append(in.cmd.Env, e.stripe.environ()...)
+	}
 	if err := in.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -112,11 +116,13 @@ func (e *env) writeTokens(n int) error {
 		return err
 	}
 	var b strings.Builder
+	e.buyerTokens = make(map[string]string, n)
 	for i := 0; i < n; i++ {
 		tok, _, err := issuer.Issue(domain.BuyerID(buyerID(i)), time.Now(), 24*time.Hour)
 		if err != nil {
 			return err
 		}
+		e.buyerTokens[buyerID(i)] = tok
 		b.WriteString(tok)
 		b.WriteByte('\n')
 	}

@@ -29,6 +29,9 @@ type Expect struct {
 	InFlight         int64
 	AcceptedPayments map[string]bool // order numbers whose "paid" callback was answered 200 success
 	ExpiryGrace      time.Duration   // how long past expires_at a PENDING order may still be open
+	// Provider is the payment provider the scenario pays every order through ("stripe"), or
+	// "" when it pays through the signed callback, which records no provider payment.
+	Provider string
 }
 
 // The checks' names, grouped by the invariant they prove (the part before the colon; the list
@@ -57,7 +60,14 @@ const (
 	chkClosedRestore  = "no leak: every CLOSED order has one timeout-restore flow row"
 	chkFailedRestore  = "no leak: every FAILED order has one payment-failed-restore flow row"
 	chkGateReturns    = "no leak: every stock return reached the gate (no unsent gate.change)"
+	chkProviderPaid   = "provider payments: every PAID order has a PAID payment at the scenario's provider, for the order's amount"
+	chkPaymentOrphan  = "provider payments: no PAID payment of an order that is not PAID, UNFULFILLED or REFUNDED"
+	chkNoticeOrphan   = "provider payments: no accepted paid notification for an order that is not PAID, UNFULFILLED or REFUNDED"
 )
+
+// paidStates are the order states a payment taken at a provider may leave an order in: paid,
+// paid without codes to deliver (sold out by a late payment), paid and then refunded.
+var paidStates = map[string]bool{"PAID": true, "UNFULFILLED": true, "REFUNDED": true}
 
 // exampleMax bounds the order numbers quoted in a failing check's detail.
 const exampleMax = 3
@@ -66,6 +76,13 @@ const exampleMax = 3
 type orderInfo struct {
 	status string
 	qty    int64
+	amount int64
+}
+
+// paymentInfo is one payments row of an order.
+type paymentInfo struct {
+	provider, status string
+	amount           int64
 }
 
 // snapshot is one product's numbers as read from MariaDB and Redis.
@@ -83,6 +100,8 @@ type snapshot struct {
 	expired   int64
 	delivered map[string]bool // order number -> some order.delivered row was sent
 	unsentGC  []string        // msg_key of unsent gate.change rows of this product's orders
+	payments  map[string][]paymentInfo
+	paidNotes map[string]int64 // order number -> accepted notifications with the outcome "paid"
 
 	gateStock, gateSold     int64
 	hasGateStock, hasGateSd bool
@@ -110,6 +129,7 @@ func readSnapshot(ctx context.Context, db *sql.DB, rdb redis.UniversalClient, e 
 		cards: map[string]int64{}, orders: map[string]orderInfo{}, orderQty: map[string]int64{},
 		orderN: map[string]int64{}, soldBy: map[string]int64{}, flow: domain.FlowTotals{},
 		restores: map[string]map[int]int64{}, delivered: map[string]bool{},
+		payments: map[string][]paymentInfo{}, paidNotes: map[string]int64{},
 	}
 
 	// The card pool by status (idx_alloc).
@@ -144,14 +164,14 @@ func readSnapshot(ctx context.Context, db *sql.DB, rdb redis.UniversalClient, e 
 	}
 
 	// Every order of the product, streamed once (idx_product_status).
-	err = query(ctx, db, "SELECT order_no, status, qty FROM orders WHERE product_id = ?",
+	err = query(ctx, db, "SELECT order_no, status, qty, amount FROM orders WHERE product_id = ?",
 		[]any{pid}, func(r *sql.Rows) error {
 			var no, st string
-			var qty int64
-			if err := r.Scan(&no, &st, &qty); err != nil {
+			var qty, amount int64
+			if err := r.Scan(&no, &st, &qty, &amount); err != nil {
 				return err
 			}
-			s.orders[no] = orderInfo{status: st, qty: qty}
+			s.orders[no] = orderInfo{status: st, qty: qty, amount: amount}
 			s.orderQty[st] += qty
 			s.orderN[st]++
 			return nil
@@ -250,6 +270,36 @@ func readSnapshot(ctx context.Context, db *sql.DB, rdb redis.UniversalClient, e 
 		})
 	if err != nil {
 		return nil, fmt.Errorf("unsent gate changes: %w", err)
+	}
+
+	// The payments of the product's orders, and their accepted "paid" notifications: the
+	// orders through idx_product_status, each order's rows through the payments' primary key
+	// and the log's idx_order.
+	err = query(ctx, db, "SELECT p.order_no, p.provider, p.status, p.amount FROM orders o "+
+		"JOIN payments p ON p.order_no = o.order_no WHERE o.product_id = ?", []any{pid}, func(r *sql.Rows) error {
+		var no string
+		var p paymentInfo
+		if err := r.Scan(&no, &p.provider, &p.status, &p.amount); err != nil {
+			return err
+		}
+		s.payments[no] = append(s.payments[no], p)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("payments: %w", err)
+	}
+	err = query(ctx, db, "SELECT n.order_no, COUNT(*) FROM orders o JOIN payment_notifications n ON n.order_no = o.order_no "+
+		"WHERE o.product_id = ? AND n.accepted AND n.outcome = 'paid' GROUP BY n.order_no", []any{pid}, func(r *sql.Rows) error {
+		var no string
+		var n int64
+		if err := r.Scan(&no, &n); err != nil {
+			return err
+		}
+		s.paidNotes[no] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("payment notifications: %w", err)
 	}
 
 	// The gate, read in one MGET (one slot: the keys share the product's hash tag).
@@ -448,7 +498,63 @@ func (s *snapshot) checks(e Expect) []Check {
 	restored(chkFailedRestore, "FAILED", domain.FlowFailedRestore)
 	add(chkGateReturns, len(s.unsentGC) == 0, "unsent gate.change rows of this product's orders: %d%s",
 		len(s.unsentGC), examples(s.unsentGC))
+
+	// 7. provider payments: money taken at a provider and the order's state agree. Only a
+	// scenario that pays through a provider expects a payment of every PAID order.
+	if e.Provider != "" {
+		var bad []string
+		for no, o := range s.orders {
+			if o.status != "PAID" {
+				continue
+			}
+			if why := s.paymentOf(no, e.Provider, o.amount); why != "" {
+				bad = append(bad, no+" "+why)
+			}
+		}
+		add(chkProviderPaid, len(bad) == 0, "PAID orders %d, without a PAID %s payment of their amount: %d%s",
+			s.orderN["PAID"], e.Provider, len(bad), examples(bad))
+	}
+	var orphanPay, nPaidPay []string
+	for no, ps := range s.payments {
+		for _, p := range ps {
+			if p.status != "PAID" {
+				continue
+			}
+			nPaidPay = append(nPaidPay, no)
+			if st := s.orders[no].status; !paidStates[st] {
+				orphanPay = append(orphanPay, fmt.Sprintf("%s %s at %s", no, st, p.provider))
+			}
+		}
+	}
+	add(chkPaymentOrphan, len(orphanPay) == 0, "PAID payments %d, of an order in another state: %d%s",
+		len(nPaidPay), len(orphanPay), examples(orphanPay))
+	var orphanNote []string
+	var nNotes int64
+	for no, n := range s.paidNotes {
+		nNotes += n
+		if st := s.orders[no].status; !paidStates[st] {
+			orphanNote = append(orphanNote, fmt.Sprintf("%s %s (%d)", no, st, n))
+		}
+	}
+	add(chkNoticeOrphan, len(orphanNote) == 0, "accepted paid notifications %d, for an order in another state: %d%s",
+		nNotes, len(orphanNote), examples(orphanNote))
 	return out
+}
+
+// paymentOf says what is wrong with order no's payment at provider for amount, or "".
+func (s *snapshot) paymentOf(no, provider string, amount int64) string {
+	for _, p := range s.payments[no] {
+		switch {
+		case p.provider != provider:
+		case p.status != "PAID":
+			return "payment " + p.status
+		case p.amount != amount:
+			return fmt.Sprintf("payment amount %d ≠ order amount %d", p.amount, amount)
+		default:
+			return ""
+		}
+	}
+	return "no payment"
 }
 
 // rel is "=" or "≠".

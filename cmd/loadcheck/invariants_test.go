@@ -80,7 +80,9 @@ func testRedis(t testing.TB) *redis.Client {
 //	A PAID 2 · B PAID 3 · C PAID 1 (closed, then paid late) · D PENDING 2 · E PENDING 1
 //	F CLOSED 2 · G FAILED 1 · H REFUNDED 2 (recycled) · I REFUNDED 1 (voided) · J UNFULFILLED 1
 //
-// Codes: SOLD 6, RECYCLED 2, VOID 1, UNSOLD 11; gate stock 10, sold 9.
+// Codes: SOLD 6, RECYCLED 2, VOID 1, UNSOLD 11; gate stock 10, sold 9. Every order has a
+// Stripe payment in the state its order implies (see fxPayment), A also an expired epay one;
+// the paid ones have an accepted paid notification, D a refused one, F an accepted expired one.
 type fixture struct {
 	t   *testing.T
 	db  *sql.DB
@@ -111,6 +113,10 @@ var fxOrders = []fxOrder{
 
 const fxImported = 20
 
+// fxPayment is the status of an order's Stripe payment by the order's status.
+var fxPayment = map[string]string{"PAID": "PAID", "REFUNDED": "PAID", "UNFULFILLED": "PAID", "PENDING": "OPEN",
+	"CLOSED": "EXPIRED", "FAILED": "FAILED"}
+
 // returnsStock are the flow types that give units back to the gate through a gate.change row.
 var returnsStock = map[domain.FlowType]bool{domain.FlowTimeoutRestore: true, domain.FlowRefundRestore: true,
 	domain.FlowFailedRestore: true, domain.FlowRefundVoid: true, domain.FlowUnfulfilled: true}
@@ -135,6 +141,9 @@ func newFixture(t *testing.T) *fixture {
 		}
 		_, _ = f.db.ExecContext(ctx, "DELETE FROM outbox WHERE msg_key LIKE ? OR msg_key = ?",
 			fmt.Sprintf("lc%d-%%", f.pid), fmt.Sprintf("batch-%d", f.pid))
+		for _, q := range []string{"DELETE FROM payments WHERE order_no LIKE ?", "DELETE FROM payment_notifications WHERE order_no LIKE ?"} {
+			_, _ = f.db.ExecContext(ctx, q, fmt.Sprintf("lc%d-%%", f.pid))
+		}
 		_ = f.rdb.Del(ctx, "stock:product:"+f.tag(), "sold:product:"+f.tag()).Err()
 	})
 
@@ -152,7 +161,8 @@ func newFixture(t *testing.T) *fixture {
 		f.exec("INSERT INTO card_stock (product_id, code_cipher, key_id, code_hash, status, order_no, created_at, updated_at) "+
 			"VALUES (?, ?, 'k1', ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))", f.pid, h[:16], h[:], status, orderNo)
 	}
-	f.e = Expect{ProductID: f.pid, Created: int64(len(fxOrders)), AcceptedPayments: map[string]bool{}, ExpiryGrace: time.Minute}
+	f.e = Expect{ProductID: f.pid, Created: int64(len(fxOrders)), AcceptedPayments: map[string]bool{}, ExpiryGrace: time.Minute,
+		Provider: "stripe"}
 	for _, o := range fxOrders {
 		no := f.no(o.letter)
 		expires := 15 * 60 // PENDING orders are not due yet
@@ -183,16 +193,38 @@ func newFixture(t *testing.T) *fixture {
 		if o.status == "PAID" || o.status == "UNFULFILLED" {
 			f.e.AcceptedPayments[no] = true
 		}
+		f.payment(no, "stripe", fxPayment[o.status], 100*o.qty)
+		switch fxPayment[o.status] {
+		case "PAID":
+			f.notice(no, "paid", true)
+		case "OPEN":
+			f.notice(no, "paid", false) // verified, then refused (say, another amount)
+		case "EXPIRED":
+			f.notice(no, "expired", true)
+		}
 	}
 	for card < fxImported {
 		addCard("UNSOLD", nil)
 	}
+	f.payment(f.no("A"), "epay", "EXPIRED", 200) // the buyer tried epay first
 	for k, v := range map[string]int{"stock:product:" + f.tag(): 10, "sold:product:" + f.tag(): 9} {
 		if err := f.rdb.Set(ctx, k, v, 10*time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return f
+}
+
+func (f *fixture) payment(no, provider, status string, amount int) {
+	f.t.Helper()
+	f.exec("INSERT INTO payments (order_no, provider, provider_ref, amount, currency, status, pay_url, qr_code, created_at, updated_at) "+
+		"VALUES (?, ?, ?, ?, 'CNY', ?, '', '', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))", no, provider, "ref-"+no, amount, status)
+}
+
+func (f *fixture) notice(no, outcome string, accepted bool) {
+	f.t.Helper()
+	f.exec("INSERT INTO payment_notifications (provider, received_at, method, verified, accepted, result, order_no, outcome) "+
+		"VALUES ('stripe', UTC_TIMESTAMP(6), 'POST', TRUE, ?, 'fixture', ?, ?)", accepted, no, outcome)
 }
 
 func (f *fixture) check() []Check {
@@ -232,7 +264,7 @@ func logChecks(t *testing.T, cs []Check) {
 var allCheckNames = []string{chkSoldOwned, chkOrderCodes, chkSoldPaid, chkPool, chkOversold, chkGateTotal, chkGateSold,
 	chkLedgerImported, chkLedgerVoided, chkLedgerSold, chkLedgerSellable, chkLedgerHeld, chkLedgerPending,
 	chkLedgerGateFree, chkFlowUnique, chkIdemKey, chkIdemCreated, chkAccepted, chkDelivered, chkExpired,
-	chkClosedRestore, chkFailedRestore, chkGateReturns}
+	chkClosedRestore, chkFailedRestore, chkGateReturns, chkProviderPaid, chkPaymentOrphan, chkNoticeOrphan}
 
 func TestInvariantsHoldOnAConsistentLedger(t *testing.T) {
 	f := newFixture(t)
@@ -249,12 +281,15 @@ func TestInvariantsHoldOnAConsistentLedger(t *testing.T) {
 		t.Fatalf("failing checks on a consistent ledger: %q", bad)
 	}
 	want := map[string]string{
-		chkSoldPaid:   "SOLD 6 = Σ qty PAID 6",
-		chkPool:       "SOLD 6 + UNSOLD 11 + RECYCLED 2 = 19 = imported 20 − voided 1 = 19",
-		chkGateTotal:  "gate stock 10 + gate sold 9 = 19 = imported − voided 19",
-		chkGateSold:   "gate sold 9 = Σ qty PENDING 3 + PAID 6 = 9",
-		chkLedgerHeld: "flow 9 = Σ qty PENDING + PAID 9",
-		chkAccepted:   "accepted payments 4: PAID 3 (their codes: see the PAID-orders check), UNFULFILLED 1, other 0",
+		chkSoldPaid:      "SOLD 6 = Σ qty PAID 6",
+		chkPool:          "SOLD 6 + UNSOLD 11 + RECYCLED 2 = 19 = imported 20 − voided 1 = 19",
+		chkGateTotal:     "gate stock 10 + gate sold 9 = 19 = imported − voided 19",
+		chkGateSold:      "gate sold 9 = Σ qty PENDING 3 + PAID 6 = 9",
+		chkLedgerHeld:    "flow 9 = Σ qty PENDING + PAID 9",
+		chkAccepted:      "accepted payments 4: PAID 3 (their codes: see the PAID-orders check), UNFULFILLED 1, other 0",
+		chkProviderPaid:  "PAID orders 3, without a PAID stripe payment of their amount: 0",
+		chkPaymentOrphan: "PAID payments 6, of an order in another state: 0",
+		chkNoticeOrphan:  "accepted paid notifications 6, for an order in another state: 0",
 	}
 	for _, c := range cs {
 		if w, ok := want[c.Name]; ok && c.Detail != w {
@@ -311,6 +346,27 @@ func TestInvariantsCatchEachBreak(t *testing.T) {
 		{"Created off by one", func(f *fixture) {
 			f.e.Created++
 		}, []string{chkIdemCreated}},
+		{"a PAID order without its provider payment", func(f *fixture) {
+			f.exec("DELETE FROM payments WHERE order_no = ? AND provider = 'stripe'", f.no("A"))
+		}, []string{chkProviderPaid}},
+		{"a PAID order whose payment is still open", func(f *fixture) {
+			f.exec("UPDATE payments SET status = 'OPEN' WHERE order_no = ?", f.no("B"))
+		}, []string{chkProviderPaid}},
+		{"a provider payment of another amount", func(f *fixture) {
+			f.exec("UPDATE payments SET amount = amount + 1 WHERE order_no = ?", f.no("C"))
+		}, []string{chkProviderPaid}},
+		{"a PAID payment of a CLOSED order", func(f *fixture) {
+			f.exec("UPDATE payments SET status = 'PAID' WHERE order_no = ?", f.no("F"))
+		}, []string{chkPaymentOrphan}},
+		{"a PAID payment of a PENDING order", func(f *fixture) {
+			f.exec("UPDATE payments SET status = 'PAID' WHERE order_no = ?", f.no("D"))
+		}, []string{chkPaymentOrphan}},
+		{"an accepted paid notification for a PENDING order", func(f *fixture) {
+			f.exec("UPDATE payment_notifications SET accepted = TRUE WHERE order_no = ?", f.no("D"))
+		}, []string{chkNoticeOrphan}},
+		{"an accepted paid notification for a CLOSED order", func(f *fixture) {
+			f.notice(f.no("F"), "paid", true)
+		}, []string{chkNoticeOrphan}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -326,6 +382,27 @@ func TestInvariantsCatchEachBreak(t *testing.T) {
 	}
 }
 
+// A scenario that pays through the signed callback records no provider payment: the check of
+// every PAID order's payment is left out, the other two still run.
+func TestInvariantsWithoutAProvider(t *testing.T) {
+	f := newFixture(t)
+	f.e.Provider = ""
+	f.exec("DELETE FROM payments WHERE order_no LIKE ?", fmt.Sprintf("lc%d-%%", f.pid))
+	cs := f.check()
+	if bad := failing(cs); len(bad) > 0 {
+		logChecks(t, cs)
+		t.Fatalf("failing checks without provider payments: %q", bad)
+	}
+	for _, c := range cs {
+		if c.Name == chkProviderPaid {
+			t.Fatalf("%q reported for a scenario without a provider: %s", c.Name, c.Detail)
+		}
+	}
+	if len(cs) != len(allCheckNames)-1 {
+		t.Fatalf("%d checks, want %d", len(cs), len(allCheckNames)-1)
+	}
+}
+
 // The breaks the schema makes impossible to stage (a second order for one (buyer, key), more
 // PAID units than codes) are checked on a snapshot directly.
 func TestInvariantsOnImpossibleSnapshots(t *testing.T) {
@@ -333,7 +410,7 @@ func TestInvariantsOnImpossibleSnapshots(t *testing.T) {
 		return &snapshot{
 			cards:    map[string]int64{"SOLD": 5},
 			imported: 5,
-			orders:   map[string]orderInfo{"o1": {"PAID", 5}},
+			orders:   map[string]orderInfo{"o1": {"PAID", 5, 500}},
 			orderQty: map[string]int64{"PAID": 5}, orderN: map[string]int64{"PAID": 1},
 			soldBy:   map[string]int64{"o1": 5},
 			flow:     domain.FlowTotals{domain.FlowStockIn: 5, domain.FlowReserve: 5, domain.FlowPay: 5},
@@ -353,7 +430,7 @@ func TestInvariantsOnImpossibleSnapshots(t *testing.T) {
 	}
 
 	s = base() // a second PAID order of 2 units that got no codes: 7 sold of 5 codes
-	s.orders["o2"] = orderInfo{"PAID", 2}
+	s.orders["o2"] = orderInfo{"PAID", 2, 200}
 	s.orderQty["PAID"], s.orderN["PAID"] = 7, 2
 	s.delivered["o2"] = true
 	cs := s.checks(Expect{Created: 2})

@@ -1,7 +1,7 @@
 // Command loadcheck is the load proof (docs/PRODUCT.md): it starts cardshop on the real
 // adapters (or targets running instances), measures this machine's ceilings, runs the flash-sale scenarios
-// with wrk, pays most orders through signed callbacks (duplicates mixed in), lets the rest
-// expire, and then checks every invariant directly against Redis and MariaDB. It prints the
+// with wrk, pays most orders through signed callbacks (duplicates mixed in), or in one scenario
+// through Stripe's Checkout and webhooks played by its simulator, lets the rest expire, and then checks every invariant directly against Redis and MariaDB. It prints the
 // numbers and exits non-zero if any invariant fails.
 //
 // Run it with `make loadcheck` (full) or `make loadcheck-short` (CI).
@@ -58,7 +58,7 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (default all)")
 	flag.DurationVar(&o.orderTimeout, "order-timeout", 40*time.Second, "the service's order timeout (unpaid orders close after it)")
 	flag.Float64Var(&o.payShare, "pay", 0.8, "share of the orders that get paid")
-	flag.Float64Var(&o.dupCallbacks, "dup-callbacks", 0.2, "share of the paid orders whose callback is sent twice at once")
+	flag.Float64Var(&o.dupCallbacks, "dup-callbacks", 0.2, "share of the paid orders whose callback (in the Stripe scenario: payment request and webhook) is sent twice at once")
 	flag.BoolVar(&o.keep, "keep", false, "leave the load database in place for inspection")
 	flag.StringVar(&o.targets, "target", "", "comma-separated base URLs of already running instances to load instead of starting them\n"+
 		"(secrets from CARDSHOP_ADMIN_TOKEN, CARDSHOP_PAYMENT_SECRET, CARDSHOP_TOKEN_SECRET; their database from\n"+
@@ -110,6 +110,10 @@ type env struct {
 	helloLua   string
 	instances  []*instance
 	tokensFile string
+	// buyerTokens are the tokens of tokensFile by buyer id, for calls made as an order's buyer.
+	buyerTokens map[string]string
+	// stripe is the Stripe simulator the started instances pay through; nil with -target.
+	stripe *stripeEnv
 }
 
 type secrets struct{ admin, payment, token, codeKeys, codeHash string }
@@ -157,6 +161,12 @@ func run(ctx context.Context, o options) (checks, failed int, err error) {
 	defer e.rdb.Close()
 	if !o.keep && o.targets == "" {
 		defer e.dropDatabase()
+	}
+	if o.targets == "" {
+		if err := e.startStripe(); err != nil {
+			return 0, 0, err
+		}
+		defer e.stripe.sim.Close()
 	}
 	if err := e.measureCeilings(ctx); err != nil {
 		return 0, 0, err

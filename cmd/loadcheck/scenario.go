@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -31,6 +32,9 @@ type scenario struct {
 	soldOut   bool // also measure the pure sold-out path after the sale
 	kill      bool // SIGKILL the instance under load half-way, then restart it
 	repair    bool // run reconcile?repair=true half-way through the load (the fenced rebuild)
+	// provider is the payment provider the buyers pay through, by its simulator ("stripe"),
+	// instead of the signed callback.
+	provider string
 }
 
 func scenarios(o options) []scenario {
@@ -44,7 +48,8 @@ func scenarios(o options) []scenario {
 		{num: 1, name: "flash sale: 1,000 codes, sells out", codes: 1000, qtyMax: 1, dup: 1, instances: 1, soldOut: true},
 		{num: 2, name: "deep stock: never sells out", codes: scale(120000, 30000), qtyMax: 1, dup: 1, instances: 1},
 		{num: 3, name: "bulk buyers: qty 1-10, a repair half-way", codes: scale(150000, 40000), qtyMax: 10, dup: 1, instances: 1, repair: true},
-		{num: 4, name: "double submit: every key sent 4 times at once", codes: scale(60000, 20000), qtyMax: 1, dup: 4, instances: 1},
+		{num: 4, name: "double submit ×4 at once, paid through Stripe", codes: scale(60000, 20000), qtyMax: 1, dup: 4, instances: 1,
+			provider: "stripe"},
 		{num: 5, name: "two instances behind the same Redis, MariaDB, RabbitMQ", codes: scale(120000, 30000), qtyMax: 1, dup: 1, instances: 2},
 		{num: 6, name: "kill -9 under load, restart, sweep", codes: scale(60000, 20000), qtyMax: 1, dup: 1, instances: 1, kill: true},
 	}
@@ -62,6 +67,7 @@ type scenarioResult struct {
 	dupSent     int
 	payRate     float64
 	payErrors   int
+	stripe      *stripeRun // the Stripe payment phase, when the scenario paid through it
 	expired     int64
 	unfulfilled int64
 	codesSold   int64
@@ -165,14 +171,35 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 			res.soldOutDB, res.idleDB, float64(res.soldOutDB.total()-res.idleDB.total())/float64(max(so.Requests, 1)))
 	}
 
-	accepted, err := e.pay(ctx, pid, &res)
-	if err != nil {
-		return res, err
+	provider := sc.provider
+	if provider != "" && e.stripe == nil {
+		fmt.Printf("   payments  through signed callbacks: -target instances are not configured with this run's %s simulator\n", provider)
+		provider = ""
 	}
-	fmt.Printf("   payments  %d paid (%d callbacks sent twice at once) · %s callbacks/s (%.2f of the pay-tx ceiling) · %d refused\n",
-		res.paid, res.dupSent, num(res.payRate), res.payRate/e.ceil.payTx, res.payErrors)
+	var accepted map[string]bool
+	if provider == "stripe" {
+		if accepted, err = e.payStripe(ctx, pid, &res); err != nil {
+			return res, err
+		}
+		r := res.stripe
+		fmt.Printf("   checkout  %d payments asked for by their buyers (%d of them twice at once) · %s requests/s · %d failed%s\n",
+			len(r.orders), r.dupN, num(r.createRate), r.createErrs, firstErr(r.firstErr))
+		fmt.Printf("   stripe    %d paid via the simulator's webhooks (%d events sent twice at once) · %s callbacks/s (%.2f of the pay-tx ceiling) · %d refused · %d sessions closed before paid\n",
+			res.paid, res.dupSent, num(res.payRate), res.payRate/e.ceil.payTx, res.payErrors, r.gone)
+	} else {
+		if accepted, err = e.pay(ctx, pid, &res); err != nil {
+			return res, err
+		}
+		fmt.Printf("   payments  %d paid (%d callbacks sent twice at once) · %s callbacks/s (%.2f of the pay-tx ceiling) · %d refused\n",
+			res.paid, res.dupSent, num(res.payRate), res.payRate/e.ceil.payTx, res.payErrors)
+	}
 	if err := e.settle(ctx, pid); err != nil {
 		return res, err
+	}
+	var stripeCheck *Check
+	if res.stripe != nil {
+		c := res.stripe.afterSettle(ctx, e.stripe.sim)
+		stripeCheck = &c
 	}
 	if err := e.db.QueryRowContext(ctx, `SELECT
 		COALESCE(SUM(status='CLOSED'),0), COALESCE(SUM(status='UNFULFILLED'),0)
@@ -190,7 +217,7 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 
 	res.checks, err = checkInvariants(ctx, e.db, e.rdb, Expect{ProductID: pid, Created: res.created, InFlight: int64(e.o.conns),
-		AcceptedPayments: accepted, ExpiryGrace: 5 * time.Second})
+		AcceptedPayments: accepted, ExpiryGrace: 5 * time.Second, Provider: provider})
 	if err != nil {
 		return res, err
 	}
@@ -202,6 +229,9 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		Detail: fmt.Sprintf("reservation holds left in Redis: %d", holds), OK: holds == 0})
 	if repairCheck != nil {
 		res.checks = append(res.checks, *repairCheck)
+	}
+	if stripeCheck != nil {
+		res.checks = append(res.checks, *stripeCheck)
 	}
 	for _, c := range res.checks {
 		verdict := "PASS"
@@ -330,27 +360,43 @@ func statusMix(m map[int]int64) string {
 	return strings.Join(parts, " · ")
 }
 
+// due is an order to pay.
+type due struct {
+	no     string
+	amount int64
+	buyer  string
+}
+
+// pendingOrders lists the product's PENDING orders, oldest first.
+func (e *env) pendingOrders(ctx context.Context, pid int64) ([]due, error) {
+	var all []due
+	err := query(ctx, e.db, "SELECT order_no, amount, buyer_id FROM orders WHERE product_id=? AND status='PENDING' ORDER BY created_at",
+		[]any{pid}, func(r *sql.Rows) error {
+			var d due
+			if err := r.Scan(&d.no, &d.amount, &d.buyer); err != nil {
+				return err
+			}
+			all = append(all, d)
+			return nil
+		})
+	return all, err
+}
+
+// firstErr quotes the first failure of a phase, if any.
+func firstErr(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (first: " + trim(s, 200) + ")"
+}
+
 // pay sends signed "paid" callbacks for a share of the product's PENDING orders (some twice at
 // once), spread over the instances, and returns the orders whose payment was accepted.
 func (e *env) pay(ctx context.Context, pid int64, res *scenarioResult) (map[string]bool, error) {
-	rows, err := e.db.QueryContext(ctx, "SELECT order_no, amount FROM orders WHERE product_id=? AND status='PENDING' ORDER BY created_at", pid)
+	all, err := e.pendingOrders(ctx, pid)
 	if err != nil {
 		return nil, err
 	}
-	type due struct {
-		no     string
-		amount int64
-	}
-	var all []due
-	for rows.Next() {
-		var d due
-		if err := rows.Scan(&d.no, &d.amount); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		all = append(all, d)
-	}
-	rows.Close()
 	n := int(float64(len(all)) * e.o.payShare)
 	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	toPay := all[:n]
