@@ -92,40 +92,21 @@ func (g *Gateway) apiCreate(ctx context.Context, p Params) (domain.PaymentCreate
 }
 
 // Query asks api.php?act=order where the order's payment stands: status 1 is paid, 0 is
-// pending. The answer is not signed: it is trusted as far as the TLS connection to the
-// gateway is. A gateway that never saw the order (the buyer never opened the redirect)
-// answers code != 1 like any other refusal; epay has no distinct "not found", so that is an
-// error, never "unpaid".
+// pending; 2 (refunded) and 3 (frozen by the gateway) were paid too, and stay paid here (a
+// refund is Refund's to report). The answer is not signed: it is trusted as far as the TLS
+// connection to the gateway is. A gateway that never saw the order (the buyer never opened the
+// redirect) answers code != 1 like any other refusal; epay has no distinct "not found", so that
+// is an error, never "unpaid".
 func (g *Gateway) Query(ctx context.Context, p domain.Payment) (domain.PaymentState, error) {
-	if _, err := domain.ParseOrderNo(string(p.OrderNo)); err != nil {
-		return domain.PaymentState{}, domain.Invalid("order_no", "not an order number")
-	}
-	q := url.Values{"act": {"order"}, "pid": {g.pid}, "key": {string(g.key)}, "out_trade_no": {string(p.OrderNo)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.base+"/api.php?"+q.Encode(), nil)
+	a, err := g.order(ctx, p.OrderNo, "query")
 	if err != nil {
-		return domain.PaymentState{}, errors.New("epay query: cannot build the request")
-	}
-	var a orderAnswer
-	if err := g.call(req, "query", &a); err != nil {
 		return domain.PaymentState{}, err
-	}
-	if a.Code != "1" {
-		return domain.PaymentState{}, fmt.Errorf("epay query: refused (code %s): %s", g.remote(string(a.Code)), g.remote(string(a.Msg)))
-	}
-	if a.OutTradeNo != "" && string(a.OutTradeNo) != string(p.OrderNo) {
-		return domain.PaymentState{}, errors.New("epay query: the answer is about another order")
-	}
-	if a.PID != "" && string(a.PID) != g.pid {
-		return domain.PaymentState{}, errors.New("epay query: the answer is about another merchant")
-	}
-	if a.TradeNo != "" && !validRef(string(a.TradeNo)) {
-		return domain.PaymentState{}, errors.New("epay query: the answer's trade_no is malformed")
 	}
 	st := domain.PaymentState{ProviderRef: string(a.TradeNo)}
 	switch a.Status {
-	case "1":
+	case statusPaid, statusRefunded, statusFrozen:
 		st.Outcome = domain.OutcomePaid
-	case "0":
+	case statusUnpaid:
 		st.Outcome = domain.OutcomePending
 	default:
 		return domain.PaymentState{}, fmt.Errorf("epay query: unknown status %s", g.remote(string(a.Status)))
@@ -138,6 +119,44 @@ func (g *Gateway) Query(ctx context.Context, p domain.Payment) (domain.PaymentSt
 		st.Amount, st.Currency = m, cny
 	}
 	return st, nil
+}
+
+// The statuses of an order in api.php?act=order.
+const (
+	statusUnpaid   = "0"
+	statusPaid     = "1"
+	statusRefunded = "2"
+	statusFrozen   = "3"
+)
+
+// order reads the order's record at the gateway (api.php?act=order) and checks that it is this
+// merchant's record of this order.
+func (g *Gateway) order(ctx context.Context, no domain.OrderNo, op string) (orderAnswer, error) {
+	if _, err := domain.ParseOrderNo(string(no)); err != nil {
+		return orderAnswer{}, domain.Invalid("order_no", "not an order number")
+	}
+	q := url.Values{"act": {"order"}, "pid": {g.pid}, "key": {string(g.key)}, "out_trade_no": {string(no)}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.base+"/api.php?"+q.Encode(), nil)
+	if err != nil {
+		return orderAnswer{}, fmt.Errorf("epay %s: cannot build the request", op)
+	}
+	var a orderAnswer
+	if err := g.call(req, op, &a); err != nil {
+		return orderAnswer{}, err
+	}
+	if a.Code != "1" {
+		return orderAnswer{}, fmt.Errorf("epay %s: refused (code %s): %s", op, g.remote(string(a.Code)), g.remote(string(a.Msg)))
+	}
+	if a.OutTradeNo != "" && string(a.OutTradeNo) != string(no) {
+		return orderAnswer{}, fmt.Errorf("epay %s: the answer is about another order", op)
+	}
+	if a.PID != "" && string(a.PID) != g.pid {
+		return orderAnswer{}, fmt.Errorf("epay %s: the answer is about another merchant", op)
+	}
+	if a.TradeNo != "" && !validRef(string(a.TradeNo)) {
+		return orderAnswer{}, fmt.Errorf("epay %s: the answer's trade_no is malformed", op)
+	}
+	return a, nil
 }
 
 // call sends req and decodes a 200 JSON answer into out. Transport failures, 5xx and 429 are

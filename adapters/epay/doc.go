@@ -13,8 +13,33 @@
 //     type, name, money, trade_status and the signature, and resends until the answer's body
 //     is the plain text "success".
 //   - Query: GET {gateway}/api.php?act=order&pid=…&key=…&out_trade_no=… answers JSON with
-//     status 1 when paid. The KEY travels in that URL: it is never logged, and errors never
-//     carry it.
+//     status 0 unpaid, 1 paid, 2 refunded, 3 frozen. The KEY travels in that URL: it is never
+//     logged, and errors never carry it.
+//   - Refund (when the gateway's operator enabled it for the merchant): POST
+//     {gateway}/api.php?act=refund with pid, key, trade_no or out_trade_no, money (yuan) →
+//     JSON {code, msg}. Gateways built on 彩虹易支付 answer code 1 on success; its upstream
+//     source answers code 0 with "退款成功…"; anything else is a refusal (code -1 with the
+//     channel's words, -2 refund API not enabled, -3 bad pid or key). The gateway refunds only
+//     a paid order (status 1, or 3), at most its money, and marks it 2.
+//
+// Refunds are a configuration switch (Config.Refunds), off by default: many gateways do not
+// enable the API. Off, Refund answers domain.ErrUnsupported and the money goes back by hand.
+// On, Refund returns the whole amount, and since epay has no refund number to make a refund
+// idempotent, it guards by the order's status: it reads the order first (status 2: succeeded,
+// without a second call; 0: refused, nothing was paid), then asks for the refund by trade_no;
+// a success answer is succeeded; a refusal, or an answer that is no answer, is judged on the
+// order read again (2: succeeded — an earlier attempt got there; otherwise refused with the
+// gateway's code and message). Transport failures and 5xx are domain.ErrUnavailable: the retry's
+// first read tells whether the lost attempt refunded. ProviderRef is the trade_no (epay has no
+// id for a refund). No notification tells of a refund.
+//
+// The window this leaves, which only the caller can close: two attempts at one payment at the
+// same time both find the order paid and both ask; the gateway's own check (status 1) refuses
+// the later one only if the earlier has already marked the order, and its check-then-refund is
+// not atomic. The caller must run one refund of a payment at a time (its PAID → REFUNDING
+// transition wins once). And a gateway that refunded at the payment channel but failed before
+// marking the order refunded, or that answers success without marking it, leaves status 1: a
+// retry after a lost answer then asks the channel again.
 //
 // What epay v1 does not have, and what follows from it:
 //   - No failure notification: only TRADE_SUCCESS means paid; any other status is pending.

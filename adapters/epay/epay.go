@@ -72,6 +72,10 @@ type Config struct {
 	Type string
 	// Mode is how payments are created.
 	Mode Mode
+	// Refunds turns on refunds through api.php?act=refund. The gateway's operator must have
+	// enabled the merchant's refund API. Off, Refund answers domain.ErrUnsupported: the money
+	// goes back by hand.
+	Refunds bool
 	// HTTPClient calls the gateway; nil for one with DefaultTimeout. It is copied; the copy
 	// gets DefaultTimeout when it has none, and follows no redirects (the query URL carries
 	// the KEY, and an API that redirects is not answering).
@@ -87,6 +91,7 @@ type Gateway struct {
 	variant SignVariant
 	typ     string
 	mode    Mode
+	refunds bool
 	client  *http.Client
 }
 
@@ -147,7 +152,7 @@ func New(cfg Config) (*Gateway, error) {
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Gateway{
 		name: name, base: strings.TrimSuffix(u.String(), "/"), pid: cfg.PID, key: cfg.Key,
-		variant: cfg.Variant, typ: typ, mode: cfg.Mode, client: client,
+		variant: cfg.Variant, typ: typ, mode: cfg.Mode, refunds: cfg.Refunds, client: client,
 	}, nil
 }
 
@@ -251,9 +256,4 @@ func encode(p Params) string {
 		v.Set(k, val)
 	}
 	return v.Encode()
-}
-
-// Refund is not implemented yet for this provider: domain.ErrUnsupported.
-func (g *Gateway) Refund(context.Context, domain.Payment, domain.RefundRequest) (domain.RefundState, error) {
-	return domain.RefundState{}, domain.ErrUnsupported
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"cardshop/adapters/epay"
@@ -101,6 +104,54 @@ func FuzzParseMoney(f *testing.F) {
 		}
 		if m <= 0 || (domain.Currency{Code: "CNY", Exponent: 2}).Format(m) != s {
 			t.Fatalf("%q accepted as %d", s, m)
+		}
+	})
+}
+
+// FuzzRefundAnswer feeds any body to Refund as api.php?act=refund's answer, with the order paid
+// before and after: it never panics, never reports unavailable for a 200, never shows the KEY,
+// and succeeds only on code 1 or the upstream "退款成功" message.
+func FuzzRefundAnswer(f *testing.F) {
+	var body atomic.Value
+	body.Store("")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("act") == "refund" {
+			_, _ = w.Write([]byte(body.Load().(string)))
+			return
+		}
+		_, _ = w.Write([]byte(`{"code":1,"trade_no":"T1","money":"1.00","status":1}`))
+	}))
+	f.Cleanup(srv.Close)
+	g, err := epay.New(epay.Config{GatewayURL: srv.URL, PID: "1001", Key: fuzzKey, Refunds: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{`{"code":1,"msg":"ok"}`, `{"code":"1"}`, `{"code":0,"msg":"退款成功！退款金额￥1.00"}`, `{"code":0,"msg":"失败"}`,
+		`{"code":-1,"msg":"` + string(fuzzKey) + `"}`, `{"code":1.0}`, `{"code":null}`, `{"code":{}}`, `[]`, ``, "\xef\xbb\xbf{\"code\":1}", `<html>`} {
+		f.Add(s)
+	}
+	p := domain.Payment{OrderNo: orderNo(41), Provider: "epay", Amount: 100, Currency: domain.Currency{Code: "CNY", Exponent: 2}}
+	req := domain.RefundRequest{RefundNo: "R1", Amount: 100, Currency: p.Currency}
+	f.Fuzz(func(t *testing.T, b string) {
+		body.Store(b)
+		st, err := g.Refund(context.Background(), p, req)
+		if err != nil {
+			if errors.Is(err, domain.ErrUnavailable) || strings.Contains(err.Error(), string(fuzzKey)) {
+				t.Fatalf("%q: %v", b, err)
+			}
+			return
+		}
+		if strings.Contains(st.Reason, string(fuzzKey)) {
+			t.Fatalf("the key in %q", st.Reason)
+		}
+		switch st.Outcome {
+		case domain.RefundSucceeded:
+			if !strings.Contains(b, "1") && !strings.Contains(b, "退款成功") {
+				t.Fatalf("succeeded on %q", b)
+			}
+		case domain.RefundRefused:
+		default:
+			t.Fatalf("%q: %+v", b, st)
 		}
 	})
 }

@@ -115,6 +115,10 @@ func TestQueryAnswers(t *testing.T) {
 			domain.PaymentState{Outcome: domain.OutcomePaid, ProviderRef: "T3", Amount: 999, Currency: cny}},
 		{"no money", `{"code":1,"trade_no":"T2","status":"1"}`,
 			domain.PaymentState{Outcome: domain.OutcomePaid, ProviderRef: "T2"}},
+		{"refunded: it was paid", `{"code":1,"trade_no":"T4","status":"2"}`,
+			domain.PaymentState{Outcome: domain.OutcomePaid, ProviderRef: "T4"}},
+		{"frozen: it was paid", `{"code":1,"trade_no":"T5","status":3}`,
+			domain.PaymentState{Outcome: domain.OutcomePaid, ProviderRef: "T5"}},
 	}
 	for _, c := range ok {
 		st, err := answering(t, 200, c.body).Query(context.Background(), p)
@@ -136,7 +140,7 @@ func TestQueryAnswers(t *testing.T) {
 		{"refused", `{"code":-1,"msg":"订单号不存在"}`, 200, false},
 		{"another order", `{"code":1,"out_trade_no":"123","status":1}`, 200, false},
 		{"another merchant", `{"code":1,"pid":"1002","status":1}`, 200, false},
-		{"unknown status", `{"code":1,"status":2}`, 200, false},
+		{"unknown status", `{"code":1,"status":4}`, 200, false},
 		{"no status", `{"code":1}`, 200, false},
 		{"odd money", `{"code":1,"status":1,"money":"9.9"}`, 200, false},
 		{"bad trade_no", `{"code":1,"status":1,"trade_no":"a b"}`, 200, false},

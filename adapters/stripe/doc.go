@@ -1,6 +1,6 @@
 // Package stripe is the Stripe payment provider as a domain.PaymentGateway: Stripe Checkout
-// Sessions created, read and expired over Stripe's REST API, and Stripe's signed webhook events
-// verified and mapped to notices.
+// Sessions created, read and expired, and their payments refunded, over Stripe's REST API, and
+// Stripe's signed webhook events verified and mapped to notices.
 //
 // The client is a few dozen lines over net/http rather than stripe-go: every call is one
 // form-encoded request and one JSON object back, and the webhook check is an HMAC over
@@ -45,9 +45,37 @@
 // read back: complete means the buyer finished paying (paid, or a delayed method still
 // settling) and gives domain.ErrAlreadyPaid, so the caller queries; expired is success.
 //
+// Refund returns the whole amount. It reads the session (as Query does) for its payment_intent,
+// then POSTs /v1/refunds with payment_intent, amount (the whole amount, which must be the
+// payment's), reason=requested_by_customer, metadata[order_no] and metadata[refund_no], and the
+// Idempotency-Key "cardshop-refund-<refund_no>": a retry after a timeout or a lost reply gets
+// the first refund back, never a second. The request's Reason is not sent, so that a retry's
+// parameters equal the first's (Stripe refuses a key reused with other parameters). The
+// refund's status maps: succeeded → succeeded; pending, requires_action → pending (refund.updated
+// or refund.failed follows); failed, canceled → refused, with failure_reason. A replayed answer
+// is the first one, so a refund answered pending is read again (GET /v1/refunds/{id}) for how
+// it stands now. A session that is
+// not complete and paid is refused without a call. Stripe's 4xx answers are refusals with its
+// message (amount_too_large, a disputed charge, …), except charge_already_refunded: the money
+// went back already (this refund number's earlier refund, once Stripe's 24-hour idempotency
+// record expired, or a refund from the dashboard), so the payment's refunds are listed and this
+// number's refund, else the newest one returning money, gives the answer. Stripe keeps an
+// answer under its key for 24 hours, refusals included: asking again with the same refund
+// number within that time gets the same refusal; a new attempt after fixing the cause needs a
+// new refund number.
+//
+// Refund events carry the refund in data.object: refund.created, refund.updated,
+// refund.failed (and charge.refund.updated, their name before API version 2024-10-28) give a
+// notice with RefundNo from metadata[refund_no], OrderNo from metadata[order_no], the refund's
+// amount and currency, ProviderRef the refund's id (re_…) and RefundOutcome from its status as
+// above (Outcome stays pending). A refund without metadata[refund_no] was not made by cardshop:
+// accepted, no order, no change. charge.refunded carries the charge; its refunds list (API
+// versions before 2022-11-15, or expanded) gives cardshop's refund; without one the event is
+// accepted without change, as the refund events say the same.
+//
 // Errors: transport failures, 5xx, 429 (rate limited) and 409 (the same idempotency key in
-// flight) are domain.ErrUnavailable; other 4xx are plain errors with Stripe's message. The
-// secret key never appears in an error or a printed value.
+// flight) are domain.ErrUnavailable; other 4xx are plain errors with Stripe's message (refunds:
+// refusals, as above). The secret key never appears in an error or a printed value.
 //
 // It imports the domain and the standard library only.
 package stripe

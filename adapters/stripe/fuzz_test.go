@@ -69,8 +69,9 @@ func FuzzVerifyHeader(f *testing.F) {
 	})
 }
 
-// FuzzVerifyBody: a correctly signed body is either a notice that holds together or a
-// ValidationError, never a signature refusal and never a panic.
+// FuzzVerifyBody: a correctly signed body is either a notice that holds together (a payment's,
+// a refund's, or one that changes nothing) or a ValidationError, never a signature refusal and
+// never a panic.
 func FuzzVerifyBody(f *testing.F) {
 	gw := fuzzGateway(f)
 	vector, err := os.ReadFile("testdata/checkout_session_completed.json")
@@ -86,6 +87,10 @@ func FuzzVerifyBody(f *testing.F) {
 		`{"id":"evt_9","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_1"}}}`,
 		`{"id":"evt_9","object":"event","type":"checkout.session.completed","data":{"object":` + session(`,"payment_status":"paid","amount_total":1e3,"currency":"jpy"`) + `}}`,
 		`{}`, `[]`, `null`, ``, `{"id":"evt_9","ID":"evt_8"}`,
+		`{"id":"evt_9","object":"event","type":"refund.updated","data":{"object":` + refundJSON(`,"status":"succeeded"`) + `}}`,
+		`{"id":"evt_9","object":"event","type":"refund.failed","data":{"object":` + refundJSON(`,"status":"failed","failure_reason":"declined"`) + `}}`,
+		`{"id":"evt_9","object":"event","type":"charge.refunded","data":{"object":{"id":"ch_1","object":"charge","refunds":{"data":[` + refundJSON(`,"status":"pending"`) + `]}}}}`,
+		`{"id":"evt_9","object":"event","type":"refund.created","data":{"object":{"id":"re_1","object":"refund","metadata":{}}}}`,
 	} {
 		f.Add([]byte(b))
 	}
@@ -102,11 +107,22 @@ func FuzzVerifyBody(f *testing.F) {
 		if !strings.HasPrefix(n.EventID, "evt_") || n.Amount < 0 || n.Outcome.String() == "unknown" {
 			t.Fatalf("%q: %+v", body, n)
 		}
-		if n.OrderNo != "" {
+		switch {
+		case n.RefundNo != "":
+			// A refund notice: cardshop's refund of a valid order, a known outcome, the refund's
+			// id, an amount in a currency; the payment outcome untouched.
+			if _, err := domain.ParseOrderNo(string(n.OrderNo)); err != nil || n.Outcome != domain.OutcomePending ||
+				n.RefundOutcome.String() == "unknown" || !(strings.HasPrefix(n.ProviderRef, "re_") || strings.HasPrefix(n.ProviderRef, "pyr_")) ||
+				n.Currency.IsZero() {
+				t.Fatalf("%q: %+v", body, n)
+			}
+		case n.RefundOutcome != 0:
+			t.Fatalf("a refund outcome without a refund number: %+v", n)
+		case n.OrderNo != "":
 			if _, err := domain.ParseOrderNo(string(n.OrderNo)); err != nil || !strings.HasPrefix(n.ProviderRef, "cs_") {
 				t.Fatalf("%q: %+v", body, n)
 			}
-		} else if n.Outcome != domain.OutcomePending || n.ProviderRef != "" {
+		case n.Outcome != domain.OutcomePending || n.ProviderRef != "":
 			t.Fatalf("a notice without an order must change nothing: %+v", n)
 		}
 		if n.Outcome == domain.OutcomePaid && (n.Currency.IsZero() || n.OrderNo == "") {

@@ -104,6 +104,7 @@ type Session struct {
 	Status            string            `json:"status"`
 	ExpiresAt         int64             `json:"expires_at"`
 	Metadata          map[string]string `json:"metadata"`
+	PaymentIntent     expandable        `json:"payment_intent"`
 }
 
 // Create opens the order's Checkout Session.
@@ -213,17 +214,23 @@ func (s Session) outcome() (domain.PaymentOutcome, error) {
 
 // money reads amount_total and currency: zero values when Stripe sent none.
 func (s Session) money() (domain.Money, domain.Currency, error) {
-	if s.AmountTotal == nil && s.Currency == "" {
+	return moneyOf("amount_total", s.AmountTotal, s.Currency)
+}
+
+// moneyOf reads an amount in minor units and its lower-case currency: zero values when Stripe
+// sent neither.
+func moneyOf(field string, amount *int64, currency string) (domain.Money, domain.Currency, error) {
+	if amount == nil && currency == "" {
 		return 0, domain.Currency{}, nil
 	}
-	if s.AmountTotal == nil || *s.AmountTotal < 0 || s.Currency != strings.ToLower(s.Currency) {
-		return 0, domain.Currency{}, domain.Invalid("amount_total", "missing, negative or without a lower-case currency")
+	if amount == nil || *amount < 0 || currency != strings.ToLower(currency) {
+		return 0, domain.Currency{}, domain.Invalid(field, "missing, negative or without a lower-case currency")
 	}
-	c, err := domain.ParseCurrency(s.Currency)
+	c, err := domain.ParseCurrency(currency)
 	if err != nil || stripeExponent(c.Code) != c.Exponent {
 		return 0, domain.Currency{}, domain.Invalid("currency", "not a currency the shop sells in")
 	}
-	return domain.Money(*s.AmountTotal), c, nil
+	return domain.Money(*amount), c, nil
 }
 
 // Close expires the payment's session. A refusal is judged on the session read back: complete
@@ -344,9 +351,4 @@ func (g *Gateway) scrub(err error) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), string(g.key), "[REDACTED]"))
-}
-
-// Refund is not implemented yet for this provider: domain.ErrUnsupported.
-func (g *Gateway) Refund(context.Context, domain.Payment, domain.RefundRequest) (domain.RefundState, error) {
-	return domain.RefundState{}, domain.ErrUnsupported
 }

@@ -33,7 +33,17 @@ const (
 	EventAsyncSucceeded = "checkout.session.async_payment_succeeded"
 	EventAsyncFailed    = "checkout.session.async_payment_failed"
 	EventExpired        = "checkout.session.expired"
+	// Refund events: the refund is data.object.
+	EventRefundCreated       = "refund.created"
+	EventRefundUpdated       = "refund.updated"
+	EventRefundFailed        = "refund.failed"
+	EventChargeRefundUpdated = "charge.refund.updated" // the name before API version 2024-10-28
+	// EventChargeRefunded has the charge as data.object; its refunds list only in API versions
+	// before 2022-11-15 (or when expanded).
+	EventChargeRefunded = "charge.refunded"
 )
+
+var refundEvents = map[string]bool{EventRefundCreated: true, EventRefundUpdated: true, EventRefundFailed: true, EventChargeRefundUpdated: true}
 
 // Verify checks the event's signature and freshness, then reads it (see the package doc for the
 // mapping).
@@ -165,7 +175,12 @@ func parseEvent(body []byte) (domain.ProviderNotice, error) {
 		return domain.ProviderNotice{}, domain.Invalid("body", "not a Stripe event (object, id or type)")
 	}
 	n := domain.ProviderNotice{EventID: e.ID, Outcome: domain.OutcomePending}
-	if !strings.HasPrefix(e.Type, "checkout.session.") {
+	switch {
+	case refundEvents[e.Type]:
+		return parseRefund(n, e.Data.Object)
+	case e.Type == EventChargeRefunded:
+		return parseChargeRefunded(n, e.Data.Object)
+	case !strings.HasPrefix(e.Type, "checkout.session."):
 		n.Reason = "event type " + e.Type + " is not acted on"
 		return n, nil
 	}
@@ -211,4 +226,66 @@ func (g *Gateway) Reply(accepted bool) domain.Reply {
 		return domain.Reply{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"received":true}`)}
 	}
 	return domain.Reply{Status: http.StatusBadRequest, ContentType: "application/json", Body: []byte(`{"received":false}`)}
+}
+
+// parseRefund reads a refund event's refund into n. A refund without metadata[refund_no] was
+// not made by cardshop (the dashboard, another system): it is accepted and changes nothing.
+// One with it must name its order in metadata[order_no] and have a known status.
+func parseRefund(n domain.ProviderNotice, raw json.RawMessage) (domain.ProviderNotice, error) {
+	var rf RefundObject
+	if err := json.Unmarshal(raw, &rf); err != nil || rf.Object != "refund" || !refundID.MatchString(rf.ID) {
+		return domain.ProviderNotice{}, domain.Invalid("data.object", "not a refund")
+	}
+	refundNo, ours := rf.Metadata["refund_no"]
+	if !ours {
+		n.Reason = "refund " + rf.ID + " was not made by cardshop (no metadata.refund_no)"
+		return n, nil
+	}
+	if !refundNoShape.MatchString(refundNo) {
+		return domain.ProviderNotice{}, domain.Invalid("metadata.refund_no", "malformed")
+	}
+	no, err := domain.ParseOrderNo(rf.Metadata["order_no"])
+	if err != nil {
+		return domain.ProviderNotice{}, domain.Invalid("metadata.order_no", "not an order number")
+	}
+	outcome, reason, err := rf.outcome()
+	if err != nil {
+		return domain.ProviderNotice{}, domain.Invalid("status", "not a refund status")
+	}
+	if n.Amount, n.Currency, err = moneyOf("amount", rf.Amount, rf.Currency); err != nil {
+		return domain.ProviderNotice{}, err
+	}
+	if n.Currency.IsZero() {
+		return domain.ProviderNotice{}, domain.Invalid("amount", "a refund without amount and currency")
+	}
+	n.OrderNo, n.ProviderRef, n.RefundNo, n.RefundOutcome, n.Reason = no, rf.ID, refundNo, outcome, reason
+	return n, nil
+}
+
+// parseChargeRefunded reads charge.refunded: the charge's refunds list, when the event has one
+// (older API versions, or expanded), gives cardshop's refund, newest first; without one the
+// event says nothing the refund events do not, and is accepted without change.
+func parseChargeRefunded(n domain.ProviderNotice, raw json.RawMessage) (domain.ProviderNotice, error) {
+	var c struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Refunds *struct {
+			Data []json.RawMessage `json:"data"`
+		} `json:"refunds"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil || c.Object != "charge" || !strings.HasPrefix(c.ID, "ch_") {
+		return domain.ProviderNotice{}, domain.Invalid("data.object", "not a charge")
+	}
+	if c.Refunds != nil {
+		for _, r := range c.Refunds.Data {
+			var probe struct {
+				Metadata map[string]string `json:"metadata"`
+			}
+			if err := json.Unmarshal(r, &probe); err == nil && probe.Metadata["refund_no"] != "" {
+				return parseRefund(n, r)
+			}
+		}
+	}
+	n.Reason = "charge " + c.ID + " refunded: the refund events carry the refund"
+	return n, nil
 }

@@ -68,12 +68,94 @@ func (s *Sim) mapi(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, out)
 }
 
-// api is api.php: act=order answers an order's state to a request with pid and KEY.
+// api is api.php: act=order answers an order's state to a request with pid and KEY;
+// act=refund refunds a paid order.
 func (s *Sim) api(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("act") == "refund" {
+		s.refund(w, r)
+		return
+	}
 	form := readForm(r)
 	answer, refused := s.apiAnswer(form)
 	s.record(r, refused)
 	writeJSON(w, answer)
+}
+
+// refund is api.php?act=refund as the upstream source has it: the parameters from the POST body
+// only.
+func (s *Sim) refund(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	answer, refused, lose := s.refundAnswer(r.PostForm)
+	s.record(r, refused)
+	if lose {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	}
+	writeJSON(w, answer)
+}
+
+func (s *Sim) refundAnswer(form url.Values) (map[string]any, string, bool) {
+	fail := func(code int, msg string) (map[string]any, string, bool) {
+		return map[string]any{"code": code, "msg": msg}, msg, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refundsOff {
+		return fail(-2, "商户未开启订单退款API接口")
+	}
+	if form.Get("pid") != s.cfg.PID {
+		return fail(-3, "商户ID不存在")
+	}
+	if !s.validKey(form.Get("key")) {
+		return fail(-3, "商户密钥错误")
+	}
+	money, ok := normalMoney(strings.TrimSpace(form.Get("money")))
+	if !ok {
+		return fail(-1, "金额输入错误")
+	}
+	var o *Order
+	switch {
+	case form.Get("trade_no") != "":
+		o = s.orders[s.byTradeNo[form.Get("trade_no")]]
+	case form.Get("out_trade_no") != "":
+		o = s.orders[form.Get("out_trade_no")]
+	default:
+		return fail(-4, "订单号不能为空")
+	}
+	if o == nil {
+		return fail(-1, "当前订单不存在！")
+	}
+	if !o.Paid || o.Refunded {
+		return fail(-1, "只支持退款已支付状态的订单")
+	}
+	if cents(money) > cents(o.Money) {
+		return fail(-1, "退款金额不能大于订单金额")
+	}
+	if s.refusal != "" {
+		return fail(-1, "退款失败："+s.refusal)
+	}
+	o.Refunded, o.RefundedBy = true, money
+	s.payouts[o.OutTradeNo]++
+	code := 1
+	if s.cfg.RefundCodeZero {
+		code = 0
+	}
+	lose := s.loseRefund > 0
+	if lose {
+		s.loseRefund--
+	}
+	return map[string]any{"code": code, "msg": "退款成功！退款金额￥" + money}, "", lose
+}
+
+// cents reads an amount normalMoney wrote.
+func cents(m string) int64 {
+	n, _ := strconv.ParseInt(strings.Replace(m, ".", "", 1), 10, 64)
+	return n
 }
 
 func (s *Sim) apiAnswer(form url.Values) (map[string]any, string) {
@@ -103,6 +185,9 @@ func (s *Sim) apiAnswer(form url.Values) (map[string]any, string) {
 	status, end := "0", any(nil)
 	if o.Paid {
 		status, end = "1", o.EndTime.Format("2006-01-02 15:04:05")
+	}
+	if o.Refunded {
+		status = "2"
 	}
 	return map[string]any{
 		"code": 1, "msg": "查询订单号成功！", "trade_no": o.TradeNo, "out_trade_no": o.OutTradeNo,

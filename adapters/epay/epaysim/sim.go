@@ -1,5 +1,6 @@
 // Package epaysim is a simulator of an epay v1 (易支付, "彩虹易支付") gateway, for tests: an
-// httptest server with submit.php, mapi.php, api.php?act=order and a cashier page, which
+// httptest server with submit.php, mapi.php, api.php?act=order, api.php?act=refund and a
+// cashier page, which
 // checks and makes signatures the way the gateways do (parameters but sign, sign_type and
 // empty values, sorted, "k=v&…" raw, the KEY appended directly or as "&key=KEY", MD5,
 // lower-case hex). Pay sends the signed notification to the order's notify_url by GET and
@@ -12,6 +13,12 @@
 // anything else it is refused; api.php answers code as a number and every other field as a
 // string (PHP reading MySQL); a notification is acknowledged when the trimmed body is exactly
 // "success", whatever the HTTP status.
+//
+// Refunds follow the upstream source: act in the URL, pid, key, trade_no or out_trade_no and
+// money in the POST body; only a paid order (status 1) is refunded, at most its money, and the
+// order becomes status 2 (refunded), so a second refund is refused ("只支持退款已支付状态的订单").
+// The success code is 1 (RefundCodeZero: 0, as upstream). Switches: RefundsOff, RefundRefuse,
+// LoseRefundReplies; Payouts counts the refunds carried out.
 //
 // It imports the standard library only.
 package epaysim
@@ -70,6 +77,9 @@ type Config struct {
 	Client *http.Client
 	// Now is the gateway's clock; time.Now by default.
 	Now func() time.Time
+	// RefundCodeZero answers a successful refund with code 0, as the upstream 彩虹易支付 source
+	// does; by default code 1, as the gateways built on it document.
+	RefundCodeZero bool
 }
 
 // Order is an order as the gateway recorded it.
@@ -86,6 +96,8 @@ type Order struct {
 	ClientIP   string
 	Via        string // "submit.php" or "mapi.php"
 	Paid       bool
+	Refunded   bool   // refunded (status 2): no longer paid, never refunded again
+	RefundedBy string // the money refunded
 	AddTime    time.Time
 	EndTime    time.Time // when paid
 }
@@ -156,6 +168,10 @@ type Sim struct {
 	drop       int
 	hold       bool
 	held       []Delivery
+	refundsOff bool
+	refusal    string
+	loseRefund int
+	payouts    map[string]int // out_trade_no → refunds carried out
 }
 
 // New starts a simulator; Close stops it.
@@ -176,7 +192,8 @@ func New(cfg Config) *Sim {
 	if client == nil {
 		client = &http.Client{Timeout: 5 * time.Second}
 	}
-	s := &Sim{cfg: cfg, client: client, orders: map[string]*Order{}, byTradeNo: map[string]string{}, retry: true}
+	s := &Sim{cfg: cfg, client: client, orders: map[string]*Order{}, byTradeNo: map[string]string{}, retry: true,
+		payouts: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/submit.php", s.submit)
 	mux.HandleFunc("/mapi.php", s.mapi)
@@ -201,6 +218,25 @@ func (s *Sim) Close() { s.srv.Close() }
 // Outage takes the gateway down (every endpoint answers 502) or brings it back.
 // Notifications are not affected.
 func (s *Sim) Outage(on bool) { s.mu.Lock(); s.outage = on; s.mu.Unlock() }
+
+// RefundsOff makes api.php?act=refund answer that the merchant's refund API is not enabled (on),
+// as a gateway whose operator has not turned it on does.
+func (s *Sim) RefundsOff(on bool) { s.mu.Lock(); s.refundsOff = on; s.mu.Unlock() }
+
+// RefundRefuse makes refunds fail at the payment channel with this message ("" serves them
+// again): the answer is code -1 "退款失败：" + msg and the order stays paid.
+func (s *Sim) RefundRefuse(msg string) { s.mu.Lock(); s.refusal = msg; s.mu.Unlock() }
+
+// LoseRefundReplies makes the next n refunds take effect and then close the connection without
+// an answer: a refund carried out whose answer never arrives.
+func (s *Sim) LoseRefundReplies(n int) { s.mu.Lock(); s.loseRefund = n; s.mu.Unlock() }
+
+// Payouts is how many refunds of the order were carried out: the times its money went back.
+func (s *Sim) Payouts(outTradeNo string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.payouts[outTradeNo]
+}
 
 // Retry switches Pay's resends on (the default) or off: off, Pay sends once.
 func (s *Sim) Retry(on bool) { s.mu.Lock(); s.retry = on; s.mu.Unlock() }

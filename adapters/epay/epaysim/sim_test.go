@@ -206,3 +206,66 @@ func TestOutage(t *testing.T) {
 		t.Fatalf("after the outage: %d", resp.StatusCode)
 	}
 }
+
+func postJSON(t *testing.T, u string, form url.Values) map[string]any {
+	t.Helper()
+	resp, err := http.PostForm(u, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestAPIRefund(t *testing.T) {
+	s := newSim(t, epaysim.Config{})
+	ctx := context.Background()
+	if _, err := s.Open(ctx, s.URL()+"/submit.php?"+order(s, "C1", "3.50", "https://shop.example/n").Encode()); err != nil {
+		t.Fatal(err)
+	}
+	u := s.URL() + "/api.php?act=refund"
+	f := func(key, money string) url.Values {
+		return url.Values{"pid": {s.PID()}, "key": {key}, "out_trade_no": {"C1"}, "money": {money}}
+	}
+	if m := postJSON(t, u, f(s.Key(), "3.50")); m["code"] != float64(-1) || m["msg"] != "只支持退款已支付状态的订单" {
+		t.Fatalf("unpaid: %v", m)
+	}
+	s.Retry(false)
+	s.DropNext(1)
+	_ = s.Pay(ctx, "C1")
+	// The upstream reads the POST body only: the same parameters in the URL are not a refund.
+	if m := getJSON(t, u+"&"+f(s.Key(), "3.50").Encode()); m["code"] != float64(-3) {
+		t.Fatalf("GET: %v", m)
+	}
+	for name, c := range map[string]struct {
+		form url.Values
+		code float64
+	}{
+		"wrong key":     {f("wrong", "3.50"), -3},
+		"bad money":     {f(s.Key(), "3,50"), -1},
+		"too much":      {f(s.Key(), "3.51"), -1},
+		"no order":      {url.Values{"pid": {s.PID()}, "key": {s.Key()}, "money": {"1"}}, -4},
+		"unknown order": {url.Values{"pid": {s.PID()}, "key": {s.Key()}, "trade_no": {"nope"}, "money": {"1"}}, -1},
+	} {
+		if m := postJSON(t, u, c.form); m["code"] != c.code {
+			t.Errorf("%s: %v", name, m)
+		}
+	}
+	if s.Payouts("C1") != 0 {
+		t.Fatal("paid out on a refusal")
+	}
+	if m := postJSON(t, u, f(s.Key(), "3.50")); m["code"] != float64(1) || !strings.HasPrefix(m["msg"].(string), "退款成功") {
+		t.Fatalf("refund: %v", m)
+	}
+	q := s.URL() + "/api.php?" + url.Values{"act": {"order"}, "pid": {s.PID()}, "key": {s.Key()}, "out_trade_no": {"C1"}}.Encode()
+	if m := getJSON(t, q); m["status"] != "2" {
+		t.Fatalf("after the refund: %v", m)
+	}
+	if m := postJSON(t, u, f(s.Key(), "3.50")); m["code"] != float64(-1) || s.Payouts("C1") != 1 {
+		t.Fatalf("second refund: %v, %d payouts", m, s.Payouts("C1"))
+	}
+}

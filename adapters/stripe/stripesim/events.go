@@ -21,6 +21,10 @@ const (
 	EventAsyncSucceeded = "checkout.session.async_payment_succeeded"
 	EventAsyncFailed    = "checkout.session.async_payment_failed"
 	EventExpired        = "checkout.session.expired"
+	EventRefundCreated  = "refund.created"
+	EventRefundUpdated  = "refund.updated"
+	EventRefundFailed   = "refund.failed"
+	EventChargeRefunded = "charge.refunded"
 )
 
 // Event is one webhook event: Body is the exact JSON Stripe would send.
@@ -28,6 +32,7 @@ type Event struct {
 	ID        string
 	Type      string
 	SessionID string
+	RefundID  string // the refund of a refund.* or charge.refunded event
 	OrderNo   string
 	Created   time.Time
 	Body      []byte
@@ -87,7 +92,7 @@ type eventObject struct {
 	APIVersion string `json:"api_version"`
 	Created    int64  `json:"created"`
 	Data       struct {
-		Object sessionObject `json:"object"`
+		Object any `json:"object"`
 	} `json:"data"`
 	Livemode        bool `json:"livemode"`
 	PendingWebhooks int  `json:"pending_webhooks"`
@@ -100,15 +105,21 @@ type eventObject struct {
 
 // event builds an event of typ on the session as it stands; under s.mu.
 func (s *Server) event(typ string, ss *Session) Event {
+	return s.eventOf(typ, s.object(ss), Event{SessionID: ss.ID, OrderNo: ss.ClientReferenceID})
+}
+
+// eventOf builds an event of typ whose data.object is obj; ev brings the references.
+func (s *Server) eventOf(typ string, obj any, ev Event) Event {
 	now := s.clock.Now()
 	o := eventObject{ID: "evt_" + randomID(24), Object: "event", APIVersion: APIVersion, Created: now.Unix(),
 		Livemode: s.livemode, PendingWebhooks: 1, Type: typ}
-	o.Data.Object = s.object(ss)
+	o.Data.Object = obj
 	body, err := json.MarshalIndent(o, "", "  ")
 	if err != nil {
 		panic(err)
 	}
-	return Event{ID: o.ID, Type: typ, SessionID: ss.ID, OrderNo: ss.ClientReferenceID, Created: now, Body: body}
+	ev.ID, ev.Type, ev.Created, ev.Body = o.ID, typ, now, body
+	return ev
 }
 
 // ErrNoSession means the order has no session in the state the change needs.
@@ -132,7 +143,7 @@ func (s *Server) Complete(orderNo string, paid bool) (Event, error) {
 		if ss.Status != "open" {
 			return false
 		}
-		ss.Status, ss.PaymentIntent = "complete", "pi_"+randomID(24)
+		ss.Status, ss.PaymentIntent, ss.Charge = "complete", "pi_"+randomID(24), "ch_"+randomID(24)
 		if paid {
 			ss.PaymentStatus = "paid"
 		}
@@ -368,10 +379,13 @@ func (s *Server) Deliver(ctx context.Context, ev Event, f Forgery) Delivery {
 	return d
 }
 
-// tamper raises the amounts in an event body by one minor unit (or, without one, changes a
-// byte): what an attacker who edits a captured event sends.
+// tamper raises the amount in an event body (or, without one, changes a byte): what an
+// attacker who edits a captured event sends.
 func tamper(body []byte) []byte {
 	out := bytes.Replace(body, []byte(`"amount_total": `), []byte(`"amount_total": 1`), 1)
+	if bytes.Equal(out, body) {
+		out = bytes.Replace(body, []byte(`"amount": `), []byte(`"amount": 1`), 1)
+	}
 	if bytes.Equal(out, body) {
 		out = append(bytes.Clone(body), ' ')
 	}

@@ -1,6 +1,7 @@
 // Package stripesim is a Stripe simulator for tests and the load check: an httptest server that
-// answers the three Checkout Session endpoints cardshop calls (create, retrieve, expire) with
-// Stripe's JSON shapes, status codes and error objects, honours Idempotency-Key as Stripe does
+// answers the Checkout Session endpoints cardshop calls (create, retrieve, expire) and the
+// refund endpoints (create, retrieve, list) with Stripe's JSON shapes, status codes and error
+// objects, honours Idempotency-Key as Stripe does
 // (the same key and parameters replay the first answer; the same key with other parameters is
 // an idempotency_error), requires the secret key, and sends webhook events to a configured URL
 // as real signed HTTP POSTs (Stripe-Signature: t=…,v1=… with one v1 per signing secret).
@@ -9,8 +10,17 @@
 // event; Resend delivers the last event again; Hold queues events and Release sends them in
 // any order; Drop loses the next events; SetDelay delays each delivery; Deliver sends an event
 // forged in one of the Forgery ways; Outage answers every API call 503, Throttle 429;
-// LoseReplies carries out the next calls but drops their replies. Requests, Sessions and
-// Deliveries show what it received and sent.
+// LoseReplies carries out the next calls but drops their replies, HangReplies carries them out
+// and answers nothing until the client gives up. Requests, Sessions and Deliveries show what it
+// received and sent.
+//
+// Refunds: a paid session has a payment_intent (pi_…) and a charge (ch_…); POST /v1/refunds
+// refunds it, idempotently by key like every POST, refusing more than the unrefunded rest
+// (charge_already_refunded, amount_too_large) and an unpaid intent. A refund causes
+// refund.created and charge.refunded (with the charge's refunds list when
+// Options.LegacyChargeRefunds). Switches: RefundPending answers pending until SettleRefund,
+// which delivers refund.updated (succeeded) or refund.failed; RefundRefuse answers a 400 of a
+// chosen code; RefundOutage answers 503. Payouts counts what went back to the buyer.
 //
 // Events caused by an API call (expiring a session) wait in the outbox until Flush, as Stripe
 // sends them after the call's answer; the others are delivered by the call that causes them.
@@ -58,6 +68,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// SendV0 adds a v0 signature (another scheme, which receivers ignore) to every header.
 	SendV0 bool
+	// LegacyChargeRefunds embeds the charge's refunds list in charge.refunded events, as API
+	// versions before 2022-11-15 did; current versions send the charge alone.
+	LegacyChargeRefunds bool
 }
 
 // Session is a checkout session as the simulator holds it.
@@ -76,6 +89,7 @@ type Session struct {
 	Status            string // open, complete, expired
 	PaymentStatus     string // unpaid, paid
 	PaymentIntent     string
+	Charge            string // the charge of the payment, once complete
 	Created           time.Time
 	ExpiresAt         time.Time
 	IdempotencyKey    string
@@ -120,6 +134,15 @@ type Server struct {
 	hold       bool
 	delay      time.Duration
 	webhookURL string
+	hang       int
+	hangPrefix string
+	losePrefix string
+	// refunds
+	refunds       map[string]*Refund
+	refundOrder   []string
+	refundPending bool
+	refundRefusal *apiError
+	refundOutage  bool
 }
 
 type idemRecord struct {
@@ -143,7 +166,8 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("stripesim: at least one webhook secret")
 	}
 	s := &Server{opts: opts, clock: opts.Clock, client: opts.HTTPClient, livemode: strings.Contains(opts.SecretKey, "_live_"),
-		sessions: map[string]*Session{}, idem: map[string]idemRecord{}, webhookURL: opts.WebhookURL}
+		sessions: map[string]*Session{}, idem: map[string]idemRecord{}, webhookURL: opts.WebhookURL,
+		refunds: map[string]*Refund{}}
 	if s.clock == nil {
 		s.clock = wallClock{}
 	}
@@ -183,7 +207,23 @@ func (s *Server) Throttle(on bool) { s.set(func() { s.throttle = on }) }
 
 // LoseReplies makes the next n API calls take effect and then close the connection without an
 // answer: the reply lost on the way back.
-func (s *Server) LoseReplies(n int) { s.set(func() { s.lose = n }) }
+func (s *Server) LoseReplies(n int) { s.LoseRepliesTo("", n) }
+
+// LoseRepliesTo is LoseReplies for the calls whose path starts with prefix only ("/v1/refunds").
+func (s *Server) LoseRepliesTo(prefix string, n int) {
+	s.set(func() { s.lose, s.losePrefix = n, prefix })
+}
+
+// ExpireIdempotencyKeys forgets every recorded idempotent answer, as Stripe does 24 hours after
+// a key's first use: a request with an old key runs again.
+func (s *Server) ExpireIdempotencyKeys() { s.set(func() { s.idem = map[string]idemRecord{} }) }
+
+// HangReplies makes the next n API calls whose path starts with prefix ("" for every call)
+// take effect and then answer nothing until the client gives up (its timeout or its context):
+// a call that timed out after Stripe carried it out.
+func (s *Server) HangReplies(prefix string, n int) {
+	s.set(func() { s.hang, s.hangPrefix = n, prefix })
+}
 
 func (s *Server) set(f func()) {
 	s.mu.Lock()
@@ -292,13 +332,23 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		ContentType: r.Header.Get("Content-Type"), AuthOK: s.authorized(r)}
 	rp, replayed := s.answer(r, form, rec)
 	rec.Status, rec.Replayed = rp.status, replayed
-	lose := s.lose > 0 && !s.outage && !s.throttle && rec.AuthOK
+	served := !s.outage && !s.throttle && rec.AuthOK && rp.status != http.StatusServiceUnavailable
+	lose := served && s.lose > 0 && strings.HasPrefix(r.URL.Path, s.losePrefix)
+	hang := served && !lose && s.hang > 0 && strings.HasPrefix(r.URL.Path, s.hangPrefix)
 	if lose {
 		s.lose--
 		rec.Lost = true
 	}
+	if hang {
+		s.hang--
+		rec.Lost = true
+	}
 	s.requests = append(s.requests, rec)
 	s.mu.Unlock()
+	if hang {
+		<-r.Context().Done()
+		return
+	}
 	if lose {
 		if hj, isHJ := w.(http.Hijacker); isHJ {
 			if conn, _, err := hj.Hijack(); err == nil {
@@ -332,6 +382,9 @@ func (s *Server) answer(r *http.Request, form url.Values, rec Request) (reply, b
 	case s.outage:
 		return reply{status: http.StatusServiceUnavailable, body: errorBody(apiError{Type: "api_error",
 			Message: "An error occurred with our connection to Stripe. Request was retried."})}, false
+	case s.refundOutage && strings.HasPrefix(r.URL.Path, "/v1/refunds"):
+		return reply{status: http.StatusServiceUnavailable, body: errorBody(apiError{Type: "api_error",
+			Message: "An error occurred while processing the refund. Please retry."})}, false
 	case s.throttle:
 		return reply{status: http.StatusTooManyRequests, body: errorBody(apiError{Type: "invalid_request_error", Code: "rate_limit",
 			Message: "Too many requests hit the API too quickly."})}, false
@@ -360,6 +413,9 @@ func (s *Server) answer(r *http.Request, form url.Values, rec Request) (reply, b
 
 func (s *Server) route(r *http.Request, form url.Values, key string) reply {
 	path := r.URL.Path
+	if rest, isRefund := strings.CutPrefix(path, "/v1/refunds"); isRefund {
+		return s.routeRefunds(r, form, key, rest)
+	}
 	rest, found := strings.CutPrefix(path, "/v1/checkout/sessions")
 	switch {
 	case found && rest == "" && r.Method == http.MethodPost:

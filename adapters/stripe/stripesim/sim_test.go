@@ -199,3 +199,62 @@ func TestSessionLifeAndEventShape(t *testing.T) {
 		t.Fatal("paid twice")
 	}
 }
+
+func TestRefundEndpoint(t *testing.T) {
+	s, _, key := newSim(t)
+	call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "k", form(start.Add(time.Hour)))
+	no := "2503011200001234123456789012"
+	if _, err := s.Complete(no, true); err != nil {
+		t.Fatal(err)
+	}
+	ss, _ := s.SessionOf(no)
+	if !strings.HasPrefix(ss.PaymentIntent, "pi_") || !strings.HasPrefix(ss.Charge, "ch_") {
+		t.Fatalf("%+v", ss)
+	}
+	good := url.Values{"payment_intent": {ss.PaymentIntent}, "amount": {"1998"}, "reason": {"requested_by_customer"}, "metadata[refund_no]": {"R1"}}
+	for name, c := range map[string]struct {
+		edit   func(url.Values)
+		status int
+		code   string
+	}{
+		"unknown parameter": {func(f url.Values) { f.Set("amount_total", "1") }, 400, "parameter_unknown"},
+		"no intent":         {func(f url.Values) { f.Del("payment_intent") }, 400, "parameter_missing"},
+		"unknown intent":    {func(f url.Values) { f.Set("payment_intent", "pi_nope") }, 404, "resource_missing"},
+		"bad reason":        {func(f url.Values) { f.Set("reason", "changed_mind") }, 400, "parameter_invalid"},
+		"zero amount":       {func(f url.Values) { f.Set("amount", "0") }, 400, "parameter_invalid"},
+		"too much":          {func(f url.Values) { f.Set("amount", "1999") }, 400, "amount_too_large"},
+	} {
+		f := url.Values{}
+		for k, v := range good {
+			f[k] = append([]string(nil), v...)
+		}
+		c.edit(f)
+		st, body, _ := call(t, s, http.MethodPost, "/v1/refunds", key, "", f)
+		if st != c.status || errorOf(body)["code"] != c.code {
+			t.Errorf("%s: %d %v", name, st, body)
+		}
+	}
+	st, rf, _ := call(t, s, http.MethodPost, "/v1/refunds", key, "r1", good)
+	if st != 200 || rf["object"] != "refund" || rf["status"] != "succeeded" || rf["amount"] != 1998.0 || rf["charge"] != ss.Charge ||
+		rf["metadata"].(map[string]any)["refund_no"] != "R1" {
+		t.Fatalf("%d %v", st, rf)
+	}
+	if st, again, h := call(t, s, http.MethodPost, "/v1/refunds", key, "r1", good); st != 200 || again["id"] != rf["id"] || h.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %d %v", st, again)
+	}
+	if st, body, _ := call(t, s, http.MethodPost, "/v1/refunds", key, "r2", good); st != 400 || errorOf(body)["code"] != "charge_already_refunded" {
+		t.Fatalf("second refund: %d %v", st, body)
+	}
+	if _, list, _ := call(t, s, http.MethodGet, "/v1/refunds?payment_intent="+ss.PaymentIntent, key, "", nil); list["object"] != "list" || len(list["data"].([]any)) != 1 {
+		t.Fatalf("list %v", list)
+	}
+	if st, got, _ := call(t, s, http.MethodGet, "/v1/refunds/"+rf["id"].(string), key, "", nil); st != 200 || got["id"] != rf["id"] {
+		t.Fatalf("retrieve %d %v", st, got)
+	}
+	if n, amount := s.Payouts(no); n != 1 || amount != 1998 {
+		t.Fatalf("payouts %d %d", n, amount)
+	}
+	if ob := s.Outbox(); len(ob) != 2 || ob[0].Type != stripesim.EventRefundCreated || ob[1].Type != stripesim.EventChargeRefunded || ob[0].RefundID != rf["id"] {
+		t.Fatalf("outbox %+v", ob)
+	}
+}
