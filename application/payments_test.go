@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -158,11 +159,17 @@ func (g *scriptedGateway) Refund(_ context.Context, p domain.Payment, r domain.R
 	return domain.RefundState{Outcome: domain.RefundSucceeded, ProviderRef: "rf-" + r.RefundNo}, nil
 }
 
-// paidOut is how many times money was returned for the order's refund.
+// paidOut is how many times money was returned for the order, over all its refund numbers.
 func (g *scriptedGateway) paidOut(no domain.OrderNo) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.payouts[domain.RefundNoOf(no)]
+	n := 0
+	for refundNo, c := range g.payouts {
+		if strings.HasPrefix(refundNo, string(no)+"R") {
+			n += c
+		}
+	}
+	return n
 }
 
 // notice is a signed notification of the scripted provider for o.

@@ -10,9 +10,9 @@ import (
 
 // refundMoney returns an order's money through the provider that took it, before its codes are
 // released. The order's payment at that provider moves PAID (or REFUND_FAILED) → REFUNDING,
-// with a refund number fixed per order: every attempt — a retry after a timeout, a second
+// with a refund number: every attempt at that refund — a retry after a timeout, a second
 // operator — sends the same number, which the provider uses as its idempotency reference, so
-// the money is returned once. Then:
+// the money is returned once (a new refund after a refusal gets the next number). Then:
 //
 //   - succeeded: REFUNDED, and the codes may go;
 //   - pending (the provider finishes later): the payment stays REFUNDING and the answer says so
@@ -46,7 +46,11 @@ func (s *Shop) refundMoney(ctx context.Context, o domain.Order, reason string) (
 	}
 	if p.Status != domain.PaymentRefunding {
 		next := p
-		next.Status, next.RefundNo, next.RefundReason, next.UpdatedAt = domain.PaymentRefunding, domain.RefundNoOf(o.No()), "", s.clock.Now()
+		next.Status, next.RefundReason, next.UpdatedAt = domain.PaymentRefunding, "", s.clock.Now()
+		if p.Status == domain.PaymentRefundFailed || p.RefundNo == "" {
+			// A refused refund's number is spent (the provider replays its refusal under it).
+			next.RefundNo = domain.NextRefundNo(o.No(), p.RefundNo)
+		}
 		won, err := s.ledger.Payments().Transition(ctx, next, p.Status)
 		if err != nil {
 			return out, fmt.Errorf("record the refund: %w", err)

@@ -73,8 +73,9 @@ func TestRefundRefusedByTheProvider(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 	gw.set(func(g *scriptedGateway) { g.refund = "" })
-	if res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil || res.Order.Status() != domain.StatusRefunded {
-		t.Fatalf("the retry = %+v, %v", res, err)
+	res, err = f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	if err != nil || res.Order.Status() != domain.StatusRefunded || res.Money.RefundNo != string(o.No())+"R2" {
+		t.Fatalf("the retry = %+v, %v; want REFUNDED under the next refund number", res, err)
 	}
 	if gw.paidOut(o.No()) != 1 {
 		t.Fatalf("money returned %d times, want once", gw.paidOut(o.No()))

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -85,9 +87,21 @@ type Payment struct {
 	UpdatedAt    time.Time
 }
 
-// RefundNoOf is the refund number of an order's payment: fixed per order and provider, so a
-// retried refund is the same refund at the provider.
+// RefundNoOf is the first refund number of an order's payment: every retry of that refund (a
+// timeout, a lost answer, a second operator) sends it again, so it is the same refund at the
+// provider.
 func RefundNoOf(no OrderNo) string { return string(no) + "R1" }
+
+// NextRefundNo is the number of a new refund after the provider refused prev: a provider keeps
+// its answer under an idempotency reference (Stripe for a day, refusals included), so a new
+// attempt needs a new number. prev empty gives the first.
+func NextRefundNo(no OrderNo, prev string) string {
+	n, err := strconv.Atoi(strings.TrimPrefix(prev, string(no)+"R"))
+	if prev == "" || err != nil || n < 1 {
+		return RefundNoOf(no)
+	}
+	return string(no) + "R" + strconv.Itoa(n+1)
+}
 
 // RefundRequest asks a provider to return a payment's money, all of it.
 type RefundRequest struct {
