@@ -12,6 +12,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/uptrace/bun v1.3.0
 	github.com/uptrace/bun/dialect/mysqldialect v1.3.0
+	github.com/wechatpay-apiv3/wechatpay-go v0.2.21
 	go.uber.org/fx v1.24.0
 	go.uber.org/goleak v1.3.0
 	pgregory.net/rapid v1.3.0
