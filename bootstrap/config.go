@@ -74,6 +74,24 @@ type Config struct {
 	EpaySign          string          // CARDSHOP_EPAY_SIGN: append | ampkey
 	EpayType          string          // CARDSHOP_EPAY_TYPE: alipay | wxpay | qqpay | …
 	EpayMode          string          // CARDSHOP_EPAY_MODE: redirect | api
+	EpayRefunds       bool            // CARDSHOP_EPAY_REFUNDS: the gateway offers api.php?act=refund
+
+	AlipayURL        string // CARDSHOP_ALIPAY_URL: Alipay's gateway.do
+	AlipayAppID      string // CARDSHOP_ALIPAY_APP_ID: enables Alipay
+	AlipaySellerID   string // CARDSHOP_ALIPAY_SELLER_ID: checked in notifications when set
+	AlipayPrivateKey Secret // CARDSHOP_ALIPAY_PRIVATE_KEY: the app's RSA private key (PEM, or a file holding it)
+	AlipayPublicKey  string // CARDSHOP_ALIPAY_PUBLIC_KEY: Alipay's public key (PEM, or a file holding it)
+	AlipayMethod     string // CARDSHOP_ALIPAY_METHOD: precreate | page | wap
+
+	WechatURL         string // CARDSHOP_WECHAT_URL: WeChat Pay's API
+	WechatMchID       string // CARDSHOP_WECHAT_MCHID: enables WeChat Pay
+	WechatAppID       string // CARDSHOP_WECHAT_APPID
+	WechatSerial      string // CARDSHOP_WECHAT_SERIAL: the merchant certificate's serial number
+	WechatPrivateKey  Secret // CARDSHOP_WECHAT_PRIVATE_KEY: the merchant's private key (PEM, or a file holding it)
+	WechatAPIv3Key    Secret // CARDSHOP_WECHAT_APIV3_KEY: 32 bytes, decrypts notifications
+	WechatPlatformPEM string // CARDSHOP_WECHAT_PLATFORM_CERTS: WeChat Pay platform certificate(s) (PEM, or a file)
+	WechatPubKeyID    string // CARDSHOP_WECHAT_PUBLIC_KEY_ID: PUB_KEY_ID_… of WeChat Pay's public key
+	WechatPubKeyPEM   string // CARDSHOP_WECHAT_PUBLIC_KEY: WeChat Pay's public key (PEM, or a file)
 }
 
 // maxWebhookTimeout bounds CARDSHOP_WEBHOOK_TIMEOUT: an attempt must end before the relay's
@@ -200,6 +218,22 @@ func settings(c *Config) []setting {
 		stringVar(&c.EpaySign, "CARDSHOP_EPAY_SIGN", "append"),
 		stringVar(&c.EpayType, "CARDSHOP_EPAY_TYPE", "alipay"),
 		stringVar(&c.EpayMode, "CARDSHOP_EPAY_MODE", "redirect"),
+		boolVar(&c.EpayRefunds, "CARDSHOP_EPAY_REFUNDS", false),
+		stringVar(&c.AlipayURL, "CARDSHOP_ALIPAY_URL", "https://openapi.alipay.com/gateway.do"),
+		stringVar(&c.AlipayAppID, "CARDSHOP_ALIPAY_APP_ID", ""),
+		stringVar(&c.AlipaySellerID, "CARDSHOP_ALIPAY_SELLER_ID", ""),
+		secretVar(&c.AlipayPrivateKey, "CARDSHOP_ALIPAY_PRIVATE_KEY"),
+		stringVar(&c.AlipayPublicKey, "CARDSHOP_ALIPAY_PUBLIC_KEY", ""),
+		stringVar(&c.AlipayMethod, "CARDSHOP_ALIPAY_METHOD", "precreate"),
+		stringVar(&c.WechatURL, "CARDSHOP_WECHAT_URL", "https://api.mch.weixin.qq.com"),
+		stringVar(&c.WechatMchID, "CARDSHOP_WECHAT_MCHID", ""),
+		stringVar(&c.WechatAppID, "CARDSHOP_WECHAT_APPID", ""),
+		stringVar(&c.WechatSerial, "CARDSHOP_WECHAT_SERIAL", ""),
+		secretVar(&c.WechatPrivateKey, "CARDSHOP_WECHAT_PRIVATE_KEY"),
+		secretVar(&c.WechatAPIv3Key, "CARDSHOP_WECHAT_APIV3_KEY"),
+		stringVar(&c.WechatPlatformPEM, "CARDSHOP_WECHAT_PLATFORM_CERTS", ""),
+		stringVar(&c.WechatPubKeyID, "CARDSHOP_WECHAT_PUBLIC_KEY_ID", ""),
+		stringVar(&c.WechatPubKeyPEM, "CARDSHOP_WECHAT_PUBLIC_KEY", ""),
 	}
 }
 
@@ -347,6 +381,18 @@ func LoadConfig(environ []string) (Config, error) {
 	}
 	if c.EpayURL != "" && (c.EpayPID == "" || c.EpayKey == "") {
 		return Config{}, fmt.Errorf("CARDSHOP_EPAY_URL needs CARDSHOP_EPAY_PID and CARDSHOP_EPAY_KEY")
+	}
+	if c.AlipayAppID != "" && (c.AlipayPrivateKey == "" || c.AlipayPublicKey == "") {
+		return Config{}, fmt.Errorf("CARDSHOP_ALIPAY_APP_ID needs CARDSHOP_ALIPAY_PRIVATE_KEY and CARDSHOP_ALIPAY_PUBLIC_KEY (Alipay's)")
+	}
+	if c.WechatMchID != "" {
+		for name, v := range map[string]string{"CARDSHOP_WECHAT_APPID": c.WechatAppID, "CARDSHOP_WECHAT_SERIAL": c.WechatSerial,
+			"CARDSHOP_WECHAT_PRIVATE_KEY": string(c.WechatPrivateKey), "CARDSHOP_WECHAT_APIV3_KEY": string(c.WechatAPIv3Key),
+			"CARDSHOP_WECHAT_PLATFORM_CERTS or CARDSHOP_WECHAT_PUBLIC_KEY": c.WechatPlatformPEM + c.WechatPubKeyPEM} {
+			if v == "" {
+				return Config{}, fmt.Errorf("CARDSHOP_WECHAT_MCHID needs %s", name)
+			}
+		}
 	}
 	if c.Adapters == AdaptersReal && (c.CodeKeys == "" || c.CodeHash == "") {
 		return Config{}, fmt.Errorf("CARDSHOP_CODE_KEYS and CARDSHOP_CODE_HASH_KEY must be set with CARDSHOP_ADAPTERS=real (codes are encrypted at rest; see README)")

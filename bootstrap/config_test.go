@@ -50,6 +50,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Currency: domain.Currency{Code: "CNY", Exponent: 2}, PublicURL: "http://127.0.0.1:8080",
 		PaymentCloseGrace: 10 * time.Minute, StripeAPIURL: "https://api.stripe.com",
 		EpaySign: "append", EpayType: "alipay", EpayMode: "redirect",
+		AlipayURL: "https://openapi.alipay.com/gateway.do", AlipayMethod: "precreate", WechatURL: "https://api.mch.weixin.qq.com",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -118,6 +119,9 @@ func TestLoadConfigErrors(t *testing.T) {
 			"CARDSHOP_CODE_KEYS=1:x", "CARDSHOP_CODE_HASH_KEY=x"), "CARDSHOP_DEV_PAYMENTS"},
 		{"a Stripe key without its webhook secret", env("CARDSHOP_STRIPE_SECRET_KEY=sk_test_x"), "CARDSHOP_STRIPE_WEBHOOK_SECRETS"},
 		{"an epay gateway without its key", env("CARDSHOP_EPAY_URL=https://pay.example", "CARDSHOP_EPAY_PID=1001"), "CARDSHOP_EPAY_KEY"},
+		{"Alipay without Alipay's public key", env("CARDSHOP_ALIPAY_APP_ID=2021", "CARDSHOP_ALIPAY_PRIVATE_KEY=/k.pem"), "CARDSHOP_ALIPAY_PUBLIC_KEY"},
+		{"WeChat Pay without its APIv3 key", env("CARDSHOP_WECHAT_MCHID=1900", "CARDSHOP_WECHAT_APPID=wx1", "CARDSHOP_WECHAT_SERIAL=S",
+			"CARDSHOP_WECHAT_PRIVATE_KEY=/k.pem", "CARDSHOP_WECHAT_PUBLIC_KEY=/w.pem"), "CARDSHOP_WECHAT_APIV3_KEY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,6 +156,11 @@ func TestEnvNamesAreSortedAndKnown(t *testing.T) {
 			given = []string{"CARDSHOP_STRIPE_SECRET_KEY=sk_test_x", "CARDSHOP_STRIPE_WEBHOOK_SECRETS=whsec_x"}
 		case "CARDSHOP_EPAY_URL": // epay needs its merchant
 			given = append(given, "CARDSHOP_EPAY_PID=1001", "CARDSHOP_EPAY_KEY=epay-key-0123456789")
+		case "CARDSHOP_ALIPAY_APP_ID": // Alipay needs both keys
+			given = append(given, "CARDSHOP_ALIPAY_PRIVATE_KEY=/keys/app.pem", "CARDSHOP_ALIPAY_PUBLIC_KEY=/keys/alipay.pem")
+		case "CARDSHOP_WECHAT_MCHID": // WeChat Pay needs its merchant and WeChat's key
+			given = append(given, "CARDSHOP_WECHAT_APPID=wx1", "CARDSHOP_WECHAT_SERIAL=S1", "CARDSHOP_WECHAT_PRIVATE_KEY=/keys/m.pem",
+				"CARDSHOP_WECHAT_APIV3_KEY=0123456789abcdef0123456789abcdef", "CARDSHOP_WECHAT_PUBLIC_KEY=/keys/wx.pem")
 		}
 		if _, err := bootstrap.LoadConfig(env(given...)); err != nil {
 			t.Errorf("%s: %v", n, err)
@@ -172,7 +181,7 @@ func validValue(name string) string {
 	case name == "CARDSHOP_LOG_LEVEL":
 		return "warn"
 	case name == "CARDSHOP_MIGRATE", name == "CARDSHOP_REDIS_AUTOPIPELINE", name == "CARDSHOP_DEV_PAYMENTS",
-		name == "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL":
+		name == "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL", name == "CARDSHOP_EPAY_REFUNDS":
 		return "false"
 	case name == "CARDSHOP_CURRENCY":
 		return "USD"
@@ -180,7 +189,9 @@ func validValue(name string) string {
 		return "https://shop.example"
 	case name == "CARDSHOP_RETURN_URL":
 		return "https://shop.example/orders/{order_no}"
-	case name == "CARDSHOP_STRIPE_API_URL", name == "CARDSHOP_EPAY_URL":
+	case name == "CARDSHOP_ALIPAY_METHOD":
+		return "page"
+	case name == "CARDSHOP_STRIPE_API_URL", name == "CARDSHOP_EPAY_URL", name == "CARDSHOP_ALIPAY_URL", name == "CARDSHOP_WECHAT_URL":
 		return "https://pay.example"
 	case name == "CARDSHOP_EPAY_SIGN":
 		return "ampkey"

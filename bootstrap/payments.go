@@ -1,16 +1,20 @@
 package bootstrap
 
 import (
+	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
+	"cardshop/adapters/alipay"
 	"cardshop/adapters/devpay"
 	"cardshop/adapters/epay"
 	"cardshop/adapters/httpapi"
 	"cardshop/adapters/stripe"
+	"cardshop/adapters/wechatpay"
 	"cardshop/domain"
 )
 
@@ -60,9 +64,55 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 			return out, fmt.Errorf("CARDSHOP_EPAY_MODE: %w", err)
 		}
 		g, err := epay.New(epay.Config{GatewayURL: cfg.EpayURL, PID: cfg.EpayPID, Key: epay.Key(cfg.EpayKey.Reveal()),
-			Variant: variant, Type: cfg.EpayType, Mode: mode, HTTPClient: providerClient()})
+			Variant: variant, Type: cfg.EpayType, Mode: mode, Refunds: cfg.EpayRefunds, HTTPClient: providerClient()})
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_EPAY_*: %w", err)
+		}
+		out.all = append(out.all, g)
+	}
+	if cfg.AlipayAppID != "" {
+		method, err := alipay.ParseMethod(cfg.AlipayMethod)
+		if err != nil {
+			return out, fmt.Errorf("CARDSHOP_ALIPAY_METHOD: %w", err)
+		}
+		priv, err := pemOrFile(cfg.AlipayPrivateKey.Reveal())
+		if err != nil {
+			return out, fmt.Errorf("CARDSHOP_ALIPAY_PRIVATE_KEY: %w", err)
+		}
+		pub, err := pemOrFile(cfg.AlipayPublicKey)
+		if err != nil {
+			return out, fmt.Errorf("CARDSHOP_ALIPAY_PUBLIC_KEY: %w", err)
+		}
+		g, err := alipay.New(alipay.Config{GatewayURL: cfg.AlipayURL, AppID: cfg.AlipayAppID, SellerID: cfg.AlipaySellerID,
+			PrivateKey: alipay.PrivateKey(priv), AlipayPublicKey: pub, Method: method, HTTPClient: providerClient(), Clock: clock})
+		if err != nil {
+			return out, fmt.Errorf("CARDSHOP_ALIPAY_*: %w", err)
+		}
+		out.all = append(out.all, g)
+	}
+	if cfg.WechatMchID != "" {
+		priv, err := pemOrFile(cfg.WechatPrivateKey.Reveal())
+		if err != nil {
+			return out, fmt.Errorf("CARDSHOP_WECHAT_PRIVATE_KEY: %w", err)
+		}
+		wc := wechatpay.Config{BaseURL: cfg.WechatURL, MchID: cfg.WechatMchID, AppID: cfg.WechatAppID,
+			MerchantSerial: cfg.WechatSerial, MerchantPrivateKeyPEM: priv, APIv3Key: cfg.WechatAPIv3Key.Reveal(),
+			PublicKeyID: cfg.WechatPubKeyID, HTTPClient: providerClient(), Clock: clock}
+		if cfg.WechatPlatformPEM != "" {
+			certs, err := pemOrFile(cfg.WechatPlatformPEM)
+			if err != nil {
+				return out, fmt.Errorf("CARDSHOP_WECHAT_PLATFORM_CERTS: %w", err)
+			}
+			wc.PlatformCertificatesPEM = splitPEM(certs)
+		}
+		if cfg.WechatPubKeyPEM != "" {
+			if wc.PublicKeyPEM, err = pemOrFile(cfg.WechatPubKeyPEM); err != nil {
+				return out, fmt.Errorf("CARDSHOP_WECHAT_PUBLIC_KEY: %w", err)
+			}
+		}
+		g, err := wechatpay.New(wc)
+		if err != nil {
+			return out, fmt.Errorf("CARDSHOP_WECHAT_*: %w", err)
 		}
 		out.all = append(out.all, g)
 	}
@@ -81,4 +131,30 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		}
 	}
 	return out, nil
+}
+
+// pemOrFile is a key or certificate given in the environment: PEM text as it is, or else the
+// path of a file holding it (keys are often kept as files mounted into the container).
+func pemOrFile(v string) (string, error) {
+	if strings.Contains(v, "-----BEGIN") {
+		return v, nil
+	}
+	b, err := os.ReadFile(v)
+	if err != nil {
+		return "", fmt.Errorf("neither PEM nor a readable file: %w", err)
+	}
+	return string(b), nil
+}
+
+// splitPEM splits concatenated PEM blocks (several platform certificates during a rotation).
+func splitPEM(s string) []string {
+	var out []string
+	for {
+		block, rest := pem.Decode([]byte(s))
+		if block == nil {
+			return out
+		}
+		out = append(out, string(pem.EncodeToMemory(block)))
+		s = string(rest)
+	}
 }
