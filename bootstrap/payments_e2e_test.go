@@ -51,7 +51,10 @@ var payCases = []payCase{
 
 func TestPaymentsEndToEnd(t *testing.T) { runPayCases(t, bootstrap.AdaptersMemory) }
 
-func TestRealAdaptersPaymentsEndToEnd(t *testing.T) { runPayCases(t, bootstrap.AdaptersReal) }
+func TestRealAdaptersPaymentsEndToEnd(t *testing.T) {
+	realConfig(t, time.Minute) // Redis and MariaDB reachable, once for every case (or skip / fail under CI=true)
+	runPayCases(t, bootstrap.AdaptersReal)
+}
 
 func runPayCases(t *testing.T, adapters string) {
 	for _, provider := range []string{"stripe", "epay"} {
