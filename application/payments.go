@@ -41,10 +41,12 @@ func sortProviders(ps []domain.Provider) {
 // shop's currency is what is charged. A payment that failed or expired at the provider while
 // the order is still PENDING is created again in its place.
 //
-// created is false when an existing payment is returned.
+// created is false when an existing payment is returned. An open payment is returned only
+// while the order is PENDING: one a provider could not close (epay has no close) stays OPEN
+// after its order closed or was paid through another provider, and no buyer is sent to pay it.
 //
 // Errors: ErrProviderUnknown, ErrOrderNotFound (also another buyer's order),
-// ErrOrderNotPayable (not PENDING), ErrUnavailable (the provider or the ledger could not be
+// ErrOrderNotPayable (not PENDING, and not paid through this provider), ErrUnavailable (the provider or the ledger could not be
 // reached: retry; a retry reaches the same payment at providers that take an idempotency key).
 func (s *Shop) CreatePayment(ctx context.Context, cmd NewPayment) (p domain.Payment, created bool, err error) {
 	gw, ok := s.gateways[cmd.Provider]
@@ -60,7 +62,7 @@ func (s *Shop) CreatePayment(ctx context.Context, cmd NewPayment) (p domain.Paym
 	}
 	existing, err := s.ledger.Payments().Payment(ctx, o.No(), gw.Provider())
 	switch {
-	case err == nil && existing.Status == domain.PaymentOpen:
+	case err == nil && existing.Status == domain.PaymentOpen && o.Status() == domain.StatusPending:
 		return existing, false, nil
 	case err == nil && existing.Status == domain.PaymentPaid:
 		return existing, false, nil // the order is (being) paid: answer the payment, not an error

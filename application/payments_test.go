@@ -471,3 +471,45 @@ func TestLateSuccessIsConfirmedWithTheProvider(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 }
+
+// An open payment is handed out again only while its order awaits payment: once the order
+// closed (at a provider that cannot close its payment) or was paid through another provider,
+// asking for it is refused, so that no buyer is sent to pay an order that moved on.
+func TestNoPayLinkForAnOrderThatMovedOn(t *testing.T) {
+	acme, other := newScripted("acme"), newScripted("other")
+	acme.set(func(g *scriptedGateway) { g.noClose = true })
+	f := newFixture(t, withGateways(acme, other))
+	p := f.createProduct(t, 2, 5)
+
+	closed := f.mustPlace(t, "alice", p.ID(), 1)
+	mustCreatePayment(t, f, closed, "acme")
+	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
+	if err := f.shop.CloseExpired(f.ctx, closed.No()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.order(t, closed.No()); got.Status() != domain.StatusClosed {
+		t.Fatalf("order %s, want CLOSED", got.Status())
+	}
+	if ps, _ := f.shop.Payments(f.ctx, closed.No()); len(ps) != 1 || ps[0].Status != domain.PaymentOpen {
+		t.Fatalf("payments %+v: want the one the provider could not close, OPEN", ps)
+	}
+	_, _, err := f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: closed.No(), Provider: "acme"})
+	is(t, "the open payment of a CLOSED order", err, domain.ErrOrderNotPayable)
+
+	paid := f.mustPlace(t, "bob", p.ID(), 1)
+	mustCreatePayment(t, f, paid, "acme")
+	mustCreatePayment(t, f, paid, "other")
+	b, _ := json.Marshal(scriptedNotice{OrderNo: string(paid.No()), Ref: "other-" + string(paid.No()), Event: "evt-paid",
+		Outcome: "paid", Amount: int64(paid.Amount()), Currency: "CNY"})
+	if _, err := f.shop.HandleNotification(f.ctx, "other", domain.InboundRequest{Method: "POST",
+		Header: map[string][]string{"X-Test-Sig": {"ok"}}, Body: b}, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "bob", OrderNo: paid.No(), Provider: "acme"})
+	is(t, "the open payment of an order paid elsewhere", err, domain.ErrOrderNotPayable)
+	got, created, err := f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "bob", OrderNo: paid.No(), Provider: "other"})
+	if err != nil || created || got.Status != domain.PaymentPaid {
+		t.Fatalf("the paid payment asked again = %+v, created %v, %v; want it, PAID", got, created, err)
+	}
+	f.assertInvariants(t, p.ID())
+}

@@ -3,10 +3,8 @@ package bootstrap_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,9 +12,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
-
-	"go.uber.org/fx"
 
 	"cardshop/bootstrap"
 )
@@ -34,24 +29,7 @@ func startService(t *testing.T, tweaks ...func(*bootstrap.Config)) client {
 	for _, tweak := range tweaks {
 		tweak(&cfg)
 	}
-	app := fx.New(bootstrap.Module(cfg), fx.NopLogger,
-		fx.Decorate(func(*slog.Logger) *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }))
-	if err := app.Err(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := app.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := app.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return client{t: t, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 10 * time.Second}}
+	return runService(t, cfg, io.Discard)
 }
 
 func runMain(args ...string) (int, string, string) {

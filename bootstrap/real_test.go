@@ -24,6 +24,18 @@ import (
 // returns an HTTP client, a Redis client and the database for direct checks.
 func realService(t *testing.T, orderTimeout time.Duration, tweaks ...func(*bootstrap.Config)) (client, *redis.Client, *sql.DB) {
 	t.Helper()
+	cfg, rdb, db := realConfig(t, orderTimeout)
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
+	return runService(t, cfg, io.Discard), rdb, db
+}
+
+// realConfig is the configuration of a service on Redis, MariaDB and RabbitMQ (its own
+// database, migrated at start) listening on a free port, with a Redis client and the database
+// for direct checks. Under CI=true an unreachable service fails the test.
+func realConfig(t *testing.T, orderTimeout time.Duration) (bootstrap.Config, *redis.Client, *sql.DB) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rdb := redis.NewClient(&redis.Options{Addr: porttest.RedisAddr})
@@ -46,15 +58,28 @@ func realService(t *testing.T, orderTimeout time.Duration, tweaks ...func(*boots
 	cfg.AMQPPrefix = "cardshop-e2e"
 	cfg.AMQPURL, cfg.Migrate, cfg.CodeKeys, cfg.CodeHash = bootstrap.ConnString(porttest.AMQPURL), true, bootstrap.Secret(keys), bootstrap.Secret(hashKey)
 	cfg.OrderTimeout, cfg.SweepInterval, cfg.RelayInterval = orderTimeout, 500*time.Millisecond, 200*time.Millisecond
-	for _, tweak := range tweaks {
-		tweak(&cfg)
+	return cfg, rdb, db
+}
+
+// runService starts the service of cfg, its JSON log written to logs, and stops it when the
+// test ends; opts are added to the application (fx.Populate, …). On the real adapters an
+// unreachable service skips the test, or fails it under CI=true.
+func runService(t *testing.T, cfg bootstrap.Config, logs io.Writer, opts ...fx.Option) client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	app := fx.New(append([]fx.Option{bootstrap.Module(cfg), fx.NopLogger, fx.Decorate(func(*slog.Logger) *slog.Logger {
+		return slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})}, opts...)...)
+	started := app.Err()
+	if started == nil {
+		started = app.Start(ctx)
 	}
-	app := fx.New(bootstrap.Module(cfg), fx.NopLogger, fx.Decorate(func(*slog.Logger) *slog.Logger {
-		return slog.New(slog.NewJSONHandler(io.Discard, nil))
-	}))
-	porttest.RequireService(t, "Redis, MariaDB and RabbitMQ", app.Err())
-	if err := app.Start(ctx); err != nil {
-		porttest.RequireService(t, "Redis, MariaDB and RabbitMQ", err)
+	if started != nil {
+		if cfg.Adapters != bootstrap.AdaptersReal {
+			t.Fatal(started)
+		}
+		porttest.RequireService(t, "Redis, MariaDB and RabbitMQ", started)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -63,7 +88,7 @@ func realService(t *testing.T, orderTimeout time.Duration, tweaks ...func(*boots
 			t.Errorf("stop: %v", err)
 		}
 	})
-	return client{t: t, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 10 * time.Second}}, rdb, db
+	return client{t: t, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 10 * time.Second}}
 }
 
 type orderBody struct {
