@@ -35,7 +35,7 @@ func TestNewRefusesWeakSecretsAndBadBaseURLs(t *testing.T) {
 	if g.Provider() != "dev" {
 		t.Fatalf("provider %q", g.Provider())
 	}
-	if NewSecret() == NewSecret() || len(NewSecret()) < MinSecretLength {
+	if a, b := NewSecret(), NewSecret(); a == b || len(a) < MinSecretLength {
 		t.Fatal("NewSecret is not a fresh random secret")
 	}
 }
