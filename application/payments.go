@@ -310,6 +310,9 @@ func (s *Shop) noticePaid(ctx context.Context, gw domain.PaymentGateway, p domai
 		return "", err
 	}
 	s.movePayment(ctx, p, domain.PaymentPaid, domain.PaymentOpen, domain.PaymentExpired, domain.PaymentFailed)
+	if a.changed {
+		s.closeOtherPayments(ctx, o.No(), gw.Provider())
+	}
 	switch st := a.order.Status(); {
 	case !a.changed && st == domain.StatusPaid && a.order.PaymentRef() == ref:
 		return "duplicate: order already PAID", nil
@@ -321,6 +324,30 @@ func (s *Shop) noticePaid(ctx context.Context, gw domain.PaymentGateway, p domai
 		return "paid late (order was " + o.Status().String() + ")", nil
 	default:
 		return "accepted: order is " + st.String(), nil
+	}
+}
+
+// closeOtherPayments closes, at their providers, the order's payments still open elsewhere once
+// one provider paid it, so the buyer cannot pay twice through another channel; best effort (a
+// second payment that still arrives raises second_payment for a refund by hand).
+func (s *Shop) closeOtherPayments(ctx context.Context, no domain.OrderNo, paidAt domain.Provider) {
+	ps, err := s.ledger.Payments().OfOrder(ctx, no)
+	if err != nil {
+		s.log.WarnContext(ctx, "other open payments not closed", "order_no", no, "err", err)
+		return
+	}
+	for _, p := range ps {
+		gw, ok := s.gateways[p.Provider]
+		if p.Provider == paidAt || p.Status != domain.PaymentOpen || !ok {
+			continue
+		}
+		switch err := gw.Close(ctx, p); {
+		case err == nil:
+			s.movePayment(ctx, p, domain.PaymentExpired, domain.PaymentOpen)
+		case !errors.Is(err, domain.ErrUnsupported):
+			s.log.WarnContext(ctx, "an open payment at another provider could not be closed", "order_no", no,
+				"provider", p.Provider, "err", err)
+		}
 	}
 }
 

@@ -513,3 +513,29 @@ func TestNoPayLinkForAnOrderThatMovedOn(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 }
+
+// Once one provider paid the order, its payment still open at another provider is closed there,
+// so the buyer cannot pay twice.
+func TestPaymentAtOneProviderClosesTheOthers(t *testing.T) {
+	acme, other := newScripted("acme"), newScripted("other")
+	f := newFixture(t, withGateways(acme, other))
+	p := f.createProduct(t, 1, 5)
+	o := f.mustPlace(t, "alice", p.ID(), 1)
+	mustCreatePayment(t, f, o, "acme")
+	mustCreatePayment(t, f, o, "other")
+	if _, err := f.shop.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if other.closes.Load() != 1 {
+		t.Fatalf("the other provider saw %d closes, want 1", other.closes.Load())
+	}
+	ps, _ := f.shop.Payments(f.ctx, o.No())
+	got := map[domain.Provider]domain.PaymentStatus{}
+	for _, pay := range ps {
+		got[pay.Provider] = pay.Status
+	}
+	if got["acme"] != domain.PaymentPaid || got["other"] != domain.PaymentExpired {
+		t.Fatalf("payments %v, want acme PAID and other EXPIRED", got)
+	}
+	f.assertInvariants(t, p.ID())
+}
