@@ -432,13 +432,13 @@ func (s *Server) authenticate(r *http.Request, body []byte) error {
 			return fmt.Errorf("malformed Authorization item %q", item)
 		}
 		if _, dup := p[m[1]]; dup {
-			return fmt.Errorf("Authorization item %s twice", m[1])
+			return fmt.Errorf("the Authorization header has item %s twice", m[1])
 		}
 		p[m[1]] = m[2]
 	}
 	for _, k := range []string{"mchid", "nonce_str", "timestamp", "serial_no", "signature"} {
 		if p[k] == "" {
-			return fmt.Errorf("Authorization without %s", k)
+			return fmt.Errorf("the Authorization header has no %s", k)
 		}
 	}
 	if p["mchid"] != s.opts.MchID {
