@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"cardshop/domain"
 )
@@ -140,7 +141,12 @@ func (s *Shop) applyRefundNotice(ctx context.Context, gw domain.PaymentGateway, 
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", errRefused, err)
 	}
-	if p.RefundNo == "" || p.RefundNo != n.RefundNo {
+	if p.RefundNo != n.RefundNo {
+		if strings.HasPrefix(n.RefundNo, string(n.OrderNo)+"R") {
+			// An earlier attempt of this order's refund (refused, then retried under the next
+			// number): its news changes nothing, and refusing it would only make it resend.
+			return "ignored: an earlier refund attempt (" + n.RefundNo + ")", nil
+		}
 		return "", fmt.Errorf("%w: refund %q is not the payment's refund", errRefused, n.RefundNo)
 	}
 	switch n.RefundOutcome {

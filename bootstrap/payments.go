@@ -98,6 +98,11 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		wc := wechatpay.Config{BaseURL: cfg.WechatURL, MchID: cfg.WechatMchID, AppID: cfg.WechatAppID,
 			MerchantSerial: cfg.WechatSerial, MerchantPrivateKeyPEM: priv, APIv3Key: cfg.WechatAPIv3Key.Reveal(),
 			PublicKeyID: cfg.WechatPubKeyID, HTTPClient: providerClient(), Clock: clock}
+		if strings.HasPrefix(cfg.PublicURL, "https://") {
+			// WeChat Pay sends a refund's result only to the URL sent with it (https only); over
+			// plain http a refund it answers PROCESSING is finished by running the refund again.
+			wc.RefundNotifyURL = cfg.PublicURL + "/api/payments/wechatpay/notify"
+		}
 		if cfg.WechatPlatformPEM != "" {
 			certs, err := pemOrFile(cfg.WechatPlatformPEM)
 			if err != nil {

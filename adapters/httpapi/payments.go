@@ -27,6 +27,9 @@ type paymentResponse struct {
 	PayURL      string    `json:"pay_url,omitempty"`
 	QRCode      string    `json:"qr_code,omitempty"`
 	ProviderRef string    `json:"provider_ref,omitempty"`
+	RefundNo    string    `json:"refund_no,omitempty"`
+	RefundRef   string    `json:"refund_ref,omitempty"`
+	RefundWhy   string    `json:"refund_reason,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 }
@@ -34,7 +37,8 @@ type paymentResponse struct {
 func newPaymentResponse(p domain.Payment) paymentResponse {
 	return paymentResponse{OrderNo: string(p.OrderNo), Provider: string(p.Provider), Status: p.Status.String(),
 		Amount: int64(p.Amount), Currency: p.Currency.Code, PayURL: p.PayURL, QRCode: p.QRCode,
-		ProviderRef: p.ProviderRef, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+		ProviderRef: p.ProviderRef, RefundNo: p.RefundNo, RefundRef: p.RefundRef, RefundWhy: p.RefundReason,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
 // createPayment creates (201) or returns (200) the buyer's order's payment at a provider.
