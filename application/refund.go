@@ -48,7 +48,9 @@ type MoneyRefund struct {
 // gate when recycled, flow refund-restore, else only the sold units released, flow
 // refund-void) or an UNFULFILLED one (no codes, no stock). A refund of a REFUNDED order
 // answers it unchanged; of two racing refunds one does the work. A refund that decided on
-// "never revealed" does not complete if a reveal was recorded meanwhile: it decides again.
+// "never revealed" does not complete if a reveal was recorded meanwhile: it decides again. A
+// refund that read the order before a late payment made it PAID or UNFULFILLED starts over,
+// so the money is returned before the codes.
 //
 // Errors: ErrInvalidInput (Void and Recycle), ErrOrderNotFound, ErrInvalidTransition,
 // ErrUnavailable.
@@ -61,7 +63,8 @@ func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error
 		return RefundResult{}, fmt.Errorf("load order: %w", err)
 	}
 	var money MoneyRefund
-	if o.Status() == domain.StatusPaid || o.Status() == domain.StatusUnfulfilled {
+	paid := o.Status() == domain.StatusPaid || o.Status() == domain.StatusUnfulfilled
+	if paid {
 		// The money first: the codes are released only once the provider returned it, so a
 		// refund the provider refuses or cannot take yet leaves the order as it was.
 		if money, err = s.refundMoney(ctx, o, cmd.Reason); err != nil || money.Status == domain.PaymentRefunding {
@@ -78,11 +81,23 @@ func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error
 		if o.Status() == domain.StatusRefunded {
 			return s.refunded(ctx, o)
 		}
+		if !paid && (o.Status() == domain.StatusPaid || o.Status() == domain.StatusUnfulfilled) {
+			return RefundResult{}, errPaidMeanwhile
+		}
 		return s.refund(ctx, o, cmd)
 	})
+	if errors.Is(err, errPaidMeanwhile) {
+		// A late payment made the order refundable after the first read: its money first. Once
+		// PAID or UNFULFILLED an order never goes back, so this happens once.
+		return s.RefundOrder(ctx, cmd)
+	}
 	out.Money = money
 	return out, err
 }
+
+// errPaidMeanwhile tells RefundOrder that the order was paid (a late payment) between its
+// first read, which found no money to return, and its change.
+var errPaidMeanwhile = errors.New("the order was paid while the refund looked at it")
 
 // refunded answers a refund of an order already REFUNDED with what its refund did.
 func (s *Shop) refunded(ctx context.Context, o domain.Order) (RefundResult, error) {

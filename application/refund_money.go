@@ -101,19 +101,21 @@ func (s *Shop) refundMoney(ctx context.Context, o domain.Order, reason string) (
 	}
 }
 
-// paidPayment is the order's payment at the provider that paid it (the one its payment
-// reference names).
+// paidPayment is the order's payment at the provider that paid it: the one its payment
+// reference names, whatever status the payment records. The order is paid first and the
+// payment marked PAID after it (a notification, a close that found the payment paid), so a
+// payment named by a paid order may still read OPEN, EXPIRED or FAILED: its money is there.
 func (s *Shop) paidPayment(ctx context.Context, o domain.Order) (domain.Payment, bool, error) {
+	if o.PaymentRef() == "" {
+		return domain.Payment{}, false, nil
+	}
 	ps, err := s.ledger.Payments().OfOrder(ctx, o.No())
 	if err != nil {
 		return domain.Payment{}, false, fmt.Errorf("load payments: %w", err)
 	}
 	for _, p := range ps {
-		switch p.Status {
-		case domain.PaymentPaid, domain.PaymentRefunding, domain.PaymentRefunded, domain.PaymentRefundFailed:
-			if paymentRef(p) == o.PaymentRef() {
-				return p, true, nil
-			}
+		if paymentRef(p) == o.PaymentRef() {
+			return p, true, nil
 		}
 	}
 	return domain.Payment{}, false, nil

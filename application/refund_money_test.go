@@ -1,12 +1,15 @@
 package application_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"cardshop/adapters/memory"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -213,6 +216,95 @@ func TestRefundOfACallbackPaidOrderMovesNoMoney(t *testing.T) {
 	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 	if err != nil || res.Order.Status() != domain.StatusRefunded || res.Money != (application.MoneyRefund{}) || gw.calls.Load() != 0 {
 		t.Fatalf("refund = %+v, %v, %d provider calls", res, err, gw.calls.Load())
+	}
+	f.assertInvariants(t, p.ID())
+}
+
+// hookedLedger runs its hook once, just after the next read of an order: what it returns is
+// then already out of date, as when a concurrent request changes the order right after.
+type hookedLedger struct {
+	domain.Ledger
+	hook atomic.Pointer[func()]
+}
+
+func (l *hookedLedger) Orders() domain.OrderRepo {
+	return hookedOrders{OrderRepo: l.Ledger.Orders(), l: l}
+}
+
+type hookedOrders struct {
+	domain.OrderRepo
+	l *hookedLedger
+}
+
+func (r hookedOrders) Order(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
+	o, err := r.OrderRepo.Order(ctx, no)
+	if h := r.l.hook.Swap(nil); h != nil {
+		(*h)()
+	}
+	return o, err
+}
+
+// A refund that finds the order CLOSED, while the provider's late success pays it before the
+// refund decides (a race between an operator and the notification), returns the money before
+// the codes: a refund never ends REFUNDED with the buyer's money still at the provider.
+func TestRefundOfAnOrderPaidLateMeanwhileReturnsTheMoney(t *testing.T) {
+	gw := newScripted("acme")
+	hooked := &hookedLedger{}
+	f := newFixture(t, withGateways(gw), withLedger(func(l *memory.Ledger) domain.Ledger { hooked.Ledger = l; return hooked }))
+	p := f.createProduct(t, 2, 5)
+	o := f.mustPlace(t, "alice", p.ID(), 1)
+	mustCreatePayment(t, f, o, "acme")
+	gw.set(func(g *scriptedGateway) { g.noClose = true }) // the order closes with its payment open there
+	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
+	if err := f.shop.CloseExpired(f.ctx, o.No()); err != nil {
+		t.Fatal(err)
+	}
+	gw.set(func(g *scriptedGateway) { g.state[o.No()] = domain.OutcomePaid }) // the buyer paid just in time
+	late := func() {
+		if _, err := f.shop.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
+			t.Errorf("the late success: %v", err)
+		}
+	}
+	hooked.hook.Store(&late)
+	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	if err != nil || res.Order.Status() != domain.StatusRefunded || res.Money.Status != domain.PaymentRefunded {
+		t.Fatalf("refund = %+v, %v; want REFUNDED with the money returned", res, err)
+	}
+	if gw.paidOut(o.No()) != 1 {
+		t.Fatalf("money returned %d times, want once", gw.paidOut(o.No()))
+	}
+	if pay := payment(t, f, o.No()); pay.Status != domain.PaymentRefunded {
+		t.Fatalf("payment %s, want REFUNDED", pay.Status)
+	}
+	f.assertInvariants(t, p.ID())
+}
+
+// An order is PAID before its payment's status says so (the notification pays the order, then
+// records the payment PAID): a refund in between finds the payment by the order's payment
+// reference and returns the money first.
+func TestRefundOfAPaidOrderWhosePaymentStatusLags(t *testing.T) {
+	gw := newScripted("acme")
+	f := newFixture(t, withGateways(gw))
+	p := f.createProduct(t, 2, 5)
+	o := f.mustPlace(t, "alice", p.ID(), 1)
+	pay := mustCreatePayment(t, f, o, "acme")
+	if _, err := f.shop.ApplyPayment(f.ctx, domain.PaymentNotice{OrderNo: o.No(), Paid: true, Amount: o.Amount(),
+		PaymentRef: string(pay.Provider) + ":" + pay.ProviderRef}); err != nil {
+		t.Fatal(err)
+	}
+	if got := payment(t, f, o.No()); got.Status != domain.PaymentOpen {
+		t.Fatalf("payment %s, want still OPEN (the window under test)", got.Status)
+	}
+	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	if err != nil || res.Order.Status() != domain.StatusRefunded || res.Money.Status != domain.PaymentRefunded ||
+		res.Money.RefundNo != domain.RefundNoOf(o.No()) {
+		t.Fatalf("refund = %+v, %v; want REFUNDED with the money returned", res, err)
+	}
+	if gw.paidOut(o.No()) != 1 {
+		t.Fatalf("money returned %d times, want once", gw.paidOut(o.No()))
+	}
+	if got := payment(t, f, o.No()); got.Status != domain.PaymentRefunded {
+		t.Fatalf("payment %s, want REFUNDED", got.Status)
 	}
 	f.assertInvariants(t, p.ID())
 }

@@ -2,10 +2,19 @@ package bootstrap_test
 
 import (
 	"bufio"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,39 +23,86 @@ import (
 
 	"go.uber.org/fx"
 
+	"cardshop/adapters/adminclient"
+	"cardshop/adapters/alipay/alipaysim"
 	"cardshop/adapters/epay/epaysim"
 	"cardshop/adapters/memory"
+	"cardshop/adapters/paysig"
 	"cardshop/adapters/porttest"
 	"cardshop/adapters/stripe/stripesim"
+	"cardshop/adapters/wechatpay/wechatsim"
 	"cardshop/bootstrap"
 	"cardshop/domain"
 )
 
-// The payment cases of docs/RELIABILITY.md ("Payment providers"), each run for Stripe and
-// epay through the service's HTTP API, against the providers' simulators, on the memory
-// adapters (TestPaymentsEndToEnd) and on Redis, MariaDB and RabbitMQ
-// (TestRealAdaptersPaymentsEndToEnd). Every case ends with the product's reconciliation.
+// The payment cases of docs/RELIABILITY.md ("Payment providers"), each run for Stripe, epay,
+// Alipay and WeChat Pay (the refund cases for the dev provider too) through the service's HTTP
+// API, against the providers' simulators, on the memory adapters (TestPaymentsEndToEnd) and on
+// Redis, MariaDB and RabbitMQ (TestRealAdaptersPaymentsEndToEnd). Every case ends with the
+// product's reconciliation.
+//
+// The cases of one group share one service and its simulators; each case has its own product,
+// buyer and orders. Within a group the providers run side by side (a case switches only its
+// own provider's simulator: the other provider of the foreign-payment case is dev, which
+// nothing switches), the cases of one provider one after the other.
 
 const payQty, payPrice = 2, 1000 // every case's order: 2 codes of 10.00 CNY, 20.00 CNY
 
-// payCase is one case; timeout is the service's order timeout (short for the cases that let
-// an order expire).
-type payCase struct {
+// payGroup is the service a group of cases shares: its order timeout and its payment close
+// grace (0: the default, 10 minutes).
+type payGroup struct {
 	name    string
 	timeout time.Duration
-	run     func(e *payEnv, k payKit)
+	grace   time.Duration
+}
+
+var (
+	// ordersGroup: orders that never expire during a case.
+	ordersGroup = payGroup{name: "orders", timeout: 10 * time.Minute}
+	// expiringGroup: orders that fall due within the case; a close that fails waits.
+	expiringGroup = payGroup{name: "expiring", timeout: 2 * time.Second}
+	// closedGroup: a close that fails gives up soon, so the order closes with its payment
+	// still open at the provider.
+	closedGroup = payGroup{name: "closed late", timeout: 2 * time.Second, grace: 300 * time.Millisecond}
+)
+
+// Which providers run a case.
+const (
+	notified = iota // the providers that notify: Stripe, epay, Alipay, WeChat Pay
+	refunds         // the providers that refund: those and dev
+	callback        // none: the order is paid through the storefront's signed callback
+)
+
+var (
+	notifiedProviders = []string{"stripe", "epay", "alipay", "wechatpay"}
+	refundProviders   = []string{"stripe", "epay", "alipay", "wechatpay", "dev"}
+)
+
+// payCase is one case.
+type payCase struct {
+	name  string
+	group payGroup
+	runs  int // notified, refunds or callback
+	run   func(e *payEnv, k payKit)
 }
 
 var payCases = []payCase{
-	{"pay then ask again", time.Minute, casePayThenAskAgain},
-	{"the same notification ten times at once", time.Minute, caseConcurrentDuplicates},
-	{"a stale failure after the payment", time.Minute, caseStaleFailure},
-	{"a success at the other provider", time.Minute, caseForeignPayment},
-	{"an amount that differs, signed", time.Minute, caseAmountMismatch},
-	{"forged, unsigned and stale notifications", time.Minute, caseForgeries},
-	{"the provider down during the create", time.Minute, caseCreateOutage},
-	{"paid at the provider, notification lost, order expires", 2 * time.Second, caseExpiresWhilePaid},
-	{"the close fails, then succeeds", 2 * time.Second, caseCloseFailsThenSucceeds},
+	{"pay then ask again", ordersGroup, notified, casePayThenAskAgain},
+	{"the same notification ten times at once", ordersGroup, notified, caseConcurrentDuplicates},
+	{"a stale failure after the payment", ordersGroup, notified, caseStaleFailure},
+	{"a success at the other provider", ordersGroup, notified, caseForeignPayment},
+	{"an amount that differs, signed", ordersGroup, notified, caseAmountMismatch},
+	{"another currency, app or merchant, signed", ordersGroup, notified, caseOtherMerchant},
+	{"forged, unsigned and stale notifications", ordersGroup, notified, caseForgeries},
+	{"the provider down during the create", ordersGroup, notified, caseCreateOutage},
+	{"paid at the provider, notification lost, order expires", expiringGroup, notified, caseExpiresWhilePaid},
+	{"the close fails, then succeeds", expiringGroup, notified, caseCloseFailsThenSucceeds},
+	{"refund", ordersGroup, refunds, caseRefund},
+	{"refund refused, then retried", ordersGroup, refunds, caseRefundRefused},
+	{"refund timeout, then retried", ordersGroup, refunds, caseRefundTimeout},
+	{"refund pending until the provider notifies", ordersGroup, refunds, caseRefundPending},
+	{"refund racing a late payment", closedGroup, refunds, caseRefundRacesLatePayment},
+	{"refund of an order paid through the signed callback", ordersGroup, callback, caseRefundCallbackPaid},
 }
 
 func TestPaymentsEndToEnd(t *testing.T) { runPayCases(t, bootstrap.AdaptersMemory) }
@@ -57,30 +113,58 @@ func TestRealAdaptersPaymentsEndToEnd(t *testing.T) {
 }
 
 func runPayCases(t *testing.T, adapters string) {
-	for _, provider := range []string{"stripe", "epay"} {
-		for _, pc := range payCases {
-			t.Run(provider+"/"+pc.name, func(t *testing.T) {
-				e := newPayEnv(t, adapters, pc.timeout)
-				k := e.kit(provider)
-				pc.run(e, k)
-				e.checkInvariants()
-			})
-		}
+	for _, g := range []payGroup{ordersGroup, expiringGroup, closedGroup} {
+		t.Run(g.name, func(t *testing.T) {
+			svc := newPayService(t, adapters, g)
+			byProvider := map[string][]payCase{}
+			var order []string
+			for _, pc := range payCases {
+				if pc.group != g {
+					continue
+				}
+				providers := map[int][]string{notified: notifiedProviders, refunds: refundProviders, callback: {"callback"}}[pc.runs]
+				for _, p := range providers {
+					if byProvider[p] == nil {
+						order = append(order, p)
+					}
+					byProvider[p] = append(byProvider[p], pc)
+				}
+			}
+			// The providers side by side, each in its own goroutine (not t.Parallel, which -parallel
+			// bounds to GOMAXPROCS: the cases mostly wait for expiries).
+			var wg sync.WaitGroup
+			for _, provider := range order {
+				wg.Go(func() {
+					t.Run(provider, func(t *testing.T) {
+						for _, pc := range byProvider[provider] {
+							t.Run(pc.name, func(t *testing.T) {
+								e := svc.env(t)
+								pc.run(e, e.kit(provider))
+								e.checkInvariants()
+							})
+						}
+					})
+				})
+			}
+			wg.Wait()
+		})
 	}
 }
 
-// casePayThenAskAgain: create → the buyer pays → the notification → PAID with its codes; the
-// payment asked for again is the same one, 200.
+// casePayThenAskAgain: create (a pay URL, or a QR code for Alipay's precreate and WeChat Pay's
+// Native) → the buyer pays → the notification → PAID with its codes; the payment asked for
+// again is the same one, 200.
 func casePayThenAskAgain(e *payEnv, k payKit) {
 	o := e.place()
 	p := e.createPayment(o.OrderNo, k.name(), 201)
-	if p.Status != "OPEN" || p.Amount != payQty*payPrice || p.Currency != "CNY" || p.PayURL == "" || p.Provider != k.name() {
+	if p.Status != "OPEN" || p.Amount != payQty*payPrice || p.Currency != "CNY" || p.PayURL+p.QRCode == "" || p.Provider != k.name() {
 		e.t.Fatalf("created payment %+v", p)
 	}
 	e.wantAccepted(k, k.pay(o.OrderNo))
 	paid := e.wantPaid(o.OrderNo)
 	again := e.createPayment(o.OrderNo, k.name(), 200)
-	if again.Status != "PAID" || again.ProviderRef != p.ProviderRef || !again.CreatedAt.Truncate(time.Microsecond).Equal(p.CreatedAt.Truncate(time.Microsecond)) {
+	// Alipay's trade_no and WeChat Pay's transaction_id come with the payment, not the create.
+	if again.Status != "PAID" || again.ProviderRef == "" || p.ProviderRef != "" && again.ProviderRef != p.ProviderRef || !again.CreatedAt.Truncate(time.Microsecond).Equal(p.CreatedAt.Truncate(time.Microsecond)) {
 		e.t.Fatalf("payment asked again: %+v, first %+v", again, p)
 	}
 	if want := k.name() + ":" + again.ProviderRef; paid.PaymentRef != want {
@@ -163,10 +247,10 @@ func caseStaleFailure(e *payEnv, k payKit) {
 	}
 }
 
-// caseForeignPayment: a validly signed success for an order whose payment is at the other
-// provider is refused with a foreign_payment alert; the order does not change.
+// caseForeignPayment: a validly signed success for an order whose payment is at another
+// provider (dev) is refused with a foreign_payment alert; the order does not change.
 func caseForeignPayment(e *payEnv, k payKit) {
-	other := e.kit(map[string]string{"stripe": "epay", "epay": "stripe"}[k.name()])
+	other := e.kit("dev")
 	o := e.place()
 	e.createPayment(o.OrderNo, other.name(), 201)
 	e.wantRefused(k, k.foreignPay(o.OrderNo))
@@ -202,6 +286,37 @@ func caseAmountMismatch(e *payEnv, k payKit) {
 	e.wantPaid(o.OrderNo)
 }
 
+// caseOtherMerchant: correctly signed successes that name another currency, another app or
+// another merchant than the shop's are refused and change nothing (each provider's kit says
+// which of these its notifications carry); the genuine one then pays the order.
+func caseOtherMerchant(e *payEnv, k payKit) {
+	o := e.place()
+	e.createPayment(o.OrderNo, k.name(), 201)
+	since := e.lastNotificationID()
+	refused, genuine, why := k.otherMerchant(o.OrderNo)
+	if why != "" {
+		e.t.Skipf("%s: %s", k.name(), why)
+	}
+	for _, d := range refused {
+		e.wantRefused(k, d)
+	}
+	e.wantStatus(o.OrderNo, "PENDING")
+	recs := e.notificationsSince(k, since)
+	if len(recs) != len(refused) {
+		e.t.Fatalf("%d notifications logged for %d refused ones: %+v", len(recs), len(refused), recs)
+	}
+	for _, r := range recs {
+		if r.Accepted || !strings.HasPrefix(r.Result, "refused") {
+			e.t.Fatalf("a notification of another currency, app or merchant logged as %+v", r)
+		}
+	}
+	if ps := e.payments(o.OrderNo); len(ps) != 1 || ps[0].Status != "OPEN" {
+		e.t.Fatalf("payments after the refused notifications %+v", ps)
+	}
+	e.wantAccepted(k, genuine())
+	e.wantPaid(o.OrderNo)
+}
+
 // caseForgeries: forged, unsigned and stale notifications are refused, logged as not
 // verified, and change nothing; the genuine one then pays the order.
 func caseForgeries(e *payEnv, k payKit) {
@@ -213,12 +328,7 @@ func caseForgeries(e *payEnv, k payKit) {
 		e.wantRefused(k, d)
 	}
 	e.wantStatus(o.OrderNo, "PENDING")
-	var recs []notificationRecord
-	for _, r := range e.notifications("") {
-		if r.ID > since {
-			recs = append(recs, r)
-		}
-	}
+	recs := e.notificationsSince(k, since)
 	if len(recs) != len(forged) {
 		e.t.Fatalf("%d notifications logged for %d forged ones: %+v", len(recs), len(forged), recs)
 	}
@@ -242,7 +352,7 @@ func caseCreateOutage(e *payEnv, k payKit) {
 	k.outage(true)
 	e.createPaymentFails(o.OrderNo, k.name(), 503, "service_unavailable")
 	k.outage(false)
-	p := e.createPayment(o.OrderNo, k.name(), 201)
+	e.createPayment(o.OrderNo, k.name(), 201)
 	if n := k.created(o.OrderNo); n != 1 {
 		e.t.Fatalf("%d payments created at the provider, want 1", n)
 	}
@@ -254,7 +364,7 @@ func caseCreateOutage(e *payEnv, k payKit) {
 		if status, body := e.c.do("POST", "/api/orders/"+o2.OrderNo+"/payment", e.buyer, fmt.Sprintf(`{"provider":%q}`, k.name())); status != 201 && status != 503 {
 			e.t.Fatalf("create with a lost reply: %d %s", status, body)
 		}
-		p2 := e.createPayment(o2.OrderNo, k.name(), 0)
+		e.createPayment(o2.OrderNo, k.name(), 0)
 		if n := k.created(o2.OrderNo); n != 1 {
 			e.t.Fatalf("%d payments at the provider after a lost reply and a retry, want 1", n)
 		}
@@ -262,14 +372,10 @@ func caseCreateOutage(e *payEnv, k payKit) {
 			e.t.Fatal("the provider saw no lost create answered again from its idempotency record")
 		}
 		e.wantAccepted(k, k.pay(o2.OrderNo))
-		if paid := e.wantPaid(o2.OrderNo); paid.PaymentRef != k.name()+":"+p2.ProviderRef {
-			e.t.Fatalf("payment_ref %q, want %s:%s", paid.PaymentRef, k.name(), p2.ProviderRef)
-		}
+		e.wantPaidThrough(k, o2.OrderNo)
 	}
 	e.wantAccepted(k, k.pay(o.OrderNo))
-	if paid := e.wantPaid(o.OrderNo); paid.PaymentRef != k.name()+":"+p.ProviderRef {
-		e.t.Fatalf("payment_ref %q, want %s:%s", paid.PaymentRef, k.name(), p.ProviderRef)
-	}
+	e.wantPaidThrough(k, o.OrderNo)
 }
 
 // caseExpiresWhilePaid: the buyer paid but the notification was lost; when the order falls
@@ -323,28 +429,233 @@ func caseCloseFailsThenSucceeds(e *payEnv, k payKit) {
 	e.createPaymentFails(o.OrderNo, k.name(), 409, "order_not_payable")
 }
 
+// caseRefund: POST /admin/orders/{no}/refund of a PAID order returns the money through the
+// provider first, once, then the codes (voided: the buyer read them); the provider's
+// notifications about the refund are acknowledged and change nothing; a second refund answers
+// the first's result and moves no money.
+func caseRefund(e *payEnv, k payKit) {
+	o := e.paidOrder(k)
+	r := e.refund(o.OrderNo, 200)
+	e.wantRefunded(k, o.OrderNo, r, o.OrderNo+"R1")
+	if r.CodesVoided != payQty || r.CodesRecycled != 0 {
+		e.t.Fatalf("codes voided %d, recycled %d; want the %d revealed codes voided", r.CodesVoided, r.CodesRecycled, payQty)
+	}
+	for _, d := range k.refundNotices(o.OrderNo) {
+		e.wantAccepted(k, d)
+	}
+	again := e.refund(o.OrderNo, 200)
+	e.wantRefunded(k, o.OrderNo, again, o.OrderNo+"R1")
+}
+
+// caseRefundRefused: the provider refuses the refund: 409 refund_refused, the order stays PAID
+// with its codes, the payment REFUND_FAILED, a refund_failed alert, no money moved. Once the
+// provider takes refunds again, the operator's retry is a new refund (the next refund number:
+// the provider keeps its refusal under the old one) and pays out once.
+func caseRefundRefused(e *payEnv, k payKit) {
+	o := e.paidOrder(k)
+	if why := k.refuseRefunds(true); why != "" {
+		e.t.Skipf("%s: %s", k.name(), why)
+	}
+	defer k.refuseRefunds(false)
+	e.refundFails(o.OrderNo, 409, "refund_refused")
+	if got := e.wantPaid(o.OrderNo); strings.Join(got.Codes, ",") != strings.Join(o.Codes, ",") {
+		e.t.Fatalf("codes after a refused refund %q, were %q", got.Codes, o.Codes)
+	}
+	if ps := e.payments(o.OrderNo); len(ps) != 1 || ps[0].Status != "REFUND_FAILED" {
+		e.t.Fatalf("payments after a refused refund %+v, want one REFUND_FAILED", ps)
+	}
+	if !e.alerted("refund_failed", o.OrderNo) {
+		e.t.Fatalf("no refund_failed alert for %s", o.OrderNo)
+	}
+	e.wantPayouts(k, o.OrderNo, 0)
+	k.refuseRefunds(false)
+	e.wantRefunded(k, o.OrderNo, e.refund(o.OrderNo, 200), o.OrderNo+"R2")
+}
+
+// caseRefundTimeout: the provider's refund API down: 503, the payment REFUNDING with its refund
+// number, the order PAID, a refund_pending alert. Where the simulator can, the next attempt
+// moves the money and loses the answer. The retry with the same refund number finishes the
+// refund: the money returned once.
+func caseRefundTimeout(e *payEnv, k payKit) {
+	o := e.paidOrder(k)
+	if why := k.refundOutage(true); why != "" {
+		e.t.Skipf("%s: %s", k.name(), why)
+	}
+	defer k.refundOutage(false)
+	e.refundFails(o.OrderNo, 503, "service_unavailable")
+	if ps := e.payments(o.OrderNo); len(ps) != 1 || ps[0].Status != "REFUNDING" {
+		e.t.Fatalf("payments after an unsent refund %+v, want one REFUNDING", ps)
+	}
+	e.wantPaid(o.OrderNo)
+	if !e.alerted("refund_pending", o.OrderNo) {
+		e.t.Fatalf("no refund_pending alert for %s", o.OrderNo)
+	}
+	e.wantPayouts(k, o.OrderNo, 0)
+	k.refundOutage(false)
+	if k.loseRefundAnswer() {
+		// The answer is lost after the payout: 503 (or 200 where the gateway's transport asks
+		// again at once with the same idempotency key).
+		if status, body := e.c.do("POST", "/admin/orders/"+o.OrderNo+"/refund", adminToken, "{}"); status != 503 && status != 200 {
+			e.t.Fatalf("refund with a lost answer: %d %s", status, body)
+		}
+		e.wantPayouts(k, o.OrderNo, 1)
+	}
+	e.wantRefunded(k, o.OrderNo, e.refund(o.OrderNo, 200), o.OrderNo+"R1")
+}
+
+// caseRefundPending: the provider takes the refund and finishes it later: 202 with the refund
+// REFUNDING, the order PAID; a second operator refund is the same refund (202, same number,
+// nothing new at the provider); the provider's notification that the refund succeeded
+// (WeChat Pay REFUND.SUCCESS, Stripe refund.updated) makes the order REFUNDED.
+func caseRefundPending(e *payEnv, k payKit) {
+	if why := k.pendingRefunds(true); why != "" {
+		e.t.Skipf("%s: %s", k.name(), why)
+	}
+	defer k.pendingRefunds(false)
+	o := e.paidOrder(k)
+	for range 2 {
+		r := e.refund(o.OrderNo, 202)
+		if r.Status != "PAID" || r.Money == nil || r.Money.Status != "REFUNDING" || r.Money.RefundNo != o.OrderNo+"R1" {
+			e.t.Fatalf("pending refund answered %+v (money %+v)", r, r.Money)
+		}
+	}
+	if ps := e.payments(o.OrderNo); len(ps) != 1 || ps[0].Status != "REFUNDING" {
+		e.t.Fatalf("payments while the refund is pending %+v", ps)
+	}
+	if n := k.refundsAt(o.OrderNo); n != 1 {
+		e.t.Fatalf("%d refunds at the provider, want 1", n)
+	}
+	e.wantPaid(o.OrderNo)
+	e.wantAccepted(k, k.finishRefund(o.OrderNo, o.OrderNo+"R1"))
+	if got := e.results(o.OrderNo); !strings.HasPrefix(got[len(got)-1], "refund succeeded") {
+		e.t.Fatalf("notification log %q: want the refund's success last", got)
+	}
+	e.wantStatus(o.OrderNo, "REFUNDED")
+	if ps := e.payments(o.OrderNo); len(ps) != 1 || ps[0].Status != "REFUNDED" {
+		e.t.Fatalf("payments after the refund's notification %+v", ps)
+	}
+	e.wantPayouts(k, o.OrderNo, 1)
+	for _, d := range k.refundNotices(o.OrderNo) {
+		e.wantAccepted(k, d)
+	}
+	e.wantRefunded(k, o.OrderNo, e.refund(o.OrderNo, 200), o.OrderNo+"R1")
+}
+
+// caseRefundRacesLatePayment: the buyer paid, the notification is held back, and the provider
+// cannot be reached when the order falls due, past the close grace: the order is CLOSED with
+// its payment open at the provider. Then the provider's late success (PAID; UNFULFILLED for
+// Stripe and Alipay, whose cases let another buyer take the stock first) and an operator's
+// refund arrive at once. Whatever the order: the notification is acknowledged, the operator's
+// refunds end REFUNDED, and the money is returned exactly once.
+func caseRefundRacesLatePayment(e *payEnv, k payKit) {
+	o := e.place()
+	e.createPayment(o.OrderNo, k.name(), 201)
+	late, why := k.payLate(o.OrderNo)
+	if why != "" {
+		e.t.Skipf("%s: %s", k.name(), why)
+	}
+	k.outage(true)
+	defer k.outage(false)
+	if got := e.waitUntilNot(o.OrderNo, "PENDING", 20*time.Second); got.Status != "CLOSED" {
+		e.t.Fatalf("order after its expiry with the provider down: %+v, want CLOSED", got)
+	}
+	if !e.alerted("payment_close_failed", o.OrderNo) {
+		e.t.Fatalf("no payment_close_failed alert for %s", o.OrderNo)
+	}
+	k.outage(false)
+	want := "paid late (order was CLOSED)"
+	if k.name() == "stripe" || k.name() == "alipay" {
+		want = "accepted: order is UNFULFILLED"
+		e.sellOut() // other buyers take the codes the close returned
+	}
+
+	var d delivered
+	var status int
+	var body []byte
+	var refundErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { d = late() })
+	wg.Go(func() { status, body, refundErr = e.post("/admin/orders/"+o.OrderNo+"/refund", adminToken, "{}") })
+	wg.Wait()
+	if refundErr != nil {
+		e.t.Fatal(refundErr)
+	}
+	switch status {
+	case 200, 409, 503: // refunded; the order still CLOSED (invalid_order_state); lost races
+	default:
+		e.t.Fatalf("the racing refund answered %d %s", status, body)
+	}
+	accepted := func(d delivered) bool { s, b := k.reply(true); return d.err == nil && d.status == s && d.body == b }
+	for i := 0; i < 3 && !accepted(d); i++ {
+		d = late() // the provider resends a refused notification
+	}
+	e.wantAccepted(k, d)
+	var applied []string
+	for _, r := range e.notifications(o.OrderNo) {
+		if r.Accepted {
+			applied = append(applied, r.Result)
+		}
+	}
+	if len(applied) != 1 || applied[0] != want {
+		e.t.Fatalf("accepted notifications %q, want one %q", applied, want)
+	}
+	for i := 0; ; i++ {
+		got := e.order(o.OrderNo)
+		if got.Status == "REFUNDED" {
+			break
+		}
+		if i == 5 {
+			e.t.Fatalf("order %+v after %d refunds", got, i)
+		}
+		if got.Status != "PAID" && got.Status != "UNFULFILLED" {
+			e.t.Fatalf("order %s after the late success, want PAID or UNFULFILLED", got.Status)
+		}
+		if status, body := e.c.do("POST", "/admin/orders/"+o.OrderNo+"/refund", adminToken, "{}"); status != 200 && status != 503 {
+			e.t.Fatalf("refund of the late-paid order: %d %s", status, body)
+		}
+	}
+	if ps := e.payments(o.OrderNo); len(ps) != 1 || ps[0].Status != "REFUNDED" {
+		e.t.Fatalf("payments after the refund %+v, want one REFUNDED", ps)
+	}
+	e.wantPayouts(k, o.OrderNo, 1)
+	if st := e.refund(o.OrderNo, 200); st.Money == nil || st.Money.Status != "REFUNDED" {
+		e.t.Fatalf("refund of the REFUNDED order %+v (money %+v)", st, st.Money)
+	}
+}
+
+// caseRefundCallbackPaid: an order paid through the storefront's signed callback has no
+// payment at a provider: its refund returns the codes and moves no money (no money_refund).
+func caseRefundCallbackPaid(e *payEnv, _ payKit) {
+	o := e.place()
+	signer, err := paysig.New(paymentSecret, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	status, answer, err := adminclient.New(e.c.base, adminToken).Pay(ctxOf(e.t), signer,
+		paysig.Notice{OrderNo: o.OrderNo, Status: "paid", Amount: payQty * payPrice, PaymentRef: "storefront-" + o.OrderNo}, time.Now())
+	if err != nil || status != 200 {
+		e.t.Fatalf("signed callback: %d %s, %v", status, answer, err)
+	}
+	e.wantPaid(o.OrderNo)
+	r := e.refund(o.OrderNo, 200)
+	if r.Status != "REFUNDED" || r.Money != nil || r.CodesVoided != payQty {
+		e.t.Fatalf("refund of a callback-paid order %+v (money %+v): want REFUNDED, %d codes voided, no money_refund", r, r.Money, payQty)
+	}
+	if ps := e.payments(o.OrderNo); len(ps) != 0 {
+		e.t.Fatalf("payments of a callback-paid order %+v", ps)
+	}
+}
+
 // TestDevPaymentsEndToEnd: the dev provider through HTTP only: its pay page shows the amount,
 // "Pay" pays the order, "Fail" on another order fails it.
 func TestDevPaymentsEndToEnd(t *testing.T) {
-	e := newPayEnv(t, bootstrap.AdaptersMemory, time.Minute)
-	pay := func(choice string) payOrder {
-		o := e.place()
-		p := e.createPayment(o.OrderNo, "dev", 201)
-		status, page := e.c.do("GET", strings.TrimPrefix(p.PayURL, e.c.base), "", "")
-		if status != 200 || !strings.Contains(string(page), "20.00") || !strings.Contains(string(page), "CNY") || !strings.Contains(string(page), o.OrderNo) {
-			t.Fatalf("pay page %s: %d %s", p.PayURL, status, page)
-		}
-		action, form := devForm(t, string(page))
-		form.Set("choice", choice)
-		status, done := e.c.do("POST", "/dev/pay/"+action, "", form.Encode(), "Content-Type", "application/x-www-form-urlencoded")
-		if status != 200 {
-			t.Fatalf("confirm %s: %d %s", choice, status, done)
-		}
-		return o
-	}
-	paid := pay("pay")
+	e := newPayService(t, bootstrap.AdaptersMemory, ordersGroup).env(t)
+	k := devKit{e: e}
+	paid := e.place()
+	k.confirm(e.createPayment(paid.OrderNo, "dev", 201), "pay")
 	e.wantPaid(paid.OrderNo)
-	failed := pay("fail")
+	failed := e.place()
+	k.confirm(e.createPayment(failed.OrderNo, "dev", 201), "fail")
 	e.wantStatus(failed.OrderNo, "FAILED")
 	if ps := e.payments(failed.OrderNo); len(ps) != 1 || ps[0].Status != "FAILED" {
 		t.Fatalf("payments of the failed order %+v", ps)
@@ -352,67 +663,166 @@ func TestDevPaymentsEndToEnd(t *testing.T) {
 	e.checkInvariants()
 }
 
-// payEnv is one running service with the Stripe and epay simulators wired to it: Stripe's
-// API and epay's gateway are the simulators, the shop's public URL is its own listener, so the
-// simulators' notifications reach it.
-type payEnv struct {
-	t       *testing.T
-	c       client
-	logs    *lockedBuffer
-	alerts  *memory.Alerts // on the memory adapters
-	db      *sql.DB        // on the real adapters
-	public  string
-	stripe  *stripesim.Server
-	skey    string // Stripe's secret key and webhook secret, as the service has them
-	whsec   string
-	epay    *epaysim.Sim
-	buyer   string
-	product int64
-	seq     atomic.Int64
+// payService is one running service with the simulators of Stripe, epay, Alipay and WeChat
+// Pay wired to it (their API and gateway URLs are the simulators'), and the dev provider. The
+// shop's public URL is an HTTPS front of its listener (WeChat Pay sends notifications to https
+// URLs only), which the simulators' notifications reach through a client that trusts it.
+type payService struct {
+	c        client // the service's own listener
+	logs     *lockedBuffer
+	alerts   *memory.Alerts // on the memory adapters
+	db       *sql.DB        // on the real adapters
+	public   string
+	stripe   *stripesim.Server
+	skey     string // Stripe's secret key and webhook secret, as the service has them
+	whsec    string
+	epay     *epaysim.Sim
+	alipay   *alipaysim.Sim
+	wechat   *wechatsim.Server
+	wechatGW wechatConfig
+	// withheld are WeChat Pay notifications made and not sent, by order: the kit's "lost" ones.
+	withheld sync.Map
 }
 
-func newPayEnv(t *testing.T, adapters string, orderTimeout time.Duration) *payEnv {
+// wechatConfig is what the shop knows of its WeChat Pay merchant account.
+type wechatConfig struct {
+	mchID, appID, serial, v3key, privatePEM string
+}
+
+// payKeys are the RSA 2048 keys of the test: Alipay's and the Alipay application's, the WeChat
+// Pay merchant's, platform certificate's and public key's. Made once (it takes a while).
+type payKeys struct {
+	alipayApp, alipay, wechatMerchant, wechatPlatform, wechatPublic *rsa.PrivateKey
+}
+
+var testPayKeys = sync.OnceValue(func() payKeys {
+	var k payKeys
+	ptrs := []**rsa.PrivateKey{&k.alipayApp, &k.alipay, &k.wechatMerchant, &k.wechatPlatform, &k.wechatPublic}
+	var wg sync.WaitGroup
+	for _, p := range ptrs {
+		wg.Go(func() {
+			key, err := rsa.GenerateKey(rand.Reader, 2048)
+			if err != nil {
+				panic(err)
+			}
+			*p = key
+		})
+	}
+	wg.Wait()
+	return k
+})
+
+func privateKeyPEM(k *rsa.PrivateKey) string {
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		panic(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+}
+
+func newPayService(t *testing.T, adapters string, g payGroup) *payService {
 	t.Helper()
-	e := &payEnv{t: t, logs: &lockedBuffer{}}
+	svc := &payService{logs: &lockedBuffer{}}
 	var cfg bootstrap.Config
 	if adapters == bootstrap.AdaptersReal {
-		cfg, _, e.db = realConfig(t, orderTimeout)
+		cfg, _, svc.db = realConfig(t, g.timeout)
 		cfg.AMQPPrefix = "cardshop-e2e-pay"
+		cfg.DevPaymentsReal = true
 	} else {
 		var err error
 		if cfg, err = bootstrap.LoadConfig(env()); err != nil {
 			t.Fatal(err)
 		}
-		cfg.HTTPAddr, cfg.OrderTimeout, cfg.DevPayments = freeAddr(t), orderTimeout, true
+		cfg.HTTPAddr, cfg.OrderTimeout = freeAddr(t), g.timeout
+	}
+	cfg.DevPayments = true
+	if g.grace > 0 {
+		cfg.PaymentCloseGrace = g.grace
 	}
 	cfg.SweepInterval, cfg.RelayInterval = 200*time.Millisecond, 100*time.Millisecond
 	cfg.RatePerIP, cfg.RatePerBuyer, cfg.BuyerCap = 0, 0, 0
-	e.public = "http://" + cfg.HTTPAddr
-	cfg.PublicURL = e.public
 
-	// The simulators' notifications go through one transport whose idle connections are
-	// closed before the service stops: the HTTP server's graceful stop waits (up to
+	// The HTTPS front. Its connections to the service and the simulators' connections to it
+	// are closed before the service stops: the HTTP server's graceful stop waits (up to
 	// CARDSHOP_SHUTDOWN_GRACE) for a connection that a client opened and never sent on.
-	transport := &http.Transport{MaxIdleConnsPerHost: 16}
+	backend := &http.Transport{MaxIdleConnsPerHost: 16}
+	front := httptest.NewUnstartedServer(&httputil.ReverseProxy{Transport: backend, Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(&url.URL{Scheme: "http", Host: cfg.HTTPAddr})
+		r.Out.Host = r.In.Host
+	}})
+	front.StartTLS()
+	t.Cleanup(front.Close)
+	svc.public = front.URL
+	cfg.PublicURL = svc.public
+	roots := x509.NewCertPool()
+	roots.AddCert(front.Certificate())
+	transport := &http.Transport{MaxIdleConnsPerHost: 16, TLSClientConfig: &tls.Config{RootCAs: roots}}
 	notifier := &http.Client{Timeout: 10 * time.Second, Transport: transport}
+
 	key, whsec := stripesim.NewSecretKey(), stripesim.NewWebhookSecret()
 	ss, err := stripesim.New(stripesim.Options{SecretKey: key, WebhookSecrets: []string{whsec},
-		WebhookURL: e.public + "/api/payments/stripe/notify", HTTPClient: notifier})
+		WebhookURL: svc.public + "/api/payments/stripe/notify", HTTPClient: notifier})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ss.Close)
-	e.stripe, e.skey, e.whsec = ss, key, whsec
+	svc.stripe, svc.skey, svc.whsec = ss, key, whsec
 	cfg.StripeKey, cfg.StripeWebhook, cfg.StripeAPIURL = bootstrap.Secret(key), bootstrap.Secret(whsec), ss.URL
-	e.epay = epaysim.New(epaysim.Config{Client: notifier})
-	t.Cleanup(e.epay.Close)
-	cfg.EpayURL, cfg.EpayPID, cfg.EpayKey, cfg.EpayMode = e.epay.URL(), e.epay.PID(), bootstrap.Secret(e.epay.Key()), "api"
+
+	svc.epay = epaysim.New(epaysim.Config{Client: notifier})
+	t.Cleanup(svc.epay.Close)
+	cfg.EpayURL, cfg.EpayPID, cfg.EpayKey, cfg.EpayMode = svc.epay.URL(), svc.epay.PID(), bootstrap.Secret(svc.epay.Key()), "api"
+	cfg.EpayRefunds = true
+
+	keys := testPayKeys()
+	// One attempt per notification: a case delivers again itself where it wants a resend.
+	if svc.alipay, err = alipaysim.New(alipaysim.Config{MerchantKey: &keys.alipayApp.PublicKey, AlipayKey: keys.alipay,
+		MaxAttempts: 1, Client: notifier}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.alipay.Close)
+	cfg.AlipayURL, cfg.AlipayAppID, cfg.AlipaySellerID = svc.alipay.URL(), svc.alipay.AppID(), svc.alipay.SellerID()
+	cfg.AlipayPrivateKey, cfg.AlipayPublicKey, cfg.AlipayMethod = bootstrap.Secret(privateKeyPEM(keys.alipayApp)), svc.alipay.PublicKeyPEM(), "precreate"
+
+	svc.wechatGW = wechatConfig{mchID: wechatsim.NewMchID(), appID: wechatsim.NewAppID(), serial: wechatsim.NewSerial(),
+		v3key: wechatsim.NewAPIv3Key(), privatePEM: privateKeyPEM(keys.wechatMerchant)}
+	if svc.wechat, err = wechatsim.New(wechatsim.Options{MchID: svc.wechatGW.mchID, AppID: svc.wechatGW.appID,
+		MerchantSerial: svc.wechatGW.serial, MerchantKey: &keys.wechatMerchant.PublicKey, APIv3Key: svc.wechatGW.v3key,
+		PlatformKey: keys.wechatPlatform, PublicKeyKey: keys.wechatPublic, SignWith: wechatsim.SignPublicKey,
+		RefundNotifyURL: svc.public + "/api/payments/wechatpay/notify", HTTPClient: notifier, MaxAttempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.wechat.Close)
+	svc.wechat.RefundAtOnce(true)
+	cfg.WechatURL, cfg.WechatMchID, cfg.WechatAppID, cfg.WechatSerial = svc.wechat.URL, svc.wechatGW.mchID, svc.wechatGW.appID, svc.wechatGW.serial
+	cfg.WechatPrivateKey, cfg.WechatAPIv3Key = bootstrap.Secret(svc.wechatGW.privatePEM), bootstrap.Secret(svc.wechatGW.v3key)
+	cfg.WechatPlatformPEM, cfg.WechatPubKeyID, cfg.WechatPubKeyPEM = svc.wechat.CertificatePEM(), svc.wechat.PublicKeyID(), svc.wechat.PublicKeyPEM()
 
 	var alerter domain.Alerter
-	e.c = runService(t, cfg, e.logs, fx.Populate(&alerter))
-	e.alerts, _ = alerter.(*memory.Alerts)
-	t.Cleanup(transport.CloseIdleConnections) // runs before the service stops
+	svc.c = runService(t, cfg, svc.logs, fx.Populate(&alerter))
+	svc.alerts, _ = alerter.(*memory.Alerts)
+	t.Cleanup(func() { // runs before the service stops
+		transport.CloseIdleConnections()
+		front.Close()
+		backend.CloseIdleConnections()
+	})
+	return svc
+}
 
+// payEnv is one case in a payService: its own product of 20 codes and its own buyer.
+type payEnv struct {
+	*payService
+	t       *testing.T
+	c       client
+	buyer   string
+	product int64
+	seq     atomic.Int64
+}
+
+func (svc *payService) env(t *testing.T) *payEnv {
+	t.Helper()
+	e := &payEnv{payService: svc, t: t, c: svc.c}
+	e.c.t = t
 	e.product = int64(porttest.NewProductID())
 	e.c.want(201, "POST", "/admin/products", adminToken, fmt.Sprintf(`{"id":%d,"name":"Pay %d","price":%d,"max_per_order":5}`, e.product, e.product, payPrice), nil)
 	codes := make([]string, 20)
@@ -446,6 +856,7 @@ type paymentBody struct {
 	Amount      int64     `json:"amount"`
 	Currency    string    `json:"currency"`
 	PayURL      string    `json:"pay_url"`
+	QRCode      string    `json:"qr_code"`
 	ProviderRef string    `json:"provider_ref"`
 	CreatedAt   time.Time `json:"created_at"`
 }
@@ -536,6 +947,17 @@ func (e *payEnv) results(no string) []string {
 	return out
 }
 
+// notificationsSince are k's notifications logged after the one with id since, oldest first.
+func (e *payEnv) notificationsSince(k payKit, since int64) []notificationRecord {
+	var out []notificationRecord
+	for _, r := range e.notifications("") {
+		if r.ID > since && r.Provider == k.name() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func (e *payEnv) lastNotificationID() int64 {
 	recs := e.notifications("")
 	if len(recs) == 0 {
@@ -562,6 +984,120 @@ func (e *payEnv) wantPaid(no string) payOrder {
 		e.t.Fatalf("paid order %+v: want %d codes and a payment_ref", o, payQty)
 	}
 	return o
+}
+
+// paidOrder places an order, creates its payment at k and has the buyer pay it: PAID, its codes
+// read by the buyer (a reveal: a refund then voids them by default).
+func (e *payEnv) paidOrder(k payKit) payOrder {
+	e.t.Helper()
+	o := e.place()
+	p := e.createPayment(o.OrderNo, k.name(), 201)
+	if dk, ok := k.(devKit); ok {
+		dk.confirm(p, "pay")
+	} else {
+		e.wantAccepted(k, k.pay(o.OrderNo))
+	}
+	return e.wantPaid(o.OrderNo)
+}
+
+// sellOut has other buyers take every code of the product left in stock.
+func (e *payEnv) sellOut() {
+	e.t.Helper()
+	for {
+		status, body := e.c.do("POST", "/api/order", e.buyer, fmt.Sprintf(`{"product_id":%d,"qty":1}`, e.product),
+			"Idempotency-Key", fmt.Sprintf("pay-%d-%d", e.product, e.seq.Add(1)))
+		switch {
+		case status == 409 && strings.Contains(string(body), "sold_out"):
+			return
+		case status != 201:
+			e.t.Fatalf("sell out: %d %s", status, body)
+		}
+	}
+}
+
+// refundBody is the answer of POST /admin/orders/{no}/refund.
+type refundBody struct {
+	OrderNo       string `json:"order_no"`
+	Status        string `json:"status"`
+	CodesRecycled int    `json:"codes_recycled"`
+	CodesVoided   int    `json:"codes_voided"`
+	Money         *struct {
+		Provider  string `json:"provider"`
+		Status    string `json:"status"`
+		RefundNo  string `json:"refund_no"`
+		RefundRef string `json:"refund_ref"`
+		Reason    string `json:"reason"`
+		ByHand    bool   `json:"by_hand"`
+	} `json:"money_refund"`
+}
+
+// post is a POST to the service that reports its errors instead of failing the test: for
+// another goroutine than the test's.
+func (e *payEnv) post(path, auth, body string) (int, []byte, error) {
+	req, err := http.NewRequest("POST", e.c.base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+auth)
+	res, err := e.c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return res.StatusCode, b, err
+}
+
+// refund is an operator's refund of the order, answered status.
+func (e *payEnv) refund(no string, status int) refundBody {
+	e.t.Helper()
+	var r refundBody
+	e.c.want(status, "POST", "/admin/orders/"+no+"/refund", adminToken, "{}", &r)
+	return r
+}
+
+func (e *payEnv) refundFails(no string, status int, code string) {
+	e.t.Helper()
+	var body struct {
+		Code string `json:"code"`
+	}
+	e.c.want(status, "POST", "/admin/orders/"+no+"/refund", adminToken, "{}", &body)
+	if body.Code != code {
+		e.t.Fatalf("refund refused with %q, want %q", body.Code, code)
+	}
+}
+
+// wantRefunded checks a refund's answer and its effects: the order REFUNDED, the money
+// returned at k under refundNo (once), the payment REFUNDED.
+func (e *payEnv) wantRefunded(k payKit, no string, r refundBody, refundNo string) {
+	e.t.Helper()
+	if r.Status != "REFUNDED" || r.Money == nil || r.Money.Provider != k.name() || r.Money.Status != "REFUNDED" ||
+		r.Money.RefundNo != refundNo || r.Money.RefundRef == "" || r.Money.ByHand {
+		e.t.Fatalf("refund answered %+v, money %+v; want REFUNDED at %s under %s", r, r.Money, k.name(), refundNo)
+	}
+	e.wantStatus(no, "REFUNDED")
+	if ps := e.payments(no); len(ps) != 1 || ps[0].Status != "REFUNDED" {
+		e.t.Fatalf("payments after the refund %+v, want one REFUNDED", ps)
+	}
+	e.wantPayouts(k, no, 1)
+}
+
+// wantPayouts wants n refunds of the order that moved money at k (where k can count them).
+func (e *payEnv) wantPayouts(k payKit, no string, n int) {
+	e.t.Helper()
+	if got, ok := k.payouts(no); ok && got != n {
+		e.t.Fatalf("%s paid out %d refunds of %s, want %d", k.name(), got, no, n)
+	}
+}
+
+// wantPaidThrough wants the order PAID through its one payment, at k.
+func (e *payEnv) wantPaidThrough(k payKit, no string) {
+	e.t.Helper()
+	paid := e.wantPaid(no)
+	ps := e.payments(no)
+	if len(ps) != 1 || ps[0].Status != "PAID" || ps[0].ProviderRef == "" || paid.PaymentRef != k.name()+":"+ps[0].ProviderRef {
+		e.t.Fatalf("order's payment_ref %q, payments %+v: want one PAID at %s, its ref the order's", paid.PaymentRef, ps, k.name())
+	}
 }
 
 // waitUntilNot polls the order until its status is no longer status.
@@ -675,6 +1211,14 @@ func (e *payEnv) kit(provider string) payKit {
 		return stripeKit{e: e, sim: e.stripe}
 	case "epay":
 		return epayKit{e: e, sim: e.epay}
+	case "alipay":
+		return alipayKit{e: e, sim: e.alipay}
+	case "wechatpay":
+		return wechatKit{e: e, sim: e.wechat}
+	case "dev":
+		return devKit{e: e}
+	case "callback":
+		return nil
 	}
 	e.t.Fatalf("no kit for %s", provider)
 	return nil

@@ -3,7 +3,9 @@ package bootstrap_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"html"
 	"net/url"
 	"regexp"
@@ -11,10 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/alipay"
+	"cardshop/adapters/alipay/alipaysim"
 	"cardshop/adapters/epay"
 	"cardshop/adapters/epay/epaysim"
 	"cardshop/adapters/stripe"
 	"cardshop/adapters/stripe/stripesim"
+	"cardshop/adapters/wechatpay"
+	"cardshop/adapters/wechatpay/wechatsim"
 	"cardshop/domain"
 )
 
@@ -61,6 +67,39 @@ type payKit interface {
 	statusAfterClose() string
 	// settledThere reports whether the provider agrees with the close.
 	settledThere(no string) bool
+	// otherMerchant has the buyer pay and delivers correctly signed successes that name
+	// another currency, app or merchant than the shop's; genuine delivers the real one. why
+	// says why there are none (the provider's notifications carry none of these).
+	otherMerchant(no string) (refused []delivered, genuine func() delivered, why string)
+
+	// The refund cases.
+
+	// payouts counts the order's refunds that moved money at the provider; false when the
+	// provider moves no money a test can count.
+	payouts(no string) (n int, ok bool)
+	// refundsAt counts the order's refunds the provider holds, finished or not.
+	refundsAt(no string) int
+	// refuseRefunds makes the provider refuse refunds (on) or take them again; why says why it
+	// cannot.
+	refuseRefunds(on bool) (why string)
+	// refundOutage makes the provider's refund API unreachable (on) or brings it back; why says
+	// why it cannot.
+	refundOutage(on bool) (why string)
+	// loseRefundAnswer makes the next refund move the money and lose its answer; false when the
+	// simulator cannot.
+	loseRefundAnswer() bool
+	// pendingRefunds makes refunds answer pending (on), finished later by finishRefund, or
+	// succeed at once; why says why the provider has no pending refund.
+	pendingRefunds(on bool) (why string)
+	// finishRefund has the provider finish the order's pending refund refundNo successfully and
+	// deliver its notification.
+	finishRefund(no, refundNo string) delivered
+	// refundNotices delivers the notifications the provider sends about the order's refunds
+	// that were not delivered yet (none where it sends none).
+	refundNotices(no string) []delivered
+	// payLate has the buyer pay the order and holds its notification back: late delivers it
+	// (callable again, as a resend). why says why the provider cannot.
+	payLate(no string) (late func() delivered, why string)
 }
 
 func ctxOf(t *testing.T) context.Context {
@@ -243,6 +282,71 @@ func (k stripeKit) settledThere(no string) bool {
 	return expiredByAPI
 }
 
+// otherMerchant: the session's currency changed (usd), signed with the endpoint secret. A
+// Stripe event names no merchant or app the shop could check: the webhook secret is the
+// endpoint's own.
+func (k stripeKit) otherMerchant(no string) ([]delivered, func() delivered, string) {
+	ev := k.heldEvent(no)
+	usd := ev
+	usd.Body = bytes.ReplaceAll(ev.Body, []byte(`"currency": "cny"`), []byte(`"currency": "usd"`))
+	if bytes.Equal(usd.Body, ev.Body) {
+		k.e.t.Fatalf("no currency cny in %s", ev.Body)
+	}
+	return []delivered{k.deliver(usd, stripesim.Genuine)()}, k.deliver(ev, stripesim.Genuine), ""
+}
+
+func (k stripeKit) payouts(no string) (int, bool) {
+	n, _ := k.sim.Payouts(no)
+	return n, true
+}
+
+func (k stripeKit) refundsAt(no string) int {
+	n := 0
+	for _, r := range k.sim.Refunds() {
+		if r.OrderNo == no {
+			n++
+		}
+	}
+	return n
+}
+
+func (k stripeKit) refuseRefunds(on bool) string {
+	if on {
+		k.sim.RefundRefuse("charge_disputed", "The charge has been disputed and cannot be refunded.")
+	} else {
+		k.sim.RefundRefuse("", "")
+	}
+	return ""
+}
+
+func (k stripeKit) refundOutage(on bool) string { k.sim.RefundOutage(on); return "" }
+
+func (k stripeKit) loseRefundAnswer() bool { k.sim.LoseRepliesTo("/v1/refunds", 1); return true }
+
+func (k stripeKit) pendingRefunds(on bool) string { k.sim.RefundPending(on); return "" }
+
+// finishRefund: the bank's answer; refund.updated with status succeeded.
+func (k stripeKit) finishRefund(no, _ string) delivered {
+	d, err := k.sim.SettleRefund(ctxOf(k.e.t), no, true, "")
+	if err != nil {
+		k.e.t.Fatal(err)
+	}
+	return stripeDelivered(d)
+}
+
+// refundNotices: the refund.created and charge.refunded events the refunds made.
+func (k stripeKit) refundNotices(string) []delivered {
+	var out []delivered
+	for _, d := range k.sim.Flush(ctxOf(k.e.t)) {
+		out = append(out, stripeDelivered(d))
+	}
+	return out
+}
+
+func (k stripeKit) payLate(no string) (func() delivered, string) {
+	return k.deliver(k.heldEvent(no), stripesim.Genuine), ""
+}
+
 // epayKit drives epaysim.
 type epayKit struct {
 	e   *payEnv
@@ -398,6 +502,559 @@ func (k epayKit) statusAfterClose() string { return "OPEN" }
 func (k epayKit) settledThere(no string) bool {
 	o, ok := k.sim.Order(no)
 	return ok && !o.Paid
+}
+
+// otherMerchant: epay's notifications carry no currency and no app; another merchant's pid,
+// signed with this merchant's KEY, is among the forgeries.
+func (k epayKit) otherMerchant(string) ([]delivered, func() delivered, string) {
+	return nil, nil, "an epay notification carries no currency and no app; another pid is among the forgeries"
+}
+
+func (k epayKit) payouts(no string) (int, bool) { return k.sim.Payouts(no), true }
+
+func (k epayKit) refundsAt(no string) int { return k.sim.Payouts(no) }
+
+func (k epayKit) refuseRefunds(on bool) string {
+	if on {
+		k.sim.RefundRefuse("商户余额不足")
+	} else {
+		k.sim.RefundRefuse("")
+	}
+	return ""
+}
+
+// refundOutage: the whole gateway down (epay's refund first reads the order at api.php).
+func (k epayKit) refundOutage(on bool) string { k.sim.Outage(on); return "" }
+
+func (k epayKit) loseRefundAnswer() bool { k.sim.LoseRefundReplies(1); return true }
+
+// pendingRefunds: epay's refund API answers done or refused at once.
+func (k epayKit) pendingRefunds(bool) string {
+	return "epay's refund API answers at once: there is no pending refund"
+}
+
+func (k epayKit) finishRefund(string, string) delivered { return delivered{} }
+
+// refundNotices: epay sends no notification about a refund.
+func (k epayKit) refundNotices(string) []delivered { return nil }
+
+// payLate: the notification dropped, the gateway's re-notify is the late one.
+func (k epayKit) payLate(no string) (func() delivered, string) {
+	k.payDropped(no)
+	return k.resendOf(no), ""
+}
+
+// alipayKit drives alipaysim (one attempt per notification: the kit resends where a case
+// wants it).
+type alipayKit struct {
+	e   *payEnv
+	sim *alipaysim.Sim
+}
+
+func (k alipayKit) name() string { return "alipay" }
+
+func (k alipayKit) reply(accepted bool) (int, string) {
+	if accepted {
+		return 200, "success"
+	}
+	return 200, "failure"
+}
+
+func alipayDelivered(d alipaysim.Delivery) delivered {
+	return delivered{status: d.Status, body: d.Body, err: d.Err}
+}
+
+func (k alipayKit) last(no string) alipaysim.Delivery {
+	ds := k.sim.Deliveries()
+	for i := len(ds) - 1; i >= 0; i-- {
+		if ds[i].OutTradeNo == no {
+			return ds[i]
+		}
+	}
+	k.e.t.Fatalf("no notification of %s", no)
+	return alipaysim.Delivery{}
+}
+
+// pay: the buyer scans the code and pays; TRADE_SUCCESS is sent once.
+func (k alipayKit) pay(no string) delivered {
+	if err := k.sim.Pay(ctxOf(k.e.t), no); err != nil && !errors.Is(err, alipaysim.ErrNotAcknowledged) {
+		k.e.t.Fatal(err)
+	}
+	return alipayDelivered(k.last(no))
+}
+
+// resendOf is Alipay's resend of the paid trade's notification (same notify_id).
+func (k alipayKit) resendOf(no string) func() delivered {
+	return func() delivered {
+		d, err := k.sim.Resend(ctxOf(k.e.t), no)
+		if err != nil {
+			return delivered{err: err}
+		}
+		return alipayDelivered(d)
+	}
+}
+
+// held: the buyer pays, the notification is lost on the way; the deliveries are resends.
+func (k alipayKit) held(no string) func() delivered {
+	k.payDropped(no)
+	return k.resendOf(no)
+}
+
+// payThenStale: TRADE_CLOSED and WAIT_BUYER_PAY notices of the trade, genuinely signed, after
+// its TRADE_SUCCESS (Alipay notifies a close, and notifications arrive out of order).
+func (k alipayKit) payThenStale(no string) (delivered, []func() delivered) {
+	paid := k.pay(no)
+	var stale []func() delivered
+	for _, status := range []string{alipay.TradeClosed, alipay.WaitBuyerPay} {
+		stale = append(stale, func() delivered {
+			d, err := k.sim.Notify(ctxOf(k.e.t), no, status)
+			if err != nil {
+				return delivered{err: err}
+			}
+			return alipayDelivered(d)
+		})
+	}
+	return paid, stale
+}
+
+// gateway is an Alipay gateway of the shop's application, outside the shop.
+func (k alipayKit) gateway() *alipay.Gateway {
+	gw, err := alipay.New(alipay.Config{GatewayURL: k.sim.URL(), AppID: k.sim.AppID(), SellerID: k.sim.SellerID(),
+		PrivateKey: alipay.PrivateKey(privateKeyPEM(testPayKeys().alipayApp)), AlipayPublicKey: k.sim.PublicKeyPEM(),
+		Method: alipay.MethodPrecreate})
+	if err != nil {
+		k.e.t.Fatal(err)
+	}
+	return gw
+}
+
+func (k alipayKit) foreignPay(no string) delivered {
+	if _, err := k.gateway().Create(ctxOf(k.e.t), domain.PaymentRequest{OrderNo: domain.OrderNo(no), Amount: payQty * payPrice,
+		Currency: domain.Currency{Code: "CNY", Exponent: 2}, Subject: "elsewhere", ExpiresAt: time.Now().Add(time.Hour),
+		NotifyURL: k.e.public + "/api/payments/alipay/notify"}); err != nil {
+		k.e.t.Fatal(err)
+	}
+	return k.pay(no)
+}
+
+// tamperedAmount: the lost notification with total_amount 20.01, signed again with Alipay's key.
+func (k alipayKit) tamperedAmount(no string) (delivered, func() delivered) {
+	k.payDropped(no)
+	params := url.Values{}
+	for key, vs := range k.last(no).Params {
+		params[key] = append([]string(nil), vs...)
+	}
+	params.Set("total_amount", "20.01")
+	k.sim.SignNotification(params)
+	d, err := k.sim.Deliver(ctxOf(k.e.t), k.e.public+"/api/payments/alipay/notify", params)
+	if err != nil {
+		k.e.t.Fatal(err)
+	}
+	return alipayDelivered(d), k.resendOf(no)
+}
+
+// otherMerchant: another app_id and another seller_id, genuinely signed by Alipay. Alipay's
+// domestic notifications carry no currency (CNY).
+func (k alipayKit) otherMerchant(no string) ([]delivered, func() delivered, string) {
+	var out []delivered
+	for _, f := range []alipaysim.Forgery{alipaysim.OtherAppID, alipaysim.OtherSeller} {
+		d, err := k.sim.Forge(ctxOf(k.e.t), no, f)
+		if err != nil {
+			k.e.t.Fatal(err)
+		}
+		out = append(out, alipayDelivered(d))
+	}
+	return out, func() delivered { return k.pay(no) }, ""
+}
+
+// forgeries: another key, total_amount edited after signing, no sign. Alipay resends one
+// notification for about 25 hours with its first notify_time, so there is no stale one to
+// forge.
+func (k alipayKit) forgeries(no string) ([]delivered, func() delivered) {
+	var out []delivered
+	for _, f := range []alipaysim.Forgery{alipaysim.WrongKey, alipaysim.TamperedAmount, alipaysim.Unsigned} {
+		d, err := k.sim.Forge(ctxOf(k.e.t), no, f)
+		if err != nil {
+			k.e.t.Fatal(err)
+		}
+		out = append(out, alipayDelivered(d))
+	}
+	return out, func() delivered { return k.pay(no) }
+}
+
+func (k alipayKit) outage(on bool) { k.sim.Outage(on) }
+
+// loseReply: alipaysim loses refund answers only; a precreate sent again is the same trade
+// (keyed by out_trade_no).
+func (k alipayKit) loseReply() func(string) bool { return nil }
+
+func (k alipayKit) created(no string) int {
+	n := 0
+	for _, r := range k.sim.Requests() {
+		if r.Method == "alipay.trade.precreate" && r.Refused == "" && r.Biz["out_trade_no"] == no {
+			n++
+		}
+	}
+	return n
+}
+
+func (k alipayKit) payDropped(no string) {
+	k.sim.DropNext(1)
+	if err := k.sim.Pay(ctxOf(k.e.t), no); !errors.Is(err, alipaysim.ErrNotAcknowledged) || !k.last(no).Dropped {
+		k.e.t.Fatalf("pay with the notification dropped: %v", err)
+	}
+}
+
+func (k alipayKit) resend(no string) (delivered, bool) { return k.resendOf(no)(), true }
+
+func (k alipayKit) statusAfterClose() string { return "EXPIRED" }
+
+// settledThere: alipay.trade.close was answered after the outage (the trade closed, or none
+// was ever opened: the buyer never scanned), and the buyer can no longer pay.
+func (k alipayKit) settledThere(no string) bool {
+	closed := false
+	for _, r := range k.sim.Requests() {
+		if r.Method == "alipay.trade.close" && r.Biz["out_trade_no"] == no && (r.Refused == "" || r.Refused == "ACQ.TRADE_NOT_EXIST") {
+			closed = true
+		}
+	}
+	err := k.sim.Pay(ctxOf(k.e.t), no)
+	return closed && (errors.Is(err, alipaysim.ErrExpired) || errors.Is(err, alipaysim.ErrClosed))
+}
+
+func (k alipayKit) payouts(no string) (int, bool) {
+	t, _ := k.sim.Trade(no)
+	return len(t.Refunds), true
+}
+
+func (k alipayKit) refundsAt(no string) int { n, _ := k.payouts(no); return n }
+
+func (k alipayKit) refuseRefunds(on bool) string {
+	if on {
+		k.sim.RefundRefuse("ACQ.SELLER_BALANCE_NOT_ENOUGH", "卖家余额不足")
+	} else {
+		k.sim.RefundRefuse("", "")
+	}
+	return ""
+}
+
+// refundOutage: alipay.trade.refund answers ACQ.SYSTEM_ERROR.
+func (k alipayKit) refundOutage(on bool) string { k.sim.RefundOutage(on); return "" }
+
+func (k alipayKit) loseRefundAnswer() bool { k.sim.LoseRefundAnswers(1); return true }
+
+// pendingRefunds: alipay.trade.refund answers the refund done (fund_change Y) or refused.
+func (k alipayKit) pendingRefunds(bool) string {
+	return "alipay.trade.refund answers at once: there is no pending refund"
+}
+
+func (k alipayKit) finishRefund(string, string) delivered { return delivered{} }
+
+// refundNotices: the notification of the trade's last refund (TRADE_CLOSED, out_biz_no,
+// refund_fee), as Alipay sends it to the trade's notify_url.
+func (k alipayKit) refundNotices(no string) []delivered {
+	if err := k.sim.NotifyRefund(ctxOf(k.e.t), no); err != nil && !errors.Is(err, alipaysim.ErrNotAcknowledged) {
+		k.e.t.Fatal(err)
+	}
+	return []delivered{alipayDelivered(k.last(no))}
+}
+
+func (k alipayKit) payLate(no string) (func() delivered, string) {
+	k.payDropped(no)
+	return k.resendOf(no), ""
+}
+
+// wechatKit drives wechatsim (one POST per delivery: the kit delivers again where a case wants
+// a resend; refunds SUCCESS at once unless pendingRefunds).
+type wechatKit struct {
+	e   *payEnv
+	sim *wechatsim.Server
+}
+
+func (k wechatKit) name() string { return "wechatpay" }
+
+func (k wechatKit) reply(accepted bool) (int, string) {
+	if accepted {
+		return 204, ""
+	}
+	return 400, `{"code":"FAIL","message":"refused"}`
+}
+
+func wechatDelivered(ds []wechatsim.Delivery) delivered {
+	if len(ds) == 0 {
+		return delivered{err: errors.New("wechatsim delivered nothing")}
+	}
+	d := ds[len(ds)-1]
+	return delivered{status: d.Status, body: string(d.Reply), err: d.Err}
+}
+
+// deliver sends n, forged as f says.
+func (k wechatKit) deliver(n wechatsim.Notification, f wechatsim.Forgery) func() delivered {
+	return func() delivered { return wechatDelivered(k.sim.Deliver(ctxOf(k.e.t), n, f)) }
+}
+
+// paid has the buyer pay; TRANSACTION.SUCCESS is made, not sent.
+func (k wechatKit) paid(no string) wechatsim.Notification {
+	n, err := k.sim.PayNotification(no)
+	if err != nil {
+		k.e.t.Fatal(err)
+	}
+	return n
+}
+
+// resealed is n's transaction edited, encrypted again and sent under a new id: genuinely
+// signed by WeChat Pay when delivered.
+func (k wechatKit) resealed(n wechatsim.Notification, edit func(tx map[string]any)) wechatsim.Notification {
+	var tx map[string]any
+	if err := json.Unmarshal(n.Plain, &tx); err != nil {
+		k.e.t.Fatal(err)
+	}
+	edit(tx)
+	plain, err := json.Marshal(tx)
+	if err != nil {
+		k.e.t.Fatal(err)
+	}
+	out := n
+	out.ID, out.Plain = fmt.Sprintf("%s-%d", n.ID[:24], time.Now().UnixNano()%1e12), plain
+	if out.Body, err = wechatsim.Seal(k.e.wechatGW.v3key, out.ID, n.EventType, "支付成功", "transaction", time.Now(), plain); err != nil {
+		k.e.t.Fatal(err)
+	}
+	return out
+}
+
+func (k wechatKit) pay(no string) delivered {
+	ds, err := k.sim.Pay(ctxOf(k.e.t), no)
+	if err != nil {
+		k.e.t.Fatal(err)
+	}
+	return wechatDelivered(ds)
+}
+
+func (k wechatKit) held(no string) func() delivered { return k.deliver(k.paid(no), wechatsim.Genuine) }
+
+// payThenStale: WeChat Pay notifies successes only; transactions of the same payment with
+// trade_state CLOSED and PAYERROR, genuinely signed, stand for notices that say otherwise
+// (a replay of an older state, a variant of the API).
+func (k wechatKit) payThenStale(no string) (delivered, []func() delivered) {
+	n := k.paid(no)
+	paid := k.deliver(n, wechatsim.Genuine)()
+	var stale []func() delivered
+	for _, state := range []string{"CLOSED", "PAYERROR"} {
+		stale = append(stale, k.deliver(k.resealed(n, func(tx map[string]any) { tx["trade_state"] = state }), wechatsim.Genuine))
+	}
+	return paid, stale
+}
+
+// gateway is a WeChat Pay gateway of the shop's merchant account, outside the shop.
+func (k wechatKit) gateway() *wechatpay.Gateway {
+	c := k.e.wechatGW
+	gw, err := wechatpay.New(wechatpay.Config{BaseURL: k.sim.URL, MchID: c.mchID, AppID: c.appID, MerchantSerial: c.serial,
+		MerchantPrivateKeyPEM: c.privatePEM, APIv3Key: c.v3key, PublicKeyID: k.sim.PublicKeyID(), PublicKeyPEM: k.sim.PublicKeyPEM()})
+	if err != nil {
+		k.e.t.Fatal(err)
+	}
+	return gw
+}
+
+func (k wechatKit) foreignPay(no string) delivered {
+	if _, err := k.gateway().Create(ctxOf(k.e.t), domain.PaymentRequest{OrderNo: domain.OrderNo(no), Amount: payQty * payPrice,
+		Currency: domain.Currency{Code: "CNY", Exponent: 2}, Subject: "elsewhere", ExpiresAt: time.Now().Add(time.Hour),
+		NotifyURL: k.e.public + "/api/payments/wechatpay/notify"}); err != nil {
+		k.e.t.Fatal(err)
+	}
+	return k.pay(no)
+}
+
+// tamperedAmount: amount.total 2001 (and payer_total), encrypted and signed by WeChat Pay.
+func (k wechatKit) tamperedAmount(no string) (delivered, func() delivered) {
+	n := k.paid(no)
+	more := k.resealed(n, func(tx map[string]any) {
+		a := tx["amount"].(map[string]any)
+		a["total"], a["payer_total"] = payQty*payPrice+1, payQty*payPrice+1
+	})
+	return k.deliver(more, wechatsim.Genuine)(), k.deliver(n, wechatsim.Genuine)
+}
+
+// otherMerchant: another mchid, another appid (resource encrypted again, signed correctly),
+// and amount.currency USD, genuinely signed.
+func (k wechatKit) otherMerchant(no string) ([]delivered, func() delivered, string) {
+	n := k.paid(no)
+	usd := k.resealed(n, func(tx map[string]any) {
+		a := tx["amount"].(map[string]any)
+		a["currency"], a["payer_currency"] = "USD", "USD"
+	})
+	return []delivered{k.deliver(n, wechatsim.OtherMerchant)(), k.deliver(n, wechatsim.OtherApp)(), k.deliver(usd, wechatsim.Genuine)()},
+		k.deliver(n, wechatsim.Genuine), ""
+}
+
+// forgeries: another key, a serial the shop does not have, a timestamp 5 minutes old, no
+// signature, the amount re-encrypted under the original signature, a flipped ciphertext. Not
+// wechatsim.FutureTimestamp: "5 minutes ahead" in whole seconds arrives inside the window on a
+// running clock (the gateway's tests check that edge on a frozen one).
+func (k wechatKit) forgeries(no string) ([]delivered, func() delivered) {
+	n := k.paid(no)
+	var out []delivered
+	for _, f := range []wechatsim.Forgery{wechatsim.WrongKey, wechatsim.UnknownSerial, wechatsim.StaleTimestamp,
+		wechatsim.Unsigned, wechatsim.TamperedAmount, wechatsim.BadCiphertext} {
+		out = append(out, k.deliver(n, f)())
+	}
+	return out, k.deliver(n, wechatsim.Genuine)
+}
+
+func (k wechatKit) outage(on bool) { k.sim.Outage(on) }
+
+func (k wechatKit) loseReply() func(string) bool {
+	k.sim.LoseReplies(1)
+	return func(no string) bool {
+		lost, answered := 0, 0
+		for _, r := range k.sim.Requests() {
+			if r.URI == "/v3/pay/transactions/native" && strings.Contains(string(r.Body), `"out_trade_no":"`+no+`"`) {
+				if r.Lost {
+					lost++
+				} else if r.Status == 200 {
+					answered++
+				}
+			}
+		}
+		return lost == 1 && answered >= 1
+	}
+}
+
+// created: WeChat Pay keeps one order per out_trade_no; a repeated create answers it again.
+func (k wechatKit) created(no string) int {
+	if _, ok := k.sim.OrderOf(no); ok {
+		return 1
+	}
+	return 0
+}
+
+// payDropped: the buyer pays and the notification is lost; resend sends it.
+func (k wechatKit) payDropped(no string) { k.e.withheld.Store(no, k.paid(no)) }
+
+func (k wechatKit) resend(no string) (delivered, bool) {
+	n, ok := k.e.withheld.Load(no)
+	if !ok {
+		return delivered{}, false
+	}
+	return k.deliver(n.(wechatsim.Notification), wechatsim.Genuine)(), true
+}
+
+func (k wechatKit) statusAfterClose() string { return "EXPIRED" }
+
+// settledThere: the order closed at WeChat Pay through its close API.
+func (k wechatKit) settledThere(no string) bool {
+	o, ok := k.sim.OrderOf(no)
+	closed := false
+	for _, r := range k.sim.Requests() {
+		closed = closed || r.URI == "/v3/pay/transactions/out-trade-no/"+no+"/close" && r.Status == 204
+	}
+	return ok && o.TradeState == "CLOSED" && closed
+}
+
+func (k wechatKit) refunds(no string) []wechatsim.Refund {
+	var out []wechatsim.Refund
+	for _, r := range k.sim.Refunds() {
+		if r.OutTradeNo == no {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (k wechatKit) payouts(no string) (int, bool) {
+	n := 0
+	for _, r := range k.refunds(no) {
+		if r.Status == "SUCCESS" {
+			n++
+		}
+	}
+	return n, true
+}
+
+func (k wechatKit) refundsAt(no string) int { return len(k.refunds(no)) }
+
+func (k wechatKit) refuseRefunds(on bool) string {
+	if on {
+		k.sim.RefundRefuse("NOT_ENOUGH", "基本账户余额不足，请充值后重新发起")
+	} else {
+		k.sim.RefundRefuse("", "")
+	}
+	return ""
+}
+
+func (k wechatKit) refundOutage(on bool) string { k.sim.RefundOutage(on); return "" }
+
+func (k wechatKit) loseRefundAnswer() bool { k.sim.LoseReplies(1); return true }
+
+// pendingRefunds: PROCESSING until finishRefund.
+func (k wechatKit) pendingRefunds(on bool) string { k.sim.RefundAtOnce(!on); return "" }
+
+// finishRefund: REFUND.SUCCESS to the refund notify URL of the merchant platform.
+func (k wechatKit) finishRefund(_, refundNo string) delivered {
+	ds, err := k.sim.CompleteRefund(ctxOf(k.e.t), refundNo, "SUCCESS")
+	if err != nil {
+		k.e.t.Fatal(err)
+	}
+	return wechatDelivered(ds)
+}
+
+// refundNotices: REFUND.SUCCESS of the refunds answered SUCCESS at once.
+func (k wechatKit) refundNotices(string) []delivered {
+	var out []delivered
+	for _, d := range k.sim.Flush(ctxOf(k.e.t)) {
+		out = append(out, delivered{status: d.Status, body: string(d.Reply), err: d.Err})
+	}
+	return out
+}
+
+func (k wechatKit) payLate(no string) (func() delivered, string) {
+	return k.deliver(k.paid(no), wechatsim.Genuine), ""
+}
+
+// devKit drives the dev provider through its pay page. It runs the refund cases only: its
+// payments are confirmed by a form post inside the service, not notified, so the
+// notification cases do not apply (the embedded payKit is nil: none of them calls it).
+type devKit struct {
+	payKit
+	e *payEnv
+}
+
+func (k devKit) name() string { return "dev" }
+
+// confirm opens the payment's pay page (it shows the amount and the order) and presses
+// choice ("pay" or "fail").
+func (k devKit) confirm(p paymentBody, choice string) {
+	e := k.e
+	e.t.Helper()
+	status, page := e.c.do("GET", strings.TrimPrefix(p.PayURL, e.public), "", "")
+	if status != 200 || !strings.Contains(string(page), "20.00") || !strings.Contains(string(page), "CNY") || !strings.Contains(string(page), p.OrderNo) {
+		e.t.Fatalf("pay page %s: %d %s", p.PayURL, status, page)
+	}
+	action, form := devForm(e.t, string(page))
+	form.Set("choice", choice)
+	status, done := e.c.do("POST", "/dev/pay/"+action, "", form.Encode(), "Content-Type", "application/x-www-form-urlencoded")
+	if status != 200 {
+		e.t.Fatalf("confirm %s: %d %s", choice, status, done)
+	}
+}
+
+// payouts: the dev provider moves pretend money only: there is nothing to count.
+func (k devKit) payouts(string) (int, bool) { return 0, false }
+
+func (k devKit) refuseRefunds(bool) string {
+	return "the dev provider returns its pretend money at once: it never refuses"
+}
+
+func (k devKit) refundOutage(bool) string {
+	return "the dev provider runs inside the service: it cannot be unreachable"
+}
+
+func (k devKit) pendingRefunds(bool) string { return "the dev provider's refunds succeed at once" }
+
+func (k devKit) refundNotices(string) []delivered { return nil }
+
+func (k devKit) payLate(string) (func() delivered, string) {
+	return nil, "the dev provider's payment is expired by the close itself (inside the service): a press after it pays nothing"
 }
 
 var (
