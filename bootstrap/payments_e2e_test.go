@@ -108,7 +108,7 @@ var payCases = []payCase{
 func TestPaymentsEndToEnd(t *testing.T) { runPayCases(t, bootstrap.AdaptersMemory) }
 
 func TestRealAdaptersPaymentsEndToEnd(t *testing.T) {
-	realConfig(t, time.Minute) // Redis and MariaDB reachable, once for every case (or skip / fail under CI=true)
+	realConfigIn(t, time.Minute, paymentsDatabase) // Redis and MariaDB reachable, once for every case (or skip / fail under CI=true)
 	runPayCases(t, bootstrap.AdaptersReal)
 }
 
@@ -725,7 +725,7 @@ func newPayService(t *testing.T, adapters string, g payGroup) *payService {
 	svc := &payService{logs: &lockedBuffer{}}
 	var cfg bootstrap.Config
 	if adapters == bootstrap.AdaptersReal {
-		cfg, _, svc.db = realConfig(t, g.timeout)
+		cfg, _, svc.db = realConfigIn(t, g.timeout, paymentsDatabase)
 		cfg.AMQPPrefix = "cardshop-e2e-pay"
 		cfg.DevPaymentsReal = true
 	} else {
@@ -1223,3 +1223,6 @@ func (e *payEnv) kit(provider string) payKit {
 	e.t.Fatalf("no kit for %s", provider)
 	return nil
 }
+
+// paymentsDatabase is the payment cases' own MariaDB database.
+const paymentsDatabase = "cardshop_test_payments"

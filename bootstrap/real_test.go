@@ -36,12 +36,20 @@ func realService(t *testing.T, orderTimeout time.Duration, tweaks ...func(*boots
 // for direct checks. Under CI=true an unreachable service fails the test.
 func realConfig(t *testing.T, orderTimeout time.Duration) (bootstrap.Config, *redis.Client, *sql.DB) {
 	t.Helper()
+	return realConfigIn(t, orderTimeout, "cardshop_test_e2e")
+}
+
+// realConfigIn is realConfig on the MariaDB database name: suites that leave rows behind (the
+// payment cases stop services with work in flight) use their own, so a test that counts rows
+// of the shared one never meets them.
+func realConfigIn(t *testing.T, orderTimeout time.Duration, database string) (bootstrap.Config, *redis.Client, *sql.DB) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rdb := redis.NewClient(&redis.Options{Addr: porttest.RedisAddr})
 	t.Cleanup(func() { _ = rdb.Close() })
 	porttest.RequireService(t, "Redis", rdb.Ping(ctx).Err())
-	dsn, err := mysqlstore.CreateDatabase(ctx, porttest.MySQLDSN, "cardshop_test_e2e")
+	dsn, err := mysqlstore.CreateDatabase(ctx, porttest.MySQLDSN, database)
 	porttest.RequireService(t, "MariaDB", err)
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
