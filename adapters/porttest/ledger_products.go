@@ -2,6 +2,7 @@ package porttest
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -64,7 +65,7 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			if i < 0 {
 				t.Fatalf("Products lacks product %d", want.ID())
 			}
-			if got := productRecord(all[i]); got != productRecord(want) {
+			if got := productRecord(all[i]); !reflect.DeepEqual(got, productRecord(want)) {
 				t.Fatalf("Products has %+v, want %+v", got, productRecord(want))
 			}
 		}
