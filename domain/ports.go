@@ -179,6 +179,10 @@ type ProductCatalog interface {
 	Products(ctx context.Context) ([]Product, error)
 	// SetFrozen stores the frozen flag and reason; ErrProductNotFound for an unknown id.
 	SetFrozen(ctx context.Context, id ProductID, frozen bool, reason string) error
+	// Update stores p's revisable fields (ProductRevision: name, price, per-order limit, tiers,
+	// stock display) over the stored product with p's id; the sale state and creation time stay
+	// as stored. ErrProductNotFound for an unknown id.
+	Update(ctx context.Context, p Product) error
 }
 
 // StatusTotal counts a product's orders in one state and their summed qty.
