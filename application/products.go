@@ -13,12 +13,16 @@ import (
 	"cardshop/domain"
 )
 
-// NewProduct is an operator's request to create a product. ID 0 lets the catalogue choose.
+// NewProduct is an operator's request to create a product. ID 0 lets the catalogue choose;
+// Tiers are the quantity prices (none: the price applies to every qty); an empty StockDisplay
+// is domain.StockExact.
 type NewProduct struct {
-	ID          domain.ProductID
-	Name        string
-	Price       domain.Money
-	MaxPerOrder int
+	ID           domain.ProductID
+	Name         string
+	Price        domain.Money
+	MaxPerOrder  int
+	Tiers        []domain.PriceTier
+	StockDisplay domain.StockDisplay
 }
 
 // CreateProduct stores a product and initialises its gate at zero stock.
@@ -29,10 +33,16 @@ func (s *Shop) CreateProduct(ctx context.Context, cmd NewProduct) (domain.Produc
 	if err != nil {
 		return domain.Product{}, err
 	}
+	r := p.Revision()
+	r.Tiers, r.StockDisplay = cmd.Tiers, cmd.StockDisplay
+	if p, err = p.Revise(r); err != nil {
+		return domain.Product{}, err
+	}
 	p, err = s.ledger.Products().Create(ctx, p)
 	if err != nil {
 		return domain.Product{}, fmt.Errorf("create product: %w", err)
 	}
+	s.invalidateCatalogue()
 	if err := s.gate.Rebuild(ctx, p.ID(), domain.GateLevels{}); err != nil {
 		return p, fmt.Errorf("initialise gate (run reconcile with repair): %w", err)
 	}
@@ -43,6 +53,60 @@ func (s *Shop) CreateProduct(ctx context.Context, cmd NewProduct) (domain.Produc
 //
 // Errors: ErrProductNotFound, ErrUnavailable.
 func (s *Shop) Product(ctx context.Context, id domain.ProductID) (domain.Product, error) {
+	return s.ledger.Products().Product(ctx, id)
+}
+
+// ProductPatch is an operator's change of a product; a nil field is left as it is. Tiers set to
+// a pointer to an empty slice removes the quantity prices.
+type ProductPatch struct {
+	Name         *string
+	Price        *domain.Money
+	MaxPerOrder  *int
+	Tiers        *[]domain.PriceTier
+	StockDisplay *domain.StockDisplay
+}
+
+// UpdateProduct changes a product, on sale or not: the result is validated whole (the tiers
+// against the new price and limit) and stored. An order keeps the unit price and amount it
+// was placed with, so no existing order changes. This instance's product cache forgets the
+// product at once; another instance's cache entry expires within Config.ProductCacheTTL, so
+// every instance places orders at the new prices at most that long after the change, and the
+// public catalogue shows them after its next ledger refresh (Catalogue).
+//
+// Errors: ErrInvalidInput, ErrProductNotFound, ErrUnavailable.
+func (s *Shop) UpdateProduct(ctx context.Context, id domain.ProductID, patch ProductPatch) (domain.Product, error) {
+	p, err := s.ledger.Products().Product(ctx, id)
+	if err != nil {
+		return domain.Product{}, err
+	}
+	r := p.Revision()
+	if patch.Name != nil {
+		r.Name = *patch.Name
+	}
+	if patch.Price != nil {
+		r.Price = *patch.Price
+	}
+	if patch.MaxPerOrder != nil {
+		r.MaxPerOrder = *patch.MaxPerOrder
+	}
+	if patch.Tiers != nil {
+		r.Tiers = *patch.Tiers
+	}
+	if patch.StockDisplay != nil {
+		r.StockDisplay = *patch.StockDisplay
+	}
+	revised, err := p.Revise(r)
+	if err != nil {
+		return domain.Product{}, err
+	}
+	err = s.ledger.Products().Update(ctx, revised)
+	// Forgotten even when the update failed: its outcome may be unknown (a lost commit answer).
+	s.productGen.Add(1)
+	s.products.Delete(id)
+	s.invalidateCatalogue()
+	if err != nil {
+		return domain.Product{}, fmt.Errorf("update product: %w", err)
+	}
 	return s.ledger.Products().Product(ctx, id)
 }
 
@@ -69,6 +133,7 @@ func (s *Shop) UnfreezeProduct(ctx context.Context, id domain.ProductID) error {
 }
 
 func (s *Shop) setFrozen(ctx context.Context, id domain.ProductID, frozen bool, reason string) error {
+	defer s.invalidateCatalogue()
 	if err := s.ledger.Products().SetFrozen(ctx, id, frozen, reason); err != nil {
 		return fmt.Errorf("store sale state: %w", err)
 	}

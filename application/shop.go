@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cardshop/domain"
@@ -59,6 +60,16 @@ type Config struct {
 	// the order closes anyway with an alert, and a payment that still arrives takes the
 	// late-payment path.
 	PaymentCloseGrace time.Duration
+	// ProductCacheTTL is how long an instance places orders from its cached copy of a product
+	// before reading it again: a change made through another instance reaches this one's
+	// orders within it. Zero means DefaultConfig's.
+	ProductCacheTTL time.Duration
+	// CatalogueLevelsEvery is how old the public catalogue's stock may get before a request
+	// refreshes it (one gate round trip for every product); zero means DefaultConfig's.
+	CatalogueLevelsEvery time.Duration
+	// CatalogueProductsEvery is how old the public catalogue's product list may get before a
+	// request reads it again from the ledger; zero means DefaultConfig's.
+	CatalogueProductsEvery time.Duration
 }
 
 // DefaultOrphanAfter is Config.OrphanAfter's default.
@@ -74,7 +85,8 @@ func DefaultConfig() Config {
 		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500, RebuildDelay: time.Second,
 		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: orderTimeout,
 		WebhookMaxBackoff: DefaultWebhookCap, Currency: domain.Currency{Code: "CNY", Exponent: 2},
-		PublicURL: "http://127.0.0.1:8080", PaymentCloseGrace: 10 * time.Minute}
+		PublicURL: "http://127.0.0.1:8080", PaymentCloseGrace: 10 * time.Minute,
+		ProductCacheTTL: 5 * time.Second, CatalogueLevelsEvery: 250 * time.Millisecond, CatalogueProductsEvery: 5 * time.Second}
 }
 
 // Deps are the ports the use cases need.
@@ -109,10 +121,15 @@ type Shop struct {
 	clock    domain.Clock
 	log      *slog.Logger
 
-	// products caches the immutable part of products (price, limit) so that the hot path of
-	// placing an order, and above all its sold-out answer, touches the gate only. Sale state
-	// (frozen) is enforced by the gate itself.
-	products sync.Map // domain.ProductID -> domain.Product
+	// products caches products (price, tiers, limit) so that the hot path of placing an order,
+	// and above all its sold-out answer, touches the gate only. A domain.Product is immutable,
+	// so entries are shared; each expires Config.ProductCacheTTL after it was read from the
+	// ledger, which bounds how long another instance's change (UpdateProduct) goes unseen.
+	// Sale state (frozen) is enforced by the gate itself.
+	products   sync.Map      // domain.ProductID -> cachedProduct
+	productGen atomic.Uint64 // counts UpdateProduct calls: a read that raced one is not cached
+
+	catalogue catalogue // the public catalogue's snapshot (Catalogue)
 
 	rebuilding sync.Map // domain.ProductID -> true while an automatic gate rebuild is pending
 	background sync.WaitGroup
@@ -150,6 +167,15 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	if cfg.PaymentCloseGrace <= 0 {
 		cfg.PaymentCloseGrace = def.PaymentCloseGrace
 	}
+	if cfg.ProductCacheTTL <= 0 {
+		cfg.ProductCacheTTL = def.ProductCacheTTL
+	}
+	if cfg.CatalogueLevelsEvery <= 0 {
+		cfg.CatalogueLevelsEvery = def.CatalogueLevelsEvery
+	}
+	if cfg.CatalogueProductsEvery <= 0 {
+		cfg.CatalogueProductsEvery = def.CatalogueProductsEvery
+	}
 	gateways := make(map[domain.Provider]domain.PaymentGateway, len(d.Gateways))
 	for _, g := range d.Gateways {
 		if g == nil {
@@ -173,16 +199,26 @@ func New(cfg Config, d Deps) (*Shop, error) {
 // Config returns the shop's settings.
 func (s *Shop) Config() Config { return s.cfg }
 
-// product returns a product from the cache or the catalogue.
+type cachedProduct struct {
+	p       domain.Product
+	expires time.Time
+}
+
+// product returns a product from the cache or, when absent or expired, the catalogue.
 func (s *Shop) product(ctx context.Context, id domain.ProductID) (domain.Product, error) {
-	if p, ok := s.products.Load(id); ok {
-		return p.(domain.Product), nil
+	now := s.clock.Now()
+	if c, ok := s.products.Load(id); ok && now.Before(c.(cachedProduct).expires) {
+		return c.(cachedProduct).p, nil
 	}
+	gen := s.productGen.Load()
 	p, err := s.ledger.Products().Product(ctx, id)
 	if err != nil {
 		return domain.Product{}, fmt.Errorf("load product: %w", err)
 	}
-	s.products.Store(id, p)
+	if s.productGen.Load() == gen {
+		// Not when an update ran meanwhile: p may predate it and would outlive its Delete.
+		s.products.Store(id, cachedProduct{p: p, expires: now.Add(s.cfg.ProductCacheTTL)})
+	}
 	return p, nil
 }
 

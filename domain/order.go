@@ -154,7 +154,9 @@ type Order struct {
 	revealedAt time.Time
 }
 
-// NewOrder validates and creates a PENDING order that expires at at+timeout.
+// NewOrder validates and creates a PENDING order that expires at at+timeout. Its unit price is
+// the product's price for qty (UnitPriceFor) and is fixed in the order: a later change of the
+// product's prices never changes it.
 func NewOrder(no OrderNo, buyer BuyerID, p Product, qty int, key IdempotencyKey, at time.Time, timeout time.Duration) (Order, error) {
 	if no == "" || buyer == "" || key == "" {
 		return Order{}, Invalid("order", "number, buyer and idempotency key are required")
@@ -169,7 +171,7 @@ func NewOrder(no OrderNo, buyer BuyerID, p Product, qty int, key IdempotencyKey,
 	if err != nil {
 		return Order{}, err
 	}
-	return Order{no: no, buyer: buyer, product: p.ID(), qty: qty, unitPrice: p.Price(), amount: amount,
+	return Order{no: no, buyer: buyer, product: p.ID(), qty: qty, unitPrice: p.UnitPriceFor(qty), amount: amount,
 		idemKey: key, status: StatusPending, createdAt: at, expiresAt: at.Add(timeout), updatedAt: at}, nil
 }
 

@@ -128,6 +128,11 @@ type StockGate interface {
 	Apply(ctx context.Context, c GateChange) (applied bool, err error)
 	// Levels returns the counters; ok is false when the gate has no record of the product.
 	Levels(ctx context.Context, p ProductID) (l GateLevels, ok bool, err error)
+	// LevelsMany returns the counters of several products in one round trip to the gate (the
+	// public catalogue's refresh). The map holds the products the gate has a record of (as
+	// Levels with ok true); the others are absent. Each product's counters are read together,
+	// but different products are not one atomic read. No ids: an empty map.
+	LevelsMany(ctx context.Context, ids []ProductID) (map[ProductID]GateLevels, error)
 	// Rebuild overwrites the product's counters and frozen flag and drops the product's holds,
 	// without a fence: only for a product nobody can be ordering yet (a new product). A gate
 	// rebuilt from the ledger while the shop runs goes through BeginRebuild and FinishRebuild.
@@ -179,6 +184,10 @@ type ProductCatalog interface {
 	Products(ctx context.Context) ([]Product, error)
 	// SetFrozen stores the frozen flag and reason; ErrProductNotFound for an unknown id.
 	SetFrozen(ctx context.Context, id ProductID, frozen bool, reason string) error
+	// Update stores p's revisable fields (ProductRevision: name, price, per-order limit, tiers,
+	// stock display) over the stored product with p's id; the sale state and creation time stay
+	// as stored. ErrProductNotFound for an unknown id.
+	Update(ctx context.Context, p Product) error
 }
 
 // StatusTotal counts a product's orders in one state and their summed qty.

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -18,6 +19,8 @@ type Product struct {
 	name         string
 	price        Money
 	maxPerOrder  int
+	tiers        []PriceTier // never shared: every copy in or out is cloned, so a Product is immutable
+	stockDisplay StockDisplay
 	frozen       bool
 	frozenReason string
 	createdAt    time.Time
@@ -36,7 +39,7 @@ func NewProduct(id ProductID, name string, price Money, maxPerOrder int, at time
 	case maxPerOrder < 1 || maxPerOrder > MaxQtyLimit:
 		return Product{}, Invalid("max_per_order", "must be between 1 and 1000")
 	}
-	return Product{id: id, name: name, price: price, maxPerOrder: maxPerOrder, createdAt: at}, nil
+	return Product{id: id, name: name, price: price, maxPerOrder: maxPerOrder, stockDisplay: StockExact, createdAt: at}, nil
 }
 
 // ProductRecord is a product as stored; RehydrateProduct turns it back into a Product.
@@ -45,21 +48,27 @@ type ProductRecord struct {
 	Name         string
 	Price        Money
 	MaxPerOrder  int
+	Tiers        []PriceTier // nil when the product has none
+	StockDisplay StockDisplay
 	Frozen       bool
 	FrozenReason string
 	CreatedAt    time.Time
 }
 
-// RehydrateProduct rebuilds a product from storage without re-validating it.
+// RehydrateProduct rebuilds a product from storage without re-validating it. An empty stock
+// display reads as StockExact (a row stored before the setting existed).
 func RehydrateProduct(r ProductRecord) Product {
-	return Product{id: r.ID, name: r.Name, price: r.Price, maxPerOrder: r.MaxPerOrder,
-		frozen: r.Frozen, frozenReason: r.FrozenReason, createdAt: r.CreatedAt}
+	if r.StockDisplay == "" {
+		r.StockDisplay = StockExact
+	}
+	return Product{id: r.ID, name: r.Name, price: r.Price, maxPerOrder: r.MaxPerOrder, tiers: cloneTiers(r.Tiers),
+		stockDisplay: r.StockDisplay, frozen: r.Frozen, frozenReason: r.FrozenReason, createdAt: r.CreatedAt}
 }
 
 // Record returns the storable form of p.
 func (p Product) Record() ProductRecord {
-	return ProductRecord{ID: p.id, Name: p.name, Price: p.price, MaxPerOrder: p.maxPerOrder,
-		Frozen: p.frozen, FrozenReason: p.frozenReason, CreatedAt: p.createdAt}
+	return ProductRecord{ID: p.id, Name: p.name, Price: p.price, MaxPerOrder: p.maxPerOrder, Tiers: cloneTiers(p.tiers),
+		StockDisplay: p.stockDisplay, Frozen: p.frozen, FrozenReason: p.frozenReason, CreatedAt: p.createdAt}
 }
 
 // WithID returns p with the id the catalogue assigned.
@@ -71,8 +80,14 @@ func (p Product) ID() ProductID { return p.id }
 // Name returns the display name.
 func (p Product) Name() string { return p.name }
 
-// Price returns the unit price.
+// Price returns the base unit price: the price of a quantity below the first tier.
 func (p Product) Price() Money { return p.price }
+
+// Tiers returns a copy of the quantity prices, by increasing MinQty (nil when none).
+func (p Product) Tiers() []PriceTier { return cloneTiers(p.tiers) }
+
+// StockDisplay says how the public catalogue shows the product's stock.
+func (p Product) StockDisplay() StockDisplay { return p.stockDisplay }
 
 // MaxPerOrder returns the per-order quantity limit.
 func (p Product) MaxPerOrder() int { return p.maxPerOrder }
@@ -102,5 +117,133 @@ func (p Product) CheckQty(qty int) error {
 	return nil
 }
 
-// Amount returns the price of qty units.
-func (p Product) Amount(qty int) (Money, error) { return p.price.Times(qty) }
+// UnitPriceFor returns the unit price of an order of qty units: the price of the last tier
+// whose MinQty is at most qty, or the base price below the first tier.
+func (p Product) UnitPriceFor(qty int) Money {
+	price := p.price
+	for _, t := range p.tiers {
+		if qty < t.MinQty {
+			break
+		}
+		price = t.UnitPrice
+	}
+	return price
+}
+
+// Amount returns the price of qty units at the unit price for qty.
+func (p Product) Amount(qty int) (Money, error) { return p.UnitPriceFor(qty).Times(qty) }
+
+// PriceTier is a quantity price: an order of at least MinQty units pays UnitPrice per unit.
+type PriceTier struct {
+	MinQty    int
+	UnitPrice Money
+}
+
+// MaxPriceTiers bounds how many quantity prices a product may have.
+const MaxPriceTiers = 10
+
+// StockDisplay is how the public catalogue shows a product's stock.
+type StockDisplay string
+
+// The stock displays. StockLevel shows a coarse level instead of the number (StockLevelOf).
+const (
+	StockExact StockDisplay = "exact"
+	StockLevel StockDisplay = "level"
+)
+
+// ParseStockDisplay validates a stock display setting; "" is StockExact.
+func ParseStockDisplay(s string) (StockDisplay, error) {
+	switch StockDisplay(s) {
+	case "", StockExact:
+		return StockExact, nil
+	case StockLevel:
+		return StockLevel, nil
+	}
+	return "", Invalid("stock_display", `must be "exact" or "level"`)
+}
+
+// FewStockThreshold is the stock at or below which StockLevelOf says "few".
+const FewStockThreshold = 10
+
+// StockLevelOf is the coarse level shown for stock units left: "none" at 0 (or below),
+// "few" from 1 to FewStockThreshold, "plenty" above.
+func StockLevelOf(stock int64) string {
+	switch {
+	case stock <= 0:
+		return "none"
+	case stock <= FewStockThreshold:
+		return "few"
+	}
+	return "plenty"
+}
+
+// ProductRevision is the part of a product an operator may change while it is on sale. An
+// order keeps the unit price and amount it was placed with, so a revision never changes an
+// existing order.
+type ProductRevision struct {
+	Name         string
+	Price        Money
+	MaxPerOrder  int
+	Tiers        []PriceTier
+	StockDisplay StockDisplay
+}
+
+// Revision returns the product's current revisable fields (Tiers is a copy).
+func (p Product) Revision() ProductRevision {
+	return ProductRevision{Name: p.name, Price: p.price, MaxPerOrder: p.maxPerOrder, Tiers: cloneTiers(p.tiers),
+		StockDisplay: p.stockDisplay}
+}
+
+// Revise returns p with every field of r, validated as NewProduct validates them, and the
+// tiers as CheckTiers says. An empty StockDisplay is StockExact. p is unchanged.
+func (p Product) Revise(r ProductRevision) (Product, error) {
+	np, err := NewProduct(p.id, r.Name, r.Price, r.MaxPerOrder, p.createdAt)
+	if err != nil {
+		return Product{}, err
+	}
+	display, err := ParseStockDisplay(string(r.StockDisplay))
+	if err != nil {
+		return Product{}, err
+	}
+	if err := CheckTiers(r.Price, r.MaxPerOrder, r.Tiers); err != nil {
+		return Product{}, err
+	}
+	np.tiers, np.stockDisplay = cloneTiers(r.Tiers), display
+	np.frozen, np.frozenReason = p.frozen, p.frozenReason
+	return np, nil
+}
+
+// CheckTiers validates quantity prices against the base price and the per-order limit: at most
+// MaxPriceTiers tiers; MinQty at least 2 (1 is the base price), strictly increasing and at most
+// maxPerOrder (a tier nobody can order is a mistake); unit prices positive and never above the
+// price before (the base price, then the previous tier): buying more never costs more per unit,
+// as a shop's quantity discount promises. Equal prices are allowed.
+func CheckTiers(base Money, maxPerOrder int, tiers []PriceTier) error {
+	if len(tiers) > MaxPriceTiers {
+		return Invalid("tiers", "at most 10 quantity prices")
+	}
+	prevQty, prevPrice := 1, base
+	for _, t := range tiers {
+		switch {
+		case t.MinQty < 2:
+			return Invalid("tiers", "min_qty must be at least 2 (the base price applies to 1)")
+		case t.MinQty <= prevQty:
+			return Invalid("tiers", "min_qty must be strictly increasing")
+		case t.MinQty > maxPerOrder:
+			return Invalid("tiers", "min_qty must not exceed max_per_order")
+		case t.UnitPrice <= 0:
+			return Invalid("tiers", "unit_price must be a positive number of minor units")
+		case t.UnitPrice > prevPrice:
+			return Invalid("tiers", "unit_price must not exceed the price before it (the base price, then the previous tier)")
+		}
+		prevQty, prevPrice = t.MinQty, t.UnitPrice
+	}
+	return nil
+}
+
+func cloneTiers(t []PriceTier) []PriceTier {
+	if len(t) == 0 {
+		return nil
+	}
+	return slices.Clone(t)
+}

@@ -3,6 +3,7 @@ package domain_test
 import (
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +78,7 @@ func TestProductMethods(t *testing.T) {
 	if !p.Frozen() || p.FrozenReason() != "audit" {
 		t.Errorf("Freeze: %v %q", p.Frozen(), p.FrozenReason())
 	}
-	if back := domain.RehydrateProduct(p.Record()); back != p {
+	if back := domain.RehydrateProduct(p.Record()); !reflect.DeepEqual(back, p) {
 		t.Errorf("Record/RehydrateProduct do not round-trip")
 	}
 	p.Unfreeze()

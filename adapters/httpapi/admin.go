@@ -15,24 +15,39 @@ import (
 )
 
 type createProductRequest struct {
-	ID          int64  `json:"id"`
-	Name        string `json:"name"`
-	Price       int64  `json:"price"`
-	MaxPerOrder int    `json:"max_per_order"`
+	ID           int64      `json:"id"`
+	Name         string     `json:"name"`
+	Price        int64      `json:"price"`
+	MaxPerOrder  int        `json:"max_per_order"`
+	Tiers        []tierJSON `json:"tiers"`
+	StockDisplay string     `json:"stock_display"`
+}
+
+// updateProductRequest is a PATCH: an absent (or null) field is left as it is; "tiers": []
+// removes the quantity prices.
+type updateProductRequest struct {
+	Name         *string     `json:"name"`
+	Price        *int64      `json:"price"`
+	MaxPerOrder  *int        `json:"max_per_order"`
+	Tiers        *[]tierJSON `json:"tiers"`
+	StockDisplay *string     `json:"stock_display"`
 }
 
 type productResponse struct {
-	ID           int64     `json:"id"`
-	Name         string    `json:"name"`
-	Price        int64     `json:"price"`
-	MaxPerOrder  int       `json:"max_per_order"`
-	Frozen       bool      `json:"frozen"`
-	FrozenReason string    `json:"frozen_reason,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
+	ID           int64      `json:"id"`
+	Name         string     `json:"name"`
+	Price        int64      `json:"price"`
+	MaxPerOrder  int        `json:"max_per_order"`
+	Tiers        []tierJSON `json:"tiers"`
+	StockDisplay string     `json:"stock_display"`
+	Frozen       bool       `json:"frozen"`
+	FrozenReason string     `json:"frozen_reason,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
 }
 
 func newProductResponse(p domain.Product) productResponse {
 	return productResponse{ID: int64(p.ID()), Name: p.Name(), Price: int64(p.Price()), MaxPerOrder: p.MaxPerOrder(),
+		Tiers: tiersJSON(p.Tiers()), StockDisplay: string(p.StockDisplay()),
 		Frozen: p.Frozen(), FrozenReason: p.FrozenReason(), CreatedAt: p.CreatedAt()}
 }
 
@@ -41,12 +56,51 @@ func (s *Server) createProduct(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, false); err != nil {
 		return err
 	}
+	display, err := domain.ParseStockDisplay(req.StockDisplay)
+	if err != nil {
+		return err
+	}
 	p, err := s.shop.CreateProduct(c.UserContext(), application.NewProduct{ID: domain.ProductID(req.ID),
-		Name: req.Name, Price: domain.Money(req.Price), MaxPerOrder: req.MaxPerOrder})
+		Name: req.Name, Price: domain.Money(req.Price), MaxPerOrder: req.MaxPerOrder,
+		Tiers: domainTiers(req.Tiers), StockDisplay: display})
 	if err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(newProductResponse(p))
+}
+
+// updateProduct changes a product, on sale or not; existing orders keep their prices.
+func (s *Server) updateProduct(c *fiber.Ctx) error {
+	id, err := productParam(c)
+	if err != nil {
+		return err
+	}
+	var req updateProductRequest
+	if err := s.decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	var patch application.ProductPatch
+	patch.Name, patch.MaxPerOrder = req.Name, req.MaxPerOrder
+	if req.Price != nil {
+		price := domain.Money(*req.Price)
+		patch.Price = &price
+	}
+	if req.Tiers != nil {
+		tiers := domainTiers(*req.Tiers)
+		patch.Tiers = &tiers
+	}
+	if req.StockDisplay != nil {
+		display, err := domain.ParseStockDisplay(*req.StockDisplay)
+		if err != nil || *req.StockDisplay == "" {
+			return domain.Invalid("stock_display", `must be "exact" or "level"`)
+		}
+		patch.StockDisplay = &display
+	}
+	p, err := s.shop.UpdateProduct(c.UserContext(), id, patch)
+	if err != nil {
+		return err
+	}
+	return c.JSON(newProductResponse(p))
 }
 
 func (s *Server) listProducts(c *fiber.Ctx) error {

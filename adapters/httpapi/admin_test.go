@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestAdminProducts(t *testing.T) {
 	wantStatus(t, r, 200)
 	var got productJSON
 	r.decode(t, &got)
-	if got != p {
+	if !reflect.DeepEqual(got, p) {
 		t.Fatalf("get %+v, want %+v", got, p)
 	}
 	for _, bad := range []string{"999", "0", "-1", "abc", "1.5", "99999999999999999999"} {

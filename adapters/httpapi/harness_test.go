@@ -199,13 +199,20 @@ func (h *harness) admin(method, target, body string) resp {
 }
 
 type productJSON struct {
-	ID           int64     `json:"id"`
-	Name         string    `json:"name"`
-	Price        int64     `json:"price"`
-	MaxPerOrder  int       `json:"max_per_order"`
-	Frozen       bool      `json:"frozen"`
-	FrozenReason string    `json:"frozen_reason"`
-	CreatedAt    time.Time `json:"created_at"`
+	ID           int64      `json:"id"`
+	Name         string     `json:"name"`
+	Price        int64      `json:"price"`
+	MaxPerOrder  int        `json:"max_per_order"`
+	Tiers        []tierJSON `json:"tiers"`
+	StockDisplay string     `json:"stock_display"`
+	Frozen       bool       `json:"frozen"`
+	FrozenReason string     `json:"frozen_reason"`
+	CreatedAt    time.Time  `json:"created_at"`
+}
+
+type tierJSON struct {
+	MinQty    int   `json:"min_qty"`
+	UnitPrice int64 `json:"unit_price"`
 }
 
 type orderJSON struct {

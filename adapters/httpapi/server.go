@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -54,6 +55,7 @@ type Server struct {
 	log    *slog.Logger
 
 	limiterWarnings limiterWarnings
+	rendered        atomic.Pointer[renderedCatalogue] // the public catalogue, encoded
 }
 
 // New builds the Fiber app with every route. The app streams request bodies (so a large code
@@ -100,6 +102,12 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 	// callback is left out by construction (see RateLimits); it runs before the token check,
 	// so guessing tokens is limited too.
 	api := app.Group("/api")
+	// The public catalogue: no token, and no per-IP limit. An answer costs a look-up in memory
+	// (the snapshot refreshes by time, never per request), so refusing a burst saves nothing,
+	// while a limit would refuse a storefront's servers or a CDN's edges that share addresses
+	// during the very rush it is meant for.
+	api.Get("/products", s.listCatalogue)
+	api.Get("/products/:id", s.getCatalogueProduct)
 	api.Post("/order", s.limitIP, s.buyer, s.limitBuyer, s.placeOrder)
 	api.Get("/orders/:order_no", s.limitIP, s.buyer, s.getOrder)
 	api.Post("/orders/:order_no/payment", s.limitIP, s.buyer, s.createPayment)
@@ -118,6 +126,7 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 	admin.Post("/products", s.createProduct)
 	admin.Get("/products", s.listProducts)
 	admin.Get("/products/:id", s.getProduct)
+	admin.Patch("/products/:id", s.updateProduct)
 	admin.Post("/products/:id/codes", s.importCodes)
 	admin.Post("/products/:id/freeze", s.freezeProduct)
 	admin.Post("/products/:id/unfreeze", s.unfreezeProduct)

@@ -313,6 +313,20 @@ func (g *Gate) Levels(_ context.Context, p domain.ProductID) (domain.GateLevels,
 	return domain.GateLevels{Stock: c.stock, Sold: c.sold, Frozen: c.frozen}, true, nil
 }
 
+// LevelsMany returns the counters of the products the gate has counters for, read under one
+// lock.
+func (g *Gate) LevelsMany(_ context.Context, ids []domain.ProductID) (map[domain.ProductID]domain.GateLevels, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[domain.ProductID]domain.GateLevels, len(ids))
+	for _, p := range ids {
+		if c := g.products[p]; c.exists {
+			out[p] = domain.GateLevels{Stock: c.stock, Sold: c.sold, Frozen: c.frozen}
+		}
+	}
+	return out, nil
+}
+
 // SetFrozen sets the product's frozen flag, even before the product has counters.
 func (g *Gate) SetFrozen(_ context.Context, p domain.ProductID, frozen bool) error {
 	g.mu.Lock()

@@ -79,3 +79,21 @@ func (c productCatalog) SetFrozen(_ context.Context, id domain.ProductID, frozen
 	put(c.s, c.s.data.products, id, p)
 	return nil
 }
+
+func (c productCatalog) Update(_ context.Context, p domain.Product) error {
+	release, err := c.s.acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	stored, ok := c.s.data.products[p.ID()]
+	if !ok {
+		return fmt.Errorf("update product %d: %w", p.ID(), domain.ErrProductNotFound)
+	}
+	revised, err := stored.Revise(p.Revision())
+	if err != nil {
+		return fmt.Errorf("update product %d: %w", p.ID(), err)
+	}
+	put(c.s, c.s.data.products, p.ID(), revised)
+	return nil
+}

@@ -14,7 +14,7 @@ import (
 func (m *Metrics) Gate(g domain.StockGate) domain.StockGate {
 	op := func(name string) prometheus.Observer { return m.gate.WithLabelValues(name) }
 	return &timedGate{g: g,
-		reserve: op("Reserve"), cancel: op("Cancel"), apply: op("Apply"), levels: op("Levels"),
+		reserve: op("Reserve"), cancel: op("Cancel"), apply: op("Apply"), levels: op("Levels"), levelsMany: op("LevelsMany"),
 		rebuild: op("Rebuild"), setFrozen: op("SetFrozen"), holds: op("Holds"), forget: op("Forget"),
 		releaseOrphan: op("ReleaseOrphan"), beginRebuild: op("BeginRebuild"), finishRebuild: op("FinishRebuild"),
 		abortRebuild: op("AbortRebuild")}
@@ -25,7 +25,7 @@ func (m *Metrics) Gate(g domain.StockGate) domain.StockGate {
 type timedGate struct {
 	g                                                  domain.StockGate
 	reserve, cancel, apply, levels, rebuild, setFrozen prometheus.Observer
-	holds, forget, releaseOrphan                       prometheus.Observer
+	holds, forget, releaseOrphan, levelsMany           prometheus.Observer
 	beginRebuild, finishRebuild, abortRebuild          prometheus.Observer
 }
 
@@ -49,6 +49,11 @@ func (t *timedGate) Apply(ctx context.Context, c domain.GateChange) (bool, error
 func (t *timedGate) Levels(ctx context.Context, p domain.ProductID) (domain.GateLevels, bool, error) {
 	defer since(t.levels, time.Now())
 	return t.g.Levels(ctx, p)
+}
+
+func (t *timedGate) LevelsMany(ctx context.Context, ids []domain.ProductID) (map[domain.ProductID]domain.GateLevels, error) {
+	defer since(t.levelsMany, time.Now())
+	return t.g.LevelsMany(ctx, ids)
 }
 
 func (t *timedGate) Rebuild(ctx context.Context, p domain.ProductID, l domain.GateLevels) error {

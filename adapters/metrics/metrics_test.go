@@ -104,8 +104,11 @@ func TestGatePassesThroughAndTimes(t *testing.T) {
 	if _, ok, _ := g.Levels(ctx, 99); ok {
 		t.Fatal("levels of an unknown product: ok")
 	}
+	if many, err := g.LevelsMany(ctx, []domain.ProductID{p, 99}); err != nil || len(many) != 1 || many[p] != l {
+		t.Fatalf("levels many: %+v %v, want only %d with %+v", many, err, p, l)
+	}
 
-	for op, want := range map[string]uint64{"Reserve": 3, "Cancel": 1, "Apply": 1, "Levels": 2, "Rebuild": 1,
+	for op, want := range map[string]uint64{"Reserve": 3, "Cancel": 1, "Apply": 1, "Levels": 2, "LevelsMany": 1, "Rebuild": 1,
 		"SetFrozen": 1, "Holds": 1, "Forget": 1, "ReleaseOrphan": 1} {
 		if got := histogramCount(t, m.Registry(), "cardshop_gate_duration_seconds", "op", op); got != want {
 			t.Errorf("op %s: %d observations, want %d", op, got, want)

@@ -147,11 +147,12 @@ func TestMigrationMakesCodesUniqueAcrossThePool(t *testing.T) {
 			}
 		}
 	}
+	// Every migration but 0004, so that the store of this version can write the products; the
+	// others touch neither card_stock's keys nor what 0004 reads.
 	for _, v := range migrations.Versions() {
-		if v >= "0004" {
-			break
+		if v != "0004_code_unique" {
+			apply(v)
 		}
-		apply(v)
 	}
 	k := keyring(t, testKeyOld)
 	l := mysqlstore.New(db, k)

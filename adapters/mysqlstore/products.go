@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,17 +19,54 @@ type productRow struct {
 	Name         string    `bun:"name"`
 	Price        int64     `bun:"price"`
 	MaxPerOrder  int       `bun:"max_per_order"`
+	PriceTiers   string    `bun:"price_tiers"`
+	StockDisplay string    `bun:"stock_display"`
 	Frozen       bool      `bun:"frozen"`
 	FrozenReason string    `bun:"frozen_reason"`
 	CreatedAt    time.Time `bun:"created_at"`
 }
 
-const productColumns = "id, name, price, max_per_order, frozen, frozen_reason, created_at"
+const productColumns = "id, name, price, max_per_order, price_tiers, stock_display, frozen, frozen_reason, created_at"
 
-func (r productRow) product() domain.Product {
+// tierJSON is one quantity price as the price_tiers column stores it.
+type tierJSON struct {
+	MinQty    int   `json:"min_qty"`
+	UnitPrice int64 `json:"unit_price"`
+}
+
+func encodeTiers(tiers []domain.PriceTier) string {
+	out := make([]tierJSON, len(tiers))
+	for i, t := range tiers {
+		out[i] = tierJSON{MinQty: t.MinQty, UnitPrice: int64(t.UnitPrice)}
+	}
+	b, _ := json.Marshal(out) // a slice of plain structs always encodes
+	return string(b)
+}
+
+func decodeTiers(s string) ([]domain.PriceTier, error) {
+	var in []tierJSON
+	if err := json.Unmarshal([]byte(s), &in); err != nil {
+		return nil, fmt.Errorf("price_tiers %q: %w", s, err)
+	}
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]domain.PriceTier, len(in))
+	for i, t := range in {
+		out[i] = domain.PriceTier{MinQty: t.MinQty, UnitPrice: domain.Money(t.UnitPrice)}
+	}
+	return out, nil
+}
+
+func (r productRow) product() (domain.Product, error) {
+	tiers, err := decodeTiers(r.PriceTiers)
+	if err != nil {
+		return domain.Product{}, fmt.Errorf("product %d: %w", r.ID, err)
+	}
 	return domain.RehydrateProduct(domain.ProductRecord{ID: domain.ProductID(r.ID), Name: r.Name,
-		Price: domain.Money(r.Price), MaxPerOrder: r.MaxPerOrder, Frozen: r.Frozen,
-		FrozenReason: r.FrozenReason, CreatedAt: r.CreatedAt})
+		Price: domain.Money(r.Price), MaxPerOrder: r.MaxPerOrder, Tiers: tiers,
+		StockDisplay: domain.StockDisplay(r.StockDisplay), Frozen: r.Frozen,
+		FrozenReason: r.FrozenReason, CreatedAt: r.CreatedAt}), nil
 }
 
 // Create lets AUTO_INCREMENT assign a zero id.
@@ -43,8 +81,9 @@ func (c productCatalog) Create(ctx context.Context, p domain.Product) (domain.Pr
 	}
 	op := fmt.Sprintf("create product %d", r.ID)
 	res, err := c.s.exec(ctx, op,
-		"INSERT INTO products ("+productColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)",
-		id, r.Name, int64(r.Price), r.MaxPerOrder, r.Frozen, r.FrozenReason, r.CreatedAt.UTC())
+		"INSERT INTO products ("+productColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		id, r.Name, int64(r.Price), r.MaxPerOrder, encodeTiers(r.Tiers), string(r.StockDisplay), r.Frozen,
+		r.FrozenReason, r.CreatedAt.UTC())
 	if _, dup := duplicateKey(err); dup {
 		return domain.Product{}, fmt.Errorf("%s: %w", op, domain.ErrProductExists)
 	}
@@ -71,7 +110,7 @@ func (c productCatalog) Product(ctx context.Context, id domain.ProductID) (domai
 	if err != nil {
 		return domain.Product{}, err
 	}
-	return row.product(), nil
+	return row.product()
 }
 
 func (c productCatalog) Products(ctx context.Context) ([]domain.Product, error) {
@@ -81,7 +120,11 @@ func (c productCatalog) Products(ctx context.Context) ([]domain.Product, error) 
 	}
 	out := make([]domain.Product, len(rows))
 	for i, r := range rows {
-		out[i] = r.product()
+		p, err := r.product()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
 	}
 	return out, nil
 }
@@ -100,6 +143,28 @@ func (c productCatalog) SetFrozen(ctx context.Context, id domain.ProductID, froz
 	// Zero rows changed: either no such product, or it already had these values.
 	var exists int
 	err = c.s.get(ctx, op, &exists, "SELECT 1 FROM products WHERE id = ?", int64(id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", op, domain.ErrProductNotFound)
+	}
+	return err
+}
+
+func (c productCatalog) Update(ctx context.Context, p domain.Product) error {
+	r := p.Record()
+	op := fmt.Sprintf("update product %d", r.ID)
+	n, err := c.s.execN(ctx, op, "UPDATE products SET name = ?, price = ?, max_per_order = ?, price_tiers = ?, stock_display = ? WHERE id = ?",
+		r.Name, int64(r.Price), r.MaxPerOrder, encodeTiers(r.Tiers), string(r.StockDisplay), int64(r.ID))
+	if err != nil || n == 1 {
+		return err
+	}
+	return c.exists(ctx, op, r.ID)
+}
+
+// exists tells an UPDATE that changed no row because the values were already stored (nil)
+// from one of an unknown product (ErrProductNotFound).
+func (c productCatalog) exists(ctx context.Context, op string, id domain.ProductID) error {
+	var one int
+	err := c.s.get(ctx, op, &one, "SELECT 1 FROM products WHERE id = ?", int64(id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s: %w", op, domain.ErrProductNotFound)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -71,7 +72,7 @@ func wantProduct(t *testing.T, l domain.Store, want domain.Product) {
 	if err != nil {
 		t.Fatalf("Product(%d): %v", want.ID(), err)
 	}
-	if productRecord(got) != productRecord(want) {
+	if !reflect.DeepEqual(productRecord(got), productRecord(want)) {
 		t.Fatalf("Product(%d) = %+v, want %+v", want.ID(), productRecord(got), productRecord(want))
 	}
 }

@@ -2,6 +2,7 @@ package porttest
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -16,6 +17,11 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		l := newLedger(t)
 		p, err := domain.NewProduct(0, "porttest assigned", 250, 5, now())
 		if err != nil {
+			t.Fatal(err)
+		}
+		r := p.Revision()
+		r.Tiers, r.StockDisplay = []domain.PriceTier{{MinQty: 3, UnitPrice: 200}}, domain.StockLevel
+		if p, err = p.Revise(r); err != nil {
 			t.Fatal(err)
 		}
 		created, err := l.Products().Create(t.Context(), p)
@@ -64,7 +70,7 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			if i < 0 {
 				t.Fatalf("Products lacks product %d", want.ID())
 			}
-			if got := productRecord(all[i]); got != productRecord(want) {
+			if got := productRecord(all[i]); !reflect.DeepEqual(got, productRecord(want)) {
 				t.Fatalf("Products has %+v, want %+v", got, productRecord(want))
 			}
 		}
@@ -83,5 +89,37 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			t.Fatal(err)
 		}
 		wantProduct(t, l, p)
+	})
+
+	t.Run("update stores the revisable fields and keeps the sale state", func(t *testing.T) {
+		l := newLedger(t)
+		p := createProduct(t, l)
+		if err := l.Products().SetFrozen(t.Context(), p.ID(), true, "audit"); err != nil {
+			t.Fatal(err)
+		}
+		r := p.Revision()
+		r.Name, r.Price, r.MaxPerOrder, r.StockDisplay = "porttest revised", 700, 50, domain.StockLevel
+		r.Tiers = []domain.PriceTier{{MinQty: 10, UnitPrice: 650}, {MinQty: 50, UnitPrice: 600}}
+		revised, err := p.Revise(r) // p is unfrozen here: Update must not store that
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Products().Update(t.Context(), revised); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := p.Revise(r)
+		want.Freeze("audit")
+		wantProduct(t, l, want)
+		r.Tiers = nil
+		plain, _ := p.Revise(r)
+		if err := l.Products().Update(t.Context(), plain); err != nil {
+			t.Fatal(err)
+		}
+		want, _ = p.Revise(r)
+		want.Freeze("audit")
+		wantProduct(t, l, want)
+		if err := l.Products().Update(t.Context(), plain.WithID(NewProductID())); !errors.Is(err, domain.ErrProductNotFound) {
+			t.Fatalf("Update(unknown): err = %v, want ErrProductNotFound", err)
+		}
 	})
 }

@@ -16,6 +16,47 @@ import (
 // sleep, about 2.5 s in all).
 func RunStockGate(t *testing.T, newGate func(t *testing.T) domain.StockGate, opts ...StockGateOption) {
 
+	t.Run("LevelsMany reads the known products as Levels does", func(t *testing.T) {
+		g := newGate(t)
+		// Enough products to land on every node of a cluster.
+		var ids []domain.ProductID
+		want := map[domain.ProductID]domain.GateLevels{}
+		for i := range 12 {
+			p := NewProductID()
+			ids = append(ids, p)
+			l := domain.GateLevels{Stock: int64(i * 3), Sold: int64(i), Frozen: i%4 == 1}
+			rebuild(t, g, p, l)
+			want[p] = l
+		}
+		r := newReservation(ids[2], 2)
+		if res := reserve(t, g, r); res.Outcome != domain.Reserved {
+			t.Fatalf("Reserve = %s", describe(res))
+		}
+		want[ids[2]] = domain.GateLevels{Stock: want[ids[2]].Stock - 2, Sold: want[ids[2]].Sold + 2}
+		unknown, frozenOnly := NewProductID(), NewProductID()
+		if err := g.SetFrozen(t.Context(), frozenOnly, true); err != nil {
+			t.Fatal(err)
+		}
+		got, err := g.LevelsMany(t.Context(), append(append([]domain.ProductID{unknown}, ids...), frozenOnly, ids[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("LevelsMany returned %d products, want the %d known ones (not %d, %d)", len(got), len(want), unknown, frozenOnly)
+		}
+		for p, l := range want {
+			if got[p] != l {
+				t.Errorf("LevelsMany[%d] = %+v, want %+v", p, got[p], l)
+			}
+			if one, ok, err := g.Levels(t.Context(), p); err != nil || !ok || one != got[p] {
+				t.Errorf("Levels(%d) = %+v (ok %v, err %v), LevelsMany %+v", p, one, ok, err, got[p])
+			}
+		}
+		if none, err := g.LevelsMany(t.Context(), nil); err != nil || len(none) != 0 {
+			t.Fatalf("LevelsMany(nil) = %v, %v; want an empty map", none, err)
+		}
+	})
+
 	t.Run("missing product is GateMissing and never reserves", func(t *testing.T) {
 		g, p := newGate(t), NewProductID()
 		r := newReservation(p, 1)

@@ -321,6 +321,43 @@ func (g *Gate) Levels(ctx context.Context, p domain.ProductID) (domain.GateLevel
 	if err != nil {
 		return domain.GateLevels{}, false, wrap("levels", err)
 	}
+	return parseLevels(vals)
+}
+
+// LevelsMany reads every product's counters with one MGET per product (its keys share a slot),
+// all sent in one pipeline: one round trip on a standalone Redis. On a Redis Cluster go-redis
+// splits the pipeline by node and sends the parts in parallel, so it is one round trip per node
+// holding some of the products, still independent of the number of requests it serves. An
+// error reaching Redis wraps domain.ErrUnavailable.
+func (g *Gate) LevelsMany(ctx context.Context, ids []domain.ProductID) (map[domain.ProductID]domain.GateLevels, error) {
+	out := make(map[domain.ProductID]domain.GateLevels, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cmds := make([]*redis.SliceCmd, len(ids))
+	_, err := g.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, p := range ids {
+			cmds[i] = pipe.MGet(ctx, stockKey(p), soldKey(p), frozenKey(p))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("levels many", err)
+	}
+	for i, p := range ids {
+		l, ok, err := parseLevels(cmds[i].Val())
+		if err != nil {
+			return nil, fmt.Errorf("product %d: %w", p, err)
+		}
+		if ok {
+			out[p] = l
+		}
+	}
+	return out, nil
+}
+
+// parseLevels reads the values of MGET stock, sold, frozen.
+func parseLevels(vals []any) (domain.GateLevels, bool, error) {
 	if len(vals) != 3 {
 		return domain.GateLevels{}, false, fmt.Errorf("redis gate levels: MGET answered %d values, want 3", len(vals))
 	}
@@ -328,6 +365,7 @@ func (g *Gate) Levels(ctx context.Context, p domain.ProductID) (domain.GateLevel
 	if vals[0] == nil {
 		return l, false, nil
 	}
+	var err error
 	if l.Stock, err = counter(vals[0]); err != nil {
 		return domain.GateLevels{}, false, fmt.Errorf("redis gate levels: stock: %w", err)
 	}
