@@ -295,7 +295,8 @@ func caseOtherMerchant(e *payEnv, k payKit) {
 	since := e.lastNotificationID()
 	refused, genuine, why := k.otherMerchant(o.OrderNo)
 	if why != "" {
-		e.t.Skipf("%s: %s", k.name(), why)
+		e.t.Logf("does not apply to %s: %s", k.name(), why)
+		return
 	}
 	for _, d := range refused {
 		e.wantRefused(k, d)
@@ -454,7 +455,8 @@ func caseRefund(e *payEnv, k payKit) {
 func caseRefundRefused(e *payEnv, k payKit) {
 	o := e.paidOrder(k)
 	if why := k.refuseRefunds(true); why != "" {
-		e.t.Skipf("%s: %s", k.name(), why)
+		e.t.Logf("does not apply to %s: %s", k.name(), why)
+		return
 	}
 	defer k.refuseRefunds(false)
 	e.refundFails(o.OrderNo, 409, "refund_refused")
@@ -479,7 +481,8 @@ func caseRefundRefused(e *payEnv, k payKit) {
 func caseRefundTimeout(e *payEnv, k payKit) {
 	o := e.paidOrder(k)
 	if why := k.refundOutage(true); why != "" {
-		e.t.Skipf("%s: %s", k.name(), why)
+		e.t.Logf("does not apply to %s: %s", k.name(), why)
+		return
 	}
 	defer k.refundOutage(false)
 	e.refundFails(o.OrderNo, 503, "service_unavailable")
@@ -509,7 +512,8 @@ func caseRefundTimeout(e *payEnv, k payKit) {
 // (WeChat Pay REFUND.SUCCESS, Stripe refund.updated) makes the order REFUNDED.
 func caseRefundPending(e *payEnv, k payKit) {
 	if why := k.pendingRefunds(true); why != "" {
-		e.t.Skipf("%s: %s", k.name(), why)
+		e.t.Logf("does not apply to %s: %s", k.name(), why)
+		return
 	}
 	defer k.pendingRefunds(false)
 	o := e.paidOrder(k)
@@ -552,7 +556,8 @@ func caseRefundRacesLatePayment(e *payEnv, k payKit) {
 	e.createPayment(o.OrderNo, k.name(), 201)
 	late, why := k.payLate(o.OrderNo)
 	if why != "" {
-		e.t.Skipf("%s: %s", k.name(), why)
+		e.t.Logf("does not apply to %s: %s", k.name(), why)
+		return
 	}
 	k.outage(true)
 	defer k.outage(false)
