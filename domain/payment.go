@@ -87,6 +87,26 @@ type Payment struct {
 	UpdatedAt    time.Time
 }
 
+// Check refuses what a stored payment cannot be: no order or provider, an unknown status, a
+// currency the shop does not know (or with another exponent than its own), an amount that is
+// not positive, or no creation time. Both stores call it, so they refuse the same payments.
+func (p Payment) Check() error {
+	switch {
+	case p.OrderNo == "" || p.Provider == "":
+		return Invalid("payment", "order and provider required")
+	case p.Status.String() == "UNKNOWN":
+		return Invalid("payment_status", "unknown")
+	case p.Amount <= 0:
+		return Invalid("amount", "must be a positive number of minor units")
+	case p.CreatedAt.IsZero():
+		return Invalid("created_at", "required")
+	}
+	if c, err := ParseCurrency(p.Currency.Code); err != nil || c != p.Currency {
+		return Invalid("currency", "not a currency the shop supports")
+	}
+	return nil
+}
+
 // RefundNoOf is the first refund number of an order's payment: every retry of that refund (a
 // timeout, a lost answer, a second operator) sends it again, so it is the same refund at the
 // provider.

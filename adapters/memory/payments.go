@@ -11,29 +11,10 @@ import (
 
 type paymentRepo struct{ s *store }
 
-// checkPayment refuses what a payment cannot be, as the database's columns do: no order or
-// provider, an unknown status, a currency the shop does not know (or with another exponent
-// than its own), an amount that is not positive, or no creation time.
-func checkPayment(p domain.Payment) error {
-	switch {
-	case p.OrderNo == "" || p.Provider == "":
-		return domain.Invalid("payment", "order and provider required")
-	case p.Status.String() == "UNKNOWN":
-		return domain.Invalid("payment_status", "unknown")
-	case p.Amount <= 0:
-		return domain.Invalid("amount", "must be a positive number of minor units")
-	case p.CreatedAt.IsZero():
-		return domain.Invalid("created_at", "required")
-	}
-	if c, err := domain.ParseCurrency(p.Currency.Code); err != nil || c != p.Currency {
-		return domain.Invalid("currency", "not a currency the shop supports")
-	}
-	return nil
-}
 
 // Create stores a zero UpdatedAt as the creation time.
 func (r paymentRepo) Create(_ context.Context, p domain.Payment) error {
-	if err := checkPayment(p); err != nil {
+	if err := p.Check(); err != nil {
 		return err
 	}
 	release, err := r.s.acquire()
@@ -88,7 +69,7 @@ func (r paymentRepo) OfOrder(_ context.Context, no domain.OrderNo) ([]domain.Pay
 // zero one is p's CreatedAt); it refuses to change the amount or the currency, and keeps the
 // stored creation time.
 func (r paymentRepo) Transition(_ context.Context, p domain.Payment, from domain.PaymentStatus) (bool, error) {
-	if err := checkPayment(p); err != nil {
+	if err := p.Check(); err != nil {
 		return false, err
 	}
 	release, err := r.s.acquire()

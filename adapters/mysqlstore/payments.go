@@ -48,25 +48,6 @@ func (r paymentRow) payment() (domain.Payment, error) {
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
 }
 
-// checkPayment refuses what a payment row cannot hold: no order or provider, an unknown
-// status, a currency the shop does not know (or with another exponent than its own), an
-// amount that is not positive, or no creation time.
-func checkPayment(p domain.Payment) error {
-	switch {
-	case p.OrderNo == "" || p.Provider == "":
-		return domain.Invalid("payment", "order and provider required")
-	case p.Status.String() == "UNKNOWN":
-		return domain.Invalid("payment_status", "unknown")
-	case p.Amount <= 0:
-		return domain.Invalid("amount", "must be a positive number of minor units")
-	case p.CreatedAt.IsZero():
-		return domain.Invalid("created_at", "required")
-	}
-	if c, err := domain.ParseCurrency(p.Currency.Code); err != nil || c != p.Currency {
-		return domain.Invalid("currency", "not a currency the shop supports")
-	}
-	return nil
-}
 
 // updatedAt is the time a write stores as updated_at: a zero UpdatedAt is the creation time.
 func updatedAt(p domain.Payment) time.Time {
@@ -79,7 +60,7 @@ func updatedAt(p domain.Payment) time.Time {
 // Create is one INSERT; the primary key (order_no, provider) refuses a second payment of the
 // order at the provider, whoever races to write it.
 func (r paymentRepo) Create(ctx context.Context, p domain.Payment) error {
-	if err := checkPayment(p); err != nil {
+	if err := p.Check(); err != nil {
 		return err
 	}
 	op := fmt.Sprintf("create payment of %s at %s", p.OrderNo, p.Provider)
@@ -130,7 +111,7 @@ func (r paymentRepo) OfOrder(ctx context.Context, no domain.OrderNo) ([]domain.P
 // may not change them, and created_at is never written. Only when nothing changed does it
 // read the row, to tell an unknown payment, a lost race and a change of amount apart.
 func (r paymentRepo) Transition(ctx context.Context, p domain.Payment, from domain.PaymentStatus) (bool, error) {
-	if err := checkPayment(p); err != nil {
+	if err := p.Check(); err != nil {
 		return false, err
 	}
 	op := fmt.Sprintf("transition payment of %s at %s from %s to %s", p.OrderNo, p.Provider, from, p.Status)
