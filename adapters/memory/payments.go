@@ -11,7 +11,6 @@ import (
 
 type paymentRepo struct{ s *store }
 
-
 // Create stores a zero UpdatedAt as the creation time.
 func (r paymentRepo) Create(_ context.Context, p domain.Payment) error {
 	if err := p.Check(); err != nil {

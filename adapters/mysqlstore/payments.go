@@ -48,7 +48,6 @@ func (r paymentRow) payment() (domain.Payment, error) {
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
 }
 
-
 // updatedAt is the time a write stores as updated_at: a zero UpdatedAt is the creation time.
 func updatedAt(p domain.Payment) time.Time {
 	if p.UpdatedAt.IsZero() {
