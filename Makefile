@@ -75,11 +75,23 @@ soak: services ## the concurrent history test on memory and on Redis+MariaDB+Rab
 	case "$$d" in *[0-9]s) s=$$n;; *[0-9]m) s=$$((n*60));; *[0-9]h) s=$$((n*3600));; *) echo "DURATION=$$d: want a whole number of s, m or h, e.g. 10m"; exit 2;; esac; \
 	HISTORY_DURATION=$$d $(GO) test -race -count=1 -v -run '^TestConcurrentHistory' -timeout $$((2*s+600))s ./application/ ./bootstrap/
 
+# A duration -fuzztime can end in a bare "context deadline exceeded" with no failing input: a
+# race in Go 1.26's fuzz coordinator (golang/go#75804, fixed in Go 1.27). Only that case is run
+# a second time; a failing input, a panic or any other failure fails at once.
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; \
+	    echo "== $$pkg $$f"; \
+	    for try in 1 2; do \
+	      out=$$($(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-30s} $$pkg 2>&1); rc=$$?; echo "$$out"; \
+	      [ $$rc -eq 0 ] && break; \
+	      if [ $$try -eq 1 ] && echo "$$out" | grep -q 'context deadline exceeded' && \
+	         ! echo "$$out" | grep -qE 'Failing input written|panic:' ; then \
+	        echo "   (no failing input: the fuzz coordinator's deadline race, golang/go#75804; running $$f again)"; continue; \
+	      fi; \
+	      exit 1; \
+	    done; \
 	  done; \
 	done
 
