@@ -32,11 +32,12 @@ const maxUnsentChanges = 100_000
 //     orders are still being written, or never will be: they keep being tracked, and their
 //     Cancel or release returns exactly those units); stock = live codes - sold; the unsent
 //     changes the snapshot counts are marked applied, so the relay's Apply of them changes
-//     nothing, while changes committed after the snapshot are applied once as usual. The
+//     nothing, while changes committed after the snapshot are applied once as usual; the
+//     holds the snapshot counts stop being tracked (their units follow their orders). The
 //     frozen flag is set if the catalogue says frozen and never cleared (a freeze that landed
 //     during the rebuild stands). Then the fence is lifted.
 //
-// The counted holds are forgotten afterwards (their units follow their orders). When the gate
+// When the gate
 // had lost the product (Redis restarted empty), reservations taken before the loss are gone
 // with it; rebuildGateLater waits Config.RebuildDelay for their orders first.
 //
@@ -48,7 +49,7 @@ func (s *Shop) RebuildGate(ctx context.Context, p domain.Product) error {
 	if err != nil {
 		return fmt.Errorf("rebuild gate: fence: %w", err)
 	}
-	plan, counted, err := s.rebuildPlan(ctx, p.ID(), holds)
+	plan, err := s.rebuildPlan(ctx, p.ID(), holds)
 	if err == nil {
 		plan.Token = token
 		err = s.gate.FinishRebuild(ctx, p.ID(), plan)
@@ -61,25 +62,17 @@ func (s *Shop) RebuildGate(ctx context.Context, p domain.Product) error {
 		}
 		return fmt.Errorf("rebuild gate: %w", err)
 	}
-	if len(counted) > 0 {
-		if err := s.gate.Forget(ctx, p.ID(), counted); err != nil {
-			s.log.WarnContext(ctx, "counted holds not forgotten; the orphan sweep forgets them", "product", p.ID(), "err", err)
-		}
-	}
 	s.log.InfoContext(ctx, "gate rebuilt from the ledger", "product", p.ID(), "stock", plan.Levels.Stock,
-		"sold", plan.Levels.Sold, "holds_in_flight", len(holds)-len(counted), "changes_counted", len(plan.Counted))
+		"sold", plan.Levels.Sold, "holds_in_flight", len(holds)-len(plan.Drop), "changes_counted", len(plan.Counted))
 	return nil
 }
 
 // rebuildPlan reads, in one snapshot of the ledger, what the product's gate must hold (see
-// RebuildGate), and returns the holds whose orders the snapshot already counts.
-func (s *Shop) rebuildPlan(ctx context.Context, id domain.ProductID, holds []domain.Hold) (domain.RebuildPlan, []domain.OrderNo, error) {
-	var (
-		plan    domain.RebuildPlan
-		counted []domain.OrderNo
-	)
+// RebuildGate), with the holds whose orders the snapshot already counts in Drop.
+func (s *Shop) rebuildPlan(ctx context.Context, id domain.ProductID, holds []domain.Hold) (domain.RebuildPlan, error) {
+	var plan domain.RebuildPlan
 	err := s.ledger.Snapshot(ctx, func(tx domain.Store) error {
-		plan, counted = domain.RebuildPlan{}, nil
+		plan = domain.RebuildPlan{}
 		p, err := tx.Products().Product(ctx, id)
 		if err != nil {
 			return err
@@ -115,7 +108,7 @@ func (s *Shop) rebuildPlan(ctx context.Context, id domain.ProductID, holds []dom
 		var inFlight int64
 		for _, h := range holds {
 			if settled[h.OrderNo] {
-				counted = append(counted, h.OrderNo)
+				plan.Drop = append(plan.Drop, h.OrderNo)
 			} else {
 				inFlight += int64(h.Qty)
 			}
@@ -129,7 +122,7 @@ func (s *Shop) rebuildPlan(ctx context.Context, id domain.ProductID, holds []dom
 	if err != nil && !errors.Is(err, domain.ErrUnavailable) && !errors.Is(err, domain.ErrProductNotFound) {
 		err = fmt.Errorf("read the ledger: %w", err)
 	}
-	return plan, counted, err
+	return plan, err
 }
 
 // rebuildGateLater answers a gate that has lost a product (Redis restarted or was flushed:

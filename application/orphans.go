@@ -58,7 +58,7 @@ func (s *Shop) sweepOrphansOf(ctx context.Context, p domain.ProductID, now time.
 		if len(holds) == 0 {
 			return released, nil
 		}
-		settled, err := s.settledHolds(ctx, holds)
+		settled, err := settledIn(ctx, s.ledger, holds)
 		if err != nil {
 			return released, fmt.Errorf("sweep orphans of product %d: look orders up: %w", p, err)
 		}
@@ -99,16 +99,11 @@ func (s *Shop) sweepOrphansOf(ctx context.Context, p domain.ProductID, now time.
 	}
 }
 
-// settledHolds reports, for each hold, whether its units already follow an order in the ledger:
-// a keyed hold's order exists (one Existing query per chunk); a late hold's order is PAID, or
-// REFUNDED after having been PAID. Read in the order given, a hold reported unsettled may
-// have settled by the time it is released; the holds passed are Config.OrphanAfter old, far
-// older than any request.
-func (s *Shop) settledHolds(ctx context.Context, holds []domain.Hold) (map[domain.OrderNo]bool, error) {
-	return settledIn(ctx, s.ledger, holds)
-}
-
-// settledIn is settledHolds read through st (the ledger, or a rebuild's snapshot).
+// settledIn reports, for each hold, whether its units already follow an order in st (the
+// ledger, or a rebuild's snapshot): a keyed hold's order exists (one Existing query per chunk);
+// a late hold's order is PAID, or REFUNDED after having been PAID. Read in the order given, a
+// hold reported unsettled may have settled by the time it is released; the sweep's holds are
+// Config.OrphanAfter old, far older than any request.
 func settledIn(ctx context.Context, st domain.Store, holds []domain.Hold) (map[domain.OrderNo]bool, error) {
 	out := make(map[domain.OrderNo]bool, len(holds))
 	var keyed []domain.OrderNo

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"cardshop/domain"
@@ -23,16 +24,8 @@ func (s *Shop) Providers() []domain.Provider {
 	for p := range s.gateways {
 		out = append(out, p)
 	}
-	sortProviders(out)
+	slices.Sort(out)
 	return out
-}
-
-func sortProviders(ps []domain.Provider) {
-	for i := 1; i < len(ps); i++ {
-		for j := i; j > 0 && ps[j] < ps[j-1]; j-- {
-			ps[j], ps[j-1] = ps[j-1], ps[j]
-		}
-	}
 }
 
 // CreatePayment creates the payment of a PENDING order at a provider, or returns the one

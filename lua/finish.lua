@@ -4,14 +4,19 @@
 -- KEYS[2]  sold:product:{<pid>}
 -- KEYS[3]  frozen:product:{<pid>}
 -- KEYS[4]  rebuild:{<pid>}    the fence fence.lua set
--- KEYS[5…] markers gate:applied:{<pid>}:<ref> of the changes the new counters already count
+-- KEYS[5]  holds:{<pid>}      the tracked holds
+-- KEYS[6]  holdinfo:{<pid>}   order no -> <qty>|<claim key>
+-- KEYS[7…] markers gate:applied:{<pid>}:<ref> of the changes the new counters already count
 -- ARGV[1]  the rebuild's token
 -- ARGV[2]  stock: an integer
 -- ARGV[3]  sold: an integer
 -- ARGV[4]  frozen: 1 to freeze, 0 to leave the flag as it is
 -- ARGV[5]  the markers' TTL in milliseconds: a positive integer
+-- ARGV[6…] order numbers of the holds the new counters already count (their orders are
+--          written): they stop being tracked, as forget.lua does
 --
--- Returns 1: counters set, markers set, the flag set when ARGV[4] is 1, the fence deleted.
+-- Returns 1: counters set, holds dropped, markers set, the flag set when ARGV[4] is 1, the
+-- fence deleted.
 -- Returns 0, writing nothing, when the fence is gone or held under another token (it expired:
 -- changes went on meanwhile, and these counters may no longer be right). An error reply, before
 -- anything is written, when ARGV is malformed.
@@ -21,14 +26,16 @@
 --
 -- Why atomic: the counters, the markers and the end of the fence must appear together. A
 -- reservation between them would see the new stock before the changes it counts are marked
--- (the relay could count them again) or the fence lifted before the counters are written.
+-- (the relay could count them again) or the fence lifted before the counters are written; and a
+-- counted hold must stop being tracked while the fence still keeps out a new hold of the same
+-- order number (a retried late attempt), which dropping it afterwards could forget.
 
 local function integer(s)
   return s and (s == '0' or string.match(s, '^-?[1-9]%d*$')) and #s <= 20
 end
 
-if #KEYS < 4 then
-  return redis.error_reply('ERR finish.lua: want at least 4 keys, got ' .. #KEYS)
+if #KEYS < 6 then
+  return redis.error_reply('ERR finish.lua: want at least 6 keys, got ' .. #KEYS)
 end
 local token, stock, sold, frozen, ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if not (integer(stock) and integer(sold)) then
@@ -48,7 +55,13 @@ redis.call('SET', KEYS[2], sold)
 if frozen == '1' then
   redis.call('SET', KEYS[3], '1')
 end
-for i = 5, #KEYS do
+-- In chunks: unpack of too many values overflows Lua's stack.
+for i = 6, #ARGV, 1000 do
+  local last = math.min(i + 999, #ARGV)
+  redis.call('ZREM', KEYS[5], unpack(ARGV, i, last))
+  redis.call('HDEL', KEYS[6], unpack(ARGV, i, last))
+end
+for i = 7, #KEYS do
   redis.call('SET', KEYS[i], '1', 'PX', ttl)
 end
 redis.call('DEL', KEYS[4])

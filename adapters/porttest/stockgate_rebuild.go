@@ -96,6 +96,41 @@ func runRebuildFence(t *testing.T, newGate func(t *testing.T) domain.StockGate, 
 		wantLevels(t, g, p, domain.GateLevels{Stock: 14, Sold: 1})
 	})
 
+	t.Run("the finish drops the holds in the plan's Drop and keeps the others", func(t *testing.T) {
+		g, p := newGate(t), NewProductID()
+		rebuild(t, g, p, domain.GateLevels{Stock: 2000})
+		kept := newReservation(p, 2)
+		reserveOK(t, g, kept)
+		// More than one chunk of a script's arguments (1,000).
+		dropped := make([]domain.Reservation, 1001)
+		var drop []domain.OrderNo
+		for i := range dropped {
+			dropped[i] = newReservation(p, 1)
+			reserveOK(t, g, dropped[i])
+			drop = append(drop, dropped[i].OrderNo)
+		}
+		if _, err := g.BeginRebuild(t.Context(), p, "drop", time.Minute); err != nil {
+			t.Fatalf("BeginRebuild: %v", err)
+		}
+		if err := g.FinishRebuild(t.Context(), p, domain.RebuildPlan{Token: "drop",
+			Levels: domain.GateLevels{Stock: 10, Sold: 1003}, Drop: drop}); err != nil {
+			t.Fatalf("FinishRebuild: %v", err)
+		}
+		holds, err := g.Holds(t.Context(), p, 0, 2000)
+		if err != nil || len(holds) != 1 || holds[0].OrderNo != kept.OrderNo {
+			t.Fatalf("holds after the finish = %+v, %v; want only the kept one %s", holds, err, kept.OrderNo)
+		}
+		for _, r := range []domain.Reservation{dropped[0], dropped[len(dropped)-1]} {
+			if cancelled, err := g.Cancel(t.Context(), r); err != nil || cancelled {
+				t.Fatalf("Cancel of a dropped hold = %v, %v; want false, nil (its units follow its order)", cancelled, err)
+			}
+		}
+		if cancelled, err := g.Cancel(t.Context(), kept); err != nil || !cancelled {
+			t.Fatalf("Cancel of the kept hold = %v, %v; want true, nil", cancelled, err)
+		}
+		wantLevels(t, g, p, domain.GateLevels{Stock: 12, Sold: 1001})
+	})
+
 	t.Run("a rebuild on an unknown product initialises it", func(t *testing.T) {
 		g, p := newGate(t), NewProductID()
 		holds, err := g.BeginRebuild(t.Context(), p, "init", time.Minute)

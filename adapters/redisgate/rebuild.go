@@ -68,12 +68,16 @@ func (g *Gate) FinishRebuild(ctx context.Context, p domain.ProductID, plan domai
 	if plan.Levels.Frozen {
 		frozen = "1"
 	}
-	keys := []string{stockKey(p), soldKey(p), frozenKey(p), fenceKey(p)}
+	keys := []string{stockKey(p), soldKey(p), frozenKey(p), fenceKey(p), holdsKey(p), holdInfoKey(p)}
 	for _, ref := range plan.Counted {
 		keys = append(keys, markerKey(domain.GateChange{Product: p, Ref: ref}))
 	}
-	n, err := finishScript.Run(ctx, g.c, keys, plan.Token, strconv.FormatInt(plan.Levels.Stock, 10),
-		strconv.FormatInt(plan.Levels.Sold, 10), frozen, strconv.FormatInt(MarkerTTL.Milliseconds(), 10)).Int64()
+	args := []any{plan.Token, strconv.FormatInt(plan.Levels.Stock, 10), strconv.FormatInt(plan.Levels.Sold, 10),
+		frozen, strconv.FormatInt(MarkerTTL.Milliseconds(), 10)}
+	for _, no := range plan.Drop {
+		args = append(args, string(no))
+	}
+	n, err := finishScript.Run(ctx, g.c, keys, args...).Int64()
 	if err != nil {
 		return wrap("finish rebuild", err)
 	}
