@@ -16,11 +16,15 @@ import (
 type CatalogueStatus string
 
 // The catalogue statuses, in the order they are decided: a frozen product is paused whatever
-// its stock; otherwise no reservable unit (or no gate record yet) is sold out.
+// its stock; then a sale window that is over is ended, one not open yet is upcoming (both by
+// this instance's clock at the refresh: the gate decides orders by its own); otherwise no
+// reservable unit (or no gate record yet) is sold out.
 const (
-	CatalogueOnSale  CatalogueStatus = "on_sale"
-	CatalogueSoldOut CatalogueStatus = "sold_out"
-	CataloguePaused  CatalogueStatus = "paused"
+	CatalogueOnSale   CatalogueStatus = "on_sale"
+	CatalogueSoldOut  CatalogueStatus = "sold_out"
+	CataloguePaused   CatalogueStatus = "paused"
+	CatalogueUpcoming CatalogueStatus = "upcoming"
+	CatalogueEnded    CatalogueStatus = "ended"
 )
 
 // CatalogueItem is what the public catalogue shows of one product: never a code, a buyer, a
@@ -31,6 +35,7 @@ type CatalogueItem struct {
 	Price       domain.Money // the base unit price
 	Tiers       []domain.PriceTier
 	MaxPerOrder int
+	Sale        domain.SaleRules // the window and the per-buyer limit
 	Status      CatalogueStatus
 	// Display says which of Stock and StockLevel the catalogue shows: StockExact shows Stock
 	// (reservable units, 0 when sold out), StockLevel shows StockLevel (domain.StockLevelOf).
@@ -182,7 +187,7 @@ func (s *Shop) refreshCatalogue(ctx context.Context, prev *CatalogueSnapshot, no
 	}
 	items := make([]CatalogueItem, len(c.products))
 	for i, p := range c.products {
-		items[i] = catalogueItem(p, levels)
+		items[i] = catalogueItem(p, levels, now)
 	}
 	if prev != nil && reflect.DeepEqual(prev.Items, items) {
 		return prev, nil
@@ -196,14 +201,18 @@ func (s *Shop) refreshCatalogue(ctx context.Context, prev *CatalogueSnapshot, no
 	return snap, nil
 }
 
-func catalogueItem(p domain.Product, levels map[domain.ProductID]domain.GateLevels) CatalogueItem {
+func catalogueItem(p domain.Product, levels map[domain.ProductID]domain.GateLevels, now time.Time) CatalogueItem {
 	l, known := levels[p.ID()]
 	stock := max(l.Stock, 0)
 	it := CatalogueItem{ID: p.ID(), Name: p.Name(), Price: p.Price(), Tiers: p.Tiers(), MaxPerOrder: p.MaxPerOrder(),
-		Display: p.StockDisplay()}
+		Sale: p.Sale(), Display: p.StockDisplay()}
 	switch {
 	case p.Frozen() || l.Frozen:
 		it.Status = CataloguePaused
+	case p.Sale().Phase(now) == domain.SaleOver:
+		it.Status = CatalogueEnded
+	case p.Sale().Phase(now) == domain.SaleUpcoming:
+		it.Status = CatalogueUpcoming
 	case !known || stock == 0:
 		it.Status = CatalogueSoldOut
 	default:

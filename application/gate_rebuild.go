@@ -35,7 +35,10 @@ const maxUnsentChanges = 100_000
 //     nothing, while changes committed after the snapshot are applied once as usual; the
 //     holds the snapshot counts stop being tracked (their units follow their orders). The
 //     frozen flag is set if the catalogue says frozen and never cleared (a freeze that landed
-//     during the rebuild stands). Then the fence is lifted.
+//     during the rebuild stands). The sale rules are written from the catalogue and, with a
+//     per-buyer limit, each buyer's holding count: the ledger's PENDING and PAID orders
+//     (REFUNDED too unless refunds release the limit) plus the holds still in flight. Then
+//     the fence is lifted.
 //
 // When the gate
 // had lost the product (Redis restarted empty), reservations taken before the loss are gone
@@ -111,6 +114,12 @@ func (s *Shop) rebuildPlan(ctx context.Context, id domain.ProductID, holds []dom
 				plan.Drop = append(plan.Drop, h.OrderNo)
 			} else {
 				inFlight += int64(h.Qty)
+			}
+		}
+		plan.Rules = p.Sale()
+		if plan.Rules.BuyerLimit > 0 {
+			if plan.Held, err = tx.Orders().HeldByBuyer(ctx, id, !p.RefundReleasesLimit()); err != nil {
+				return err
 			}
 		}
 		sold := totals[domain.StatusPending].Qty + totals[domain.StatusPaid].Qty + inFlight

@@ -33,9 +33,15 @@ type PlacedOrder struct {
 // With Config.BuyerCap set, a buyer who has reserved that many units of the product within
 // Config.BuyerWindow is refused (ErrBuyerLimit) until the window ends; replays do not count.
 //
+// The product's sale rules are enforced by the gate in the same atomic step, by the gate's
+// clock: before the window a SaleNotStartedError (ErrSaleNotStarted, with the time left), after
+// it ErrSaleEnded, and ErrBuyerHoldingLimit when the buyer would hold more units of the product
+// in PENDING and PAID orders than its limit. This instance refuses on its own only when its
+// clock is more than Config.SaleStartMargin before the start.
+//
 // Errors: ErrInvalidIdempotencyKey, ErrInvalidInput, ErrProductNotFound, ErrQtyOutOfRange,
-// ErrSoldOut, ErrProductFrozen, ErrBuyerLimit, ErrGateNotReady, ErrIdempotencyMismatch,
-// ErrRequestInProgress, ErrUnavailable.
+// ErrSoldOut, ErrProductFrozen, ErrBuyerLimit, ErrBuyerHoldingLimit, ErrSaleNotStarted,
+// ErrSaleEnded, ErrGateNotReady, ErrIdempotencyMismatch, ErrRequestInProgress, ErrUnavailable.
 func (s *Shop) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, error) {
 	key, err := domain.ParseIdempotencyKey(cmd.IdempotencyKey)
 	if err != nil {
@@ -54,6 +60,9 @@ func (s *Shop) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, err
 	if err := p.CheckQty(cmd.Qty); err != nil {
 		return PlacedOrder{}, err
 	}
+	if err := s.clearlyBeforeStart(p); err != nil {
+		return PlacedOrder{}, err
+	}
 	for attempt := 0; ; attempt++ {
 		out, err := s.placeOnce(ctx, cmd, p, key)
 		if errors.Is(err, domain.ErrDuplicateOrder) && attempt == 0 {
@@ -62,6 +71,21 @@ func (s *Shop) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, err
 		}
 		return out, err
 	}
+}
+
+// clearlyBeforeStart refuses an order this instance's clock places more than
+// Config.SaleStartMargin before the product's sale starts: the pre-start storm then costs no
+// gate round trip. Within the margin (and after the start) the gate decides, by its own clock,
+// so instances whose clocks disagree by less than the margin still agree on the start.
+func (s *Shop) clearlyBeforeStart(p domain.Product) error {
+	starts := p.Sale().StartsAt
+	if starts.IsZero() || s.cfg.SaleStartMargin <= 0 {
+		return nil
+	}
+	if wait := starts.Sub(s.clock.Now()); wait > s.cfg.SaleStartMargin {
+		return &domain.SaleNotStartedError{StartsIn: wait}
+	}
+	return nil
 }
 
 func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, key domain.IdempotencyKey) (PlacedOrder, error) {
@@ -97,6 +121,12 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 		return PlacedOrder{}, domain.ErrProductFrozen
 	case res.Outcome == domain.BuyerLimit:
 		return PlacedOrder{}, domain.ErrBuyerLimit
+	case res.Outcome == domain.HoldingLimit:
+		return PlacedOrder{}, domain.ErrBuyerHoldingLimit
+	case res.Outcome == domain.NotStarted:
+		return PlacedOrder{}, &domain.SaleNotStartedError{StartsIn: res.StartsIn}
+	case res.Outcome == domain.Ended:
+		return PlacedOrder{}, domain.ErrSaleEnded
 	case res.Outcome == domain.GateMissing:
 		s.rebuildGateLater(p.ID())
 		return PlacedOrder{}, domain.ErrGateNotReady

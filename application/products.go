@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"cardshop/domain"
 )
@@ -17,12 +18,15 @@ import (
 // Tiers are the quantity prices (none: the price applies to every qty); an empty StockDisplay
 // is domain.StockExact.
 type NewProduct struct {
-	ID           domain.ProductID
-	Name         string
-	Price        domain.Money
-	MaxPerOrder  int
-	Tiers        []domain.PriceTier
-	StockDisplay domain.StockDisplay
+	ID                  domain.ProductID
+	Name                string
+	Price               domain.Money
+	MaxPerOrder         int
+	Tiers               []domain.PriceTier
+	StockDisplay        domain.StockDisplay
+	Sale                domain.SaleRules // the sale window and per-buyer limit; zero: always on sale, no limit
+	RefundReleasesLimit bool
+	LowStockThreshold   int
 }
 
 // CreateProduct stores a product and initialises its gate at zero stock.
@@ -35,6 +39,7 @@ func (s *Shop) CreateProduct(ctx context.Context, cmd NewProduct) (domain.Produc
 	}
 	r := p.Revision()
 	r.Tiers, r.StockDisplay = cmd.Tiers, cmd.StockDisplay
+	r.Sale, r.RefundReleasesLimit, r.LowStockThreshold = cmd.Sale, cmd.RefundReleasesLimit, cmd.LowStockThreshold
 	if p, err = p.Revise(r); err != nil {
 		return domain.Product{}, err
 	}
@@ -44,6 +49,9 @@ func (s *Shop) CreateProduct(ctx context.Context, cmd NewProduct) (domain.Produc
 	}
 	s.invalidateCatalogue()
 	if err := s.gate.Rebuild(ctx, p.ID(), domain.GateLevels{}); err != nil {
+		return p, fmt.Errorf("initialise gate (run reconcile with repair): %w", err)
+	}
+	if err := s.gate.SetRules(ctx, p.ID(), p.Sale()); err != nil {
 		return p, fmt.Errorf("initialise gate (run reconcile with repair): %w", err)
 	}
 	return p, nil
@@ -58,12 +66,24 @@ func (s *Shop) Product(ctx context.Context, id domain.ProductID) (domain.Product
 
 // ProductPatch is an operator's change of a product; a nil field is left as it is. Tiers set to
 // a pointer to an empty slice removes the quantity prices.
+//
+// StartsAt and EndsAt set to a pointer to the zero time remove that bound.
 type ProductPatch struct {
-	Name         *string
-	Price        *domain.Money
-	MaxPerOrder  *int
-	Tiers        *[]domain.PriceTier
-	StockDisplay *domain.StockDisplay
+	Name                *string
+	Price               *domain.Money
+	MaxPerOrder         *int
+	Tiers               *[]domain.PriceTier
+	StockDisplay        *domain.StockDisplay
+	StartsAt            *time.Time
+	EndsAt              *time.Time
+	BuyerLimit          *int
+	RefundReleasesLimit *bool
+	LowStockThreshold   *int
+}
+
+// touchesRules reports whether the patch changes a rule the gate enforces.
+func (p ProductPatch) touchesRules() bool {
+	return p.StartsAt != nil || p.EndsAt != nil || p.BuyerLimit != nil
 }
 
 // UpdateProduct changes a product, on sale or not: the result is validated whole (the tiers
@@ -95,6 +115,21 @@ func (s *Shop) UpdateProduct(ctx context.Context, id domain.ProductID, patch Pro
 	if patch.StockDisplay != nil {
 		r.StockDisplay = *patch.StockDisplay
 	}
+	if patch.StartsAt != nil {
+		r.Sale.StartsAt = *patch.StartsAt
+	}
+	if patch.EndsAt != nil {
+		r.Sale.EndsAt = *patch.EndsAt
+	}
+	if patch.BuyerLimit != nil {
+		r.Sale.BuyerLimit = *patch.BuyerLimit
+	}
+	if patch.RefundReleasesLimit != nil {
+		r.RefundReleasesLimit = *patch.RefundReleasesLimit
+	}
+	if patch.LowStockThreshold != nil {
+		r.LowStockThreshold = *patch.LowStockThreshold
+	}
 	revised, err := p.Revise(r)
 	if err != nil {
 		return domain.Product{}, err
@@ -107,7 +142,23 @@ func (s *Shop) UpdateProduct(ctx context.Context, id domain.ProductID, patch Pro
 	if err != nil {
 		return domain.Product{}, fmt.Errorf("update product: %w", err)
 	}
+	if patch.touchesRules() {
+		if err := s.applyRules(ctx, revised, patch); err != nil {
+			return domain.Product{}, fmt.Errorf("product stored, but the gate did not take its sale rules (send the change again): %w", err)
+		}
+	}
 	return s.ledger.Products().Product(ctx, id)
+}
+
+// applyRules brings a product's changed sale rules to the gate, where they take effect in one
+// atomic step. A per-buyer limit that is set goes through a rebuild from the ledger, which
+// writes the rules together with every buyer's holding count (the gate keeps no counts without
+// a limit, and a retried change must find them right too); other changes only replace the rules.
+func (s *Shop) applyRules(ctx context.Context, p domain.Product, patch ProductPatch) error {
+	if patch.BuyerLimit != nil && *patch.BuyerLimit > 0 {
+		return s.RebuildGate(ctx, p)
+	}
+	return s.gate.SetRules(ctx, p.ID(), p.Sale())
 }
 
 // Products lists the catalogue.

@@ -117,6 +117,13 @@ func (s *Shop) refunded(ctx context.Context, o domain.Order) (RefundResult, erro
 	return out, nil
 }
 
+// refundReleasesLimit reports the product's setting; a product that cannot be read keeps the
+// units counted (the stricter choice: a rebuild from the ledger settles it either way).
+func (s *Shop) refundReleasesLimit(ctx context.Context, id domain.ProductID) bool {
+	p, err := s.product(ctx, id)
+	return err == nil && p.RefundReleasesLimit()
+}
+
 func (s *Shop) refund(ctx context.Context, o domain.Order, cmd Refund) (RefundResult, error) {
 	now := s.clock.Now()
 	from := o.Status()
@@ -136,7 +143,11 @@ func (s *Shop) refund(ctx context.Context, o domain.Order, cmd Refund) (RefundRe
 	change := releaseChange(o, domain.FlowRefundRestore)
 	if void {
 		flowType, to = domain.FlowRefundVoid, domain.CardVoid
-		change = domain.GateChange{Product: o.Product(), Ref: flowRef(o.No(), domain.FlowRefundVoid), Sold: -int64(o.Qty())}
+		change = domain.GateChange{Product: o.Product(), Ref: flowRef(o.No(), domain.FlowRefundVoid), Sold: -int64(o.Qty()),
+			Buyer: o.Buyer(), Held: -int64(o.Qty())}
+	}
+	if !s.refundReleasesLimit(ctx, o.Product()) {
+		change.Held = 0 // the refunded units keep counting against the buyer's limit
 	}
 	err := s.ledger.Atomically(ctx, func(tx domain.Store) error {
 		won, err := tx.Orders().Transition(ctx, refunded, from)

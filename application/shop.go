@@ -64,6 +64,11 @@ type Config struct {
 	// before reading it again: a change made through another instance reaches this one's
 	// orders within it. Zero means DefaultConfig's.
 	ProductCacheTTL time.Duration
+	// SaleStartMargin: an order that this instance's clock places more than this long before
+	// its product's sale starts is refused here, without a round trip to the gate (the pre-start
+	// storm stays cheap). Closer to the start the gate decides by its own clock. 0 never refuses
+	// here.
+	SaleStartMargin time.Duration
 	// CatalogueLevelsEvery is how old the public catalogue's stock may get before a request
 	// refreshes it (one gate round trip for every product); zero means DefaultConfig's.
 	CatalogueLevelsEvery time.Duration
@@ -86,7 +91,7 @@ func DefaultConfig() Config {
 		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: orderTimeout,
 		WebhookMaxBackoff: DefaultWebhookCap, Currency: domain.Currency{Code: "CNY", Exponent: 2},
 		PublicURL: "http://127.0.0.1:8080", PaymentCloseGrace: 10 * time.Minute,
-		ProductCacheTTL: 5 * time.Second, CatalogueLevelsEvery: 250 * time.Millisecond, CatalogueProductsEvery: 5 * time.Second}
+		ProductCacheTTL: 5 * time.Second, SaleStartMargin: 2 * time.Second, CatalogueLevelsEvery: 250 * time.Millisecond, CatalogueProductsEvery: 5 * time.Second}
 }
 
 // Deps are the ports the use cases need.
@@ -248,9 +253,11 @@ func (s *Shop) applyGate(ctx context.Context, c domain.GateChange) {
 }
 
 // releaseChange is the gate change that returns an order's held units to the stock.
+// Its units also go back to the buyer's holding limit (the gate counts them only while the
+// product has one).
 func releaseChange(o domain.Order, t domain.FlowType) domain.GateChange {
 	q := int64(o.Qty())
-	return domain.GateChange{Product: o.Product(), Ref: flowRef(o.No(), t), Stock: q, Sold: -q}
+	return domain.GateChange{Product: o.Product(), Ref: flowRef(o.No(), t), Stock: q, Sold: -q, Buyer: o.Buyer(), Held: -q}
 }
 
 // flowRef names the gate change that goes with an order's flow row of type t.

@@ -38,6 +38,12 @@ type Config struct {
 	CallbackWindow time.Duration // CARDSHOP_CALLBACK_WINDOW
 	LogLevel       slog.Level    // CARDSHOP_LOG_LEVEL: debug | info | warn | error
 	ShutdownGrace  time.Duration // CARDSHOP_SHUTDOWN_GRACE
+	// SaleStartMargin is CARDSHOP_SALE_START_MARGIN: refuse orders locally this long before a
+	// sale starts (by the instance's clock); closer to the start, Redis's clock decides.
+	SaleStartMargin time.Duration
+	// ClockOffset is CARDSHOP_CLOCK_OFFSET: added to the wall clock; for tests of instances
+	// whose clocks disagree (the load check's start-instant scenario). 0 in production.
+	ClockOffset time.Duration
 
 	MySQLDSN   ConnString // CARDSHOP_MYSQL_DSN
 	MySQLConns int        // CARDSHOP_MYSQL_MAX_CONNS: connection pool size
@@ -138,6 +144,22 @@ func settings(c *Config) []setting {
 		durationVar(&c.OrphanAfter, "CARDSHOP_ORPHAN_AFTER", app.OrphanAfter),
 		durationVar(&c.RelayInterval, "CARDSHOP_RELAY_INTERVAL", time.Second),
 		durationVar(&c.ShutdownGrace, "CARDSHOP_SHUTDOWN_GRACE", 10*time.Second),
+		{"CARDSHOP_SALE_START_MARGIN", formatDuration(app.SaleStartMargin), func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > time.Hour {
+				return fmt.Errorf("want a duration from 0 (the gate always decides) to 1h, got %q", v)
+			}
+			c.SaleStartMargin = d
+			return nil
+		}},
+		{"CARDSHOP_CLOCK_OFFSET", "0s", func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < -time.Hour || d > time.Hour {
+				return fmt.Errorf("want a signed duration within an hour, such as -3s, got %q", v)
+			}
+			c.ClockOffset = d
+			return nil
+		}},
 		stringVar(&c.PprofAddr, "CARDSHOP_PPROF_ADDR", ""),
 		{"CARDSHOP_LOG_LEVEL", strings.ToLower(slog.LevelInfo.String()), func(v string) error {
 			return c.LogLevel.UnmarshalText([]byte(v))

@@ -45,8 +45,19 @@ func newLogger(cfg Config) *slog.Logger {
 	return slog.New(httpapi.LogHandler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel})))
 }
 
-// newClock is the wall clock, whichever adapter set runs.
-func newClock() domain.Clock { return memory.SystemClock{} }
+// newClock is the wall clock, whichever adapter set runs, shifted by CARDSHOP_CLOCK_OFFSET
+// (a test setting: instances that disagree about the time).
+func newClock(cfg Config) domain.Clock {
+	if cfg.ClockOffset != 0 {
+		return offsetClock(cfg.ClockOffset)
+	}
+	return memory.SystemClock{}
+}
+
+// offsetClock is the wall clock plus a fixed offset.
+type offsetClock time.Duration
+
+func (o offsetClock) Now() time.Time { return time.Now().Add(time.Duration(o)) }
 
 func newSigner(cfg Config) (*paysig.Signer, error) {
 	return paysig.New(cfg.PaymentSecret.Reveal(), cfg.CallbackWindow)
@@ -105,6 +116,7 @@ func newShop(in shopIn) (*application.Shop, error) {
 	ac.WebhookMaxBackoff = in.Cfg.WebhookMaxBackoff
 	ac.Currency, ac.PublicURL, ac.ReturnURL = in.Cfg.Currency, in.Cfg.PublicURL, in.Cfg.ReturnURL
 	ac.PaymentCloseGrace = in.Cfg.PaymentCloseGrace
+	ac.SaleStartMargin = in.Cfg.SaleStartMargin
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
 		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Verifier: in.Signer, Gateways: in.Payments.all,
 		Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})

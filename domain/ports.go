@@ -40,31 +40,41 @@ type ReserveOutcome int
 
 // The reserve outcomes.
 const (
-	Reserved    ReserveOutcome = iota + 1 // stock taken, key claimed
-	Replayed                              // key (or Ref) already claimed: see ExistingOrder
-	SoldOut                               // fewer units left than asked; nothing changed
-	Frozen                                // product frozen at the gate; nothing changed
-	GateMissing                           // the gate has no record of the product; nothing changed
-	BuyerLimit                            // the buyer's budget (BuyerCap per BuyerWindow) is spent; nothing changed
-	Rebuilding                            // the product's gate is being rebuilt (BeginRebuild); nothing changed, ask again shortly
+	Reserved     ReserveOutcome = iota + 1 // stock taken, key claimed
+	Replayed                               // key (or Ref) already claimed: see ExistingOrder
+	SoldOut                                // fewer units left than asked; nothing changed
+	Frozen                                 // product frozen at the gate; nothing changed
+	GateMissing                            // the gate has no record of the product; nothing changed
+	BuyerLimit                             // the buyer's budget (BuyerCap per BuyerWindow) is spent; nothing changed
+	Rebuilding                             // the product's gate is being rebuilt (BeginRebuild); nothing changed, ask again shortly
+	NotStarted                             // the sale window opens later by the gate's clock (see StartsIn); nothing changed
+	Ended                                  // the sale window is over by the gate's clock; nothing changed
+	HoldingLimit                           // the buyer would hold more than the product's BuyerLimit; nothing changed
 )
 
 // ReserveResult is what Reserve did.
 type ReserveResult struct {
 	Outcome             ReserveOutcome
-	ExistingOrder       OrderNo // with Replayed: the order the key belongs to
-	ExistingFingerprint string  // with Replayed: that order's request fingerprint
-	Left                int64   // units still reservable after the call
+	ExistingOrder       OrderNo       // with Replayed: the order the key belongs to
+	ExistingFingerprint string        // with Replayed: that order's request fingerprint
+	Left                int64         // units still reservable after the call
+	StartsIn            time.Duration // with NotStarted: how long until the sale opens, by the gate's clock
 }
 
 // GateChange is one idempotent adjustment of a product's gate counters: Stock and Sold are
 // added (negative subtracts). Ref identifies the change (order number + flow type, or an import
 // batch); applying the same Ref twice changes nothing the second time.
+//
+// Held is added to Buyer's holding count (SaleRules.BuyerLimit), only while the product has a
+// limit: an order that stops holding its units (closed, failed, refunded when refunds release
+// the limit) gives them back to its buyer.
 type GateChange struct {
 	Product ProductID
 	Ref     string
 	Stock   int64
 	Sold    int64
+	Buyer   BuyerID
+	Held    int64
 }
 
 // Hold is a reservation the gate still tracks because its units do not yet follow an order.
@@ -94,6 +104,12 @@ type RebuildPlan struct {
 	// Counted lists the refs of committed gate changes that Levels already counts but that
 	// were not applied yet: they are marked applied, so the relay's later Apply changes nothing.
 	Counted []string
+	// Rules are the product's sale rules as the catalogue has them, written with the counters.
+	Rules SaleRules
+	// Held is, when Rules.BuyerLimit > 0, the units each buyer holds in the ledger's orders of
+	// the product (HeldByBuyer); the holds still tracked after the Drop are added to it by their
+	// buyer. Ignored without a limit (the gate keeps no holding counts then).
+	Held map[BuyerID]int64
 }
 
 // GateLevels are a product's gate counters.
@@ -155,6 +171,12 @@ type StockGate interface {
 	AbortRebuild(ctx context.Context, p ProductID, token string) error
 	// SetFrozen stops or resumes reservations for the product.
 	SetFrozen(ctx context.Context, p ProductID, frozen bool) error
+	// SetRules replaces the product's sale rules in one atomic step; the next Reserve judges by
+	// them. Holding counts are kept only while BuyerLimit > 0: rules without a limit drop them,
+	// so a limit that is switched on must come with a rebuild (FinishRebuild's plan.Rules and
+	// plan.Held), never through SetRules alone, or the orders placed meanwhile would not count.
+	// Changing a limit that is already on keeps the counts. ErrUnavailable when unreachable.
+	SetRules(ctx context.Context, p ProductID, r SaleRules) error
 
 	// Holds lists up to limit of the product's holds taken at least minAge ago by the gate's
 	// clock, oldest first (ties by order number). limit <= 0 lists nothing. Errors:
@@ -185,9 +207,14 @@ type ProductCatalog interface {
 	// SetFrozen stores the frozen flag and reason; ErrProductNotFound for an unknown id.
 	SetFrozen(ctx context.Context, id ProductID, frozen bool, reason string) error
 	// Update stores p's revisable fields (ProductRevision: name, price, per-order limit, tiers,
-	// stock display) over the stored product with p's id; the sale state and creation time stay
-	// as stored. ErrProductNotFound for an unknown id.
+	// stock display, sale rules, refund setting, low-stock threshold) over the stored product
+	// with p's id; the frozen state, the stock state and the creation time stay as stored.
+	// ErrProductNotFound for an unknown id.
 	Update(ctx context.Context, p Product) error
+	// SwapStockState sets the product's stock state to to if it is still from, and reports
+	// whether this call changed it: of instances racing to record one crossing, exactly one
+	// wins (and writes its events in the same transaction). ErrProductNotFound for an unknown id.
+	SwapStockState(ctx context.Context, id ProductID, from, to StockState) (bool, error)
 }
 
 // StatusTotal counts a product's orders in one state and their summed qty.
@@ -223,6 +250,10 @@ type OrderRepo interface {
 	// Existing reports, for each of nos, whether an order with that number exists (in any
 	// status); every number asked for is a key of the map. One query, however many numbers.
 	Existing(ctx context.Context, nos []OrderNo) (map[OrderNo]bool, error)
+	// HeldByBuyer sums, per buyer, the qty of the product's PENDING and PAID orders, and of its
+	// REFUNDED ones too when withRefunded: what counts against the per-buyer holding limit.
+	// Buyers holding nothing are absent.
+	HeldByBuyer(ctx context.Context, p ProductID, withRefunded bool) (map[BuyerID]int64, error)
 }
 
 // ImportOutcome is what CardVault.Import did with one code.
@@ -280,8 +311,9 @@ type FlowLog interface {
 
 // Outbox topics.
 const (
-	TopicGateChange = "gate.change"     // payload: GateChange, applied to the StockGate
-	TopicDelivered  = "order.delivered" // payload: DeliveryEvent, published to notifiers
+	TopicGateChange   = "gate.change"     // payload: GateChange, applied to the StockGate
+	TopicProductStock = "product.stock"   // payload: a stock event (product.low_stock, .sold_out, .restocked)
+	TopicDelivered    = "order.delivered" // payload: DeliveryEvent, published to notifiers
 	// TopicWebhook is a DeliveryEvent for the storefront's webhook (Notifier). It is recorded
 	// beside TopicDelivered, only when a webhook is configured, so that the webhook has its own
 	// retries: a storefront that is down delays neither the broker nor the gate.

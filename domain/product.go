@@ -21,6 +21,10 @@ type Product struct {
 	maxPerOrder  int
 	tiers        []PriceTier // never shared: every copy in or out is cloned, so a Product is immutable
 	stockDisplay StockDisplay
+	sale         SaleRules
+	refundFrees  bool // a refund gives the units back to the buyer's holding limit
+	lowStock     int  // product.low_stock fires at or below this stock left; 0: never
+	stockState   StockState
 	frozen       bool
 	frozenReason string
 	createdAt    time.Time
@@ -50,9 +54,14 @@ type ProductRecord struct {
 	MaxPerOrder  int
 	Tiers        []PriceTier // nil when the product has none
 	StockDisplay StockDisplay
-	Frozen       bool
-	FrozenReason string
-	CreatedAt    time.Time
+	Sale         SaleRules
+	// RefundReleasesLimit: a refund gives the order's units back to the buyer's holding limit.
+	RefundReleasesLimit bool
+	LowStockThreshold   int
+	StockState          StockState // the last stock event's state ("" before the first)
+	Frozen              bool
+	FrozenReason        string
+	CreatedAt           time.Time
 }
 
 // RehydrateProduct rebuilds a product from storage without re-validating it. An empty stock
@@ -62,13 +71,15 @@ func RehydrateProduct(r ProductRecord) Product {
 		r.StockDisplay = StockExact
 	}
 	return Product{id: r.ID, name: r.Name, price: r.Price, maxPerOrder: r.MaxPerOrder, tiers: cloneTiers(r.Tiers),
-		stockDisplay: r.StockDisplay, frozen: r.Frozen, frozenReason: r.FrozenReason, createdAt: r.CreatedAt}
+		stockDisplay: r.StockDisplay, sale: r.Sale, refundFrees: r.RefundReleasesLimit, lowStock: r.LowStockThreshold,
+		stockState: r.StockState, frozen: r.Frozen, frozenReason: r.FrozenReason, createdAt: r.CreatedAt}
 }
 
 // Record returns the storable form of p.
 func (p Product) Record() ProductRecord {
 	return ProductRecord{ID: p.id, Name: p.name, Price: p.price, MaxPerOrder: p.maxPerOrder, Tiers: cloneTiers(p.tiers),
-		StockDisplay: p.stockDisplay, Frozen: p.frozen, FrozenReason: p.frozenReason, CreatedAt: p.createdAt}
+		StockDisplay: p.stockDisplay, Sale: p.sale, RefundReleasesLimit: p.refundFrees, LowStockThreshold: p.lowStock,
+		StockState: p.stockState, Frozen: p.frozen, FrozenReason: p.frozenReason, CreatedAt: p.createdAt}
 }
 
 // WithID returns p with the id the catalogue assigned.
@@ -91,6 +102,19 @@ func (p Product) StockDisplay() StockDisplay { return p.stockDisplay }
 
 // MaxPerOrder returns the per-order quantity limit.
 func (p Product) MaxPerOrder() int { return p.maxPerOrder }
+
+// Sale returns the sale window and the per-buyer holding limit.
+func (p Product) Sale() SaleRules { return p.sale }
+
+// RefundReleasesLimit reports whether a refund gives the order's units back to the buyer's
+// holding limit (otherwise a refunded order keeps counting against it).
+func (p Product) RefundReleasesLimit() bool { return p.refundFrees }
+
+// LowStockThreshold is the stock left at or below which product.low_stock fires; 0: never.
+func (p Product) LowStockThreshold() int { return p.lowStock }
+
+// StockState is the state the last stock event left the product in ("" before the first).
+func (p Product) StockState() StockState { return p.stockState }
 
 // Frozen reports whether sales are stopped.
 func (p Product) Frozen() bool { return p.frozen }
@@ -181,17 +205,20 @@ func StockLevelOf(stock int64) string {
 // order keeps the unit price and amount it was placed with, so a revision never changes an
 // existing order.
 type ProductRevision struct {
-	Name         string
-	Price        Money
-	MaxPerOrder  int
-	Tiers        []PriceTier
-	StockDisplay StockDisplay
+	Name                string
+	Price               Money
+	MaxPerOrder         int
+	Tiers               []PriceTier
+	StockDisplay        StockDisplay
+	Sale                SaleRules
+	RefundReleasesLimit bool
+	LowStockThreshold   int
 }
 
 // Revision returns the product's current revisable fields (Tiers is a copy).
 func (p Product) Revision() ProductRevision {
 	return ProductRevision{Name: p.name, Price: p.price, MaxPerOrder: p.maxPerOrder, Tiers: cloneTiers(p.tiers),
-		StockDisplay: p.stockDisplay}
+		StockDisplay: p.stockDisplay, Sale: p.sale, RefundReleasesLimit: p.refundFrees, LowStockThreshold: p.lowStock}
 }
 
 // Revise returns p with every field of r, validated as NewProduct validates them, and the
@@ -208,8 +235,15 @@ func (p Product) Revise(r ProductRevision) (Product, error) {
 	if err := CheckTiers(r.Price, r.MaxPerOrder, r.Tiers); err != nil {
 		return Product{}, err
 	}
+	if err := r.Sale.Check(); err != nil {
+		return Product{}, err
+	}
+	if r.LowStockThreshold < 0 || r.LowStockThreshold > MaxStockThreshold {
+		return Product{}, Invalid("low_stock_threshold", "must be between 0 and 1000000")
+	}
 	np.tiers, np.stockDisplay = cloneTiers(r.Tiers), display
-	np.frozen, np.frozenReason = p.frozen, p.frozenReason
+	np.sale, np.refundFrees, np.lowStock = r.Sale.normal(), r.RefundReleasesLimit, r.LowStockThreshold
+	np.stockState, np.frozen, np.frozenReason = p.stockState, p.frozen, p.frozenReason
 	return np, nil
 }
 

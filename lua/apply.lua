@@ -4,9 +4,14 @@
 -- KEYS[2]  sold:product:{<pid>}
 -- KEYS[3]  the marker: gate:applied:{<pid>}:<ref>
 -- KEYS[4]  rebuild:{<pid>}  present while a rebuild from the ledger fences the product
+-- KEYS[5]  rules:{<pid>}    the sale rules (field limit: the per-buyer holding limit)
+-- KEYS[6]  held:{<pid>}     buyer -> units held, kept while the limit is above 0
 -- ARGV[1]  dStock: a signed integer added to stock
 -- ARGV[2]  dSold: a signed integer added to sold
 -- ARGV[3]  the marker's TTL in milliseconds (7 days): a positive integer
+-- ARGV[4]  the buyer whose holding count changes (may be empty)
+-- ARGV[5]  dHeld: a signed integer added to the buyer's count, only while the limit is above 0
+--          (a count that reaches 0 is deleted)
 --
 -- Returns 1 when the change was applied (and the marker set), 0 when it was not: the product's
 -- stock key is missing, or the marker exists (already applied). Returns -1, changing nothing,
@@ -30,15 +35,15 @@ local function integer(s)
   return s and (s == '0' or string.match(s, '^-?[1-9]%d*$')) and #s <= 20
 end
 
-local dStock, dSold, ttl = ARGV[1], ARGV[2], ARGV[3]
-if not (integer(dStock) and integer(dSold)) then
-  return redis.error_reply('ERR apply.lua: deltas must be integers')
+local dStock, dSold, ttl, buyer, dHeld = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+if not (integer(dStock) and integer(dSold) and integer(dHeld) and buyer) then
+  return redis.error_reply('ERR apply.lua: deltas must be integers, and a buyer (maybe empty) given')
 end
 if not (ttl and string.match(ttl, '^[1-9]%d*$')) then
   return redis.error_reply('ERR apply.lua: marker TTL must be a positive integer of milliseconds')
 end
-if #KEYS ~= 4 then
-  return redis.error_reply('ERR apply.lua: want 4 keys, got ' .. #KEYS)
+if #KEYS ~= 6 then
+  return redis.error_reply('ERR apply.lua: want 6 keys, got ' .. #KEYS)
 end
 if redis.call('EXISTS', KEYS[4]) == 1 then
   return -1
@@ -52,5 +57,11 @@ if redis.call('EXISTS', KEYS[3]) == 1 then
 end
 redis.call('INCRBY', KEYS[1], dStock)
 redis.call('INCRBY', KEYS[2], dSold)
+if buyer ~= '' and dHeld ~= '0' then
+  local limit = tonumber(redis.call('HGET', KEYS[5], 'limit') or '0')
+  if limit and limit > 0 and redis.call('HINCRBY', KEYS[6], buyer, dHeld) <= 0 then
+    redis.call('HDEL', KEYS[6], buyer)
+  end
+end
 redis.call('SET', KEYS[3], '1', 'PX', ttl)
 return 1

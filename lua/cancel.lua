@@ -6,6 +6,9 @@
 -- KEYS[4]  holds:{<pid>}      the tracked holds (order no scored by time)
 -- KEYS[5]  holdinfo:{<pid>}   order no -> <qty>|<claim key>
 -- KEYS[6]  rebuild:{<pid>}    present while a rebuild from the ledger fences the product
+-- KEYS[7]  rules:{<pid>}      the sale rules (field limit: the per-buyer holding limit)
+-- KEYS[8]  held:{<pid>}       buyer -> units held, kept while the limit is above 0
+-- KEYS[9]  holdbuyer:{<pid>}  order no -> buyer: the hold's units go back to that buyer's count
 -- ARGV[1]  the order number the reservation was made for
 -- ARGV[2]  the reservation's fingerprint (a late reservation's attempt token)
 --
@@ -24,8 +27,8 @@
 -- after a lost reply) return 0 and change nothing. Checking the fingerprint and the hold is what
 -- keeps a call from giving back units it did not take.
 
-if #KEYS ~= 6 then
-  return redis.error_reply('ERR cancel.lua: want 6 keys, got ' .. #KEYS)
+if #KEYS ~= 9 then
+  return redis.error_reply('ERR cancel.lua: want 9 keys, got ' .. #KEYS)
 end
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return -1
@@ -55,6 +58,14 @@ end
 redis.call('DEL', KEYS[3])
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
+local buyer = redis.call('HGET', KEYS[9], ARGV[1])
+if buyer then
+  redis.call('HDEL', KEYS[9], ARGV[1])
+  local limit = tonumber(redis.call('HGET', KEYS[7], 'limit') or '0')
+  if limit and limit > 0 and redis.call('HINCRBY', KEYS[8], buyer, -tonumber(qty)) <= 0 then
+    redis.call('HDEL', KEYS[8], buyer)
+  end
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('INCRBY', KEYS[1], qty)
   redis.call('DECRBY', KEYS[2], qty)

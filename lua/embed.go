@@ -65,3 +65,9 @@ var Finish string
 //
 //go:embed unfence.lua
 var Unfence string
+
+// Rules is rules.lua: replace a product's sale rules (window and per-buyer holding limit) in
+// one step, dropping the holding counts when the limit goes.
+//
+//go:embed rules.lua
+var Rules string

@@ -6,17 +6,24 @@
 -- KEYS[4]  rebuild:{<pid>}    the fence fence.lua set
 -- KEYS[5]  holds:{<pid>}      the tracked holds
 -- KEYS[6]  holdinfo:{<pid>}   order no -> <qty>|<claim key>
--- KEYS[7…] markers gate:applied:{<pid>}:<ref> of the changes the new counters already count
+-- KEYS[7]  rules:{<pid>}      the sale rules, overwritten
+-- KEYS[8]  held:{<pid>}       buyer -> units held, rewritten
+-- KEYS[9]  holdbuyer:{<pid>}  order no -> buyer of each tracked hold
+-- KEYS[10…] markers gate:applied:{<pid>}:<ref> of the changes the new counters already count
 -- ARGV[1]  the rebuild's token
 -- ARGV[2]  stock: an integer
 -- ARGV[3]  sold: an integer
 -- ARGV[4]  frozen: 1 to freeze, 0 to leave the flag as it is
 -- ARGV[5]  the markers' TTL in milliseconds: a positive integer
--- ARGV[6…] order numbers of the holds the new counters already count (their orders are
+-- ARGV[6]  starts, ARGV[7] ends (unix ms, 0: no bound), ARGV[8] limit (units per buyer, 0: none)
+-- ARGV[9]  n: how many order numbers follow
+-- ARGV[10…9+n] order numbers of the holds the new counters already count (their orders are
 --          written): they stop being tracked, as forget.lua does
+-- ARGV[10+n…] pairs buyer, units: what each buyer holds in the ledger's orders
 --
--- Returns 1: counters set, holds dropped, markers set, the flag set when ARGV[4] is 1, the
--- fence deleted.
+-- Returns 1: counters and rules set, holds dropped, markers set, the flag set when ARGV[4] is
+-- 1, the holding counts rewritten (only with a limit: the ledger's pairs plus the units of the
+-- holds still tracked, by their buyer), the fence deleted.
 -- Returns 0, writing nothing, when the fence is gone or held under another token (it expired:
 -- changes went on meanwhile, and these counters may no longer be right). An error reply, before
 -- anything is written, when ARGV is malformed.
@@ -34,10 +41,11 @@ local function integer(s)
   return s and (s == '0' or string.match(s, '^-?[1-9]%d*$')) and #s <= 20
 end
 
-if #KEYS < 6 then
-  return redis.error_reply('ERR finish.lua: want at least 6 keys, got ' .. #KEYS)
+if #KEYS < 9 then
+  return redis.error_reply('ERR finish.lua: want at least 9 keys, got ' .. #KEYS)
 end
 local token, stock, sold, frozen, ttl = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local starts, ends, limit, n = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 if not (integer(stock) and integer(sold)) then
   return redis.error_reply('ERR finish.lua: stock and sold must be integers')
 end
@@ -47,6 +55,13 @@ end
 if not (ttl and string.match(ttl, '^[1-9]%d*$')) then
   return redis.error_reply('ERR finish.lua: marker TTL must be a positive integer of milliseconds')
 end
+if not (integer(starts) and integer(ends) and integer(limit) and integer(n)) then
+  return redis.error_reply('ERR finish.lua: rules and the number of holds must be integers')
+end
+local drops = tonumber(n)
+if drops < 0 or 9 + drops > #ARGV or (#ARGV - 9 - drops) % 2 ~= 0 then
+  return redis.error_reply('ERR finish.lua: want n order numbers, then buyer, units pairs')
+end
 if redis.call('GET', KEYS[4]) ~= token then
   return 0
 end
@@ -55,13 +70,29 @@ redis.call('SET', KEYS[2], sold)
 if frozen == '1' then
   redis.call('SET', KEYS[3], '1')
 end
--- In chunks: unpack of too many values overflows Lua's stack.
-for i = 6, #ARGV, 1000 do
-  local last = math.min(i + 999, #ARGV)
+for i = 10, 9 + drops, 1000 do
+  local last = math.min(i + 999, 9 + drops)
   redis.call('ZREM', KEYS[5], unpack(ARGV, i, last))
   redis.call('HDEL', KEYS[6], unpack(ARGV, i, last))
+  redis.call('HDEL', KEYS[9], unpack(ARGV, i, last))
 end
-for i = 7, #KEYS do
+redis.call('HSET', KEYS[7], 'starts', starts, 'ends', ends, 'limit', limit)
+redis.call('DEL', KEYS[8])
+if tonumber(limit) > 0 then
+  for i = 10 + drops, #ARGV, 2 do
+    redis.call('HINCRBY', KEYS[8], ARGV[i], ARGV[i + 1])
+  end
+  -- The holds still tracked: reservations whose orders the ledger did not show yet.
+  local kept = redis.call('HGETALL', KEYS[6])
+  for i = 1, #kept, 2 do
+    local buyer = redis.call('HGET', KEYS[9], kept[i])
+    local qty = string.match(kept[i + 1], '^([1-9]%d*)|')
+    if buyer and qty then
+      redis.call('HINCRBY', KEYS[8], buyer, qty)
+    end
+  end
+end
+for i = 10, #KEYS do
   redis.call('SET', KEYS[i], '1', 'PX', ttl)
 end
 redis.call('DEL', KEYS[4])

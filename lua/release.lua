@@ -6,6 +6,9 @@
 -- KEYS[4]  holdinfo:{<pid>}   order no -> <qty>|<claim key>
 -- KEYS[5]  the claim named in the hold's info (idem:order:… or idem:ref:…)
 -- KEYS[6]  rebuild:{<pid>}    present while a rebuild from the ledger fences the product
+-- KEYS[7]  rules:{<pid>}      the sale rules (field limit: the per-buyer holding limit)
+-- KEYS[8]  held:{<pid>}       buyer -> units held, kept while the limit is above 0
+-- KEYS[9]  holdbuyer:{<pid>}  order no -> buyer: the hold's units go back to that buyer's count
 -- ARGV[1]  the order number of the hold
 --
 -- Returns 1 when the hold was still tracked: it is removed from KEYS[3] and KEYS[4], its qty
@@ -20,8 +23,8 @@
 -- the hold is what makes a second run (another sweeper, a client re-send after a lost reply)
 -- return 0 and change nothing.
 
-if #KEYS ~= 6 then
-  return redis.error_reply('ERR release.lua: want 6 keys, got ' .. #KEYS)
+if #KEYS ~= 9 then
+  return redis.error_reply('ERR release.lua: want 9 keys, got ' .. #KEYS)
 end
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return -1
@@ -39,6 +42,14 @@ if claimKey ~= KEYS[5] then
 end
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
+local buyer = redis.call('HGET', KEYS[9], ARGV[1])
+if buyer then
+  redis.call('HDEL', KEYS[9], ARGV[1])
+  local limit = tonumber(redis.call('HGET', KEYS[7], 'limit') or '0')
+  if limit and limit > 0 and redis.call('HINCRBY', KEYS[8], buyer, -tonumber(qty)) <= 0 then
+    redis.call('HDEL', KEYS[8], buyer)
+  end
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('INCRBY', KEYS[1], qty)
   redis.call('DECRBY', KEYS[2], qty)

@@ -9,6 +9,11 @@
 -- KEYS[6]  holdinfo:{<pid>}         hash: order no -> <qty>|<claim key>
 -- KEYS[7]  budget:{<pid>}:<buyer>   units the buyer reserved in the current window
 -- KEYS[8]  rebuild:{<pid>}          present while a rebuild from the ledger fences the product
+-- KEYS[9]  rules:{<pid>}            hash of the sale rules: starts, ends (unix ms by Redis's clock,
+--                                   0 or absent: no bound), limit (units per buyer, 0: none)
+-- KEYS[10] held:{<pid>}             hash: buyer -> units held in PENDING and PAID orders and in
+--                                   reservations; kept only while the product has a limit
+-- KEYS[11] holdbuyer:{<pid>}        hash: order no -> buyer, for every tracked hold
 -- ARGV[1]  qty: a positive integer
 -- ARGV[2]  the claim's value: <order no>|<fingerprint>|<qty> (qty equal to ARGV[1], so that
 --          cancel.lua returns exactly what this script took)
@@ -17,9 +22,12 @@
 --          for one that is not tracked
 -- ARGV[5]  the buyer's cap of units per window: a non-negative integer, 0 = no cap
 -- ARGV[6]  the budget window in milliseconds: a positive integer when ARGV[5] > 0, else "0"
--- KEYS[5..8] and ARGV[4..6] may be left out together (4 keys, 3 arguments): then nothing is
--- tracked, there is no cap and no fence check (the load check's script ceiling, on a scratch
--- product). The gate always sends all of them, and tracks every reservation.
+-- ARGV[7]  the buyer (may be empty)
+-- ARGV[8]  "1" to enforce the sale window and the buyer's limit (a new order), "" not to (a late
+--          payment's re-reservation: the buyer has paid; its units still count as held)
+-- KEYS[5..11] and ARGV[4..8] may be left out together (4 keys, 3 arguments): then nothing is
+-- tracked, there is no cap, no rule and no fence check (the load check's script ceiling, on a
+-- scratch product). The gate always sends all of them, and tracks every reservation.
 --
 -- Returns {code, claim, left}, checked in this order:
 --   {2, <existing claim value>, stock or 0}  Replayed: KEYS[4] is already claimed; nothing changed
@@ -27,21 +35,31 @@
 --   {5, "", 0}                               GateMissing: no stock key; a missing key is never
 --                                            "unlimited"; nothing changed
 --   {4, "", stock}                           Frozen: nothing changed
+--   {8, <ms until the start>, stock}         NotStarted: Redis's TIME is before starts (ARGV[8]
+--                                            only); nothing changed
+--   {9, "", stock}                           Ended: TIME is at or after ends (ARGV[8] only)
+--   {10, "", stock}                          HoldingLimit: held + qty > limit (ARGV[8] only)
 --   {6, "", stock}                           BuyerLimit: budget + qty > cap; nothing changed
 --   {3, "", stock}                           SoldOut: stock < qty; nothing changed
 --   {1, "", stock after}                     Reserved: stock -= qty, sold += qty, claim set; with
 --                                            the hold flag, the order is added to KEYS[5] and
---                                            KEYS[6]; with a cap, KEYS[7] += qty and, if it has
---                                            no expiry yet, it expires after ARGV[6] ms
+--                                            KEYS[6] (and the buyer in KEYS[11]); with a cap,
+--                                            KEYS[7] += qty and, if it has no expiry yet, it
+--                                            expires after ARGV[6] ms; with a limit, the buyer's
+--                                            count in KEYS[10] += qty
 -- An error reply, before anything is read or written, when ARGV is malformed: a bad qty must
 -- never reach DECRBY, where a negative number would add stock.
 --
--- Why atomic: the claim, the stock, the hold and the budget move together. Two separate commands
+-- The sale window is judged by Redis's clock, so every instance agrees at the instant of the
+-- start whatever its own clock says.
+--
+-- Why atomic: the claim, the stock, the hold, the budget and the holding count move together. Two separate commands
 -- would leave a window where the key is claimed without stock taken (a replay points at an order
 -- that holds nothing) or stock is taken without the key (a double click takes it twice) or
 -- without the hold (a crash before the order is written would leak it for good); the
 -- check-then-take of the stock would oversell under concurrent buyers, and the check-then-add
--- of the budget would let concurrent requests of one buyer pass the cap.
+-- of the budget or the holding count would let concurrent requests of one buyer pass the cap or
+-- the limit.
 --
 -- Running it twice with the same arguments (a client that re-sends after a lost reply) is
 -- harmless: the second run finds its own claim and answers Replayed with the same order number,
@@ -49,10 +67,15 @@
 
 local qty, claim, ttl = ARGV[1], ARGV[2], ARGV[3]
 local score, cap, window = ARGV[4], ARGV[5], ARGV[6]
+local buyer, enforce = ARGV[7], ARGV[8]
+local full = #KEYS == 11
 if #KEYS == 4 and #ARGV == 3 then
-  score, cap, window = '', '0', '0'
-elseif #KEYS ~= 8 then
-  return redis.error_reply('ERR reserve.lua: want 8 keys (or 4 with 3 arguments), got ' .. #KEYS)
+  score, cap, window, buyer, enforce = '', '0', '0', '', ''
+elseif not full then
+  return redis.error_reply('ERR reserve.lua: want 11 keys (or 4 with 3 arguments), got ' .. #KEYS)
+end
+if not (buyer and enforce and (enforce == '' or enforce == '1')) then
+  return redis.error_reply('ERR reserve.lua: want a buyer and an enforce flag ("1" or empty)')
 end
 if not (qty and string.match(qty, '^[1-9]%d*$') and #qty <= 19) then
   return redis.error_reply('ERR reserve.lua: qty must be a positive integer, got ' .. tostring(qty))
@@ -87,7 +110,7 @@ local existing = redis.call('GET', KEYS[4])
 if existing then
   return {2, existing, left}
 end
-if #KEYS == 8 and redis.call('EXISTS', KEYS[8]) == 1 then
+if full and redis.call('EXISTS', KEYS[8]) == 1 then
   return {7, '', left}
 end
 if not stock then
@@ -95,6 +118,34 @@ if not stock then
 end
 if redis.call('EXISTS', KEYS[3]) == 1 then
   return {4, '', left}
+end
+local limit = 0
+if full then
+  local rules = redis.call('HMGET', KEYS[9], 'starts', 'ends', 'limit')
+  local starts, ends = tonumber(rules[1] or '0'), tonumber(rules[2] or '0')
+  limit = tonumber(rules[3] or '0')
+  if not (starts and ends and limit) then
+    return redis.error_reply('ERR reserve.lua: malformed sale rules')
+  end
+  if enforce == '1' and (starts > 0 or ends > 0) then
+    local now = redis.call('TIME')
+    local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+    if starts > 0 and ms < starts then
+      return {8, string.format('%d', starts - ms), left}
+    end
+    if ends > 0 and ms >= ends then
+      return {9, '', left}
+    end
+  end
+  if enforce == '1' and limit > 0 and buyer ~= '' then
+    local held = tonumber(redis.call('HGET', KEYS[10], buyer) or '0')
+    if not held then
+      return redis.error_reply('ERR reserve.lua: holding count is not an integer')
+    end
+    if held + tonumber(qty) > limit then
+      return {10, '', left}
+    end
+  end
 end
 if capped then
   local used = tonumber(redis.call('GET', KEYS[7]) or '0')
@@ -119,6 +170,12 @@ if score ~= '' then
   local order = string.sub(claim, 1, string.find(claim, '|', 1, true) - 1)
   redis.call('ZADD', KEYS[5], score, order)
   redis.call('HSET', KEYS[6], order, qty .. '|' .. KEYS[4])
+  if buyer ~= '' then
+    redis.call('HSET', KEYS[11], order, buyer)
+  end
+end
+if limit > 0 and buyer ~= '' then
+  redis.call('HINCRBY', KEYS[10], buyer, qty)
 end
 if capped then
   redis.call('INCRBY', KEYS[7], qty)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,40 +16,89 @@ import (
 )
 
 type createProductRequest struct {
-	ID           int64      `json:"id"`
-	Name         string     `json:"name"`
-	Price        int64      `json:"price"`
-	MaxPerOrder  int        `json:"max_per_order"`
-	Tiers        []tierJSON `json:"tiers"`
-	StockDisplay string     `json:"stock_display"`
+	ID                  int64      `json:"id"`
+	Name                string     `json:"name"`
+	Price               int64      `json:"price"`
+	MaxPerOrder         int        `json:"max_per_order"`
+	Tiers               []tierJSON `json:"tiers"`
+	StockDisplay        string     `json:"stock_display"`
+	StartsAt            *time.Time `json:"starts_at"`
+	EndsAt              *time.Time `json:"ends_at"`
+	BuyerLimit          int        `json:"buyer_limit"`
+	RefundReleasesLimit bool       `json:"refund_releases_limit"`
+	LowStockThreshold   int        `json:"low_stock_threshold"`
+}
+
+// patchTime is a time field of a PATCH: Set when the field is present, zero T for null (the
+// bound is removed).
+type patchTime struct {
+	Set bool
+	T   time.Time
+}
+
+func (p *patchTime) UnmarshalJSON(b []byte) error {
+	p.Set, p.T = true, time.Time{}
+	if string(b) == "null" {
+		return nil
+	}
+	return json.Unmarshal(b, &p.T)
+}
+
+func (p patchTime) ptr() *time.Time {
+	if !p.Set {
+		return nil
+	}
+	return &p.T
+}
+
+func timeOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 // updateProductRequest is a PATCH: an absent (or null) field is left as it is; "tiers": []
 // removes the quantity prices.
+//
+// "starts_at": null and "ends_at": null remove the bound.
 type updateProductRequest struct {
-	Name         *string     `json:"name"`
-	Price        *int64      `json:"price"`
-	MaxPerOrder  *int        `json:"max_per_order"`
-	Tiers        *[]tierJSON `json:"tiers"`
-	StockDisplay *string     `json:"stock_display"`
+	Name                *string     `json:"name"`
+	Price               *int64      `json:"price"`
+	MaxPerOrder         *int        `json:"max_per_order"`
+	Tiers               *[]tierJSON `json:"tiers"`
+	StockDisplay        *string     `json:"stock_display"`
+	StartsAt            patchTime   `json:"starts_at"`
+	EndsAt              patchTime   `json:"ends_at"`
+	BuyerLimit          *int        `json:"buyer_limit"`
+	RefundReleasesLimit *bool       `json:"refund_releases_limit"`
+	LowStockThreshold   *int        `json:"low_stock_threshold"`
 }
 
 type productResponse struct {
-	ID           int64      `json:"id"`
-	Name         string     `json:"name"`
-	Price        int64      `json:"price"`
-	MaxPerOrder  int        `json:"max_per_order"`
-	Tiers        []tierJSON `json:"tiers"`
-	StockDisplay string     `json:"stock_display"`
-	Frozen       bool       `json:"frozen"`
-	FrozenReason string     `json:"frozen_reason,omitempty"`
-	CreatedAt    time.Time  `json:"created_at"`
+	ID                  int64      `json:"id"`
+	Name                string     `json:"name"`
+	Price               int64      `json:"price"`
+	MaxPerOrder         int        `json:"max_per_order"`
+	Tiers               []tierJSON `json:"tiers"`
+	StockDisplay        string     `json:"stock_display"`
+	StartsAt            *time.Time `json:"starts_at"`
+	EndsAt              *time.Time `json:"ends_at"`
+	BuyerLimit          int        `json:"buyer_limit"`
+	RefundReleasesLimit bool       `json:"refund_releases_limit"`
+	LowStockThreshold   int        `json:"low_stock_threshold"`
+	StockState          string     `json:"stock_state"`
+	Frozen              bool       `json:"frozen"`
+	FrozenReason        string     `json:"frozen_reason,omitempty"`
+	CreatedAt           time.Time  `json:"created_at"`
 }
 
 func newProductResponse(p domain.Product) productResponse {
 	return productResponse{ID: int64(p.ID()), Name: p.Name(), Price: int64(p.Price()), MaxPerOrder: p.MaxPerOrder(),
 		Tiers: tiersJSON(p.Tiers()), StockDisplay: string(p.StockDisplay()),
-		Frozen: p.Frozen(), FrozenReason: p.FrozenReason(), CreatedAt: p.CreatedAt()}
+		StartsAt: optionalTime(p.Sale().StartsAt), EndsAt: optionalTime(p.Sale().EndsAt), BuyerLimit: p.Sale().BuyerLimit,
+		RefundReleasesLimit: p.RefundReleasesLimit(), LowStockThreshold: p.LowStockThreshold(),
+		StockState: string(p.StockState()), Frozen: p.Frozen(), FrozenReason: p.FrozenReason(), CreatedAt: p.CreatedAt()}
 }
 
 func (s *Server) createProduct(c *fiber.Ctx) error {
@@ -62,7 +112,9 @@ func (s *Server) createProduct(c *fiber.Ctx) error {
 	}
 	p, err := s.shop.CreateProduct(c.UserContext(), application.NewProduct{ID: domain.ProductID(req.ID),
 		Name: req.Name, Price: domain.Money(req.Price), MaxPerOrder: req.MaxPerOrder,
-		Tiers: domainTiers(req.Tiers), StockDisplay: display})
+		Tiers: domainTiers(req.Tiers), StockDisplay: display,
+		Sale:                domain.SaleRules{StartsAt: timeOrZero(req.StartsAt), EndsAt: timeOrZero(req.EndsAt), BuyerLimit: req.BuyerLimit},
+		RefundReleasesLimit: req.RefundReleasesLimit, LowStockThreshold: req.LowStockThreshold})
 	if err != nil {
 		return err
 	}
@@ -96,6 +148,8 @@ func (s *Server) updateProduct(c *fiber.Ctx) error {
 		}
 		patch.StockDisplay = &display
 	}
+	patch.StartsAt, patch.EndsAt = req.StartsAt.ptr(), req.EndsAt.ptr()
+	patch.BuyerLimit, patch.RefundReleasesLimit, patch.LowStockThreshold = req.BuyerLimit, req.RefundReleasesLimit, req.LowStockThreshold
 	p, err := s.shop.UpdateProduct(c.UserContext(), id, patch)
 	if err != nil {
 		return err

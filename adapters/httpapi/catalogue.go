@@ -47,6 +47,9 @@ type catalogueProduct struct {
 	Currency     string     `json:"currency"`
 	Tiers        []tierJSON `json:"tiers"`
 	MaxPerOrder  int        `json:"max_per_order"`
+	BuyerLimit   int        `json:"buyer_limit"`
+	StartsAt     *time.Time `json:"starts_at"`
+	EndsAt       *time.Time `json:"ends_at"`
 	Status       string     `json:"status"`
 	StockDisplay string     `json:"stock_display"`
 	Stock        *int64     `json:"stock,omitempty"`
@@ -84,10 +87,11 @@ type renderedCatalogue struct {
 
 func renderCatalogue(snap *application.CatalogueSnapshot) (*renderedCatalogue, error) {
 	r := &renderedCatalogue{version: snap.Version, items: make(map[domain.ProductID]cachedBody, len(snap.Items))}
-	list := catalogueList{Products: make([]catalogueProduct, len(snap.Items)), UpdatedAt: snap.UpdatedAt.UTC()}
-	for i, it := range snap.Items {
+	list := catalogueList{Products: make([]catalogueProduct, 0, len(snap.Items)), UpdatedAt: snap.UpdatedAt.UTC()}
+	for _, it := range snap.Items {
 		p := catalogueProduct{ID: int64(it.ID), Name: it.Name, Price: int64(it.Price), Currency: snap.Currency.Code,
-			Tiers: tiersJSON(it.Tiers), MaxPerOrder: it.MaxPerOrder, Status: string(it.Status),
+			Tiers: tiersJSON(it.Tiers), MaxPerOrder: it.MaxPerOrder, BuyerLimit: it.Sale.BuyerLimit,
+			StartsAt: optionalTime(it.Sale.StartsAt), EndsAt: optionalTime(it.Sale.EndsAt), Status: string(it.Status),
 			StockDisplay: string(it.Display), UpdatedAt: list.UpdatedAt}
 		if it.Display == domain.StockLevel {
 			p.StockLevel = it.StockLevel
@@ -95,7 +99,9 @@ func renderCatalogue(snap *application.CatalogueSnapshot) (*renderedCatalogue, e
 			stock := it.Stock
 			p.Stock = &stock
 		}
-		list.Products[i] = p
+		if it.Status != application.CatalogueEnded { // the list shows what can still be bought
+			list.Products = append(list.Products, p)
+		}
 		b, err := newCachedBody(p)
 		if err != nil {
 			return nil, err
@@ -124,7 +130,17 @@ func (s *Server) catalogue(c *fiber.Ctx) (*renderedCatalogue, error) {
 	return r, nil
 }
 
-// listCatalogue answers GET /api/products: every product of the catalogue, by id.
+// optionalTime is nil for the zero time (no bound), else t in UTC.
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// listCatalogue answers GET /api/products: every product of the catalogue whose sale has not
+// ended (on sale, upcoming, sold out or paused), by id. An ended product is still found by id.
 func (s *Server) listCatalogue(c *fiber.Ctx) error {
 	r, err := s.catalogue(c)
 	if err != nil {

@@ -22,6 +22,9 @@ type catalogueProductJSON struct {
 	Currency     string     `json:"currency"`
 	Tiers        []tierJSON `json:"tiers"`
 	MaxPerOrder  int        `json:"max_per_order"`
+	BuyerLimit   int        `json:"buyer_limit"`
+	StartsAt     *time.Time `json:"starts_at"`
+	EndsAt       *time.Time `json:"ends_at"`
 	Status       string     `json:"status"`
 	StockDisplay string     `json:"stock_display"`
 	Stock        *int64     `json:"stock"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -42,6 +43,9 @@ var errorTable = []struct {
 	{domain.ErrAmountMismatch, apiError{422, "amount_mismatch", "the paid amount does not match the order"}},
 	{domain.ErrProductFrozen, apiError{423, "product_frozen", "the product is not on sale"}},
 	{domain.ErrBuyerLimit, apiError{429, "buyer_limit", "you have reserved as many units of this product as one buyer may for now; retry later"}},
+	{domain.ErrBuyerHoldingLimit, apiError{429, "buyer_limit", "you already hold as many units of this product as one buyer may (its buyer_limit)"}},
+	{domain.ErrSaleNotStarted, apiError{409, "sale_not_started", "the sale of this product has not started; retry after the seconds in Retry-After"}},
+	{domain.ErrSaleEnded, apiError{409, "sale_ended", "the sale of this product has ended"}},
 	{errBodyTooLarge, apiError{413, "body_too_large", "the request body is too large"}},
 	{errRateLimited, apiError{429, "rate_limited", "too many requests; retry after the seconds in Retry-After"}},
 	{domain.ErrGateNotReady, apiError{503, "stock_gate_not_ready", "stock for this product is being rebuilt; retry shortly"}},
@@ -118,6 +122,10 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		c.Locals(errorCodeKey, api.code)
 		if api.status == fiber.StatusServiceUnavailable {
 			c.Set(fiber.HeaderRetryAfter, "1")
+		}
+		var early *domain.SaleNotStartedError
+		if errors.As(err, &early) {
+			c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(retryAfterSeconds(early.StartsIn), 10))
 		}
 		return c.Status(api.status).JSON(body)
 	}

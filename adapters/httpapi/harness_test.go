@@ -205,6 +205,12 @@ type productJSON struct {
 	MaxPerOrder  int        `json:"max_per_order"`
 	Tiers        []tierJSON `json:"tiers"`
 	StockDisplay string     `json:"stock_display"`
+	StartsAt     *time.Time `json:"starts_at"`
+	EndsAt       *time.Time `json:"ends_at"`
+	BuyerLimit   int        `json:"buyer_limit"`
+	RefundFrees  bool       `json:"refund_releases_limit"`
+	LowStock     int        `json:"low_stock_threshold"`
+	StockState   string     `json:"stock_state"`
 	Frozen       bool       `json:"frozen"`
 	FrozenReason string     `json:"frozen_reason"`
 	CreatedAt    time.Time  `json:"created_at"`

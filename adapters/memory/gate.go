@@ -70,6 +70,8 @@ type Gate struct {
 	holds    map[domain.ProductID]map[domain.OrderNo]hold
 	budgets  map[budgetKey]budget
 	fences   map[domain.ProductID]fence
+	rules    map[domain.ProductID]domain.SaleRules
+	held     map[domain.ProductID]map[domain.BuyerID]int64 // kept only while the product has a BuyerLimit
 	writes   int
 }
 
@@ -89,6 +91,45 @@ func (g *Gate) reset() {
 	g.holds = make(map[domain.ProductID]map[domain.OrderNo]hold)
 	g.budgets = make(map[budgetKey]budget)
 	g.fences = make(map[domain.ProductID]fence)
+	g.rules = make(map[domain.ProductID]domain.SaleRules)
+	g.held = make(map[domain.ProductID]map[domain.BuyerID]int64)
+}
+
+// addHeld adds n to the buyer's holding count of p while p has a BuyerLimit (a count that
+// reaches 0 is dropped, as lua/held.lua's HDEL does).
+func (g *Gate) addHeld(p domain.ProductID, buyer domain.BuyerID, n int64) {
+	if buyer == "" || n == 0 || g.rules[p].BuyerLimit <= 0 {
+		return
+	}
+	m := g.held[p]
+	if m == nil {
+		m = make(map[domain.BuyerID]int64)
+		g.held[p] = m
+	}
+	if m[buyer] += n; m[buyer] <= 0 {
+		delete(m, buyer)
+	}
+}
+
+// SetRules replaces the product's sale rules; rules without a limit drop its holding counts.
+func (g *Gate) SetRules(_ context.Context, p domain.ProductID, r domain.SaleRules) error {
+	if err := r.Check(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.rules[p] = r
+	if r.BuyerLimit <= 0 {
+		delete(g.held, p)
+	}
+	return nil
+}
+
+// Held returns the buyer's holding count of p; for tests.
+func (g *Gate) Held(p domain.ProductID, buyer domain.BuyerID) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held[p][buyer]
 }
 
 func claimKeyOf(r domain.Reservation) claimKey {
@@ -173,8 +214,9 @@ func (g *Gate) wrote(now time.Time) {
 
 // Reserve claims the reservation's key (or Ref) and takes its units in one atomic step; a
 // keyed reservation also starts its hold and, with a BuyerCap, counts against the buyer's
-// budget. The checks run in reserve.lua's order: live claim, missing product, frozen, buyer
-// limit, stock.
+// budget and the buyer's holding count. The checks run in reserve.lua's order: live claim,
+// fence, missing product, frozen, sale window and holding limit (keyed only), buyer budget,
+// stock.
 func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveResult, error) {
 	if err := checkReservation(r); err != nil {
 		return domain.ReserveResult{}, err
@@ -206,6 +248,20 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 	case c.frozen:
 		return domain.ReserveResult{Outcome: domain.Frozen, Left: c.stock}, nil
 	}
+	rules := g.rules[r.Product]
+	if r.Key != "" { // a late payment's re-reservation is past the window and the limit: the buyer has paid
+		switch rules.Phase(now) {
+		case domain.SaleUpcoming:
+			// To the millisecond, as reserve.lua reckons with TIME.
+			wait := time.Duration(rules.StartsAt.UnixMilli()-now.UnixMilli()) * time.Millisecond
+			return domain.ReserveResult{Outcome: domain.NotStarted, Left: c.stock, StartsIn: wait}, nil
+		case domain.SaleOver:
+			return domain.ReserveResult{Outcome: domain.Ended, Left: c.stock}, nil
+		}
+		if rules.BuyerLimit > 0 && g.held[r.Product][r.Buyer]+int64(r.Qty) > int64(rules.BuyerLimit) {
+			return domain.ReserveResult{Outcome: domain.HoldingLimit, Left: c.stock}, nil
+		}
+	}
 	capped := r.Key != "" && r.BuyerCap > 0
 	bk := budgetKey{product: r.Product, buyer: r.Buyer}
 	var b budget
@@ -227,7 +283,8 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 		hs = make(map[domain.OrderNo]hold)
 		g.holds[r.Product] = hs
 	}
-	hs[r.OrderNo] = hold{qty: int64(r.Qty), at: holdTime(now), claim: k}
+	hs[r.OrderNo] = hold{qty: int64(r.Qty), at: holdTime(now), claim: k, buyer: r.Buyer}
+	g.addHeld(r.Product, r.Buyer, int64(r.Qty))
 	if capped {
 		if b.expiresAt.IsZero() { // the first units of a new window open it
 			b.expiresAt = now.Add(r.BuyerWindow)
@@ -265,6 +322,7 @@ func (g *Gate) Cancel(_ context.Context, r domain.Reservation) (bool, error) {
 	}
 	delete(g.claims, k)
 	delete(g.holds[r.Product], r.OrderNo)
+	g.addHeld(r.Product, h.buyer, -existing.qty)
 	if c := g.products[r.Product]; c.exists {
 		c.stock += existing.qty
 		c.sold -= existing.qty
@@ -297,6 +355,7 @@ func (g *Gate) Apply(_ context.Context, c domain.GateChange) (bool, error) {
 	p.stock += c.Stock
 	p.sold += c.Sold
 	g.products[c.Product] = p
+	g.addHeld(c.Product, c.Buyer, c.Held)
 	g.markers[m] = now.Add(MarkerTTL)
 	g.wrote(now)
 	return true, nil

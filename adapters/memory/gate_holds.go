@@ -15,6 +15,7 @@ type hold struct {
 	qty   int64
 	at    time.Time // the gate's clock at the reservation, to the millisecond, as Redis scores it
 	claim claimKey  // the claim the reservation made, deleted with an orphan
+	buyer domain.BuyerID
 }
 
 // holdTime is when a hold taken at now is scored: to the millisecond, as Redis scores it.
@@ -72,6 +73,7 @@ func (g *Gate) ReleaseOrphan(_ context.Context, h domain.Hold) (bool, error) {
 		return false, nil
 	}
 	delete(g.holds[h.Product], h.OrderNo)
+	g.addHeld(h.Product, held.buyer, -held.qty)
 	if c := g.products[h.Product]; c.exists {
 		c.stock += held.qty
 		c.sold -= held.qty

@@ -33,6 +33,7 @@ func (g *Gate) Rebuild(_ context.Context, p domain.ProductID, l domain.GateLevel
 	defer g.mu.Unlock()
 	g.products[p] = gateCounters{stock: l.Stock, sold: l.Sold, frozen: l.Frozen, exists: true}
 	delete(g.holds, p)
+	delete(g.held, p)
 	return nil
 }
 
@@ -70,6 +71,16 @@ func (g *Gate) FinishRebuild(_ context.Context, p domain.ProductID, plan domain.
 		frozen: c.frozen || plan.Levels.Frozen, exists: true}
 	for _, no := range plan.Drop {
 		delete(g.holds[p], no)
+	}
+	g.rules[p] = plan.Rules
+	delete(g.held, p)
+	if plan.Rules.BuyerLimit > 0 {
+		for b, n := range plan.Held {
+			g.addHeld(p, b, n)
+		}
+		for _, h := range g.holds[p] { // in flight: not in the ledger's sums
+			g.addHeld(p, h.buyer, h.qty)
+		}
 	}
 	for _, ref := range plan.Counted {
 		g.markers[markerKey{product: p, ref: ref}] = now.Add(MarkerTTL)

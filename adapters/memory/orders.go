@@ -180,6 +180,23 @@ func (r orderRepo) Totals(_ context.Context, p domain.ProductID) (map[domain.Ord
 	return out, nil
 }
 
+// HeldByBuyer scans the orders: the memory ledger is for tests and small shops.
+func (r orderRepo) HeldByBuyer(_ context.Context, p domain.ProductID, withRefunded bool) (map[domain.BuyerID]int64, error) {
+	release, err := r.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	out := make(map[domain.BuyerID]int64)
+	for _, o := range r.s.data.orders {
+		st := o.Status()
+		if o.Product() == p && (st == domain.StatusPending || st == domain.StatusPaid || withRefunded && st == domain.StatusRefunded) {
+			out[o.Buyer()] += int64(o.Qty())
+		}
+	}
+	return out, nil
+}
+
 // Existing looks each number up.
 func (r orderRepo) Existing(_ context.Context, nos []domain.OrderNo) (map[domain.OrderNo]bool, error) {
 	release, err := r.s.acquire()

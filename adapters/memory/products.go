@@ -97,3 +97,22 @@ func (c productCatalog) Update(_ context.Context, p domain.Product) error {
 	put(c.s, c.s.data.products, p.ID(), revised)
 	return nil
 }
+
+func (c productCatalog) SwapStockState(_ context.Context, id domain.ProductID, from, to domain.StockState) (bool, error) {
+	release, err := c.s.acquire()
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	p, ok := c.s.data.products[id]
+	if !ok {
+		return false, fmt.Errorf("stock state of product %d: %w", id, domain.ErrProductNotFound)
+	}
+	if p.StockState() != from {
+		return false, nil
+	}
+	r := p.Record()
+	r.StockState = to
+	put(c.s, c.s.data.products, id, domain.RehydrateProduct(r))
+	return true, nil
+}

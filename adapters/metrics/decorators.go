@@ -17,16 +17,16 @@ func (m *Metrics) Gate(g domain.StockGate) domain.StockGate {
 		reserve: op("Reserve"), cancel: op("Cancel"), apply: op("Apply"), levels: op("Levels"), levelsMany: op("LevelsMany"),
 		rebuild: op("Rebuild"), setFrozen: op("SetFrozen"), holds: op("Holds"), forget: op("Forget"),
 		releaseOrphan: op("ReleaseOrphan"), beginRebuild: op("BeginRebuild"), finishRebuild: op("FinishRebuild"),
-		abortRebuild: op("AbortRebuild")}
+		abortRebuild: op("AbortRebuild"), setRules: op("SetRules")}
 }
 
 // timedGate holds one observer per operation, resolved once: the hot path (Reserve) does no
 // label lookup.
 type timedGate struct {
-	g                                                  domain.StockGate
-	reserve, cancel, apply, levels, rebuild, setFrozen prometheus.Observer
-	holds, forget, releaseOrphan, levelsMany           prometheus.Observer
-	beginRebuild, finishRebuild, abortRebuild          prometheus.Observer
+	g                                                   domain.StockGate
+	reserve, cancel, apply, levels, rebuild, setFrozen  prometheus.Observer
+	holds, forget, releaseOrphan, levelsMany            prometheus.Observer
+	beginRebuild, finishRebuild, abortRebuild, setRules prometheus.Observer
 }
 
 func since(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
@@ -59,6 +59,11 @@ func (t *timedGate) LevelsMany(ctx context.Context, ids []domain.ProductID) (map
 func (t *timedGate) Rebuild(ctx context.Context, p domain.ProductID, l domain.GateLevels) error {
 	defer since(t.rebuild, time.Now())
 	return t.g.Rebuild(ctx, p, l)
+}
+
+func (t *timedGate) SetRules(ctx context.Context, p domain.ProductID, r domain.SaleRules) error {
+	defer since(t.setRules, time.Now())
+	return t.g.SetRules(ctx, p, r)
 }
 
 func (t *timedGate) SetFrozen(ctx context.Context, p domain.ProductID, frozen bool) error {

@@ -197,6 +197,31 @@ func (r orderRepo) Totals(ctx context.Context, p domain.ProductID) (map[domain.O
 	return out, nil
 }
 
+// HeldByBuyer is one GROUP BY over the product's orders in the holding states (the
+// idx_product_status index narrows it to them).
+func (r orderRepo) HeldByBuyer(ctx context.Context, p domain.ProductID, withRefunded bool) (map[domain.BuyerID]int64, error) {
+	states := []string{domain.StatusPending.String(), domain.StatusPaid.String()}
+	if withRefunded {
+		states = append(states, domain.StatusRefunded.String())
+	}
+	var rows []struct {
+		Buyer string `bun:"buyer_id"`
+		Qty   int64  `bun:"qty"`
+	}
+	if err := r.s.get(ctx, fmt.Sprintf("held by buyer of product %d", p), &rows,
+		"SELECT buyer_id, SUM(qty) AS qty FROM orders WHERE product_id = ? AND status IN (?) GROUP BY buyer_id",
+		int64(p), bun.List(states)); err != nil {
+		return nil, err
+	}
+	out := make(map[domain.BuyerID]int64, len(rows))
+	for _, row := range rows {
+		if row.Qty > 0 {
+			out[domain.BuyerID(row.Buyer)] = row.Qty
+		}
+	}
+	return out, nil
+}
+
 // Existing is one primary-key lookup of every number: SELECT order_no … WHERE order_no IN (…).
 func (r orderRepo) Existing(ctx context.Context, nos []domain.OrderNo) (map[domain.OrderNo]bool, error) {
 	out := make(map[domain.OrderNo]bool, len(nos))

@@ -15,18 +15,32 @@ import (
 type productCatalog struct{ s *store }
 
 type productRow struct {
-	ID           int64     `bun:"id"`
-	Name         string    `bun:"name"`
-	Price        int64     `bun:"price"`
-	MaxPerOrder  int       `bun:"max_per_order"`
-	PriceTiers   string    `bun:"price_tiers"`
-	StockDisplay string    `bun:"stock_display"`
-	Frozen       bool      `bun:"frozen"`
-	FrozenReason string    `bun:"frozen_reason"`
-	CreatedAt    time.Time `bun:"created_at"`
+	ID           int64        `bun:"id"`
+	Name         string       `bun:"name"`
+	Price        int64        `bun:"price"`
+	MaxPerOrder  int          `bun:"max_per_order"`
+	PriceTiers   string       `bun:"price_tiers"`
+	StockDisplay string       `bun:"stock_display"`
+	StartsAt     sql.NullTime `bun:"starts_at"`
+	EndsAt       sql.NullTime `bun:"ends_at"`
+	BuyerLimit   int          `bun:"buyer_limit"`
+	RefundFrees  bool         `bun:"refund_releases_limit"`
+	LowStock     int          `bun:"low_stock_threshold"`
+	StockState   string       `bun:"stock_state"`
+	Frozen       bool         `bun:"frozen"`
+	FrozenReason string       `bun:"frozen_reason"`
+	CreatedAt    time.Time    `bun:"created_at"`
 }
 
-const productColumns = "id, name, price, max_per_order, price_tiers, stock_display, frozen, frozen_reason, created_at"
+const productColumns = "id, name, price, max_per_order, price_tiers, stock_display, starts_at, ends_at, buyer_limit, " +
+	"refund_releases_limit, low_stock_threshold, stock_state, frozen, frozen_reason, created_at"
+
+func fromNull(t sql.NullTime) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
 
 // tierJSON is one quantity price as the price_tiers column stores it.
 type tierJSON struct {
@@ -65,7 +79,10 @@ func (r productRow) product() (domain.Product, error) {
 	}
 	return domain.RehydrateProduct(domain.ProductRecord{ID: domain.ProductID(r.ID), Name: r.Name,
 		Price: domain.Money(r.Price), MaxPerOrder: r.MaxPerOrder, Tiers: tiers,
-		StockDisplay: domain.StockDisplay(r.StockDisplay), Frozen: r.Frozen,
+		StockDisplay:        domain.StockDisplay(r.StockDisplay),
+		Sale:                domain.SaleRules{StartsAt: fromNull(r.StartsAt), EndsAt: fromNull(r.EndsAt), BuyerLimit: r.BuyerLimit},
+		RefundReleasesLimit: r.RefundFrees, LowStockThreshold: r.LowStock, StockState: domain.StockState(r.StockState),
+		Frozen:       r.Frozen,
 		FrozenReason: r.FrozenReason, CreatedAt: r.CreatedAt}), nil
 }
 
@@ -81,9 +98,10 @@ func (c productCatalog) Create(ctx context.Context, p domain.Product) (domain.Pr
 	}
 	op := fmt.Sprintf("create product %d", r.ID)
 	res, err := c.s.exec(ctx, op,
-		"INSERT INTO products ("+productColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		id, r.Name, int64(r.Price), r.MaxPerOrder, encodeTiers(r.Tiers), string(r.StockDisplay), r.Frozen,
-		r.FrozenReason, r.CreatedAt.UTC())
+		"INSERT INTO products ("+productColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		id, r.Name, int64(r.Price), r.MaxPerOrder, encodeTiers(r.Tiers), string(r.StockDisplay),
+		nullTime(r.Sale.StartsAt), nullTime(r.Sale.EndsAt), r.Sale.BuyerLimit, r.RefundReleasesLimit,
+		r.LowStockThreshold, string(r.StockState), r.Frozen, r.FrozenReason, r.CreatedAt.UTC())
 	if _, dup := duplicateKey(err); dup {
 		return domain.Product{}, fmt.Errorf("%s: %w", op, domain.ErrProductExists)
 	}
@@ -152,12 +170,26 @@ func (c productCatalog) SetFrozen(ctx context.Context, id domain.ProductID, froz
 func (c productCatalog) Update(ctx context.Context, p domain.Product) error {
 	r := p.Record()
 	op := fmt.Sprintf("update product %d", r.ID)
-	n, err := c.s.execN(ctx, op, "UPDATE products SET name = ?, price = ?, max_per_order = ?, price_tiers = ?, stock_display = ? WHERE id = ?",
-		r.Name, int64(r.Price), r.MaxPerOrder, encodeTiers(r.Tiers), string(r.StockDisplay), int64(r.ID))
+	n, err := c.s.execN(ctx, op, "UPDATE products SET name = ?, price = ?, max_per_order = ?, price_tiers = ?, stock_display = ?, "+
+		"starts_at = ?, ends_at = ?, buyer_limit = ?, refund_releases_limit = ?, low_stock_threshold = ? WHERE id = ?",
+		r.Name, int64(r.Price), r.MaxPerOrder, encodeTiers(r.Tiers), string(r.StockDisplay),
+		nullTime(r.Sale.StartsAt), nullTime(r.Sale.EndsAt), r.Sale.BuyerLimit, r.RefundReleasesLimit,
+		r.LowStockThreshold, int64(r.ID))
 	if err != nil || n == 1 {
 		return err
 	}
 	return c.exists(ctx, op, r.ID)
+}
+
+// SwapStockState is one conditional UPDATE: of racing instances, one changes the row.
+func (c productCatalog) SwapStockState(ctx context.Context, id domain.ProductID, from, to domain.StockState) (bool, error) {
+	op := fmt.Sprintf("stock state of product %d", id)
+	n, err := c.s.execN(ctx, op, "UPDATE products SET stock_state = ? WHERE id = ? AND stock_state = ?",
+		string(to), int64(id), string(from))
+	if err != nil || n == 1 {
+		return n == 1, err
+	}
+	return false, c.exists(ctx, op, id)
 }
 
 // exists tells an UPDATE that changed no row because the values were already stored (nil)

@@ -17,6 +17,10 @@
 //	budget:{<pid>}:<buyer>             units the buyer reserved in the current window (expires
 //	                                   BuyerWindow after the window's first reservation)
 //	rebuild:{<pid>}                    a rebuild's fence: its token, expiring with the fence
+//	rules:{<pid>}                      hash of the sale rules: starts, ends (unix ms), limit
+//	held:{<pid>}                       hash: buyer -> units held against the limit (only while
+//	                                   the limit is above 0)
+//	holdbuyer:{<pid>}                  hash: order no -> buyer of each tracked hold
 //
 // It imports the domain, package lua and go-redis.
 package redisgate
@@ -67,6 +71,7 @@ var (
 	fenceScript   = redis.NewScript(lua.Fence)
 	finishScript  = redis.NewScript(lua.Finish)
 	unfenceScript = redis.NewScript(lua.Unfence)
+	rulesScript   = redis.NewScript(lua.Rules)
 )
 
 // reserve.lua's outcome codes.
@@ -78,6 +83,9 @@ const (
 	codeGateMissing = 5
 	codeBuyerLimit  = 6
 	codeRebuilding  = 7
+	codeNotStarted  = 8
+	codeEnded       = 9
+	codeHolding     = 10
 )
 
 // fenced is what apply.lua, cancel.lua and release.lua answer while a rebuild fences the
@@ -141,9 +149,12 @@ func markerKey(c domain.GateChange) string {
 	return "gate:applied:" + productTag(c.Product) + ":" + c.Ref
 }
 
-func holdsKey(p domain.ProductID) string    { return "holds:" + productTag(p) }
-func holdInfoKey(p domain.ProductID) string { return "holdinfo:" + productTag(p) }
-func fenceKey(p domain.ProductID) string    { return "rebuild:" + productTag(p) }
+func holdsKey(p domain.ProductID) string     { return "holds:" + productTag(p) }
+func holdInfoKey(p domain.ProductID) string  { return "holdinfo:" + productTag(p) }
+func fenceKey(p domain.ProductID) string     { return "rebuild:" + productTag(p) }
+func rulesKey(p domain.ProductID) string     { return "rules:" + productTag(p) }
+func heldKey(p domain.ProductID) string      { return "held:" + productTag(p) }
+func holdBuyerKey(p domain.ProductID) string { return "holdbuyer:" + productTag(p) }
 
 // budgetKey names a buyer's budget for a product; like claims, it relies on buyers without ':'.
 func budgetKey(p domain.ProductID, b domain.BuyerID) string {
@@ -192,9 +203,14 @@ func reserveArgs(r domain.Reservation) (keys []string, args []any) {
 		capacity = strconv.FormatInt(r.BuyerCap, 10)
 		window = strconv.FormatInt(max(r.BuyerWindow.Milliseconds(), 1), 10)
 	}
+	enforce := "" // a late payment's re-reservation: past the window and the limit, still counted
+	if r.Key != "" {
+		enforce = "1"
+	}
 	return []string{stockKey(r.Product), soldKey(r.Product), frozenKey(r.Product), claimKey(r),
-			holdsKey(r.Product), holdInfoKey(r.Product), budgetKey(r.Product, r.Buyer), fenceKey(r.Product)},
-		[]any{qty, claim, strconv.FormatInt(ms, 10), track, capacity, window}
+			holdsKey(r.Product), holdInfoKey(r.Product), budgetKey(r.Product, r.Buyer), fenceKey(r.Product),
+			rulesKey(r.Product), heldKey(r.Product), holdBuyerKey(r.Product)},
+		[]any{qty, claim, strconv.FormatInt(ms, 10), track, capacity, window, string(r.Buyer), enforce}
 }
 
 // Reserve claims the reservation's key (or Ref) and takes its units in one atomic step
@@ -256,6 +272,16 @@ func decodeReserve(reply []any) (domain.ReserveResult, error) {
 		res.Outcome = domain.BuyerLimit
 	case codeRebuilding:
 		res.Outcome = domain.Rebuilding
+	case codeNotStarted:
+		ms, err := strconv.ParseInt(claim, 10, 64)
+		if err != nil {
+			return domain.ReserveResult{}, fmt.Errorf("not started: malformed wait %q", claim)
+		}
+		res.Outcome, res.StartsIn = domain.NotStarted, time.Duration(ms)*time.Millisecond
+	case codeEnded:
+		res.Outcome = domain.Ended
+	case codeHolding:
+		res.Outcome = domain.HoldingLimit
 	default:
 		return domain.ReserveResult{}, fmt.Errorf("unknown outcome code %d", code)
 	}
@@ -286,7 +312,8 @@ func (g *Gate) Cancel(ctx context.Context, r domain.Reservation) (bool, error) {
 		return false, err
 	}
 	n, err := cancelScript.Run(ctx, g.c, []string{stockKey(r.Product), soldKey(r.Product), claimKey(r),
-		holdsKey(r.Product), holdInfoKey(r.Product), fenceKey(r.Product)}, string(r.OrderNo), r.Fingerprint).Int64()
+		holdsKey(r.Product), holdInfoKey(r.Product), fenceKey(r.Product), rulesKey(r.Product), heldKey(r.Product),
+		holdBuyerKey(r.Product)}, string(r.OrderNo), r.Fingerprint).Int64()
 	if err != nil {
 		return false, wrap("cancel", err)
 	}
@@ -301,9 +328,10 @@ func (g *Gate) Cancel(ctx context.Context, r domain.Reservation) (bool, error) {
 // its marker is recorded all the same. A fenced product is domain.ErrGateRebuilding; an error
 // reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) Apply(ctx context.Context, c domain.GateChange) (bool, error) {
-	n, err := applyScript.Run(ctx, g.c, []string{stockKey(c.Product), soldKey(c.Product), markerKey(c), fenceKey(c.Product)},
+	n, err := applyScript.Run(ctx, g.c, []string{stockKey(c.Product), soldKey(c.Product), markerKey(c), fenceKey(c.Product),
+		rulesKey(c.Product), heldKey(c.Product)},
 		strconv.FormatInt(c.Stock, 10), strconv.FormatInt(c.Sold, 10),
-		strconv.FormatInt(MarkerTTL.Milliseconds(), 10)).Int64()
+		strconv.FormatInt(MarkerTTL.Milliseconds(), 10), string(c.Buyer), strconv.FormatInt(c.Held, 10)).Int64()
 	if err != nil {
 		return false, wrap("apply", err)
 	}
@@ -396,6 +424,27 @@ func (g *Gate) SetFrozen(ctx context.Context, p domain.ProductID, frozen bool) e
 		err = g.c.Del(ctx, frozenKey(p)).Err()
 	}
 	return wrap("set frozen", err)
+}
+
+// SetRules replaces the product's sale rules in one step (rules.lua); rules without a limit
+// drop the holding counts. An error reaching Redis wraps domain.ErrUnavailable.
+func (g *Gate) SetRules(ctx context.Context, p domain.ProductID, r domain.SaleRules) error {
+	if err := r.Check(); err != nil {
+		return err
+	}
+	starts, ends, limit := rulesArgs(r)
+	return wrap("set rules", rulesScript.Run(ctx, g.c, []string{rulesKey(p), heldKey(p)}, starts, ends, limit).Err())
+}
+
+// rulesArgs are the rules as the scripts keep them: unix milliseconds (0: no bound), the limit.
+func rulesArgs(r domain.SaleRules) (starts, ends, limit string) {
+	ms := func(t time.Time) string {
+		if t.IsZero() {
+			return "0"
+		}
+		return strconv.FormatInt(t.UnixMilli(), 10)
+	}
+	return ms(r.StartsAt), ms(r.EndsAt), strconv.Itoa(r.BuyerLimit)
 }
 
 // wrap adds the operation to err and, when Redis could not be reached or could not serve the

@@ -360,7 +360,7 @@ func TestCancelScriptTwiceReturnsUnitsOnce(t *testing.T) {
 		reserve(t, g, r, domain.Reserved)
 		script := redis.NewScript(lua.Cancel)
 		keys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), redisgate.ClaimKey(r), redisgate.HoldsKey(p),
-			redisgate.HoldInfoKey(p), redisgate.FenceKey(p)}
+			redisgate.HoldInfoKey(p), redisgate.FenceKey(p), redisgate.RulesKey(p), redisgate.HeldKey(p), redisgate.HoldBuyerKey(p)}
 		for i, want := range []int64{1, 0} {
 			n, err := script.Run(t.Context(), c, keys, string(r.OrderNo), r.Fingerprint).Int64()
 			if err != nil || n != want {

@@ -85,7 +85,7 @@ func (g *Gate) Forget(ctx context.Context, p domain.ProductID, nos []domain.Orde
 		for i, no := range chunk {
 			args[i] = string(no)
 		}
-		if err := forgetScript.Run(ctx, g.c, []string{holdsKey(p), holdInfoKey(p)}, args...).Err(); err != nil {
+		if err := forgetScript.Run(ctx, g.c, []string{holdsKey(p), holdInfoKey(p), holdBuyerKey(p)}, args...).Err(); err != nil {
 			return wrap("forget", err)
 		}
 	}
@@ -110,7 +110,8 @@ func (g *Gate) ReleaseOrphan(ctx context.Context, h domain.Hold) (bool, error) {
 		return false, fmt.Errorf("redis gate release orphan %s: %w", h.OrderNo, err)
 	}
 	n, err := releaseScript.Run(ctx, g.c, []string{stockKey(h.Product), soldKey(h.Product), holdsKey(h.Product),
-		holdInfoKey(h.Product), claim, fenceKey(h.Product)}, string(h.OrderNo)).Int64()
+		holdInfoKey(h.Product), claim, fenceKey(h.Product), rulesKey(h.Product), heldKey(h.Product),
+		holdBuyerKey(h.Product)}, string(h.OrderNo)).Int64()
 	if err != nil {
 		return false, wrap("release orphan", err)
 	}

@@ -20,7 +20,8 @@ func (g *Gate) Rebuild(ctx context.Context, p domain.ProductID, l domain.GateLev
 	if l.Frozen {
 		frozen = "1"
 	}
-	err := rebuildScript.Run(ctx, g.c, []string{stockKey(p), soldKey(p), frozenKey(p), holdsKey(p), holdInfoKey(p)},
+	err := rebuildScript.Run(ctx, g.c, []string{stockKey(p), soldKey(p), frozenKey(p), holdsKey(p), holdInfoKey(p),
+		heldKey(p), holdBuyerKey(p)},
 		strconv.FormatInt(l.Stock, 10), strconv.FormatInt(l.Sold, 10), frozen).Err()
 	return wrap("rebuild", err)
 }
@@ -68,14 +69,26 @@ func (g *Gate) FinishRebuild(ctx context.Context, p domain.ProductID, plan domai
 	if plan.Levels.Frozen {
 		frozen = "1"
 	}
-	keys := []string{stockKey(p), soldKey(p), frozenKey(p), fenceKey(p), holdsKey(p), holdInfoKey(p)}
+	if err := plan.Rules.Check(); err != nil {
+		return err
+	}
+	keys := []string{stockKey(p), soldKey(p), frozenKey(p), fenceKey(p), holdsKey(p), holdInfoKey(p),
+		rulesKey(p), heldKey(p), holdBuyerKey(p)}
 	for _, ref := range plan.Counted {
 		keys = append(keys, markerKey(domain.GateChange{Product: p, Ref: ref}))
 	}
+	starts, ends, limit := rulesArgs(plan.Rules)
 	args := []any{plan.Token, strconv.FormatInt(plan.Levels.Stock, 10), strconv.FormatInt(plan.Levels.Sold, 10),
-		frozen, strconv.FormatInt(MarkerTTL.Milliseconds(), 10)}
+		frozen, strconv.FormatInt(MarkerTTL.Milliseconds(), 10), starts, ends, limit, strconv.Itoa(len(plan.Drop))}
 	for _, no := range plan.Drop {
 		args = append(args, string(no))
+	}
+	if plan.Rules.BuyerLimit > 0 {
+		for b, n := range plan.Held {
+			if n > 0 {
+				args = append(args, string(b), strconv.FormatInt(n, 10))
+			}
+		}
 	}
 	n, err := finishScript.Run(ctx, g.c, keys, args...).Int64()
 	if err != nil {
