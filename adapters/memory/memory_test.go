@@ -20,7 +20,7 @@ func TestGateContract(t *testing.T) {
 	// One fake clock for every case's gate: the suite's windows pass without sleeping.
 	clock := memory.NewFakeClock(time.Now())
 	porttest.RunStockGate(t, func(*testing.T) domain.StockGate { return memory.NewGate(clock) },
-		porttest.WithElapse(func(_ *testing.T, d time.Duration) { clock.Advance(d) }))
+		porttest.WithElapse(func(_ *testing.T, d time.Duration) { clock.Advance(d) }), porttest.WithNow(clock.Now))
 }
 
 func TestLedgerContract(t *testing.T) {

@@ -263,6 +263,52 @@ func runOrders(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 	})
 
+	t.Run("held by buyer sums PENDING and PAID, and REFUNDED when asked", func(t *testing.T) {
+		l := newLedger(t)
+		p, other := createProduct(t, l), createProduct(t, l)
+		var orders []domain.Order
+		for _, qty := range []int{1, 2, 3, 4} {
+			o, err := domain.NewOrder(newOrderNo(), "porttest-holder", p, qty, newKey(), now(), 15*time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			insertOrder(t, l, o)
+			orders = append(orders, o)
+		}
+		insertOrder(t, l, newOrder(t, p, 5, now()))     // another buyer
+		insertOrder(t, l, newOrder(t, other, 1, now())) // another product
+		move := func(o domain.Order, from domain.OrderStatus, change func(*domain.Order) error) domain.Order {
+			t.Helper()
+			if err := change(&o); err != nil {
+				t.Fatal(err)
+			}
+			if won, err := l.Orders().Transition(t.Context(), o, from); err != nil || !won {
+				t.Fatalf("Transition = %v, %v", won, err)
+			}
+			return o
+		}
+		move(orders[1], domain.StatusPending, func(o *domain.Order) error { return o.MarkPaid(now(), o.Amount(), "pay-h1") })
+		refunded := move(orders[2], domain.StatusPending, func(o *domain.Order) error { return o.MarkPaid(now(), o.Amount(), "pay-h2") })
+		move(refunded, domain.StatusPaid, func(o *domain.Order) error { return o.Refund(now(), "test") })
+		move(orders[3], domain.StatusPending, func(o *domain.Order) error { return o.Close(o.ExpiresAt()) })
+		for _, withRefunded := range []bool{false, true} {
+			got, err := l.Orders().HeldByBuyer(t.Context(), p.ID(), withRefunded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int64(1 + 2) // PENDING 1 + PAID 2; the CLOSED 4 never counts
+			if withRefunded {
+				want += 3
+			}
+			if got["porttest-holder"] != want || len(got) != 2 {
+				t.Fatalf("HeldByBuyer(refunded %v) = %v, want porttest-holder %d and one other buyer", withRefunded, got, want)
+			}
+		}
+		if got, err := l.Orders().HeldByBuyer(t.Context(), NewProductID(), true); err != nil || len(got) != 0 {
+			t.Fatalf("HeldByBuyer(unknown product) = %v, %v; want empty", got, err)
+		}
+	})
+
 	t.Run("existing tells written orders from unknown numbers, in any status", func(t *testing.T) {
 		l := newLedger(t)
 		p := createProduct(t, l)

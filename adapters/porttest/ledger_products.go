@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"cardshop/domain"
 )
@@ -100,6 +101,10 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		r := p.Revision()
 		r.Name, r.Price, r.MaxPerOrder, r.StockDisplay = "porttest revised", 700, 50, domain.StockLevel
 		r.Tiers = []domain.PriceTier{{MinQty: 10, UnitPrice: 650}, {MinQty: 50, UnitPrice: 600}}
+		// Sub-millisecond and local times: stored to the millisecond, in UTC.
+		starts := time.Date(2031, 5, 4, 20, 0, 0, 123_456_789, time.FixedZone("UTC+8", 8*3600))
+		r.Sale = domain.SaleRules{StartsAt: starts, EndsAt: starts.Add(time.Hour), BuyerLimit: 2}
+		r.RefundReleasesLimit, r.LowStockThreshold = true, 25
 		revised, err := p.Revise(r) // p is unfrozen here: Update must not store that
 		if err != nil {
 			t.Fatal(err)
@@ -110,7 +115,10 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		want, _ := p.Revise(r)
 		want.Freeze("audit")
 		wantProduct(t, l, want)
-		r.Tiers = nil
+		if got := want.Sale().StartsAt; got.Nanosecond() != 123_000_000 || got.Location() != time.UTC {
+			t.Fatalf("StartsAt stored as %v, want millisecond precision in UTC", got)
+		}
+		r.Tiers, r.Sale = nil, domain.SaleRules{} // and back to no window, no limit
 		plain, _ := p.Revise(r)
 		if err := l.Products().Update(t.Context(), plain); err != nil {
 			t.Fatal(err)

@@ -15,6 +15,7 @@ type StockGateOption func(*stockGateOptions)
 
 type stockGateOptions struct {
 	elapse func(t *testing.T, d time.Duration)
+	now    func() time.Time
 }
 
 // WithElapse tells the suite how to let d pass for the gate: a gate on a fake clock advances
@@ -23,8 +24,14 @@ func WithElapse(elapse func(t *testing.T, d time.Duration)) StockGateOption {
 	return func(o *stockGateOptions) { o.elapse = elapse }
 }
 
+// WithNow tells the suite the gate's clock, for the sale windows it sets: a gate on a fake
+// clock passes the clock's Now. Without it the suite uses the wall clock (Redis on this machine).
+func WithNow(now func() time.Time) StockGateOption {
+	return func(o *stockGateOptions) { o.now = now }
+}
+
 func stockGateOpts(opts []StockGateOption) stockGateOptions {
-	o := stockGateOptions{elapse: func(_ *testing.T, d time.Duration) { time.Sleep(d) }}
+	o := stockGateOptions{elapse: func(_ *testing.T, d time.Duration) { time.Sleep(d) }, now: time.Now}
 	for _, fn := range opts {
 		fn(&o)
 	}

@@ -1,0 +1,222 @@
+package application_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"cardshop/adapters/memory"
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// createRuled creates a product with sale rules and codes fresh codes.
+func (f *fixture) createRuled(t *testing.T, rules domain.SaleRules, refundFrees bool, codes int) domain.Product {
+	t.Helper()
+	p, err := f.shop.CreateProduct(f.ctx, application.NewProduct{Name: "flash sale", Price: testPrice, MaxPerOrder: 10,
+		Sale: rules, RefundReleasesLimit: refundFrees})
+	if err != nil {
+		t.Fatalf("create product: %v", err)
+	}
+	f.addCodes(t, p.ID(), codes)
+	return p
+}
+
+// reserveCounter counts reservations that reach the gate.
+type reserveCounter struct {
+	*memory.Gate
+	mu       sync.Mutex
+	reserves int
+}
+
+func (g *reserveCounter) Reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
+	g.mu.Lock()
+	g.reserves++
+	g.mu.Unlock()
+	return g.Gate.Reserve(ctx, r)
+}
+
+func (g *reserveCounter) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.reserves
+}
+
+func TestSaleWindowAtItsEdges(t *testing.T) {
+	var gate *reserveCounter
+	f := newFixture(t, withGate(func(g *memory.Gate) domain.StockGate { gate = &reserveCounter{Gate: g}; return gate }),
+		withConfig(func(c *application.Config) { c.SaleStartMargin = 2 * time.Second }))
+	starts := t0.Add(time.Minute)
+	p := f.createRuled(t, domain.SaleRules{StartsAt: starts, EndsAt: starts.Add(time.Minute)}, false, 10)
+
+	// Far before the start: refused here, the gate is not asked.
+	_, err := f.place("alice", p.ID(), 1, f.newKey())
+	var early *domain.SaleNotStartedError
+	if !errors.As(err, &early) || !errors.Is(err, domain.ErrSaleNotStarted) || early.StartsIn != time.Minute {
+		t.Fatalf("a minute before the start: %v, want SaleNotStartedError starting in 1m", err)
+	}
+	if gate.count() != 0 {
+		t.Fatalf("the gate was asked %d times before the margin", gate.count())
+	}
+	// Within the margin the gate decides, to the millisecond.
+	f.clock.Set(starts.Add(-time.Millisecond))
+	_, err = f.place("alice", p.ID(), 1, f.newKey())
+	if !errors.As(err, &early) || early.StartsIn != time.Millisecond {
+		t.Fatalf("1 ms before the start: %v, want the gate's NotStarted with 1ms", err)
+	}
+	if gate.count() != 1 {
+		t.Fatalf("the gate was asked %d times, want 1", gate.count())
+	}
+	f.clock.Set(starts)
+	f.mustPlace(t, "alice", p.ID(), 1)
+	f.clock.Set(starts.Add(time.Minute - time.Millisecond))
+	f.mustPlace(t, "bob", p.ID(), 1)
+	f.clock.Set(starts.Add(time.Minute))
+	_, err = f.place("carol", p.ID(), 1, f.newKey())
+	is(t, "order at the end", err, domain.ErrSaleEnded)
+	if l := f.levels(t, p.ID()); l.Stock != 8 || l.Sold != 2 {
+		t.Fatalf("levels %+v, want 8 left and 2 sold: refusals change nothing", l)
+	}
+}
+
+// An instance whose clock is behind the gate's still sells at the gate's start, and one whose
+// clock is ahead does not sell early: the gate's clock decides within the margin.
+func TestSaleStartIsTheGatesClock(t *testing.T) {
+	gateClock := memory.NewFakeClock(t0)
+	starts := t0.Add(10 * time.Second)
+	for _, skew := range []time.Duration{-1500 * time.Millisecond, 1500 * time.Millisecond} {
+		t.Run(fmt.Sprintf("instance clock %s", skew), func(t *testing.T) {
+			gateClock.Set(t0)
+			instance := memory.NewFakeClock(t0.Add(skew))
+			f := newFixture(t, withClock(instance), withConfig(func(c *application.Config) { c.SaleStartMargin = 2 * time.Second }),
+				withGate(func(*memory.Gate) domain.StockGate { return memory.NewGate(gateClock) }))
+			p := f.createRuled(t, domain.SaleRules{StartsAt: starts}, false, 5)
+			gateClock.Set(starts.Add(-time.Millisecond))
+			instance.Set(starts.Add(-time.Millisecond + skew))
+			if _, err := f.place("alice", p.ID(), 1, f.newKey()); !errors.Is(err, domain.ErrSaleNotStarted) {
+				t.Fatalf("1 ms before the gate's start: %v, want ErrSaleNotStarted", err)
+			}
+			gateClock.Set(starts)
+			instance.Set(starts.Add(skew))
+			if _, err := f.place("alice", p.ID(), 1, f.newKey()); err != nil {
+				t.Fatalf("at the gate's start: %v", err)
+			}
+		})
+	}
+}
+
+func TestBuyerLimitLifeCycle(t *testing.T) {
+	for _, refundFrees := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refund releases %v", refundFrees), func(t *testing.T) {
+			f := newFixture(t)
+			p := f.createRuled(t, domain.SaleRules{BuyerLimit: 2}, refundFrees, 20)
+			first := f.mustPlace(t, "alice", p.ID(), 2)
+			_, err := f.place("alice", p.ID(), 1, f.newKey())
+			is(t, "a third unit", err, domain.ErrBuyerHoldingLimit)
+			f.mustPlace(t, "bob", p.ID(), 2)
+
+			// The unpaid order closes: alice may buy again.
+			f.clock.Advance(f.cfg.OrderTimeout + time.Second)
+			if err := f.shop.CloseExpired(f.ctx, first.No()); err != nil {
+				t.Fatal(err)
+			}
+			paid := f.mustPlace(t, "alice", p.ID(), 2)
+			f.mustPay(t, paid.No())
+			_, err = f.place("alice", p.ID(), 1, f.newKey())
+			is(t, "over the limit with a PAID order", err, domain.ErrBuyerHoldingLimit)
+
+			if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: paid.No()}); err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.place("alice", p.ID(), 1, f.newKey())
+			if refundFrees && err != nil {
+				t.Fatalf("after a refund that releases the limit: %v", err)
+			}
+			if !refundFrees {
+				is(t, "after a refund that keeps counting", err, domain.ErrBuyerHoldingLimit)
+			}
+			f.assertInvariants(t, p.ID())
+		})
+	}
+}
+
+// Switching a limit on for a product on sale counts the orders placed before it, and a gate
+// that lost everything (Redis restarted empty) gets the rules and the counts back.
+func TestBuyerLimitSetOnSaleAndAfterGateLoss(t *testing.T) {
+	f := newFixture(t)
+	p := f.createRuled(t, domain.SaleRules{}, false, 20)
+	f.mustPlace(t, "alice", p.ID(), 3)
+	limit := 4
+	if _, err := f.shop.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{BuyerLimit: &limit}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.place("alice", p.ID(), 2, f.newKey())
+	is(t, "3 held before the limit + 2", err, domain.ErrBuyerHoldingLimit)
+	f.mustPlace(t, "alice", p.ID(), 1)
+
+	f.gate.Flush()
+	if _, err := f.shop.Reconcile(f.ctx, p.ID(), true); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.place("alice", p.ID(), 1, f.newKey())
+	is(t, "after the gate was rebuilt", err, domain.ErrBuyerHoldingLimit)
+	f.mustPlace(t, "bob", p.ID(), 4)
+
+	// Windows are rebuilt too.
+	ends := f.shopNow()
+	if _, err := f.shop.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{EndsAt: &ends}); err != nil {
+		t.Fatal(err)
+	}
+	f.gate.Flush()
+	if _, err := f.shop.Reconcile(f.ctx, p.ID(), true); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.place("carol", p.ID(), 1, f.newKey())
+	is(t, "after the end, rebuilt", err, domain.ErrSaleEnded)
+	f.assertInvariants(t, p.ID())
+}
+
+// Many buyers, each with many concurrent requests and repeated keys: no buyer ever holds more
+// than the limit in PENDING and PAID orders, and every invariant holds at quiescence.
+func TestBuyerLimitUnderConcurrency(t *testing.T) {
+	f := newFixture(t)
+	const limit, buyers, perBuyer = 2, 12, 16
+	p := f.createRuled(t, domain.SaleRules{BuyerLimit: limit}, false, 200)
+	var wg sync.WaitGroup
+	for b := range buyers {
+		buyer := domain.BuyerID(fmt.Sprintf("buyer-%02d", b))
+		for i := range perBuyer {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				key := fmt.Sprintf("key-%08d", b*100+i%5) // repeated keys: double clicks and retries
+				res, err := f.place(buyer, p.ID(), 1+i%2, key)
+				switch {
+				case err == nil && !res.Replayed && i%3 == 0:
+					f.pay(t, res.Order.No()) //nolint:errcheck // a lost race is fine; invariants judge
+				case err == nil, errors.Is(err, domain.ErrBuyerHoldingLimit), errors.Is(err, domain.ErrIdempotencyMismatch),
+					errors.Is(err, domain.ErrRequestInProgress):
+				default:
+					t.Errorf("place: %v", err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	held, err := f.ledger.Orders().HeldByBuyer(f.ctx, p.ID(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != buyers {
+		t.Fatalf("%d buyers hold units, want all %d", len(held), buyers)
+	}
+	for b, n := range held {
+		if n > limit {
+			t.Errorf("%s holds %d units, limit %d", b, n, limit)
+		}
+	}
+	f.assertInvariants(t, p.ID())
+}
