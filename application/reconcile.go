@@ -72,6 +72,19 @@ func (s *Shop) reconcile(ctx context.Context, id domain.ProductID) (Reconciliati
 	if err != nil {
 		return rep, fmt.Errorf("reconcile orders: %w", err)
 	}
+	p, err := s.ledger.Products().Product(ctx, id)
+	if err != nil {
+		return rep, fmt.Errorf("reconcile product: %w", err)
+	}
+	var ledgerHeld, gateHeld map[domain.BuyerID]int64
+	if p.Sale().BuyerLimit > 0 && rep.GateKnown {
+		if ledgerHeld, err = s.ledger.Orders().HeldByBuyer(ctx, id, !p.RefundReleasesLimit()); err != nil {
+			return rep, fmt.Errorf("reconcile holdings: %w", err)
+		}
+		if gateHeld, err = s.gate.HeldCounts(ctx, id); err != nil {
+			return rep, fmt.Errorf("reconcile gate holdings: %w", err)
+		}
+	}
 	flows, err := s.ledger.Flows().Totals(ctx, id)
 	if err != nil {
 		return rep, fmt.Errorf("reconcile flow: %w", err)
@@ -113,6 +126,23 @@ func (s *Shop) reconcile(ctx context.Context, id domain.ProductID) (Reconciliati
 	add("flow: pending", pending, rep.Flow.Pending)
 	if rep.GateKnown {
 		add("flow: gate stock", rep.Gate.Stock, rep.Flow.GateFree)
+	}
+	if ledgerHeld != nil {
+		var want, got, differ int64
+		for b, n := range ledgerHeld {
+			want += n
+			if gateHeld[b] != n {
+				differ++
+			}
+		}
+		for b, n := range gateHeld {
+			got += n
+			if _, ok := ledgerHeld[b]; !ok {
+				differ++
+			}
+		}
+		add("gate holding counts = qty of the buyers' orders (buyer_limit)", want, got)
+		add("buyers whose gate holding count differs from their orders", 0, differ)
 	}
 	return rep, nil
 }

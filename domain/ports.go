@@ -177,6 +177,9 @@ type StockGate interface {
 	// plan.Held), never through SetRules alone, or the orders placed meanwhile would not count.
 	// Changing a limit that is already on keeps the counts. ErrUnavailable when unreachable.
 	SetRules(ctx context.Context, p ProductID, r SaleRules) error
+	// HeldCounts returns each buyer's holding count of the product (empty without a limit):
+	// what reconciliation compares with the ledger. ErrUnavailable when unreachable.
+	HeldCounts(ctx context.Context, p ProductID) (map[BuyerID]int64, error)
 
 	// Holds lists up to limit of the product's holds taken at least minAge ago by the gate's
 	// clock, oldest first (ties by order number). limit <= 0 lists nothing. Errors:

@@ -125,11 +125,15 @@ func (g *Gate) SetRules(_ context.Context, p domain.ProductID, r domain.SaleRule
 	return nil
 }
 
-// Held returns the buyer's holding count of p; for tests.
-func (g *Gate) Held(p domain.ProductID, buyer domain.BuyerID) int64 {
+// HeldCounts returns a copy of the buyers' holding counts of p.
+func (g *Gate) HeldCounts(_ context.Context, p domain.ProductID) (map[domain.BuyerID]int64, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.held[p][buyer]
+	out := make(map[domain.BuyerID]int64, len(g.held[p]))
+	for b, n := range g.held[p] {
+		out[b] = n
+	}
+	return out, nil
 }
 
 func claimKeyOf(r domain.Reservation) claimKey {

@@ -17,7 +17,7 @@ func (m *Metrics) Gate(g domain.StockGate) domain.StockGate {
 		reserve: op("Reserve"), cancel: op("Cancel"), apply: op("Apply"), levels: op("Levels"), levelsMany: op("LevelsMany"),
 		rebuild: op("Rebuild"), setFrozen: op("SetFrozen"), holds: op("Holds"), forget: op("Forget"),
 		releaseOrphan: op("ReleaseOrphan"), beginRebuild: op("BeginRebuild"), finishRebuild: op("FinishRebuild"),
-		abortRebuild: op("AbortRebuild"), setRules: op("SetRules")}
+		abortRebuild: op("AbortRebuild"), setRules: op("SetRules"), heldCounts: op("HeldCounts")}
 }
 
 // timedGate holds one observer per operation, resolved once: the hot path (Reserve) does no
@@ -27,6 +27,7 @@ type timedGate struct {
 	reserve, cancel, apply, levels, rebuild, setFrozen  prometheus.Observer
 	holds, forget, releaseOrphan, levelsMany            prometheus.Observer
 	beginRebuild, finishRebuild, abortRebuild, setRules prometheus.Observer
+	heldCounts                                          prometheus.Observer
 }
 
 func since(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
@@ -59,6 +60,11 @@ func (t *timedGate) LevelsMany(ctx context.Context, ids []domain.ProductID) (map
 func (t *timedGate) Rebuild(ctx context.Context, p domain.ProductID, l domain.GateLevels) error {
 	defer since(t.rebuild, time.Now())
 	return t.g.Rebuild(ctx, p, l)
+}
+
+func (t *timedGate) HeldCounts(ctx context.Context, p domain.ProductID) (map[domain.BuyerID]int64, error) {
+	defer since(t.heldCounts, time.Now())
+	return t.g.HeldCounts(ctx, p)
 }
 
 func (t *timedGate) SetRules(ctx context.Context, p domain.ProductID, r domain.SaleRules) error {

@@ -26,6 +26,21 @@ func runSaleRules(t *testing.T, newGate func(t *testing.T) domain.StockGate, o s
 		}
 		return res
 	}
+	wantHeld := func(t *testing.T, g domain.StockGate, p domain.ProductID, want map[domain.BuyerID]int64) {
+		t.Helper()
+		got, err := g.HeldCounts(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("HeldCounts = %v, want %v", got, want)
+		}
+		for b, n := range want {
+			if got[b] != n {
+				t.Fatalf("HeldCounts = %v, want %v", got, want)
+			}
+		}
+	}
 	// another is a new order of r's buyer with a fresh key.
 	another := func(r domain.Reservation, qty int) domain.Reservation {
 		n := newReservation(r.Product, qty)
@@ -144,6 +159,9 @@ func runSaleRules(t *testing.T, newGate func(t *testing.T) domain.StockGate, o s
 		want(t, g, another(r, 2), domain.Reserved)
 		want(t, g, another(r, 1), domain.HoldingLimit)
 		wantLevels(t, g, p, domain.GateLevels{Stock: 18, Sold: 2})
+		wantHeld(t, g, p, map[domain.BuyerID]int64{r.Buyer: 2})
+		setRules(t, g, p, domain.SaleRules{}) // no limit: no counts
+		wantHeld(t, g, p, nil)
 	})
 
 	t.Run("limit: a late re-reservation is never refused but counts", func(t *testing.T) {
@@ -188,6 +206,7 @@ func runSaleRules(t *testing.T, newGate func(t *testing.T) domain.StockGate, o s
 		if err := g.FinishRebuild(t.Context(), p, plan); err != nil {
 			t.Fatalf("FinishRebuild: %v", err)
 		}
+		wantHeld(t, g, p, map[domain.BuyerID]int64{written.Buyer: 4, inFlight.Buyer: 1})
 		want(t, g, another(written, 1), domain.HoldingLimit)
 		want(t, g, another(inFlight, 1), domain.Reserved) // 1 in flight + 1 = the limit
 		want(t, g, another(inFlight, 1), domain.HoldingLimit)

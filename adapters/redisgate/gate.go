@@ -436,6 +436,24 @@ func (g *Gate) SetRules(ctx context.Context, p domain.ProductID, r domain.SaleRu
 	return wrap("set rules", rulesScript.Run(ctx, g.c, []string{rulesKey(p), heldKey(p)}, starts, ends, limit).Err())
 }
 
+// HeldCounts reads the product's holding counts (one HGETALL). An error reaching Redis wraps
+// domain.ErrUnavailable.
+func (g *Gate) HeldCounts(ctx context.Context, p domain.ProductID) (map[domain.BuyerID]int64, error) {
+	vals, err := g.c.HGetAll(ctx, heldKey(p)).Result()
+	if err != nil {
+		return nil, wrap("held counts", err)
+	}
+	out := make(map[domain.BuyerID]int64, len(vals))
+	for b, v := range vals {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("redis gate held counts: buyer %q: %w", b, err)
+		}
+		out[domain.BuyerID(b)] = n
+	}
+	return out, nil
+}
+
 // rulesArgs are the rules as the scripts keep them: unix milliseconds (0: no bound), the limit.
 func rulesArgs(r domain.SaleRules) (starts, ends, limit string) {
 	ms := func(t time.Time) string {

@@ -255,8 +255,14 @@ func (h *history) setup() {
 		if h.ports.NewProductID != nil {
 			id = h.ports.NewProductID()
 		}
+		// Two of the products have a per-buyer limit (one whose refunds release it, one whose do
+		// not): reconciliation then checks every buyer's count at the gate against the ledger.
+		rules := domain.SaleRules{}
+		if i < 2 {
+			rules.BuyerLimit = 2 * maxPerOrder
+		}
 		p, err := h.shop.CreateProduct(ctx, application.NewProduct{ID: id, Name: fmt.Sprintf("history %d", i),
-			Price: prices[i%len(prices)], MaxPerOrder: maxPerOrder})
+			Price: prices[i%len(prices)], MaxPerOrder: maxPerOrder, Sale: rules, RefundReleasesLimit: i == 0})
 		if err != nil {
 			h.t.Fatalf("create product: %v", err)
 		}

@@ -139,7 +139,8 @@ func (w *worker) log(op, format string, args ...any) {
 
 // expected are the errors an operation may answer in a history: refusals and contention.
 var expected = []error{domain.ErrSoldOut, domain.ErrProductFrozen, domain.ErrRequestInProgress, domain.ErrIdempotencyMismatch,
-	domain.ErrInvalidTransition, domain.ErrAmountMismatch, domain.ErrGateNotReady, domain.ErrUnavailable, domain.ErrBuyerLimit}
+	domain.ErrInvalidTransition, domain.ErrAmountMismatch, domain.ErrGateNotReady, domain.ErrUnavailable, domain.ErrBuyerLimit,
+	domain.ErrBuyerHoldingLimit}
 
 func isErr(err, target error) bool { return errors.Is(err, target) }
 
