@@ -81,9 +81,9 @@ type ProductPatch struct {
 	LowStockThreshold   *int
 }
 
-// touchesRules reports whether the patch changes a rule the gate enforces.
+// touchesRules reports whether the patch changes what the gate enforces or counts.
 func (p ProductPatch) touchesRules() bool {
-	return p.StartsAt != nil || p.EndsAt != nil || p.BuyerLimit != nil
+	return p.StartsAt != nil || p.EndsAt != nil || p.BuyerLimit != nil || p.RefundReleasesLimit != nil
 }
 
 // UpdateProduct changes a product, on sale or not: the result is validated whole (the tiers
@@ -151,11 +151,14 @@ func (s *Shop) UpdateProduct(ctx context.Context, id domain.ProductID, patch Pro
 }
 
 // applyRules brings a product's changed sale rules to the gate, where they take effect in one
-// atomic step. A per-buyer limit that is set goes through a rebuild from the ledger, which
-// writes the rules together with every buyer's holding count (the gate keeps no counts without
-// a limit, and a retried change must find them right too); other changes only replace the rules.
+// atomic step. A per-buyer limit that is set, or a change of whether refunds release it while
+// there is one, goes through a rebuild from the ledger, which writes the rules together with
+// every buyer's holding count (the gate keeps no counts without a limit, refunded orders count
+// or not by the setting, and a retried change must find them right too); other changes only
+// replace the rules. A rebuild in progress refuses (ErrGateRebuilding): send the change again.
 func (s *Shop) applyRules(ctx context.Context, p domain.Product, patch ProductPatch) error {
-	if patch.BuyerLimit != nil && *patch.BuyerLimit > 0 {
+	limited := p.Sale().BuyerLimit > 0
+	if limited && (patch.BuyerLimit != nil || patch.RefundReleasesLimit != nil) {
 		return s.RebuildGate(ctx, p)
 	}
 	return s.gate.SetRules(ctx, p.ID(), p.Sale())

@@ -220,3 +220,27 @@ func TestBuyerLimitUnderConcurrency(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 }
+
+// Changing whether refunds release the limit rebuilds the counts: refunded orders stop (or
+// start) counting at once, and reconciliation agrees.
+func TestRefundSettingChangeRecountsHoldings(t *testing.T) {
+	f := newFixture(t)
+	p := f.createRuled(t, domain.SaleRules{BuyerLimit: 2}, false, 20)
+	o := f.mustPlace(t, "alice", p.ID(), 2)
+	f.mustPay(t, o.No())
+	if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.place("alice", p.ID(), 1, f.newKey())
+	is(t, "a refunded order still counting", err, domain.ErrBuyerHoldingLimit)
+	releases := true
+	if _, err := f.shop.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{RefundReleasesLimit: &releases}); err != nil {
+		t.Fatal(err)
+	}
+	f.mustPlace(t, "alice", p.ID(), 2)
+	rep, err := f.shop.Reconcile(f.ctx, p.ID(), false)
+	if err != nil || !rep.OK() {
+		t.Fatalf("reconcile after the change: %+v, %v", rep.Checks, err)
+	}
+	f.assertInvariants(t, p.ID())
+}

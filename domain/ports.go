@@ -175,7 +175,9 @@ type StockGate interface {
 	// them. Holding counts are kept only while BuyerLimit > 0: rules without a limit drop them,
 	// so a limit that is switched on must come with a rebuild (FinishRebuild's plan.Rules and
 	// plan.Held), never through SetRules alone, or the orders placed meanwhile would not count.
-	// Changing a limit that is already on keeps the counts. ErrUnavailable when unreachable.
+	// Changing a limit that is already on keeps the counts. While the product is fenced it
+	// writes nothing and returns ErrGateRebuilding (the rebuild writes the rules it read from
+	// the ledger and would overwrite these). ErrUnavailable when unreachable.
 	SetRules(ctx context.Context, p ProductID, r SaleRules) error
 	// HeldCounts returns each buyer's holding count of the product (empty without a limit):
 	// what reconciliation compares with the ledger. ErrUnavailable when unreachable.

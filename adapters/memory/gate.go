@@ -112,12 +112,16 @@ func (g *Gate) addHeld(p domain.ProductID, buyer domain.BuyerID, n int64) {
 }
 
 // SetRules replaces the product's sale rules; rules without a limit drop its holding counts.
+// While the product is fenced it writes nothing and returns ErrGateRebuilding.
 func (g *Gate) SetRules(_ context.Context, p domain.ProductID, r domain.SaleRules) error {
 	if err := r.Check(); err != nil {
 		return err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if _, ok := g.fenced(p, g.clock.Now()); ok {
+		return domain.ErrGateRebuilding
+	}
 	g.rules[p] = r
 	if r.BuyerLimit <= 0 {
 		delete(g.held, p)

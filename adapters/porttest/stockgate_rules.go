@@ -1,6 +1,7 @@
 package porttest
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -247,6 +248,25 @@ func runSaleRules(t *testing.T, newGate func(t *testing.T) domain.StockGate, o s
 			t.Fatalf("outcomes %v, want 3 Reserved and 27 HoldingLimit", count)
 		}
 		wantLevels(t, g, p, domain.GateLevels{Stock: 97, Sold: 3})
+	})
+
+	t.Run("rules wait for a rebuild's fence, whose finish writes its own", func(t *testing.T) {
+		g, p := newGate(t), NewProductID()
+		rebuild(t, g, p, domain.GateLevels{Stock: 5})
+		if _, err := g.BeginRebuild(t.Context(), p, "rebuild-rules", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		ended := domain.SaleRules{EndsAt: o.now().Add(-time.Second)}
+		if err := g.SetRules(t.Context(), p, ended); !errors.Is(err, domain.ErrGateRebuilding) {
+			t.Fatalf("SetRules on a fenced product: %v, want ErrGateRebuilding", err)
+		}
+		plan := domain.RebuildPlan{Token: "rebuild-rules", Levels: domain.GateLevels{Stock: 5}}
+		if err := g.FinishRebuild(t.Context(), p, plan); err != nil {
+			t.Fatal(err)
+		}
+		want(t, g, newReservation(p, 1), domain.Reserved) // the plan's rules: none
+		setRules(t, g, p, ended)
+		want(t, g, newReservation(p, 1), domain.Ended)
 	})
 
 	t.Run("invalid rules are refused", func(t *testing.T) {

@@ -427,13 +427,21 @@ func (g *Gate) SetFrozen(ctx context.Context, p domain.ProductID, frozen bool) e
 }
 
 // SetRules replaces the product's sale rules in one step (rules.lua); rules without a limit
-// drop the holding counts. An error reaching Redis wraps domain.ErrUnavailable.
+// drop the holding counts. A fenced product is domain.ErrGateRebuilding, writing nothing; an
+// error reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) SetRules(ctx context.Context, p domain.ProductID, r domain.SaleRules) error {
 	if err := r.Check(); err != nil {
 		return err
 	}
 	starts, ends, limit := rulesArgs(r)
-	return wrap("set rules", rulesScript.Run(ctx, g.c, []string{rulesKey(p), heldKey(p)}, starts, ends, limit).Err())
+	n, err := rulesScript.Run(ctx, g.c, []string{rulesKey(p), heldKey(p), fenceKey(p)}, starts, ends, limit).Int64()
+	if err != nil {
+		return wrap("set rules", err)
+	}
+	if n == fenced {
+		return domain.ErrGateRebuilding
+	}
+	return nil
 }
 
 // HeldCounts reads the product's holding counts (one HGETALL). An error reaching Redis wraps
