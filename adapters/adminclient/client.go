@@ -32,6 +32,10 @@ func New(baseURL, adminToken string) *Client {
 type ServiceError struct {
 	Status int
 	Answer []byte
+	// Code and Message are the JSON error's "code" and "message" (such as "invalid_request" and
+	// "ends_at: must be after starts_at"); empty when the answer is not the service's JSON error
+	// (a proxy's page, say).
+	Code, Message string
 	// Import is what an import of codes stopped half-way did before the error (the answer's
 	// "import"); nil otherwise.
 	Import *ImportReport
@@ -42,14 +46,40 @@ func (e *ServiceError) Error() string {
 	return fmt.Sprintf("the service answered %d: %s", e.Status, bytes.TrimSpace(e.Answer))
 }
 
+// newServiceError reads the code and message of the service's JSON error in answer, if it is one.
+func newServiceError(status int, answer []byte) *ServiceError {
+	e := &ServiceError{Status: status, Answer: answer}
+	var body struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(answer, &body) == nil {
+		e.Code, e.Message = body.Code, body.Message
+	}
+	return e
+}
+
 // adminCall sends a bodiless admin request and returns the answer of a 200, or a
 // *ServiceError carrying the service's JSON error.
 func (c *Client) adminCall(ctx context.Context, client *http.Client, method, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	return c.adminJSON(ctx, client, method, url, nil, http.StatusOK)
+}
+
+// adminJSON sends an admin request with body as its JSON body (none when nil) and returns the
+// answer when its status is ok, or a *ServiceError carrying the service's JSON error.
+func (c *Client) adminJSON(ctx context.Context, client *http.Client, method, url string, body []byte, ok int) ([]byte, error) {
+	var in io.Reader
+	if body != nil {
+		in = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, in)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
@@ -59,8 +89,8 @@ func (c *Client) adminCall(ctx context.Context, client *http.Client, method, url
 	if err != nil {
 		return nil, fmt.Errorf("reading the answer: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, &ServiceError{Status: resp.StatusCode, Answer: answer}
+	if resp.StatusCode != ok {
+		return nil, newServiceError(resp.StatusCode, answer)
 	}
 	return answer, nil
 }
@@ -207,7 +237,7 @@ func (c *Client) Refund(ctx context.Context, order string, void, recycle bool, r
 		return RefundAnswer{}, fmt.Errorf("reading the answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
-		return RefundAnswer{}, &ServiceError{Status: resp.StatusCode, Answer: answer}
+		return RefundAnswer{}, newServiceError(resp.StatusCode, answer)
 	}
 	var out RefundAnswer
 	if err := json.Unmarshal(answer, &out); err != nil {

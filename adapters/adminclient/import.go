@@ -162,7 +162,7 @@ func (c *Client) ImportCodes(ctx context.Context, product int64, up Upload) (Imp
 		var failed struct {
 			Import *ImportReport `json:"import"`
 		}
-		serr := &ServiceError{Status: resp.StatusCode, Answer: answer}
+		serr := newServiceError(resp.StatusCode, answer)
 		if json.Unmarshal(answer, &failed) == nil && failed.Import != nil {
 			serr.Import = failed.Import
 		}
