@@ -39,6 +39,9 @@ Commands:
   import-codes  stream a file of codes into a product's pool (admin API, CARDSHOP_ADMIN_TOKEN)
   reconcile     print a product's reconciliation, optionally repairing the gate (admin API)
   refund  refund an order: its money through its payment provider, then its codes (admin API)
+  product-create  create a product: name, prices, sale window, limits (admin API)
+  product-update  change the fields of a product given as flags, and only those (admin API)
+  product-show    print a product (admin API)
 
 Run "cardshop <command> -h" for a command's flags.
 `
@@ -64,6 +67,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = reconcile(args[1:], stdout, stderr)
 	case "refund":
 		err = refund(args[1:], stdout, stderr)
+	case "product-create":
+		err = productCreate(args[1:], stdout, stderr)
+	case "product-update":
+		err = productUpdate(args[1:], stdout, stderr)
+	case "product-show":
+		err = productShow(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -73,6 +82,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	var bad usageError
+	if errors.As(err, &bad) {
+		fmt.Fprintln(stderr, "cardshop:", err)
+		return 2
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "cardshop:", err)
