@@ -744,3 +744,113 @@ func TestCLIRealTokenAndPay(t *testing.T) {
 		t.Fatalf("reconcile at the end: exit %d, %q %q", exit, out, errOut)
 	}
 }
+
+// TestCLIRealProductCommands: product-create with every flag stores the product on MariaDB
+// (row read back) and its sale rules in the Redis gate (an order before the start is refused
+// as not started, one over the buyer limit as buyer_limit); product-show prints what
+// product-create printed; product-update changes only the flags given, -starts-at "" stores
+// NULL and the gate sells at once, -buyer-limit 0 lifts the limit; a change the service
+// refuses exits 1 with its code and message and leaves the row as it was.
+func TestCLIRealProductCommands(t *testing.T) {
+	s := cliService(t)
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
+	p := s.productID()
+	url, pid := s.c.base, fmt.Sprint(p)
+	row := func() string {
+		t.Helper()
+		var r string
+		if err := s.db.QueryRow("SELECT CONCAT_WS('|', name, price, max_per_order, price_tiers, stock_display, IFNULL(CAST(starts_at AS CHAR), 'NULL'), "+
+			"IFNULL(CAST(ends_at AS CHAR), 'NULL'), buyer_limit, refund_releases_limit, low_stock_threshold) FROM products WHERE id=?", p).Scan(&r); err != nil {
+			t.Fatalf("product %d: %v", p, err)
+		}
+		return r
+	}
+	wantRow := func(what, want string) {
+		t.Helper()
+		if got := row(); got != want {
+			t.Fatalf("%s: the products row is %s, want %s", what, got, want)
+		}
+	}
+
+	exit, out, errOut := runMain("product-create", "-url", url, "-id", pid, "-name", "Real product", "-price", "700", "-max-per-order", "5",
+		"-tiers", "2:650,4:600", "-stock-display", "level", "-starts-at", "2030-01-02T03:04:05.678+08:00", "-ends-at", "2031-01-01T00:00:00Z",
+		"-buyer-limit", "2", "-refund-releases-limit", "-low-stock-threshold", "3")
+	head := productOut(pid, "Real product", "700", "5", "2:650,4:600", "level", "2030-01-01T19:04:05.678Z", "2031-01-01T00:00:00Z", "2", "true", "3")
+	created := wantProduct(t, "product-create", exit, out, errOut, head)
+	wantRow("after product-create", `Real product|700|5|[{"min_qty":2,"unit_price":650},{"min_qty":4,"unit_price":600}]|level|`+
+		"2030-01-01 19:04:05.678|2031-01-01 00:00:00.000|2|1|3")
+	exit, out, errOut = runMain("product-show", "-url", url, "-product", pid)
+	// MariaDB keeps created_at to the microsecond; the create's answer has the clock's
+	// nanoseconds.
+	if shown := wantProduct(t, "product-show", exit, out, errOut, head); !shown.Equal(created.Truncate(time.Microsecond)) {
+		t.Errorf("product-show: created_at %s, product-create printed %s", shown, created)
+	}
+
+	// The gate has the rules: before the start, no order.
+	var codes strings.Builder
+	for i := range 6 {
+		fmt.Fprintf(&codes, "PRODUCT-%d-%d\n", p, i)
+	}
+	if exit, out, errOut := runMain("import-codes", "-url", url, "-product", pid, "-progress", "0", writeFile(t, codes.String())); exit != 0 ||
+		!strings.HasPrefix(out, "added       6\n") {
+		t.Fatalf("import-codes: exit %d, %q %q", exit, out, errOut)
+	}
+	s.wantGate(t, p, 6, 0)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	s.c.want(201, "POST", "/admin/tokens", adminToken, fmt.Sprintf(`{"buyer_id":"product-%d"}`, p), &tok)
+	order := func(status, qty int, key, wantCode string) {
+		t.Helper()
+		var ans struct {
+			Code string `json:"code"`
+		}
+		s.c.want(status, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":%d}`, p, qty), &ans,
+			"Idempotency-Key", fmt.Sprintf("product-%d-%s", p, key))
+		if ans.Code != wantCode {
+			t.Fatalf("order %s: code %q, want %q", key, ans.Code, wantCode)
+		}
+	}
+	order(409, 1, "early", "sale_not_started")
+
+	// One field: the others stay, in MariaDB too.
+	exit, out, errOut = runMain("product-update", "-url", url, "-product", pid, "-price", "800")
+	wantProduct(t, "product-update -price", exit, out, errOut,
+		productOut(pid, "Real product", "800", "5", "2:650,4:600", "level", "2030-01-01T19:04:05.678Z", "2031-01-01T00:00:00Z", "2", "true", "3"))
+	wantRow("after -price", `Real product|800|5|[{"min_qty":2,"unit_price":650},{"min_qty":4,"unit_price":600}]|level|`+
+		"2030-01-01 19:04:05.678|2031-01-01 00:00:00.000|2|1|3")
+
+	// -starts-at "": NULL in MariaDB, and the gate sells at once, up to the buyer limit.
+	exit, out, errOut = runMain("product-update", "-url", url, "-product", pid, "-starts-at", "")
+	open := productOut(pid, "Real product", "800", "5", "2:650,4:600", "level", "none", "2031-01-01T00:00:00Z", "2", "true", "3")
+	wantProduct(t, `product-update -starts-at ""`, exit, out, errOut, open)
+	wantRow(`after -starts-at ""`, `Real product|800|5|[{"min_qty":2,"unit_price":650},{"min_qty":4,"unit_price":600}]|level|`+
+		"NULL|2031-01-01 00:00:00.000|2|1|3")
+	order(201, 2, "first", "")
+	order(429, 1, "over", "buyer_limit")
+
+	// A change the service refuses: exit 1 with its code and message, nothing stored.
+	exit, out, errOut = runMain("product-update", "-url", url, "-product", pid, "-starts-at", "2032-01-01T00:00:00Z", "-buyer-limit", "0")
+	if exit != 1 || out != "" || errOut != "cardshop: 400 invalid_request: ends_at: must be after starts_at\n" {
+		t.Fatalf("a start after the end: exit %d, %q %q", exit, out, errOut)
+	}
+	wantRow("after the refusal", `Real product|800|5|[{"min_qty":2,"unit_price":650},{"min_qty":4,"unit_price":600}]|level|`+
+		"NULL|2031-01-01 00:00:00.000|2|1|3")
+	order(429, 1, "still-over", "buyer_limit")
+
+	// -buyer-limit 0 and -tiers "" lift the limit and remove the tiers; the buyer orders again.
+	exit, out, errOut = runMain("product-update", "-url", url, "-product", pid, "-buyer-limit", "0", "-tiers", "", "-ends-at", "")
+	wantProduct(t, "product-update lifting the limit", exit, out, errOut,
+		productOut(pid, "Real product", "800", "5", "none", "level", "none", "none", "none", "true", "3"))
+	wantRow("after lifting the limit", "Real product|800|5|[]|level|NULL|NULL|0|1|3")
+	order(201, 3, "second", "")
+	s.wantGate(t, p, 1, 5)
+
+	if exit, out, errOut := runMain("product-show", "-url", url, "-product", fmt.Sprint(s.productID())); exit != 1 || out != "" ||
+		errOut != "cardshop: 404 product_not_found: no such product\n" {
+		t.Errorf("product-show of an unknown product: exit %d, %q %q", exit, out, errOut)
+	}
+	if exit, out, errOut := runMain("reconcile", "-url", url, "-product", pid); exit != 0 || !strings.HasSuffix(out, "\n0 differences\n") {
+		t.Fatalf("reconcile at the end: exit %d, %q %q", exit, out, errOut)
+	}
+}
