@@ -196,6 +196,13 @@ func TestProductCommands(t *testing.T) {
 	}
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
 	show("product-show at the end", final)
+
+	// A frozen product says so, with the reason on a line of its own.
+	c.want(200, "POST", "/admin/products/41/freeze", adminToken, `{"reason":"stock audit"}`, nil)
+	code, out, errOut = runMain("product-show", "-url", url, "-product", "41")
+	if code != 0 || !strings.HasPrefix(out, final) || !strings.Contains(out, "\nfrozen: true\nfrozen_reason: stock audit\ncreated_at: ") {
+		t.Errorf("product-show of a frozen product: exit %d, %q %q", code, out, errOut)
+	}
 }
 
 // TestProductCommandsUsage: -h prints each command's usage on stderr and exits 0, and help
