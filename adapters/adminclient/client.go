@@ -28,7 +28,8 @@ func New(baseURL, adminToken string) *Client {
 	return &Client{base: strings.TrimRight(baseURL, "/"), adminToken: adminToken}
 }
 
-// ServiceError is an answer other than 200 OK: its status and body (the service's JSON error).
+// ServiceError is an answer other than the call's success (200 OK; 201 for a product created):
+// its status and body (the service's JSON error).
 type ServiceError struct {
 	Status int
 	Answer []byte
