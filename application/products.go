@@ -33,7 +33,8 @@ type NewProduct struct {
 //
 // Errors: ErrInvalidInput, ErrProductExists, ErrUnavailable.
 func (s *Shop) CreateProduct(ctx context.Context, cmd NewProduct) (domain.Product, error) {
-	p, err := domain.NewProduct(cmd.ID, cmd.Name, cmd.Price, cmd.MaxPerOrder, s.clock.Now())
+	// To the microsecond, as the ledger keeps it: the answer shows what every later read shows.
+	p, err := domain.NewProduct(cmd.ID, cmd.Name, cmd.Price, cmd.MaxPerOrder, s.clock.Now().Truncate(time.Microsecond))
 	if err != nil {
 		return domain.Product{}, err
 	}
