@@ -112,7 +112,7 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 		// is ours and the units were taken once. Carry on as reserved.
 	case res.Outcome == domain.Replayed:
 		if res.ExistingFingerprint != order.Fingerprint() {
-			return PlacedOrder{}, domain.ErrIdempotencyMismatch
+			return s.mismatch(ctx, cmd.Buyer, key, order.Fingerprint())
 		}
 		return s.replay(ctx, res.ExistingOrder, cmd.Buyer, order.Fingerprint())
 	case res.Outcome == domain.SoldOut:
@@ -190,6 +190,19 @@ func (s *Shop) replay(ctx context.Context, no domain.OrderNo, buyer domain.Buyer
 		case <-time.After(wait):
 		}
 	}
+}
+
+// mismatch answers a key whose gate claim names another request. The ledger has the last
+// word: once the claim of the key's order expired (Config.IdempotencyTTL), a request with the
+// same key and another body may hold a fresh claim for a moment (until its order fails to be
+// written as a duplicate and its reservation is given back); a re-send of the original request
+// meanwhile is still answered with its order. Only this rare path reads the ledger.
+func (s *Shop) mismatch(ctx context.Context, buyer domain.BuyerID, key domain.IdempotencyKey, fingerprint string) (PlacedOrder, error) {
+	o, err := s.ledger.Orders().OrderByKey(ctx, buyer, key)
+	if err == nil && o.Fingerprint() == fingerprint {
+		return PlacedOrder{Order: o, Replayed: true}, nil
+	}
+	return PlacedOrder{}, domain.ErrIdempotencyMismatch
 }
 
 func (s *Shop) replayFromLedger(ctx context.Context, buyer domain.BuyerID, key domain.IdempotencyKey, fingerprint string) (PlacedOrder, error) {

@@ -244,3 +244,30 @@ func TestRefundSettingChangeRecountsHoldings(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 }
+
+// After the claim of a key's order expired, a request with the same key and another body may
+// hold a fresh claim for a moment (its order then fails as a duplicate). A re-send of the
+// original request in that moment is answered with its order, not refused as another request:
+// the ledger has the last word. Found by the concurrent history test.
+func TestReplayWhileAnotherBodyHoldsTheExpiredKey(t *testing.T) {
+	f := newFixture(t)
+	p := f.createProduct(t, 5, 10)
+	key := f.newKey()
+	first, err := f.place("alice", p.ID(), 1, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(f.cfg.IdempotencyTTL + time.Second)
+	// The other body's reservation, caught between the gate and its failed insert.
+	other := domain.Reservation{Product: p.ID(), Buyer: "alice", Key: domain.IdempotencyKey(key), Qty: 2,
+		OrderNo: "2503011200000000000000000001", Fingerprint: domain.RequestFingerprint(p.ID(), 2), KeyTTL: time.Minute}
+	if res, err := f.gate.Reserve(f.ctx, other); err != nil || res.Outcome != domain.Reserved {
+		t.Fatalf("the other body's reservation: %+v, %v", res, err)
+	}
+	again, err := f.place("alice", p.ID(), 1, key)
+	if err != nil || !again.Replayed || again.Order.No() != first.Order.No() {
+		t.Fatalf("re-send of the original request: %+v, %v; want its order %s replayed", again, err, first.Order.No())
+	}
+	_, err = f.place("alice", p.ID(), 3, key)
+	is(t, "a third body", err, domain.ErrIdempotencyMismatch)
+}

@@ -255,9 +255,10 @@ type OrderRepo interface {
 	// Existing reports, for each of nos, whether an order with that number exists (in any
 	// status); every number asked for is a key of the map. One query, however many numbers.
 	Existing(ctx context.Context, nos []OrderNo) (map[OrderNo]bool, error)
-	// HeldByBuyer sums, per buyer, the qty of the product's PENDING and PAID orders, and of its
-	// REFUNDED ones too when withRefunded: what counts against the per-buyer holding limit.
-	// Buyers holding nothing are absent.
+	// HeldByBuyer sums, per buyer, the qty of the product's PENDING and PAID orders, and, when
+	// withRefunded, of its REFUNDED ones whose refund returned codes (a refund-restore or
+	// refund-void flow row; an order refunded while UNFULFILLED never held any): what counts
+	// against the per-buyer holding limit. Buyers holding nothing are absent.
 	HeldByBuyer(ctx context.Context, p ProductID, withRefunded bool) (map[BuyerID]int64, error)
 }
 

@@ -190,11 +190,23 @@ func (r orderRepo) HeldByBuyer(_ context.Context, p domain.ProductID, withRefund
 	out := make(map[domain.BuyerID]int64)
 	for _, o := range r.s.data.orders {
 		st := o.Status()
-		if o.Product() == p && (st == domain.StatusPending || st == domain.StatusPaid || withRefunded && st == domain.StatusRefunded) {
+		if o.Product() == p && (st == domain.StatusPending || st == domain.StatusPaid ||
+			withRefunded && st == domain.StatusRefunded && r.refundReturnedCodes(o.No())) {
 			out[o.Buyer()] += int64(o.Qty())
 		}
 	}
 	return out, nil
+}
+
+// refundReturnedCodes reports whether the order has a refund-restore or refund-void flow row:
+// a refund of an order that held codes (one refunded while UNFULFILLED held none).
+func (r orderRepo) refundReturnedCodes(no domain.OrderNo) bool {
+	for _, e := range r.s.data.flows[string(no)] {
+		if e.Type == domain.FlowRefundRestore || e.Type == domain.FlowRefundVoid {
+			return true
+		}
+	}
+	return false
 }
 
 // Existing looks each number up.

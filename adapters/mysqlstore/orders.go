@@ -198,19 +198,21 @@ func (r orderRepo) Totals(ctx context.Context, p domain.ProductID) (map[domain.O
 }
 
 // HeldByBuyer is one GROUP BY over the product's orders in the holding states (the
-// idx_product_status index narrows it to them).
+// idx_product_status index narrows it to them). A REFUNDED order counts only when its refund
+// returned codes (a refund-restore or refund-void flow row: uk_ref_type finds it): one refunded
+// while UNFULFILLED never held any.
 func (r orderRepo) HeldByBuyer(ctx context.Context, p domain.ProductID, withRefunded bool) (map[domain.BuyerID]int64, error) {
-	states := []string{domain.StatusPending.String(), domain.StatusPaid.String()}
+	q := "SELECT buyer_id, SUM(qty) AS qty FROM orders o WHERE product_id = ? AND (status IN ('PENDING', 'PAID')"
+	args := []any{int64(p)}
 	if withRefunded {
-		states = append(states, domain.StatusRefunded.String())
+		q += " OR status = 'REFUNDED' AND EXISTS (SELECT 1 FROM stock_flow f WHERE f.order_no = o.order_no AND f.change_type IN (?, ?))"
+		args = append(args, int(domain.FlowRefundRestore), int(domain.FlowRefundVoid))
 	}
 	var rows []struct {
 		Buyer string `bun:"buyer_id"`
 		Qty   int64  `bun:"qty"`
 	}
-	if err := r.s.get(ctx, fmt.Sprintf("held by buyer of product %d", p), &rows,
-		"SELECT buyer_id, SUM(qty) AS qty FROM orders WHERE product_id = ? AND status IN (?) GROUP BY buyer_id",
-		int64(p), bun.List(states)); err != nil {
+	if err := r.s.get(ctx, fmt.Sprintf("held by buyer of product %d", p), &rows, q+") GROUP BY buyer_id", args...); err != nil {
 		return nil, err
 	}
 	out := make(map[domain.BuyerID]int64, len(rows))

@@ -263,11 +263,11 @@ func runOrders(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 	})
 
-	t.Run("held by buyer sums PENDING and PAID, and REFUNDED when asked", func(t *testing.T) {
+	t.Run("held by buyer sums PENDING and PAID, and REFUNDED that returned codes when asked", func(t *testing.T) {
 		l := newLedger(t)
 		p, other := createProduct(t, l), createProduct(t, l)
 		var orders []domain.Order
-		for _, qty := range []int{1, 2, 3, 4} {
+		for _, qty := range []int{1, 2, 3, 4, 1} {
 			o, err := domain.NewOrder(newOrderNo(), "porttest-holder", p, qty, newKey(), now(), 15*time.Minute)
 			if err != nil {
 				t.Fatal(err)
@@ -287,10 +287,21 @@ func runOrders(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			}
 			return o
 		}
+		refund := func(o *domain.Order) error { return o.Refund(now(), "test") }
 		move(orders[1], domain.StatusPending, func(o *domain.Order) error { return o.MarkPaid(now(), o.Amount(), "pay-h1") })
-		refunded := move(orders[2], domain.StatusPending, func(o *domain.Order) error { return o.MarkPaid(now(), o.Amount(), "pay-h2") })
-		move(refunded, domain.StatusPaid, func(o *domain.Order) error { return o.Refund(now(), "test") })
+		// Refunded after it held codes: its refund returned them (a refund-restore row).
+		held := move(orders[2], domain.StatusPending, func(o *domain.Order) error { return o.MarkPaid(now(), o.Amount(), "pay-h2") })
+		move(held, domain.StatusPaid, refund)
+		if err := l.Flows().Append(t.Context(), domain.FlowEntry{ProductID: p.ID(), Ref: string(held.No()),
+			Type: domain.FlowRefundRestore, Qty: int64(held.Qty()), At: now()}); err != nil {
+			t.Fatal(err)
+		}
 		move(orders[3], domain.StatusPending, func(o *domain.Order) error { return o.Close(o.ExpiresAt()) })
+		// Refunded while UNFULFILLED: it never held codes, so it never counts.
+		unfulfilled := move(orders[4], domain.StatusPending, func(o *domain.Order) error {
+			return o.MarkUnfulfilled(now(), o.Amount(), "pay-h4", "pool short")
+		})
+		move(unfulfilled, domain.StatusUnfulfilled, refund)
 		for _, withRefunded := range []bool{false, true} {
 			got, err := l.Orders().HeldByBuyer(t.Context(), p.ID(), withRefunded)
 			if err != nil {
