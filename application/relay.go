@@ -12,7 +12,7 @@ import (
 )
 
 // relayTopics are the topics RelayOutbox carries out; the webhook's have a relay of their own.
-var relayTopics = []string{domain.TopicGateChange, domain.TopicDelivered}
+var relayTopics = []string{domain.TopicGateChange, domain.TopicDelivered, domain.TopicProductStock}
 
 // Retry backoff of a failed outbox message: the first retry waits about retryBase, each next
 // one twice as long, up to the topic's cap. The gate and the broker are ours and come back
@@ -37,8 +37,8 @@ const (
 var errNoWebhook = errors.New("no storefront webhook configured")
 
 // RelayOutbox carries out due outbox messages of the gate and the broker: gate changes are
-// applied to the gate (once per Ref, so a message relayed twice changes nothing), delivery
-// events are published. A message that fails is counted and tried again after a backoff. It
+// applied to the gate (once per Ref, so a message relayed twice changes nothing), delivery and
+// stock events are published. A message that fails is counted and tried again after a backoff. It
 // returns how many messages were sent.
 func (s *Shop) RelayOutbox(ctx context.Context) (int, error) {
 	sent, _, err := s.relayTopics(ctx, relayRun{batch: s.cfg.RelayBatch, parallel: 1, topics: relayTopics, send: s.relay})
@@ -208,23 +208,24 @@ func (s *Shop) relay(ctx context.Context, m domain.OutboxMessage) error {
 		}
 		_, err = s.gate.Apply(ctx, c)
 		return err
-	case domain.TopicDelivered:
+	case domain.TopicDelivered, domain.TopicProductStock:
 		return s.pub.Publish(ctx, m)
 	default:
 		return fmt.Errorf("unknown outbox topic %q", m.Topic)
 	}
 }
 
-// notify sends a webhook message. The notification's ID is the event's, so a receiver can
-// drop the copies that at-least-once delivery may bring.
+// notify sends a webhook message: a delivery event (order.delivered) or a stock event (its
+// own type). The notification's ID is the event's, so a receiver can drop the copies that
+// at-least-once delivery may bring.
 func (s *Shop) notify(ctx context.Context, m domain.OutboxMessage) error {
 	if s.notifier == nil {
 		return errNoWebhook
 	}
-	e, err := DecodeDelivery(m.Payload)
+	id, typ, err := decodeWebhookEvent(m.Payload)
 	if err != nil {
 		return err
 	}
-	return s.notifier.Notify(ctx, domain.Notification{ID: e.EventID, Type: domain.TopicDelivered, At: m.At,
+	return s.notifier.Notify(ctx, domain.Notification{ID: id, Type: typ, At: m.At,
 		Attempt: m.Attempts + 1, Data: m.Payload})
 }

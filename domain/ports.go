@@ -320,9 +320,11 @@ const (
 	TopicGateChange   = "gate.change"     // payload: GateChange, applied to the StockGate
 	TopicProductStock = "product.stock"   // payload: a stock event (product.low_stock, .sold_out, .restocked)
 	TopicDelivered    = "order.delivered" // payload: DeliveryEvent, published to notifiers
-	// TopicWebhook is a DeliveryEvent for the storefront's webhook (Notifier). It is recorded
-	// beside TopicDelivered, only when a webhook is configured, so that the webhook has its own
-	// retries: a storefront that is down delays neither the broker nor the gate.
+	// TopicWebhook is an event for the storefront's webhook (Notifier): a DeliveryEvent, or a
+	// StockEvent (which names its type). It is recorded beside TopicDelivered or
+	// TopicProductStock, only when a webhook is configured, so that the webhook has its own
+	// retries: a storefront that is down delays neither the broker nor the gate. (The name is
+	// older than the stock events; stored rows carry it, so it stays.)
 	TopicWebhook = "webhook.order.delivered"
 )
 
@@ -406,6 +408,19 @@ type DeliveryEvent struct {
 	PaidAt  time.Time `json:"paid_at"`
 }
 
+// StockEvent tells notifiers that a product's stock crossed its low-stock threshold, ran out
+// or came back (Type: EventLowStock, EventSoldOut or EventRestocked). Each crossing is recorded
+// once (ProductCatalog.SwapStockState), so EventID names one crossing: receivers de-duplicate
+// the copies that at-least-once delivery may bring on it.
+type StockEvent struct {
+	EventID   string    `json:"event_id"`
+	Type      string    `json:"type"`
+	Product   ProductID `json:"product_id"`
+	StockLeft int64     `json:"stock_left"` // reservable units when the crossing was seen
+	Threshold int       `json:"low_stock_threshold"`
+	At        time.Time `json:"at"` // when the crossing was seen (sampled: at or after it happened)
+}
+
 // EventPublisher publishes outbox events (RabbitMQ in production).
 type EventPublisher interface {
 	// Publish delivers m at least once; an error means it must be tried again.
@@ -415,10 +430,10 @@ type EventPublisher interface {
 // Notification is one event for the storefront's webhook.
 type Notification struct {
 	ID      string    // the same on every attempt: the receiver's idempotency key
-	Type    string    // e.g. "order.delivered"
+	Type    string    // "order.delivered", or a stock event's type (EventLowStock…)
 	At      time.Time // when the event happened
 	Attempt int       // 1 on the first attempt
-	Data    []byte    // the event as JSON (a DeliveryEvent for "order.delivered")
+	Data    []byte    // the event as JSON (a DeliveryEvent for "order.delivered", else a StockEvent)
 }
 
 // Notifier tells the storefront about events (a signed HTTPS webhook in production).
