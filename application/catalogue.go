@@ -152,12 +152,13 @@ func (s *Shop) Catalogue(ctx context.Context) (*CatalogueSnapshot, error) {
 	return f.snap, f.err
 }
 
-// invalidateCatalogue makes the next catalogue request read the products from the ledger, so
-// a change made on this instance shows at once here; other instances see it within
-// Config.CatalogueProductsEvery.
+// invalidateCatalogue makes the next catalogue request (and the next stock watch) read the
+// products from the ledger, so a change made on this instance shows at once here; other
+// instances see it within Config.CatalogueProductsEvery.
 func (s *Shop) invalidateCatalogue() {
 	s.catalogue.stale.Store(true)
 	s.catalogue.checkedAt.Store(0)
+	s.stockWatch.stale.Store(true)
 }
 
 // refreshCatalogue builds the snapshot from the products (read again when due) and one
