@@ -83,3 +83,6 @@ func GroupSizes(buckets []time.Duration, dues []time.Time, now time.Time) []int 
 	}
 	return sizes
 }
+
+// StockQueue names the stock events' queue.
+func (b *Broker) StockQueue() string { return b.topo.stock }

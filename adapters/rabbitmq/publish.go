@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -170,10 +171,13 @@ func (b *Broker) ScheduleClose(ctx context.Context, no domain.OrderNo, due time.
 	}
 }
 
-// Publish sends the outbox message to the events exchange with routing key m.Topic (persistent,
-// application/json, MessageId the outbox id, or m.Key when the id is zero) and waits for the
-// broker's confirm. It is mandatory: a topic no queue is bound to fails with ErrUnroutable
-// instead of vanishing (the delivered queue is declared with the topology for that reason).
+// Publish sends the outbox message to the events exchange (persistent, application/json,
+// MessageId the outbox id, or m.Key when the id is zero) and waits for the broker's confirm.
+// The routing key and the Type are the topic, except for a stock event (TopicProductStock):
+// there they are the event's own type, product.low_stock, product.sold_out or
+// product.restocked, so a consumer can bind to one of them (the stock queue binds product.*).
+// It is mandatory: a routing key no queue is bound to fails with ErrUnroutable instead of
+// vanishing (the delivered and stock queues are declared with the topology for that reason).
 //
 // Errors wrap domain.ErrUnavailable (and ErrUnroutable for a return): the relay tries the
 // message again later, so a notifier may see it twice; the payload's event id identifies it.
@@ -189,12 +193,16 @@ func (b *Broker) Publish(ctx context.Context, m domain.OutboxMessage) error {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	err := b.publish(ctx, b.topo.events, m.Topic, amqp.Publishing{
+	key, err := eventRoutingKey(m)
+	if err != nil {
+		return fmt.Errorf("publish %s %s: %w", m.Topic, m.Key, err)
+	}
+	err = b.publish(ctx, b.topo.events, key, amqp.Publishing{
 		DeliveryMode:  amqp.Persistent,
 		ContentType:   "application/json",
 		MessageId:     id,
 		CorrelationId: m.Key,
-		Type:          m.Topic,
+		Type:          key,
 		Timestamp:     at,
 		Body:          m.Payload,
 	})
@@ -202,4 +210,24 @@ func (b *Broker) Publish(ctx context.Context, m domain.OutboxMessage) error {
 		return fmt.Errorf("publish %s %s: %w", m.Topic, m.Key, err)
 	}
 	return nil
+}
+
+// eventRoutingKey is the routing key of an outbox event: its topic, or for a stock event the
+// event's type read from the payload. A stock payload without a known stock type is refused
+// (it would otherwise go nowhere, or to a queue that does not expect it).
+func eventRoutingKey(m domain.OutboxMessage) (string, error) {
+	if m.Topic != domain.TopicProductStock {
+		return m.Topic, nil
+	}
+	var e struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(m.Payload, &e); err != nil {
+		return "", fmt.Errorf("stock event payload: %w", err)
+	}
+	switch e.Type {
+	case domain.EventLowStock, domain.EventSoldOut, domain.EventRestocked:
+		return e.Type, nil
+	}
+	return "", fmt.Errorf("stock event payload: type %q is not a stock event", e.Type)
 }

@@ -205,6 +205,38 @@ func TestPublishConfirmedAndRoutedToDeliveredQueue(t *testing.T) {
 	}
 }
 
+// A stock event is routed by its own type (product.low_stock, …) to the stock queue, not to
+// the delivered queue; a product.stock payload that names no stock event is refused before it
+// reaches the broker.
+func TestPublishStockEventRoutedByType(t *testing.T) {
+	b := dial(t, rabbitmq.Config{})
+	raw := rawChannel(t)
+	for i, typ := range []string{domain.EventLowStock, domain.EventSoldOut, domain.EventRestocked} {
+		payload := []byte(`{"event_id":"` + typ + `:7:1","type":"` + typ + `","product_id":7}`)
+		m := domain.OutboxMessage{ID: int64(i + 1), Topic: domain.TopicProductStock, Key: "7", Payload: payload, At: time.Now()}
+		if err := b.Publish(t.Context(), m); err != nil {
+			t.Fatalf("Publish %s: %v", typ, err)
+		}
+		d, ok, err := raw.Get(b.StockQueue(), true)
+		if err != nil || !ok {
+			t.Fatalf("Get from %s: ok=%v err=%v", b.StockQueue(), ok, err)
+		}
+		if string(d.Body) != string(payload) || d.RoutingKey != typ || d.Type != typ || d.CorrelationId != "7" {
+			t.Fatalf("got body %q key %q type %q correlation %q, want %s", d.Body, d.RoutingKey, d.Type, d.CorrelationId, typ)
+		}
+	}
+	if q, err := raw.QueueDeclarePassive(b.DeliveredQueue(), true, false, false, false,
+		amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum}); err != nil || q.Messages != 0 {
+		t.Fatalf("delivered queue holds %d messages (err %v), want none", q.Messages, err)
+	}
+	for _, payload := range []string{`{"type":"order.delivered"}`, `{}`, `not json`} {
+		err := b.Publish(t.Context(), domain.OutboxMessage{ID: 9, Topic: domain.TopicProductStock, Key: "7", Payload: []byte(payload)})
+		if err == nil || !strings.Contains(err.Error(), "stock event") {
+			t.Fatalf("Publish of stock payload %s: %v, want a refusal naming the stock event", payload, err)
+		}
+	}
+}
+
 func TestPublishUnroutableFails(t *testing.T) {
 	b := dial(t, rabbitmq.Config{Channels: 2})
 	raw := rawChannel(t)

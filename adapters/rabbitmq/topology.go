@@ -26,6 +26,9 @@ var defaultDelays = []time.Duration{
 const (
 	closeRoutingKey = "close"
 	dueHeader       = "x-cardshop-due" // due time of a scheduled close, unix milliseconds
+	// stockBinding binds the stock queue to every stock event's routing key (product.low_stock,
+	// product.sold_out, product.restocked; see eventRoutingKey).
+	stockBinding = "product.*"
 )
 
 // topology names every exchange and queue of one prefix.
@@ -35,6 +38,7 @@ type topology struct {
 	events        string // topic exchange of outbox events
 	orderTimeouts string // quorum queue read by Consume
 	delivered     string // quorum queue of the notifiers, bound to order.delivered
+	stock         string // quorum queue of the stock events, bound to product.*
 	buckets       []time.Duration
 }
 
@@ -45,6 +49,7 @@ func newTopology(prefix string, delays []time.Duration) topology {
 		events:        prefix + ".events",
 		orderTimeouts: prefix + ".order-timeouts",
 		delivered:     prefix + ".delivered",
+		stock:         prefix + ".stock",
 		buckets:       ladder(delays),
 	}
 }
@@ -56,7 +61,7 @@ func (t topology) delayQueue(d time.Duration) string {
 
 // queues lists every queue of the topology.
 func (t topology) queues() []string {
-	qs := []string{t.orderTimeouts, t.delivered}
+	qs := []string{t.orderTimeouts, t.delivered, t.stock}
 	for _, d := range t.buckets {
 		qs = append(qs, t.delayQueue(d))
 	}
@@ -130,6 +135,7 @@ func (t topology) declare(conn *amqp.Connection) error {
 	for _, q := range []struct{ name, exchange, key string }{
 		{t.orderTimeouts, t.timeouts, closeRoutingKey},
 		{t.delivered, t.events, domain.TopicDelivered},
+		{t.stock, t.events, stockBinding},
 	} {
 		if _, err := ch.QueueDeclare(q.name, true, false, false, false, quorum(nil)); err != nil {
 			return fmt.Errorf("declare queue %s: %w", q.name, err)
