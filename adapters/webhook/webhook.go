@@ -45,9 +45,9 @@ const maxErrorBody = 256
 // Event is the JSON body of a webhook request.
 type Event struct {
 	ID        string          `json:"id"`         // the same on every attempt
-	Type      string          `json:"type"`       // "order.delivered"
+	Type      string          `json:"type"`       // "order.delivered", "product.low_stock", "product.sold_out", "product.restocked"
 	CreatedAt time.Time       `json:"created_at"` // when the event happened
-	Data      json.RawMessage `json:"data"`       // for order.delivered: a domain.DeliveryEvent
+	Data      json.RawMessage `json:"data"`       // a domain.DeliveryEvent for order.delivered, else a domain.StockEvent
 }
 
 // Config configures a Client.
