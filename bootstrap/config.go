@@ -44,6 +44,9 @@ type Config struct {
 	// ClockOffset is CARDSHOP_CLOCK_OFFSET: added to the wall clock; for tests of instances
 	// whose clocks disagree (the load check's start-instant scenario). 0 in production.
 	ClockOffset time.Duration
+	// StockEventsInterval is CARDSHOP_STOCK_EVENTS_INTERVAL: how often the stock watch samples
+	// the gate for low-stock, sold-out and restocked crossings; 0: never (no stock events).
+	StockEventsInterval time.Duration
 
 	MySQLDSN   ConnString // CARDSHOP_MYSQL_DSN
 	MySQLConns int        // CARDSHOP_MYSQL_MAX_CONNS: connection pool size
@@ -143,6 +146,14 @@ func settings(c *Config) []setting {
 		durationVar(&c.SweepInterval, "CARDSHOP_SWEEP_INTERVAL", 30*time.Second),
 		durationVar(&c.OrphanAfter, "CARDSHOP_ORPHAN_AFTER", app.OrphanAfter),
 		durationVar(&c.RelayInterval, "CARDSHOP_RELAY_INTERVAL", time.Second),
+		{"CARDSHOP_STOCK_EVENTS_INTERVAL", "1s", func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return fmt.Errorf("want a duration such as 1s, or 0 (no stock events), got %q", v)
+			}
+			c.StockEventsInterval = d
+			return nil
+		}},
 		durationVar(&c.ShutdownGrace, "CARDSHOP_SHUTDOWN_GRACE", 10*time.Second),
 		{"CARDSHOP_SALE_START_MARGIN", formatDuration(app.SaleStartMargin), func(v string) error {
 			d, err := time.ParseDuration(v)

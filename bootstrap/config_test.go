@@ -41,7 +41,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Adapters: bootstrap.AdaptersMemory, HTTPAddr: "127.0.0.1:8080",
 		AdminToken: adminToken, PaymentSecret: paymentSecret, TokenSecret: tokenSecret,
 		OrderTimeout: 15 * time.Minute, IdempotencyTTL: 10 * time.Minute, SweepInterval: 30 * time.Second,
-		RelayInterval: time.Second, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second, SaleStartMargin: 2 * time.Second,
+		RelayInterval: time.Second, StockEventsInterval: time.Second, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second, SaleStartMargin: 2 * time.Second,
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop",
 		RedisAutoPipeline: true, MySQLConns: 64, BuyerCap: 100,
@@ -64,7 +64,7 @@ func TestLoadConfigValues(t *testing.T) {
 		"CARDSHOP_CALLBACK_WINDOW=1m", "CARDSHOP_SHUTDOWN_GRACE=3s", "CARDSHOP_LOG_LEVEL=debug",
 		"CARDSHOP_REDIS_ADDRS= a:1 , ,b:2 ", "CARDSHOP_MIGRATE=true", "CARDSHOP_AMQP_URL=amqp://x/",
 		"CARDSHOP_MYSQL_DSN=u@tcp(db:3306)/shop", "CARDSHOP_CODE_KEYS=1:abc=", "CARDSHOP_CODE_HASH_KEY=def=", "CARDSHOP_TOKEN_SECRET=a=b=c=d=e=f=g=h=i",
-		"CARDSHOP_BUYER_CAP=0",
+		"CARDSHOP_BUYER_CAP=0", "CARDSHOP_STOCK_EVENTS_INTERVAL=0s",
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestLoadConfigValues(t *testing.T) {
 		c.SweepInterval != 5*time.Second || c.RelayInterval != 250*time.Millisecond || c.CallbackWindow != time.Minute ||
 		c.ShutdownGrace != 3*time.Second || c.LogLevel != slog.LevelDebug || !reflect.DeepEqual(c.RedisAddrs, []string{"a:1", "b:2"}) ||
 		!c.Migrate || c.AMQPURL != "amqp://x/" || c.MySQLDSN != "u@tcp(db:3306)/shop" || c.CodeKeys != "1:abc=" || c.CodeHash != "def=" ||
-		c.TokenSecret != "a=b=c=d=e=f=g=h=i" || c.BuyerCap != 0 {
+		c.TokenSecret != "a=b=c=d=e=f=g=h=i" || c.BuyerCap != 0 || c.StockEventsInterval != 0 {
 		t.Fatalf("config %+v", c)
 	}
 }
@@ -90,6 +90,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"duration without a unit", env("CARDSHOP_ORDER_TIMEOUT=15"), "CARDSHOP_ORDER_TIMEOUT"},
 		{"negative duration", env("CARDSHOP_SWEEP_INTERVAL=-1s"), "CARDSHOP_SWEEP_INTERVAL"},
 		{"zero duration", env("CARDSHOP_RELAY_INTERVAL=0s"), "CARDSHOP_RELAY_INTERVAL"},
+		{"negative stock events interval", env("CARDSHOP_STOCK_EVENTS_INTERVAL=-1s"), "CARDSHOP_STOCK_EVENTS_INTERVAL"},
 		{"empty duration", env("CARDSHOP_CALLBACK_WINDOW="), "CARDSHOP_CALLBACK_WINDOW"},
 		{"bogus adapters", env("CARDSHOP_ADAPTERS=bogus"), "CARDSHOP_ADAPTERS"},
 		{"adapters in upper case", env("CARDSHOP_ADAPTERS=MEMORY"), "CARDSHOP_ADAPTERS"},

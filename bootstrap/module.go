@@ -143,8 +143,9 @@ func newHTTP(in httpIn) *fiber.App {
 	return httpapi.New(hc, in.Shop, in.Tokens, in.Clock, in.Log)
 }
 
-// runWorkers starts the delay-queue consumer, the sweeper, the outbox relay and (with a
-// webhook) the webhook relay with the service and stops them (waiting for a running pass) when it stops.
+// runWorkers starts the delay-queue consumer, the sweeper, the outbox relay, the stock watch
+// (unless turned off) and (with a webhook) the webhook relay with the service and stops them (waiting for a running
+// pass) when it stops.
 func runWorkers(lc fx.Lifecycle, cfg Config, shop *application.Shop, consumer Consumer, log *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -173,6 +174,9 @@ func runWorkers(lc fx.Lifecycle, cfg Config, shop *application.Shop, consumer Co
 			consumer.Consume(shop.CloseExpired)
 			every("sweeper", cfg.SweepInterval, shop.Sweep)
 			every("outbox relay", cfg.RelayInterval, shop.RelayOutbox)
+			if cfg.StockEventsInterval > 0 {
+				every("stock watch", cfg.StockEventsInterval, shop.WatchStock)
+			}
 			if cfg.WebhookURL != "" {
 				every("webhook relay", cfg.RelayInterval, shop.RelayWebhooks)
 			}

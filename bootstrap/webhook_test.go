@@ -78,6 +78,11 @@ func withWebhook(s *storefront) func(*bootstrap.Config) {
 	}
 }
 
+// withoutStockWatch turns the stock watch off, for tests that count every request the
+// storefront gets (a product created empty and then stocked is a product.restocked, and the
+// shared test database holds other tests' products; the stock events have tests of their own).
+func withoutStockWatch(c *bootstrap.Config) { c.StockEventsInterval = 0 }
+
 // sellAndWatchWebhook sells one order through the API and the `pay` command, then waits for
 // the storefront to accept its delivery event: refused twice (503), accepted on the third
 // attempt after the backoff, signed, with the order in its data, and counted in /metrics.
@@ -151,11 +156,11 @@ func sellAndWatchWebhook(t *testing.T, c client, s *storefront, pid domain.Produ
 
 func TestWebhookDeliveredAndRetriedOnMemory(t *testing.T) {
 	s := newStorefront(t, 2)
-	sellAndWatchWebhook(t, startService(t, withWebhook(s)), s, 77)
+	sellAndWatchWebhook(t, startService(t, withWebhook(s), withoutStockWatch), s, 77)
 }
 
 func TestWebhookDeliveredAndRetriedOnRealAdapters(t *testing.T) {
 	s := newStorefront(t, 2)
-	c, _, _ := realService(t, time.Minute, withWebhook(s))
+	c, _, _ := realService(t, time.Minute, withWebhook(s), withoutStockWatch)
 	sellAndWatchWebhook(t, c, s, domain.ProductID(time.Now().UnixNano()%1_000_000_000+1))
 }
