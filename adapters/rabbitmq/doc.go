@@ -56,6 +56,14 @@
 // flight before closing the connection. The price is latency: a call takes at least the linger
 // (5ms) plus one confirm, even alone.
 //
+// # Events
+//
+// Publish sends outbox events to the durable topic exchange <prefix>.events with the topic as
+// routing key; a stock event (topic product.stock) goes with its own type instead
+// (product.low_stock, product.sold_out, product.restocked, read from the payload). The
+// topology declares a durable quorum queue for each: <prefix>.delivered bound to
+// order.delivered and <prefix>.stock bound to product.*, so no event is unroutable.
+//
 // # Publisher confirms and mandatory
 //
 // Every publish goes through a pool of Config.Channels channels in confirm mode. A channel is
