@@ -44,6 +44,10 @@ func TestStockEventsOnRealAdaptersOncePerCrossing(t *testing.T) {
 	}
 	a.want(200, "POST", fmt.Sprintf("/admin/products/%d/codes", pid), adminToken, strings.Join(codes, "\n"), nil)
 	waitStockState(t, db, pid, domain.StockStateNormal)
+	// A change through b makes b read the products at its next sample (a sees its own at once):
+	// from then on both instances watch the product, and both see the crossing below.
+	b.want(200, "PATCH", fmt.Sprintf("/admin/products/%d", pid), adminToken, `{"low_stock_threshold":3}`, nil)
+	time.Sleep(100 * time.Millisecond)
 	// Created empty, the product may have been sampled sold out and then restocked: only what
 	// follows the mark is this test's.
 	var mark int64
@@ -55,7 +59,7 @@ func TestStockEventsOnRealAdaptersOncePerCrossing(t *testing.T) {
 		Token string `json:"token"`
 	}
 	b.want(201, "POST", "/admin/tokens", adminToken, `{"buyer_id":"stock-watcher"}`, &tok)
-	b.want(201, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":10}`, pid), nil, "Idempotency-Key", "stock-1")
+	b.want(201, "POST", "/api/order", tok.Token, fmt.Sprintf(`{"product_id":%d,"qty":10}`, pid), nil, "Idempotency-Key", fmt.Sprintf("stock-watch-%d", pid))
 	waitStockState(t, db, pid, domain.StockStateSoldOut)
 	time.Sleep(200 * time.Millisecond) // ten more samples on each instance: no more events
 
