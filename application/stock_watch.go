@@ -33,7 +33,7 @@ type stockWatch struct {
 // moves by a conditional update (SwapStockState) in the same transaction as the events, so only
 // the instance whose update changed the row writes them. A product the gate does not know
 // (lost, being rebuilt) is skipped until it does. The first evaluation of a product only sets
-// its state, without an event. A failure on one product does not stop the others; the first
+// its state, without an event, and waits until the product has stock. A failure on one product does not stop the others; the first
 // error is returned.
 func (s *Shop) WatchStock(ctx context.Context) (int, error) {
 	w := &s.stockWatch
@@ -61,7 +61,10 @@ func (s *Shop) WatchStock(ctx context.Context) (int, error) {
 	)
 	for i, p := range ps {
 		l, known := levels[p.ID()]
-		if !known {
+		if !known || p.StockState() == domain.StockStateNone && l.Stock <= 0 {
+			// Unknown to the gate: skipped until it is back. Never evaluated and empty (a
+			// product just created, its codes not imported yet): evaluated once it has stock,
+			// so that its first import is not announced as product.restocked.
 			continue
 		}
 		to, names := domain.NextStockState(p.StockState(), l.Stock, p.LowStockThreshold())

@@ -219,6 +219,24 @@ func TestStockWatchWithoutThreshold(t *testing.T) {
 	}
 }
 
+// A product created empty is evaluated once it has stock: its first import is no
+// product.restocked.
+func TestStockWatchWaitsForTheFirstStock(t *testing.T) {
+	f := newFixture(t)
+	p, err := f.shop.CreateProduct(f.ctx, application.NewProduct{Name: "gift card", Price: testPrice, MaxPerOrder: 5,
+		LowStockThreshold: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.watch(t); n != 0 || f.stockState(t, p.ID()) != domain.StockStateNone {
+		t.Fatalf("empty product: %d events, state %q; want none, not evaluated", n, f.stockState(t, p.ID()))
+	}
+	f.addCodes(t, p.ID(), 10)
+	if n := f.watch(t); n != 0 || f.stockState(t, p.ID()) != domain.StockStateNormal {
+		t.Fatalf("after the first import: %d events, state %q; want none, normal", n, f.stockState(t, p.ID()))
+	}
+}
+
 // A product the gate does not know (Redis lost it) is left alone: no state, no event, until it
 // is back.
 func TestStockWatchSkipsProductsTheGateLost(t *testing.T) {

@@ -79,8 +79,8 @@ func withWebhook(s *storefront) func(*bootstrap.Config) {
 }
 
 // withoutStockWatch turns the stock watch off, for tests that count every request the
-// storefront gets (a product created empty and then stocked is a product.restocked, and the
-// shared test database holds other tests' products; the stock events have tests of their own).
+// storefront gets (the shared test database holds other tests' products, whose stock may have
+// crossed since; the stock events have tests of their own).
 func withoutStockWatch(c *bootstrap.Config) { c.StockEventsInterval = 0 }
 
 // sellAndWatchWebhook sells one order through the API and the `pay` command, then waits for
