@@ -396,3 +396,21 @@ func TestStockWatchInstancesRecordEachCrossingOnce(t *testing.T) {
 		ids[e.EventID] = true
 	}
 }
+
+// A webhook row whose payload names a type the relay does not know is not sent under a wrong
+// type: it fails and waits for its retry, and the storefront hears nothing.
+func TestWebhookRefusesAnUnknownEventType(t *testing.T) {
+	hook := memory.NewNotifier()
+	f := newFixture(t, withNotifier(hook))
+	m := domain.OutboxMessage{Topic: domain.TopicWebhook, Key: "1", At: f.shopNow(),
+		Payload: []byte(`{"event_id":"x:1","type":"product.vanished","product_id":1}`)}
+	if err := f.ledger.Outbox().Add(f.ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if n := relayWebhooks(t, f); n != 0 || hook.Attempts() != 0 {
+		t.Fatalf("sent %d, storefront called %d times; want nothing", n, hook.Attempts())
+	}
+	if n, _ := f.shop.WebhookBacklog(f.ctx); n != 1 {
+		t.Fatalf("webhook backlog %d, want the row kept", n)
+	}
+}
