@@ -63,19 +63,22 @@ func (s *Shop) drainGateChanges(ctx context.Context) error {
 	return nil
 }
 
+// webhookTopics are the topics RelayWebhooks sends to the storefront.
+var webhookTopics = []string{domain.TopicWebhook, domain.TopicWebhookStock}
+
 // RelayWebhooks sends due webhook messages to the storefront through the Notifier, a few at a
 // time, each retried with a backoff up to Config.WebhookMaxBackoff until the storefront accepts
 // it. Each message is claimed (Outbox.Claim, WebhookLease) before it is sent, so instances
 // relaying side by side do not send it twice. It returns how many were delivered.
 func (s *Shop) RelayWebhooks(ctx context.Context) (int, error) {
 	sent, _, err := s.relayTopics(ctx, relayRun{batch: min(s.cfg.RelayBatch, webhookPage), parallel: webhookParallel,
-		topics: []string{domain.TopicWebhook}, send: s.notify, lease: WebhookLease})
+		topics: webhookTopics, send: s.notify, lease: WebhookLease})
 	return sent, err
 }
 
 // WebhookBacklog counts the webhook messages not yet delivered.
 func (s *Shop) WebhookBacklog(ctx context.Context) (int64, error) {
-	return s.ledger.Outbox().Backlog(ctx, domain.TopicWebhook)
+	return s.ledger.Outbox().Backlog(ctx, webhookTopics...)
 }
 
 // relayRun is one pass of a relay.
@@ -189,7 +192,7 @@ func (s *Shop) retryDelay(topic string, attempt int) time.Duration {
 	switch topic {
 	case domain.TopicGateChange:
 		limit = gateRetryCap
-	case domain.TopicWebhook:
+	case domain.TopicWebhook, domain.TopicWebhookStock:
 		limit = s.cfg.WebhookMaxBackoff
 	}
 	d := limit

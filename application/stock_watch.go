@@ -27,7 +27,7 @@ type stockWatch struct {
 // and records each crossing of the low-stock threshold, of zero and back above the threshold's
 // band (domain.NextStockState) as stock events in the outbox: product.low_stock,
 // product.sold_out, product.restocked, for the broker (TopicProductStock) and, with a webhook,
-// for the storefront (TopicWebhook). It returns how many events it recorded.
+// for the storefront (TopicWebhookStock). It returns how many events it recorded.
 //
 // Instances watching side by side record each crossing once: the product's stored stock state
 // moves by a conditional update (SwapStockState) in the same transaction as the events, so only
@@ -156,7 +156,7 @@ func (s *Shop) stockMessages(p domain.Product, names []string, left int64, now t
 		}
 		msgs = append(msgs, domain.OutboxMessage{Topic: domain.TopicProductStock, Key: key, Payload: payload, At: now})
 		if s.notifier != nil {
-			msgs = append(msgs, domain.OutboxMessage{Topic: domain.TopicWebhook, Key: key, Payload: payload, At: now})
+			msgs = append(msgs, domain.OutboxMessage{Topic: domain.TopicWebhookStock, Key: key, Payload: payload, At: now})
 		}
 	}
 	return msgs, nil

@@ -137,7 +137,7 @@ func TestStockWatchLowStockOnceThenSoldOut(t *testing.T) {
 	if es[1].StockLeft != 0 || f.stockState(t, p.ID()) != domain.StockStateSoldOut {
 		t.Fatalf("sold-out event %+v, state %q", es[1], f.stockState(t, p.ID()))
 	}
-	if len(f.stockEvents(t, domain.TopicWebhook)) != 0 {
+	if len(f.stockEvents(t, domain.TopicWebhookStock)) != 0 {
 		t.Fatal("webhook rows recorded without a webhook")
 	}
 	f.assertInvariants(t, p.ID())
@@ -387,7 +387,7 @@ func TestStockWatchInstancesRecordEachCrossingOnce(t *testing.T) {
 	if got := eventTypes(es); !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
-	hooks := f.stockEvents(t, domain.TopicWebhook)
+	hooks := f.stockEvents(t, domain.TopicWebhookStock)
 	ids := map[string]bool{}
 	for i, e := range es {
 		if ids[e.EventID] || hooks[i] != e {
@@ -402,7 +402,7 @@ func TestStockWatchInstancesRecordEachCrossingOnce(t *testing.T) {
 func TestWebhookRefusesAnUnknownEventType(t *testing.T) {
 	hook := memory.NewNotifier()
 	f := newFixture(t, withNotifier(hook))
-	m := domain.OutboxMessage{Topic: domain.TopicWebhook, Key: "1", At: f.shopNow(),
+	m := domain.OutboxMessage{Topic: domain.TopicWebhookStock, Key: "1", At: f.shopNow(),
 		Payload: []byte(`{"event_id":"x:1","type":"product.vanished","product_id":1}`)}
 	if err := f.ledger.Outbox().Add(f.ctx, m); err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ func TestStockEventsOnRealAdaptersOncePerCrossing(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // ten more samples on each instance: no more events
 
 	want := []string{domain.EventLowStock, domain.EventSoldOut}
-	for _, topic := range []string{domain.TopicProductStock, domain.TopicWebhook} {
+	for _, topic := range []string{domain.TopicProductStock, domain.TopicWebhookStock} {
 		if got := outboxStockTypes(t, db, topic, pid); !slices.Equal(got, want) {
 			t.Fatalf("%s rows of product %d: %v, want %v (once per crossing over two instances)", topic, pid, got, want)
 		}

@@ -320,12 +320,16 @@ const (
 	TopicGateChange   = "gate.change"     // payload: GateChange, applied to the StockGate
 	TopicProductStock = "product.stock"   // payload: a stock event (product.low_stock, .sold_out, .restocked)
 	TopicDelivered    = "order.delivered" // payload: DeliveryEvent, published to notifiers
-	// TopicWebhook is an event for the storefront's webhook (Notifier): a DeliveryEvent, or a
-	// StockEvent (which names its type). It is recorded beside TopicDelivered or
-	// TopicProductStock, only when a webhook is configured, so that the webhook has its own
-	// retries: a storefront that is down delays neither the broker nor the gate. (The name is
-	// older than the stock events; stored rows carry it, so it stays.)
+	// TopicWebhook is an order.delivered event for the storefront's webhook (Notifier): a
+	// DeliveryEvent. It is recorded beside TopicDelivered, only when a webhook is configured, so
+	// that the webhook has its own retries: a storefront that is down delays neither the broker
+	// nor the gate.
 	TopicWebhook = "webhook.order.delivered"
+	// TopicWebhookStock is a stock event for the storefront's webhook: a StockEvent, recorded
+	// beside TopicProductStock as TopicWebhook is beside TopicDelivered. A topic of its own, so
+	// that an instance of a version without stock events, which relays only TopicWebhook, never
+	// sends one as an order.delivered during a rolling upgrade.
+	TopicWebhookStock = "webhook.product.stock"
 )
 
 // OutboxMessage is a side effect recorded in the same transaction as the change that causes
