@@ -178,18 +178,25 @@ func adminClient(base string) (*adminclient.Client, error) {
 	return adminclient.New(base, adminToken), nil
 }
 
-// productCreate creates a product and prints it.
-func productCreate(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("product-create", flag.ContinueOnError)
+// productFlagSet is the flag set of a command that takes the product's fields: -url, the
+// fields (into the returned productFlags), and a usage of the command's text and the fields'.
+func productFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, *string, *productFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	base := fs.String("url", "http://127.0.0.1:8080", "base URL of the service")
-	id := fs.Int64("id", 0, "the product's id (default: the service chooses)")
-	var f productFlags
-	defineProductFlags(fs, &f)
+	f := &productFlags{}
+	defineProductFlags(fs, f)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, productCreateUsage+"\n"+productFieldsHelp)
+		fmt.Fprint(stderr, usage+"\n"+productFieldsHelp)
 		fs.PrintDefaults()
 	}
+	return fs, base, f
+}
+
+// productCreate creates a product and prints it.
+func productCreate(args []string, stdout, stderr io.Writer) error {
+	fs, base, f := productFlagSet("product-create", productCreateUsage, stderr)
+	id := fs.Int64("id", 0, "the product's id (default: the service chooses)")
 	if err := parseUsage(fs, args); err != nil {
 		return err
 	}
@@ -222,16 +229,8 @@ func productCreate(args []string, stdout, stderr io.Writer) error {
 // productUpdate changes the fields given on the command line, and only those, and prints the
 // product as it is now.
 func productUpdate(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("product-update", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	base := fs.String("url", "http://127.0.0.1:8080", "base URL of the service")
+	fs, base, f := productFlagSet("product-update", productUpdateUsage, stderr)
 	id := fs.Int64("product", 0, "product id (required)")
-	var f productFlags
-	defineProductFlags(fs, &f)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, productUpdateUsage+"\n"+productFieldsHelp)
-		fs.PrintDefaults()
-	}
 	if err := parseUsage(fs, args); err != nil {
 		return err
 	}
