@@ -30,8 +30,9 @@ type instance struct {
 	log  string
 }
 
-// startInstance starts `cardshop serve` on the real adapters with a free port.
-func (e *env) startInstance(ctx context.Context, name string, pprofAddr string) (*instance, error) {
+// startInstance starts `cardshop serve` on the real adapters with a free port; extraEnv
+// (NAME=value) comes last, so it may override the harness's settings.
+func (e *env) startInstance(ctx context.Context, name string, pprofAddr string, extraEnv ...string) (*instance, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -55,6 +56,7 @@ func (e *env) startInstance(ctx context.Context, name string, pprofAddr string) 
 	if e.stripe != nil {
 		in.cmd.Env = append(in.cmd.Env, e.stripe.environ()...)
 	}
+	in.cmd.Env = append(in.cmd.Env, extraEnv...)
 	if err := in.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -80,6 +82,13 @@ func (e *env) startInstance(ctx context.Context, name string, pprofAddr string) 
 	}
 }
 
+// stopInstance stops one instance and removes it from the harness's list, so that later
+// scenarios never load it.
+func (e *env) stopInstance(in *instance) {
+	in.terminate()
+	e.dropInstance(in)
+}
+
 // filteredEnviron is the environment without CARDSHOP_* variables (the service refuses
 // unknown ones, and the harness sets its own).
 func filteredEnviron() []string {
@@ -94,19 +103,24 @@ func filteredEnviron() []string {
 
 func (e *env) stopInstances() {
 	for _, in := range e.instances {
-		if in.cmd == nil || in.cmd.Process == nil || in.cmd.ProcessState != nil {
-			continue
-		}
-		_ = in.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = in.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = in.cmd.Process.Kill()
-		}
+		in.terminate()
 	}
 	e.instances = nil
+}
+
+// terminate stops the process with SIGTERM, and SIGKILL when it has not ended 20 s later.
+func (in *instance) terminate() {
+	if in.cmd == nil || in.cmd.Process == nil || in.cmd.ProcessState != nil {
+		return
+	}
+	_ = in.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = in.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = in.cmd.Process.Kill()
+	}
 }
 
 // writeTokens issues n buyer tokens into a file the wrk script reads.

@@ -32,6 +32,9 @@ var orderScript string
 //go:embed hello.lua
 var helloScript string
 
+//go:embed etag.lua
+var etagScript string
+
 // options are the command-line settings.
 type options struct {
 	duration     time.Duration
@@ -108,6 +111,7 @@ type env struct {
 	ceil       ceilings
 	orderLua   string
 	helloLua   string
+	etagLua    string
 	instances  []*instance
 	tokensFile string
 	// buyerTokens are the tokens of tokensFile by buyer id, for calls made as an order's buyer.
@@ -137,12 +141,11 @@ func run(ctx context.Context, o options) (checks, failed int, err error) {
 	}
 	defer os.RemoveAll(dir)
 	e := &env{o: o, dir: dir}
-	e.orderLua, e.helloLua = filepath.Join(dir, "order.lua"), filepath.Join(dir, "hello.lua")
-	if err := os.WriteFile(e.orderLua, []byte(orderScript), 0o644); err != nil {
-		return 0, 0, err
-	}
-	if err := os.WriteFile(e.helloLua, []byte(helloScript), 0o644); err != nil {
-		return 0, 0, err
+	e.orderLua, e.helloLua, e.etagLua = filepath.Join(dir, "order.lua"), filepath.Join(dir, "hello.lua"), filepath.Join(dir, "etag.lua")
+	for path, script := range map[string]string{e.orderLua: orderScript, e.helloLua: helloScript, e.etagLua: etagScript} {
+		if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+			return 0, 0, err
+		}
 	}
 
 	fmt.Printf("cardshop load check — %s — %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), machine())

@@ -35,7 +35,20 @@ type scenario struct {
 	// provider is the payment provider the buyers pay through, by its simulator ("stripe"),
 	// instead of the signed callback.
 	provider string
+
+	// The storefront features of issue 14 (storefront.go).
+	storm bool // a storm of public catalogue reads of the product, alone and during the sale
+	// startsIn opens the product's sale window this long after it is created (by Redis's
+	// clock); the orders start before it, against instances of their own whose clocks are
+	// shifted by clockOffsets (CARDSHOP_CLOCK_OFFSET), one instance each.
+	startsIn     time.Duration
+	clockOffsets []string
+	buyerLimit   int // the product's buyer_limit: units one buyer may hold in PENDING+PAID orders
 }
+
+// tallyCodes says whether the wrk script tallies refusals by error code and Retry-After:
+// the scenarios whose checks read them.
+func (sc scenario) tallyCodes() bool { return sc.startsIn > 0 || sc.buyerLimit > 0 }
 
 func scenarios(o options) []scenario {
 	scale := func(full, short int) int {
@@ -52,6 +65,12 @@ func scenarios(o options) []scenario {
 			provider: "stripe"},
 		{num: 5, name: "two instances behind the same Redis, MariaDB, RabbitMQ", codes: scale(120000, 30000), qtyMax: 1, dup: 1, instances: 2},
 		{num: 6, name: "kill -9 under load, restart, sweep", codes: scale(60000, 20000), qtyMax: 1, dup: 1, instances: 1, kill: true},
+		{num: 7, name: "refresh storm: catalogue GETs, alone and during the sale", codes: scale(60000, 20000), qtyMax: 1, dup: 1,
+			instances: 2, storm: true},
+		{num: 8, name: "start instant: orders from before starts_at, clocks −3s/+2s", codes: 1000, qtyMax: 1, dup: 1, instances: 1,
+			startsIn: time.Duration(scale(8, 6)) * time.Second, clockOffsets: []string{"-3s", "+2s"}},
+		{num: 9, name: "one per customer: buyer_limit 2, each key ×3 at once", codes: scale(8000, 6000), qtyMax: 2, dup: 3,
+			instances: 2, buyerLimit: 2},
 	}
 }
 
@@ -71,6 +90,8 @@ type scenarioResult struct {
 	expired     int64
 	unfulfilled int64
 	codesSold   int64
+	storm       *stormResult // the catalogue storm's numbers, in the storm scenario
+	extra       []Check      // the storefront scenarios' own checks, listed after the invariants
 	checks      []Check
 }
 
@@ -92,6 +113,11 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		res.skipped = true
 		return res, nil
 	}
+	if e.o.targets != "" && len(sc.clockOffsets) > 0 {
+		fmt.Printf("   skipped: needs instances started with CARDSHOP_CLOCK_OFFSET, which -target cannot give\n\n")
+		res.skipped = true
+		return res, nil
+	}
 	for len(e.instances) < sc.instances {
 		in, err := e.startInstance(ctx, fmt.Sprintf("instance-%d", len(e.instances)+1), fmt.Sprintf("127.0.0.1:%d", 6061+len(e.instances)))
 		if err != nil {
@@ -99,16 +125,33 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		}
 		_ = in
 	}
+	insts := e.instances[:sc.instances]
+	if len(sc.clockOffsets) > 0 {
+		own, err := e.startClockInstances(ctx, sc.clockOffsets)
+		defer func() {
+			for _, in := range own {
+				e.stopInstance(in)
+			}
+		}()
+		if err != nil {
+			return res, err
+		}
+		insts = own
+	}
 	pid := 1_000_000 + rand.Int64N(8_000_000_000)
-	if err := e.createProduct(ctx, pid, sc.codes); err != nil {
+	rules, startsAt, err := e.saleRules(ctx, sc)
+	if err != nil {
+		return res, err
+	}
+	if err := e.createProduct(ctx, pid, sc.codes, rules); err != nil {
 		return res, err
 	}
 	// Warm up: a short run on a sold-out product fills the HTTP, Redis and DB pools.
 	warm := pid + 1
-	if err := e.createProduct(ctx, warm, 0); err != nil {
+	if err := e.createProduct(ctx, warm, 0, ""); err != nil {
 		return res, err
 	}
-	if _, err := e.load(ctx, sc, warm, 1*time.Second, "warm"); err != nil {
+	if _, err := e.load(ctx, sc, insts, warm, 1*time.Second, "warm"); err != nil {
 		return res, err
 	}
 
@@ -121,16 +164,20 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		res.idleDB = idle
 	}
 	var load WrkResult
-	var err error
 	var repaired chan Check
 	if sc.repair {
 		repaired = make(chan Check, 1)
 		go func() { repaired <- e.repairMidLoad(ctx, pid, e.o.duration/2) }()
 	}
-	if sc.kill {
+	switch {
+	case sc.kill:
 		load, err = e.loadAndKill(ctx, sc, pid)
-	} else {
-		load, err = e.load(ctx, sc, pid, e.o.duration, "load")
+	case sc.storm:
+		load, err = e.refreshStorm(ctx, sc, insts, pid, &res)
+	case !startsAt.IsZero():
+		load, err = e.loadAcrossStart(ctx, sc, insts, pid, startsAt, &res)
+	default:
+		load, err = e.load(ctx, sc, insts, pid, e.o.duration, "load")
 	}
 	if err != nil {
 		return res, err
@@ -148,6 +195,16 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	if load.SocketErrors != "" {
 		fmt.Printf("   wrk       %s\n", load.SocketErrors)
 	}
+	if sc.tallyCodes() {
+		fmt.Printf("   refusals  %s\n", refusalMix(load.Counts))
+	}
+	if sc.buyerLimit > 0 {
+		c, err := e.holdingCheck(ctx, pid, sc.buyerLimit, "right after the load (every order PENDING)")
+		if err != nil {
+			return res, err
+		}
+		res.extra = append(res.extra, c, buyerLimitRefusals(load))
+	}
 
 	if sc.soldOut {
 		// Let the sale's own follow-ups (outbox relay) finish before counting the sold-out run.
@@ -156,7 +213,7 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		if err != nil {
 			return res, err
 		}
-		so, err := e.load(ctx, sc, pid, e.o.duration, "soldout")
+		so, err := e.load(ctx, sc, insts, pid, e.o.duration, "soldout")
 		if err != nil {
 			return res, err
 		}
@@ -233,6 +290,14 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	if stripeCheck != nil {
 		res.checks = append(res.checks, *stripeCheck)
 	}
+	if sc.buyerLimit > 0 {
+		c, err := e.holdingCheck(ctx, pid, sc.buyerLimit, "after the payments and the expiry")
+		if err != nil {
+			return res, err
+		}
+		res.extra = append(res.extra, c)
+	}
+	res.checks = append(res.checks, res.extra...)
 	for _, c := range res.checks {
 		verdict := "PASS"
 		if !c.OK {
@@ -270,10 +335,14 @@ func (e *env) repairMidLoad(ctx context.Context, pid int64, after time.Duration)
 	return c
 }
 
-// createProduct creates a product and imports n codes through the admin API.
-func (e *env) createProduct(ctx context.Context, pid int64, n int) error {
+// createProduct creates a product and imports n codes through the admin API; rules are more
+// fields of the product's JSON (`"buyer_limit":2`), or "".
+func (e *env) createProduct(ctx context.Context, pid int64, n int, rules string) error {
 	in := e.instances[0]
-	body := fmt.Sprintf(`{"id":%d,"name":"load %d","price":1000,"max_per_order":10}`, pid, pid)
+	if rules != "" {
+		rules = "," + rules
+	}
+	body := fmt.Sprintf(`{"id":%d,"name":"load %d","price":1000,"max_per_order":10%s}`, pid, pid, rules)
 	if st, b, err := in.admin(ctx, e.secrets.admin, "POST", "/admin/products", strings.NewReader(body)); err != nil || st != 201 {
 		return fmt.Errorf("create product: %d %s %v", st, b, err)
 	}
@@ -304,9 +373,19 @@ func (e *env) createProduct(ctx context.Context, pid int64, n int) error {
 	return nil
 }
 
-// load runs wrk against POST /api/order, split across the scenario's instances.
-func (e *env) load(ctx context.Context, sc scenario, pid int64, d time.Duration, tag string) (WrkResult, error) {
-	k := sc.instances
+// load runs wrk against POST /api/order, split across insts, and sums the runs.
+func (e *env) load(ctx context.Context, sc scenario, insts []*instance, pid int64, d time.Duration, tag string) (WrkResult, error) {
+	runs, err := e.splitLoad(ctx, sc, insts, pid, d, tag)
+	if err != nil {
+		return WrkResult{}, err
+	}
+	return mergeRuns(runs), nil
+}
+
+// splitLoad runs one wrk per instance at once, the threads and connections shared out, and
+// returns each instance's run.
+func (e *env) splitLoad(ctx context.Context, sc scenario, insts []*instance, pid int64, d time.Duration, tag string) ([]WrkResult, error) {
+	k := len(insts)
 	runs := make([]WrkResult, k)
 	errs := make([]error, k)
 	var wg sync.WaitGroup
@@ -314,30 +393,48 @@ func (e *env) load(ctx context.Context, sc scenario, pid int64, d time.Duration,
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			run := WrkRun{Threads: max(e.o.threads/k, 1), Conns: e.o.conns / k, Duration: d, URL: e.instances[i].base,
-				Script: e.orderLua, Args: []string{strconv.FormatInt(pid, 10), strconv.Itoa(sc.qtyMax), strconv.Itoa(sc.dup),
-					e.tokensFile, fmt.Sprintf("%s%d-%d", tag, i, time.Now().UnixNano())}}
+			args := []string{strconv.FormatInt(pid, 10), strconv.Itoa(sc.qtyMax), strconv.Itoa(sc.dup),
+				e.tokensFile, fmt.Sprintf("%s%d-%d", tag, i, time.Now().UnixNano())}
+			if sc.tallyCodes() {
+				args = append(args, "codes")
+			}
+			run := WrkRun{Threads: max(e.o.threads/k, 1), Conns: e.o.conns / k, Duration: d, URL: insts[i].base,
+				Script: e.orderLua, Args: args}
 			runs[i], errs[i] = runWrk(ctx, run)
 		}(i)
 	}
 	wg.Wait()
-	out := WrkResult{Status: map[int]int64{}}
-	for i := 0; i < k; i++ {
-		if errs[i] != nil {
-			return out, errs[i]
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
-		r := runs[i]
+	}
+	return runs, nil
+}
+
+// mergeRuns sums concurrent wrk runs: rates, requests and tallies add up ("max:" tallies take
+// the largest), latency percentiles take the worst run's.
+func mergeRuns(runs []WrkResult) WrkResult {
+	out := WrkResult{Status: map[int]int64{}, Counts: map[string]int64{}}
+	for _, r := range runs {
 		out.RPS += r.RPS
 		out.Requests += r.Requests
 		out.P50, out.P90, out.P99 = maxDur(out.P50, r.P50), maxDur(out.P90, r.P90), maxDur(out.P99, r.P99)
 		for c, n := range r.Status {
 			out.Status[c] += n
 		}
+		for name, n := range r.Counts {
+			if strings.HasPrefix(name, "max:") {
+				out.Counts[name] = max(out.Counts[name], n)
+			} else {
+				out.Counts[name] += n
+			}
+		}
 		if r.SocketErrors != "" {
 			out.SocketErrors = strings.TrimSpace(out.SocketErrors + " " + r.SocketErrors)
 		}
 	}
-	return out, nil
+	return out
 }
 
 func maxDur(a, b time.Duration) time.Duration {

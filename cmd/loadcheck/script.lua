@@ -1,8 +1,14 @@
 -- wrk script of the load check: every request is POST /api/order with its own buyer and
 -- idempotency key. Arguments (after "--"): product id, max qty (1 = always 1), duplicates
 -- (each key is sent this many times in a row, i.e. concurrently on different connections),
--- tokens file (one buyer token per line), run tag (keeps keys unique across runs).
--- It counts response codes and prints "status <code> <count>" lines when done.
+-- tokens file (one buyer token per line), run tag (keeps keys unique across runs), and
+-- optionally "codes".
+-- It counts response codes and prints "status <code> <count>" lines when done. With "codes" it
+-- also tallies each refusal (status >= 400) by the error code of its body, and whether it
+-- carried a Retry-After header of whole seconds, as "count <status>:<code> <n>",
+-- "count retry-after:<status>:<code> <n>", "count bad-retry-after:<status>:<code> <n>" and
+-- "count max:retry-after <seconds>" lines (the storefront scenarios check them; the others
+-- leave it off, so that their hot path parses no body).
 local threads = {}
 local nthreads = 0
 
@@ -21,8 +27,10 @@ function init(args)
   for line in io.lines(args[4]) do
     if #line > 0 then tokens[#tokens + 1] = line end
   end
+  codes = args[6] == "codes"
   counter = 0
   statuses = {}
+  counts = {}
 end
 
 function request()
@@ -41,6 +49,32 @@ end
 
 function response(status, headers, body)
   statuses[status] = (statuses[status] or 0) + 1
+  if codes and status >= 400 then tally(status, headers, body) end
+end
+
+-- header returns the value of the header name (lower case) whatever its case on the wire.
+function header(headers, name)
+  for k, v in pairs(headers) do
+    if string.lower(k) == name then return v end
+  end
+  return nil
+end
+
+function add(name, n)
+  counts[name] = (counts[name] or 0) + n
+end
+
+function tally(status, headers, body)
+  local name = status .. ":" .. (string.match(body, '"code":"([^"]*)"') or "?")
+  add(name, 1)
+  local ra = header(headers, "retry-after")
+  if ra == nil then return end
+  if string.match(ra, "^%d+$") then
+    add("retry-after:" .. name, 1)
+    counts["max:retry-after"] = math.max(counts["max:retry-after"] or 0, tonumber(ra))
+  else
+    add("bad-retry-after:" .. name, 1)
+  end
 end
 
 function done(summary, latency, requests)
@@ -50,4 +84,15 @@ function done(summary, latency, requests)
     for code, n in pairs(s) do total[code] = (total[code] or 0) + n end
   end
   for code, n in pairs(total) do io.write(string.format("status %d %d\n", code, n)) end
+  local sums = {}
+  for _, t in ipairs(threads) do
+    for name, n in pairs(t:get("counts")) do
+      if string.sub(name, 1, 4) == "max:" then
+        sums[name] = math.max(sums[name] or 0, n)
+      else
+        sums[name] = (sums[name] or 0) + n
+      end
+    end
+  end
+  for name, n in pairs(sums) do io.write(string.format("count %s %d\n", name, n)) end
 end

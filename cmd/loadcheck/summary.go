@@ -45,6 +45,9 @@ func (e *env) printSummary(results []scenarioResult) {
 			}
 			fmt.Printf("   %-4s sold-out answers touch no database: %.5f MariaDB statements per request beyond the idle baseline\n", verdict, per)
 		}
+		if st := r.storm; st != nil {
+			target("catalogue reads alone (refresh storm) vs the Fiber hello-world ceiling", st.alone.RPS, e.ceil.hello.RPS, stormShare, "req/s")
+		}
 		if r.sc.num == 2 {
 			ordersPerSec := float64(r.created) / e.o.duration.Seconds()
 			target("successful orders (deep stock) vs MariaDB's single-row INSERT ceiling", ordersPerSec, e.ceil.insert, 0.4, "orders/s")

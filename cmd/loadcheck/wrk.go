@@ -18,8 +18,11 @@ type WrkResult struct {
 	Requests      int64
 	P50, P90, P99 time.Duration
 	Status        map[int]int64 // response-code mix, counted by the Lua script's response()
-	SocketErrors  string        // wrk's "Socket errors" line, if any
-	Raw           string
+	// Counts are the script's other tallies, "count <name> <n>" lines (script.lua's error codes
+	// and Retry-After headers, etag.lua's revalidations), summed over the runs of a scenario.
+	Counts       map[string]int64
+	SocketErrors string // wrk's "Socket errors" line, if any
+	Raw          string
 }
 
 // WrkRun describes one wrk invocation.
@@ -36,6 +39,7 @@ var (
 	reTotal   = regexp.MustCompile(`(\d+) requests in`)
 	reLatency = regexp.MustCompile(`(?m)^\s+(50|90|99)%\s+([\d.]+)(us|ms|s)\s*$`)
 	reStatus  = regexp.MustCompile(`(?m)^status (\d+) (\d+)$`)
+	reCount   = regexp.MustCompile(`(?m)^count (\S+) (\d+)$`)
 	reSocket  = regexp.MustCompile(`Socket errors:.*`)
 )
 
@@ -61,7 +65,7 @@ func runWrk(ctx context.Context, r WrkRun) (WrkResult, error) {
 }
 
 func parseWrk(s string) (WrkResult, error) {
-	res := WrkResult{Raw: s, Status: map[int]int64{}}
+	res := WrkResult{Raw: s, Status: map[int]int64{}, Counts: map[string]int64{}}
 	m := reRPS.FindStringSubmatch(s)
 	if m == nil {
 		return res, fmt.Errorf("wrk output has no Requests/sec:\n%s", s)
@@ -87,6 +91,10 @@ func parseWrk(s string) (WrkResult, error) {
 		code, _ := strconv.Atoi(m[1])
 		n, _ := strconv.ParseInt(m[2], 10, 64)
 		res.Status[code] += n
+	}
+	for _, m := range reCount.FindAllStringSubmatch(s, -1) {
+		n, _ := strconv.ParseInt(m[2], 10, 64)
+		res.Counts[m[1]] += n
 	}
 	res.SocketErrors = reSocket.FindString(s)
 	return res, nil
