@@ -295,7 +295,11 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		if err != nil {
 			return res, err
 		}
-		res.extra = append(res.extra, c)
+		held, err := e.heldMatch(ctx, pid)
+		if err != nil {
+			return res, err
+		}
+		res.extra = append(res.extra, c, held)
 	}
 	res.checks = append(res.checks, res.extra...)
 	for _, c := range res.checks {

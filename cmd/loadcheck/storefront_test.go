@@ -292,16 +292,16 @@ func TestHoldingCheck(t *testing.T) {
 }
 
 func TestBuyerLimitRefusals(t *testing.T) {
-	r := WrkResult{Status: map[int]int64{201: 10, 200: 4, 409: 30},
-		Counts: map[string]int64{"409:buyer_limit": 25, "409:request_in_progress": 5}}
+	r := WrkResult{Status: map[int]int64{201: 10, 200: 4, 429: 25, 409: 5},
+		Counts: map[string]int64{holdingRefusal: 25, "409:request_in_progress": 5}}
 	if c := buyerLimitRefusals(r); !c.OK {
 		t.Errorf("limit refusals only: %s", c.Detail)
 	}
-	r.Status[409], r.Counts["409:sold_out"] = 31, 1
+	r.Status[409], r.Counts["409:sold_out"] = 6, 1
 	if c := buyerLimitRefusals(r); c.OK {
 		t.Errorf("a sold_out passes: %s", c.Detail)
 	}
-	r.Status[409], r.Counts = 30, map[string]int64{"409:request_in_progress": 30}
+	r.Status, r.Counts = map[int]int64{201: 10, 409: 30}, map[string]int64{"409:request_in_progress": 30}
 	if c := buyerLimitRefusals(r); c.OK {
 		t.Errorf("no buyer_limit refusal passes: %s", c.Detail)
 	}
@@ -327,5 +327,36 @@ func TestNotStartedCheck(t *testing.T) {
 	}
 	if c := soldOutAfterStart(good(), 3); c.OK {
 		t.Errorf("stock left passes as sold out: %s", c.Detail)
+	}
+}
+
+func TestHeldMatch(t *testing.T) {
+	f := newFixture(t)
+	e := &env{db: f.db, rdb: f.rdb}
+	ctx := context.Background()
+	key := "held:" + f.tag()
+	t.Cleanup(func() { _ = f.rdb.Del(ctx, key).Err() })
+	// The ledger's holdings: A 2, B 3, C 1 (PAID), D 2, E 1 (PENDING).
+	if err := f.rdb.HSet(ctx, key, "lc-buyer-A", 2, "lc-buyer-B", 3, "lc-buyer-C", 1, "lc-buyer-D", 2, "lc-buyer-E", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := e.heldMatch(ctx, f.pid); err != nil || !c.OK {
+		t.Fatalf("equal holdings: %+v %v", c, err)
+	}
+	for name, change := range map[string]func() error{
+		"a count off by one":      func() error { return f.rdb.HSet(ctx, key, "lc-buyer-B", 2).Err() },
+		"a buyer missing":         func() error { return f.rdb.HDel(ctx, key, "lc-buyer-E").Err() },
+		"a buyer holding nothing": func() error { return f.rdb.HSet(ctx, key, "lc-buyer-F", 2).Err() },
+	} {
+		if err := f.rdb.HSet(ctx, key, "lc-buyer-A", 2, "lc-buyer-B", 3, "lc-buyer-C", 1, "lc-buyer-D", 2, "lc-buyer-E", 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.rdb.HDel(ctx, key, "lc-buyer-F").Err()
+		if err := change(); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := e.heldMatch(ctx, f.pid); err != nil || c.OK {
+			t.Errorf("%s passes: %+v %v", name, c, err)
+		}
 	}
 }
