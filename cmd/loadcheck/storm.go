@@ -95,6 +95,13 @@ func (e *env) refreshStorm(ctx context.Context, sc scenario, insts []*instance, 
 	}
 	res.extra = append(res.extra, revalidationCheck(st.revalidated, e.o.conns))
 
+	// The other instances list the product once they reload their product list (at most
+	// productsEvery after its creation): the storm must not meet a 404 there.
+	for _, in := range insts[1:] {
+		if err := waitCatalogued(ctx, in, path); err != nil {
+			return WrkResult{}, err
+		}
+	}
 	var load WrkResult
 	before, after, err = e.metered(ctx, insts, func() error {
 		var storm []WrkResult
@@ -305,6 +312,23 @@ func expectCatalogued(ctx context.Context, in *instance, path string) error {
 		return fmt.Errorf("GET %s answered %d (ETag %q): %s", path, resp.StatusCode, resp.Header.Get("ETag"), trim(string(b), 200))
 	}
 	return nil
+}
+
+// waitCatalogued waits until the instance lists the product (expectCatalogued), for at most
+// two product-list reloads.
+func waitCatalogued(ctx context.Context, in *instance, path string) error {
+	deadline := time.Now().Add(2 * productsEvery)
+	for {
+		err := expectCatalogued(ctx, in, path)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // gateReads reads the instance's count of LevelsMany calls from its /metrics.
