@@ -36,7 +36,7 @@ type scenario struct {
 	// instead of the signed callback.
 	provider string
 
-	// The storefront features of issue 14 (storefront.go).
+	// The storefront features of issue 14 (storm.go, salestart.go, buyerlimit.go).
 	storm bool // a storm of public catalogue reads of the product, alone and during the sale
 	// startsIn opens the product's sale window this long after it is created (by Redis's
 	// clock); the orders start before it, against instances of their own whose clocks are
@@ -69,7 +69,7 @@ func scenarios(o options) []scenario {
 			instances: 2, storm: true},
 		{num: 8, name: "start instant: orders from before starts_at, clocks −3s/+2s", codes: 1000, qtyMax: 1, dup: 1, instances: 1,
 			startsIn: time.Duration(scale(8, 6)) * time.Second, clockOffsets: []string{"-3s", "+2s"}},
-		{num: 9, name: "one per customer: buyer_limit 2, each key ×3 at once", codes: scale(8000, 6000), qtyMax: 2, dup: 3,
+		{num: 9, name: "per-buyer limit: buyer_limit 2, qty 1-2, each key ×3", codes: scale(8000, 6000), qtyMax: 2, dup: 3,
 			instances: 2, buyerLimit: 2},
 	}
 }
