@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"cardshop/application"
 )
 
 // The refresh storm (scenario 7): the public GET /api/products/{id} is served from each
@@ -20,11 +22,11 @@ import (
 // productsEvery. The storm proves it from outside: MariaDB's statement counters, the
 // instances' own count of LevelsMany calls and Redis's count of MGETs, before and after.
 
-// The service's catalogue intervals (application.Config's defaults, which the load check does
-// not change): the bounds of the checks follow from them.
-const (
-	refreshEvery  = 250 * time.Millisecond // CatalogueLevelsEvery
-	productsEvery = 5 * time.Second        // CatalogueProductsEvery
+// The service's catalogue intervals: its defaults, which no setting changes. The bounds of the
+// checks follow from them.
+var (
+	refreshEvery  = application.DefaultConfig().CatalogueLevelsEvery   // a gate read at most this often
+	productsEvery = application.DefaultConfig().CatalogueProductsEvery // a product-list read at most this often
 )
 
 // revalidateFor is how long the revalidation run lasts: long enough for thousands of
