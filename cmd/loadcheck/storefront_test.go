@@ -177,28 +177,25 @@ func TestParseCommandCalls(t *testing.T) {
 	}
 }
 
-func TestGateReadChecks(t *testing.T) {
+func TestGateReadCheck(t *testing.T) {
 	insts := []*instance{{name: "a"}, {name: "b"}}
 	at := time.Unix(1000, 0)
 	before := meter{start: at, end: at, reads: []int64{5, 5}, mget: 100}
 	after := meter{start: at.Add(time.Second), end: at.Add(time.Second), reads: []int64{11, 5}, mget: 112}
 	// One second: at most ⌊1s/250ms⌋+2 = 6 refreshes each; "a" made 6, "b" none (no catalogue
-	// request reached it); 12 MGETs = 6 refreshes × 2 products.
-	for _, c := range gateReadChecks("test", insts, before, after, 2) {
-		if !c.OK {
-			t.Errorf("%s: %s", c.Name, c.Detail)
-		}
+	// request reached it).
+	if c := gateReadCheck("test", insts, before, after); !c.OK {
+		t.Errorf("6 refreshes in 1 s: %s", c.Detail)
 	}
-	// 7 refreshes of "a" in a second; Redis's bound is summed over both instances (it cannot
-	// tell them apart), so it fails only past 2 × 6 refreshes' MGETs.
-	after.reads[0], after.mget = 12, 126
-	for _, c := range gateReadChecks("test", insts, before, after, 2) {
-		if c.OK {
-			t.Errorf("too many gate reads pass: %s: %s", c.Name, c.Detail)
-		}
+	if got, want := redisReads(insts, before, after, 2), "Redis MGET calls 12 (server-wide) for the instances' 6 refreshes × 2 products = 12"; got != want {
+		t.Errorf("redisReads = %q, want %q", got, want)
 	}
-	after.reads[0] = 5
-	if c := gateReadChecks("test", insts, before, after, 2)[0]; c.OK {
+	after.reads[1] = 12
+	if c := gateReadCheck("test", insts, before, after); c.OK {
+		t.Errorf("7 refreshes of one instance in 1 s pass: %s", c.Detail)
+	}
+	after.reads = []int64{5, 5}
+	if c := gateReadCheck("test", insts, before, after); c.OK {
 		t.Errorf("no refresh at all passes: %s", c.Detail)
 	}
 }

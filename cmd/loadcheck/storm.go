@@ -19,8 +19,10 @@ import (
 // The refresh storm (scenario 7): the public GET /api/products/{id} is served from each
 // instance's catalogue snapshot, which a request refreshes from the gate (one LevelsMany) at
 // most once per refreshEvery and from the ledger (the product list) at most once per
-// productsEvery. The storm proves it from outside: MariaDB's statement counters, the
-// instances' own count of LevelsMany calls and Redis's count of MGETs, before and after.
+// productsEvery. The storm checks it with MariaDB's statement counters and the instances' own
+// count of LevelsMany calls, before and after each phase, and prints Redis's count of MGETs
+// beside them. MariaDB's and Redis's counters are server-wide: another client of the same
+// servers during a phase (tests on a shared machine) shows in them.
 
 // The service's catalogue intervals: its defaults, which no setting changes. The bounds of the
 // checks follow from them.
@@ -155,7 +157,8 @@ func (e *env) reportAlone(st *stormResult, insts []*instance, before, after mete
 		OK: v.excess <= v.allowed,
 		Detail: fmt.Sprintf("%+.1f statements beyond the idle baseline during %s requests; allowed %.1f = %d product-list reloads (one per %s, +1 at each end) + %.1f (one second of the idle loops: each may tick once more in one window than in another)",
 			v.excess, num(float64(a.Requests)), v.allowed, v.reloads, productsEvery, v.allowed-float64(v.reloads))})
-	res.extra = append(res.extra, gateReadChecks("catalogue alone", insts, before, after, products)...)
+	fmt.Printf("             %s\n", redisReads(insts, before, after, products))
+	res.extra = append(res.extra, gateReadCheck("catalogue alone", insts, before, after))
 	if !e.o.short {
 		// The CI form prints this ratio with the other targets (summary.go) without failing on
 		// it, as it does for every ceiling ratio; the full form checks it.
@@ -169,7 +172,8 @@ func (e *env) reportDuring(st *stormResult, insts []*instance, before, after met
 	d := st.during
 	fmt.Printf("   storm     %s catalogue req/s during the sale on %d instances (%.2f of the hello ceiling; it shares the cores with the orders) · p50 %s · p99 %s · %s · %d new ETags seen\n",
 		num(d.RPS), len(insts), d.RPS/e.ceil.hello.RPS, ms(d.P50), ms(d.P99), statusMix(d.Status), d.Counts["new-tag"])
-	res.extra = append(res.extra, gateReadChecks("during the sale", insts, before, after, products)...)
+	fmt.Printf("             %s\n", redisReads(insts, before, after, products))
+	res.extra = append(res.extra, gateReadCheck("during the sale", insts, before, after))
 	threads := int64(len(insts) * max(e.o.threads/len(insts), 1))
 	res.extra = append(res.extra, duringCheck(d, threads))
 }
@@ -230,10 +234,9 @@ func duringCheck(r WrkResult, threads int64) Check {
 // ⌊l/refreshEvery⌋+1 begin inside it, plus one already under way when it opened.
 func refreshBound(l time.Duration) int64 { return int64(l/refreshEvery) + 2 }
 
-// gateReadChecks checks each instance's LevelsMany calls over a phase against refreshBound,
-// and Redis's MGETs (LevelsMany sends one per product, pipelined) against the same bound
-// summed over the instances; an instance that served no catalogue request may read nothing.
-func gateReadChecks(phase string, insts []*instance, before, after meter, products int64) []Check {
+// gateReadCheck checks each instance's LevelsMany calls over a phase against refreshBound; an
+// instance that served no catalogue request may read nothing, but some instance must have.
+func gateReadCheck(phase string, insts []*instance, before, after meter) Check {
 	l := after.since(before)
 	bound := refreshBound(l)
 	var parts []string
@@ -245,16 +248,22 @@ func gateReadChecks(phase string, insts []*instance, before, after meter, produc
 		ok = ok && n <= bound
 		parts = append(parts, fmt.Sprintf("%s %d", in.name, n))
 	}
-	mget := after.mget - before.mget
-	mgetBound := bound * int64(len(insts)) * products
-	return []Check{
-		{Name: fmt.Sprintf("refresh storm (%s): at most one gate read per instance per refresh interval", phase), OK: ok && total > 0,
-			Detail: fmt.Sprintf("LevelsMany calls in %s: %s (bound ⌊%s/%s⌋+2 = %d each: one per interval, and one in flight at the start)",
-				l.Round(time.Millisecond), strings.Join(parts, ", "), l.Round(time.Millisecond), refreshEvery, bound)},
-		{Name: fmt.Sprintf("refresh storm (%s): Redis saw no more gate reads than that", phase), OK: mget <= mgetBound,
-			Detail: fmt.Sprintf("Redis MGET calls %d ≤ %d instances × %d refreshes × %d products = %d (one MGET per product per refresh: %d refreshes' worth)",
-				mget, len(insts), bound, products, mgetBound, mget/max(products, 1))},
+	return Check{Name: fmt.Sprintf("refresh storm (%s): at most one gate read per instance per refresh interval", phase), OK: ok && total > 0,
+		Detail: fmt.Sprintf("LevelsMany calls in %s: %s (bound ⌊%s/%s⌋+2 = %d each: one per interval, and one in flight at the start)",
+			l.Round(time.Millisecond), strings.Join(parts, ", "), l.Round(time.Millisecond), refreshEvery, bound)}
+}
+
+// redisReads says what Redis counted over the phase, beside what the instances counted:
+// LevelsMany sends one MGET per product (pipelined), so the MGETs should be the refreshes
+// times the products. It is printed, not checked: INFO commandstats counts the whole server,
+// and anything else using it at the same time (tests on a shared machine) adds its own.
+func redisReads(insts []*instance, before, after meter, products int64) string {
+	var refreshes int64
+	for i := range insts {
+		refreshes += after.reads[i] - before.reads[i]
 	}
+	return fmt.Sprintf("Redis MGET calls %d (server-wide) for the instances' %d refreshes × %d products = %d",
+		after.mget-before.mget, refreshes, products, refreshes*products)
 }
 
 // metered reads the meters, runs phase, and reads them again.
