@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
@@ -355,5 +356,16 @@ func TestHeldMatch(t *testing.T) {
 		if c, err := e.heldMatch(ctx, f.pid); err != nil || c.OK {
 			t.Errorf("%s passes: %+v %v", name, c, err)
 		}
+	}
+}
+
+func TestTrimCutsRunes(t *testing.T) {
+	name := "per-buyer limit: buyer_limit 2, qty 1-2, each key ×3 at once"
+	got := trim(name, 52)
+	if !utf8.ValidString(got) || utf8.RuneCountInString(got) != 52 || !strings.HasSuffix(got, "key ×…") {
+		t.Errorf("trim(%q, 52) = %q: want 52 whole characters ending in an ellipsis", name, got)
+	}
+	if trim("short", 52) != "short" {
+		t.Error("a short name is changed")
 	}
 }

@@ -75,11 +75,13 @@ func verdictWord(v string) string {
 	return "MISS"
 }
 
+// trim shortens s to n characters (runes: a byte cut could split one, and fmt pads by runes).
 func trim(s string, n int) string {
-	if len(s) <= n {
+	r := []rune(s)
+	if len(r) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	return string(r[:n-1]) + "…"
 }
 
 // ms formats a latency in milliseconds with two decimals.
