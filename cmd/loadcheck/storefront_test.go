@@ -182,22 +182,22 @@ func TestGateReadCheck(t *testing.T) {
 	insts := []*instance{{name: "a"}, {name: "b"}}
 	at := time.Unix(1000, 0)
 	before := meter{start: at, end: at, reads: []int64{5, 5}, mget: 100}
-	after := meter{start: at.Add(time.Second), end: at.Add(time.Second), reads: []int64{11, 5}, mget: 112}
-	// One second: at most ⌊1s/250ms⌋+2 = 6 refreshes each; "a" made 6, "b" none (no catalogue
-	// request reached it).
+	after := meter{start: at.Add(time.Second), end: at.Add(time.Second), reads: []int64{14, 7}, mget: 122}
+	// One second: at most ⌊1s/250ms⌋+2 = 6 catalogue refreshes and ⌊1s/1s⌋+2 = 3 stock-watch
+	// passes each; "a" read 9 times, "b" twice (its stock watch: no catalogue request reached it).
 	if c := gateReadCheck("test", insts, before, after); !c.OK {
-		t.Errorf("6 refreshes in 1 s: %s", c.Detail)
+		t.Errorf("9 and 2 gate reads in 1 s: %s", c.Detail)
 	}
-	if got, want := redisReads(insts, before, after, 2), "Redis MGET calls 12 (server-wide) for the instances' 6 refreshes × 2 products = 12"; got != want {
+	if got, want := redisReads(insts, before, after, 2), "Redis MGET calls 22 (server-wide) for the instances' 11 gate reads × 2 products = 22"; got != want {
 		t.Errorf("redisReads = %q, want %q", got, want)
 	}
-	after.reads[1] = 12
+	after.reads[1] = 15
 	if c := gateReadCheck("test", insts, before, after); c.OK {
-		t.Errorf("7 refreshes of one instance in 1 s pass: %s", c.Detail)
+		t.Errorf("10 gate reads of one instance in 1 s pass: %s", c.Detail)
 	}
-	after.reads = []int64{5, 5}
+	after.reads = []int64{8, 8}
 	if c := gateReadCheck("test", insts, before, after); c.OK {
-		t.Errorf("no refresh at all passes: %s", c.Detail)
+		t.Errorf("no more reads than the stock watches make passes: %s", c.Detail)
 	}
 }
 
