@@ -104,7 +104,7 @@ bench: ## Go benchmarks of the use cases on the memory adapters
 	$(GO) test -run '^$$' -bench . -benchmem ./application/
 
 .PHONY: loadcheck
-loadcheck: services ## the load proof: 6 wrk scenarios on the real adapters, ceilings, every invariant (~8 min)
+loadcheck: services ## the load proof: 9 wrk scenarios on the real adapters, ceilings, every invariant (~11 min)
 	$(GO) run ./cmd/loadcheck
 
 .PHONY: loadcheck-short
