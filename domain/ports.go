@@ -378,6 +378,33 @@ type Store interface {
 	Outbox() Outbox
 	Payments() PaymentRepo
 	Notifications() NotificationLog
+	Operators() OperatorRepo
+	Audit() AuditLog
+}
+
+// OperatorRepo stores the operators of the admin API and the console.
+type OperatorRepo interface {
+	// Create stores o; ErrOperatorExists for a taken name.
+	Create(ctx context.Context, o Operator) error
+	// Operator returns the operator with that name, or ErrOperatorNotFound.
+	Operator(ctx context.Context, name OperatorName) (Operator, error)
+	// Operators lists every operator by name.
+	Operators(ctx context.Context) ([]Operator, error)
+	// Rotate replaces the operator's token hash and sets RotatedAt; ErrOperatorNotFound.
+	Rotate(ctx context.Context, name OperatorName, hash []byte, at time.Time) error
+	// SetRole changes the operator's role; ErrOperatorNotFound.
+	SetRole(ctx context.Context, name OperatorName, r Role) error
+	// Remove deletes the operator (its token stops working); ErrOperatorNotFound.
+	Remove(ctx context.Context, name OperatorName) error
+}
+
+// AuditLog is the append-only record of operators' writes: the service only appends and
+// reads, never changes or deletes an entry.
+type AuditLog interface {
+	// Append stores e and returns its ID.
+	Append(ctx context.Context, e AuditEntry) (int64, error)
+	// List returns the entries f selects, newest first.
+	List(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 }
 
 // Ledger is the database: the truth about products, codes, orders and flow.
