@@ -385,6 +385,10 @@ func (s *Server) adminOrder(c *fiber.Ctx) error {
 			return domain.Invalid("codes", "must be true or false")
 		}
 	}
+	if withCodes && !identityOf(c).Role.Allows(domain.RoleOperator) {
+		// A viewer sees orders but never their codes (?codes=false).
+		return &forbidden{have: identityOf(c).Role, need: domain.RoleOperator}
+	}
 	// With codes this read is a reveal: a later refund voids them by default.
 	v, err := s.shop.AdminOrder(c.UserContext(), no, withCodes)
 	if err != nil {

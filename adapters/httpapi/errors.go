@@ -42,6 +42,9 @@ var errorTable = []struct {
 	{domain.ErrIdempotencyMismatch, apiError{422, "idempotency_key_reused", "this Idempotency-Key was used with a different request"}},
 	{domain.ErrAmountMismatch, apiError{422, "amount_mismatch", "the paid amount does not match the order"}},
 	{domain.ErrProductFrozen, apiError{423, "product_frozen", "the product is not on sale"}},
+	{domain.ErrForbidden, apiError{403, "forbidden", "your role does not allow this"}},
+	{domain.ErrOperatorExists, apiError{409, "operator_exists", "an operator with this name exists"}},
+	{domain.ErrOperatorNotFound, apiError{404, "operator_not_found", "no such operator"}},
 	{domain.ErrBuyerLimit, apiError{429, "buyer_limit", "you have reserved as many units of this product as one buyer may for now; retry later"}},
 	{domain.ErrBuyerHoldingLimit, apiError{429, "buyer_limit", "you already hold as many units of this product as one buyer may (its buyer_limit)"}},
 	{domain.ErrSaleNotStarted, apiError{409, "sale_not_started", "the sale of this product has not started; retry after the seconds in Retry-After"}},
@@ -102,6 +105,10 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		var ve *domain.ValidationError
 		if errors.As(err, &ve) {
 			body.Field, body.Message = ve.Field, ve.Error()
+		}
+		var fb *forbidden
+		if errors.As(err, &fb) {
+			body.Message = fmt.Sprintf("the role %s may not do this; it needs %s", fb.have, fb.need)
 		}
 		var imp *importFailed
 		if errors.As(err, &imp) {

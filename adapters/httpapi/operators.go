@@ -1,0 +1,293 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// adminRoute is one admin endpoint: the least role that may call it and, for a write, the
+// action the audit log records (body: whether the request's JSON body is recorded with it).
+type adminRoute struct {
+	method, path string
+	role         domain.Role
+	action       string
+	body         bool
+	handler      fiber.Handler
+}
+
+// adminRoutes is the admin API with its roles. A viewer reads everything but codes and
+// operators; an operator runs the shop (products, imports, freezes, fulfils, buyer tokens, an
+// order's codes); an admin moves money and truth (refunds, gate repair) and manages operators.
+func adminRoutes(s *Server) []adminRoute {
+	const v, o, a = domain.RoleViewer, domain.RoleOperator, domain.RoleAdmin
+	return []adminRoute{
+		{"POST", "/products", o, "product.create", true, s.createProduct},
+		{"GET", "/products", v, "", false, s.listProducts},
+		{"GET", "/products/:id", v, "", false, s.getProduct},
+		{"PATCH", "/products/:id", o, "product.update", true, s.updateProduct},
+		// The body is the codes: never recorded, nor read twice (it is streamed).
+		{"POST", "/products/:id/codes", o, "product.import", false, s.importCodes},
+		{"POST", "/products/:id/freeze", o, "product.freeze", true, s.freezeProduct},
+		{"POST", "/products/:id/unfreeze", o, "product.unfreeze", true, s.unfreezeProduct},
+		{"GET", "/products/:id/reconcile", v, "", false, s.reconcile},
+		{"POST", "/products/:id/reconcile", a, "product.repair", false, s.reconcile},
+		{"GET", "/orders/:order_no", v, "", false, s.adminOrder}, // codes: operator (adminOrder)
+		{"GET", "/orders/:order_no/payments", v, "", false, s.listOrderPayments},
+		{"GET", "/payments/notifications", v, "", false, s.listNotifications},
+		{"POST", "/orders/:order_no/refund", a, "order.refund", true, s.refund},
+		{"POST", "/orders/:order_no/fulfil", o, "order.fulfil", true, s.fulfil},
+		{"POST", "/tokens", o, "buyer_token.issue", true, s.issueToken},
+		{"GET", "/whoami", v, "", false, s.whoami},
+		{"GET", "/operators", a, "", false, s.listOperators},
+		{"POST", "/operators", a, "operator.create", true, s.createOperator},
+		{"PATCH", "/operators/:name", a, "operator.update", true, s.updateOperator},
+		{"POST", "/operators/:name/rotate", a, "operator.rotate", false, s.rotateOperator},
+		{"DELETE", "/operators/:name", a, "operator.remove", false, s.removeOperator},
+		{"GET", "/audit", v, "", false, s.listAudit},
+	}
+}
+
+// maxAuditParams bounds the parameters recorded with an audit entry.
+const maxAuditParams = 4096
+
+// audited records the write in the audit log after it ran, whatever its outcome: who, with
+// what role, the action, its target (the route's product, order or operator), its parameters
+// (the query and, when body is set, the JSON body without secret fields), the status and
+// error code, and the client's address. The write has happened by then; an entry that cannot
+// be stored is logged as an error (the service cannot un-write), never silently lost.
+func (s *Server) audited(action string, body bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		params := auditParams(c, body)
+		err := c.Next()
+		status, code := c.Response().StatusCode(), ""
+		if err != nil {
+			api := lookup(err)
+			status, code = api.status, api.code
+		}
+		result := strconv.Itoa(status)
+		if code != "" {
+			result += " " + code
+		}
+		id := identityOf(c)
+		e := domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: auditTarget(c),
+			Params: params, Result: result, ClientAddr: c.IP()}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), 5*time.Second)
+		defer cancel()
+		if _, aerr := s.shop.Record(ctx, e); aerr != nil {
+			s.log.ErrorContext(ctx, "audit entry not stored", "operator", e.Operator, "action", e.Action,
+				"target", e.Target, "result", e.Result, "err", aerr)
+		}
+		return err
+	}
+}
+
+// auditTarget names what the route acts on.
+func auditTarget(c *fiber.Ctx) string {
+	switch {
+	case c.Params("id") != "":
+		return "product " + c.Params("id")
+	case c.Params("order_no") != "":
+		return "order " + c.Params("order_no")
+	case c.Params("name") != "":
+		return "operator " + c.Params("name")
+	}
+	return ""
+}
+
+// secretField reports whether a JSON field may hold a secret or a code: never recorded.
+func secretField(k string) bool {
+	k = strings.ToLower(k)
+	for _, w := range []string{"token", "secret", "password", "code", "key"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// auditParams is the request's query and, with body, its JSON object's fields (secret ones
+// left out), as compact JSON.
+func auditParams(c *fiber.Ctx, body bool) string {
+	p := map[string]any{}
+	for k, v := range c.Queries() {
+		if !secretField(k) {
+			p[k] = v
+		}
+	}
+	if body && len(c.Body()) > 0 {
+		var fields map[string]any
+		if json.Unmarshal(c.Body(), &fields) == nil {
+			for k, v := range fields {
+				if !secretField(k) {
+					p[k] = v
+				}
+			}
+		}
+	}
+	if len(p) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(p) // values decoded from JSON always encode
+	if len(b) > maxAuditParams {
+		return string(b[:maxAuditParams-1]) + "…"
+	}
+	return string(b)
+}
+
+type identityResponse struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+// whoami answers GET /admin/whoami: the caller's name and role.
+func (s *Server) whoami(c *fiber.Ctx) error {
+	id := identityOf(c)
+	return c.JSON(identityResponse{Name: string(id.Name), Role: string(id.Role)})
+}
+
+type operatorResponse struct {
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+	RotatedAt time.Time `json:"rotated_at"`
+	Token     string    `json:"token,omitempty"` // only in the answer that made it
+}
+
+func newOperatorResponse(o domain.Operator, token string) operatorResponse {
+	return operatorResponse{Name: string(o.Name), Role: string(o.Role), CreatedAt: o.CreatedAt.UTC(),
+		RotatedAt: o.RotatedAt.UTC(), Token: token}
+}
+
+func (s *Server) listOperators(c *fiber.Ctx) error {
+	ops, err := s.shop.Operators(c.UserContext())
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Operators []operatorResponse `json:"operators"`
+	}{Operators: make([]operatorResponse, len(ops))}
+	for i, o := range ops {
+		out.Operators[i] = newOperatorResponse(o, "")
+	}
+	return c.JSON(out)
+}
+
+type operatorRequest struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+func (s *Server) createOperator(c *fiber.Ctx) error {
+	var req operatorRequest
+	if err := s.decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	o, token, err := s.shop.CreateOperator(c.UserContext(), req.Name, req.Role)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Status(fiber.StatusCreated).JSON(newOperatorResponse(o, token))
+}
+
+func (s *Server) updateOperator(c *fiber.Ctx) error {
+	var req struct {
+		Role string `json:"role"`
+	}
+	if err := s.decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	o, err := s.shop.SetOperatorRole(c.UserContext(), c.Params("name"), req.Role)
+	if err != nil {
+		return err
+	}
+	return c.JSON(newOperatorResponse(o, ""))
+}
+
+func (s *Server) rotateOperator(c *fiber.Ctx) error {
+	o, token, err := s.shop.RotateOperator(c.UserContext(), c.Params("name"))
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(newOperatorResponse(o, token))
+}
+
+func (s *Server) removeOperator(c *fiber.Ctx) error {
+	if err := s.shop.RemoveOperator(c.UserContext(), c.Params("name")); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+type auditEntryResponse struct {
+	ID         int64     `json:"id"`
+	At         time.Time `json:"at"`
+	Operator   string    `json:"operator"`
+	Role       string    `json:"role"`
+	Action     string    `json:"action"`
+	Target     string    `json:"target"`
+	Params     string    `json:"params"`
+	Result     string    `json:"result"`
+	ClientAddr string    `json:"client_addr"`
+}
+
+// listAudit answers GET /admin/audit?operator=&action=&from=&to=&before_id=&limit=, newest
+// first; next_before_id pages on (0 when this is the last page).
+func (s *Server) listAudit(c *fiber.Ctx) error {
+	f, err := auditFilter(c)
+	if err != nil {
+		return err
+	}
+	entries, err := s.shop.AuditLog(c.UserContext(), f)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Entries      []auditEntryResponse `json:"entries"`
+		NextBeforeID int64                `json:"next_before_id"`
+	}{Entries: make([]auditEntryResponse, len(entries))}
+	for i, e := range entries {
+		out.Entries[i] = auditEntryResponse{ID: e.ID, At: e.At.UTC(), Operator: string(e.Operator), Role: string(e.Role),
+			Action: e.Action, Target: e.Target, Params: e.Params, Result: e.Result, ClientAddr: e.ClientAddr}
+	}
+	if n := len(entries); n > 0 && n == f.Limit {
+		out.NextBeforeID = entries[n-1].ID
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
+
+func auditFilter(c *fiber.Ctx) (domain.AuditFilter, error) {
+	f := domain.AuditFilter{Operator: domain.OperatorName(c.Query("operator")), Action: c.Query("action"), Limit: 100}
+	var err error
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if q := c.Query(t.name); q != "" {
+			if *t.dst, err = time.Parse(time.RFC3339Nano, q); err != nil {
+				return f, domain.Invalid(t.name, "must be an RFC 3339 time")
+			}
+		}
+	}
+	if q := c.Query("before_id"); q != "" {
+		if f.BeforeID, err = strconv.ParseInt(q, 10, 64); err != nil || f.BeforeID < 1 {
+			return f, domain.Invalid("before_id", "must be a positive entry id")
+		}
+	}
+	if q := c.Query("limit"); q != "" {
+		if f.Limit, err = strconv.Atoi(q); err != nil || f.Limit < 1 || f.Limit > application.MaxAuditPage {
+			return f, domain.Invalid("limit", "must be from 1 to 1000")
+		}
+	}
+	return f, nil
+}

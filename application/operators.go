@@ -1,0 +1,167 @@
+package application
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"cardshop/domain"
+)
+
+// Identity is who calls the admin API or the console: an operator's name and role.
+type Identity struct {
+	Name domain.OperatorName
+	Role domain.Role
+}
+
+// LegacyAdminIdentity is the shared CARDSHOP_ADMIN_TOKEN's identity: an admin, kept for
+// compatibility (and to create the first operator).
+var LegacyAdminIdentity = Identity{Name: domain.LegacyAdmin, Role: domain.RoleAdmin}
+
+// An operator's token is "<name>.<secret>": the name finds the operator with one primary-key
+// read, the secret (32 random bytes, base64url) is checked against its SHA-256 in constant time.
+// A token of 256 random bits needs no slow hash: nobody guesses it, and the hash only keeps a
+// database reader from using the tokens it sees.
+const tokenSecretBytes = 32
+
+func newOperatorToken(name domain.OperatorName) (token string, hash []byte, err error) {
+	b := make([]byte, tokenSecretBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, fmt.Errorf("operator token: %w", err)
+	}
+	secret := base64.RawURLEncoding.EncodeToString(b)
+	sum := sha256.Sum256([]byte(secret))
+	return string(name) + "." + secret, sum[:], nil
+}
+
+// Authenticate resolves an operator's token to its identity. Any malformed, unknown, removed
+// or replaced token is ErrUnauthorized (which of them is not told).
+//
+// Errors: ErrUnauthorized, ErrUnavailable.
+func (s *Shop) Authenticate(ctx context.Context, token string) (Identity, error) {
+	name, secret, ok := strings.Cut(token, ".")
+	if !ok || secret == "" {
+		return Identity{}, domain.ErrUnauthorized
+	}
+	n, err := domain.ParseOperatorName(name)
+	if err != nil {
+		return Identity{}, domain.ErrUnauthorized
+	}
+	o, err := s.ledger.Operators().Operator(ctx, n)
+	if errors.Is(err, domain.ErrOperatorNotFound) {
+		return Identity{}, domain.ErrUnauthorized
+	}
+	if err != nil {
+		return Identity{}, fmt.Errorf("authenticate: %w", err)
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if subtle.ConstantTimeCompare(sum[:], o.TokenHash) != 1 {
+		return Identity{}, domain.ErrUnauthorized
+	}
+	return Identity{Name: o.Name, Role: o.Role}, nil
+}
+
+// CreateOperator adds an operator and returns its token, shown this once (only its hash is
+// stored).
+//
+// Errors: ErrInvalidInput, ErrOperatorExists, ErrUnavailable.
+func (s *Shop) CreateOperator(ctx context.Context, name string, role string) (domain.Operator, string, error) {
+	n, err := domain.ParseOperatorName(name)
+	if err != nil {
+		return domain.Operator{}, "", err
+	}
+	r, err := domain.ParseRole(role)
+	if err != nil {
+		return domain.Operator{}, "", err
+	}
+	token, hash, err := newOperatorToken(n)
+	if err != nil {
+		return domain.Operator{}, "", err
+	}
+	now := s.clock.Now().UTC().Truncate(time.Microsecond)
+	o := domain.Operator{Name: n, Role: r, TokenHash: hash, CreatedAt: now, RotatedAt: now}
+	if err := s.ledger.Operators().Create(ctx, o); err != nil {
+		return domain.Operator{}, "", fmt.Errorf("create operator: %w", err)
+	}
+	return o, token, nil
+}
+
+// RotateOperator gives an operator a new token, returned this once; the old one stops working
+// at once on every instance (each request reads the operator).
+//
+// Errors: ErrInvalidInput, ErrOperatorNotFound, ErrUnavailable.
+func (s *Shop) RotateOperator(ctx context.Context, name string) (domain.Operator, string, error) {
+	n, err := domain.ParseOperatorName(name)
+	if err != nil {
+		return domain.Operator{}, "", err
+	}
+	token, hash, err := newOperatorToken(n)
+	if err != nil {
+		return domain.Operator{}, "", err
+	}
+	if err := s.ledger.Operators().Rotate(ctx, n, hash, s.clock.Now().UTC().Truncate(time.Microsecond)); err != nil {
+		return domain.Operator{}, "", fmt.Errorf("rotate operator: %w", err)
+	}
+	o, err := s.ledger.Operators().Operator(ctx, n)
+	return o, token, err
+}
+
+// SetOperatorRole changes an operator's role; it applies from the operator's next request.
+//
+// Errors: ErrInvalidInput, ErrOperatorNotFound, ErrUnavailable.
+func (s *Shop) SetOperatorRole(ctx context.Context, name, role string) (domain.Operator, error) {
+	n, err := domain.ParseOperatorName(name)
+	if err != nil {
+		return domain.Operator{}, err
+	}
+	r, err := domain.ParseRole(role)
+	if err != nil {
+		return domain.Operator{}, err
+	}
+	if err := s.ledger.Operators().SetRole(ctx, n, r); err != nil {
+		return domain.Operator{}, fmt.Errorf("set operator role: %w", err)
+	}
+	return s.ledger.Operators().Operator(ctx, n)
+}
+
+// RemoveOperator deletes an operator; its token stops working at once.
+//
+// Errors: ErrInvalidInput, ErrOperatorNotFound, ErrUnavailable.
+func (s *Shop) RemoveOperator(ctx context.Context, name string) error {
+	n, err := domain.ParseOperatorName(name)
+	if err != nil {
+		return err
+	}
+	if err := s.ledger.Operators().Remove(ctx, n); err != nil {
+		return fmt.Errorf("remove operator: %w", err)
+	}
+	return nil
+}
+
+// Operators lists the operators (without their token hashes' use: they are never shown).
+func (s *Shop) Operators(ctx context.Context) ([]domain.Operator, error) {
+	return s.ledger.Operators().Operators(ctx)
+}
+
+// Record appends an entry to the audit log, stamped now; it returns the entry's id.
+func (s *Shop) Record(ctx context.Context, e domain.AuditEntry) (int64, error) {
+	e.At = s.clock.Now().UTC().Truncate(time.Microsecond)
+	return s.ledger.Audit().Append(ctx, e)
+}
+
+// MaxAuditPage bounds one page of the audit log.
+const MaxAuditPage = 1000
+
+// AuditLog lists audit entries, newest first; a Limit outside 1..MaxAuditPage is 100.
+func (s *Shop) AuditLog(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEntry, error) {
+	if f.Limit < 1 || f.Limit > MaxAuditPage {
+		f.Limit = 100
+	}
+	return s.ledger.Audit().List(ctx, f)
+}
