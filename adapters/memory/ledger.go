@@ -12,14 +12,14 @@ import (
 )
 
 // Ledger is an in-memory domain.Ledger: products, card pool, orders, stock flow, outbox,
-// payments and the notification log.
+// payments, the notification log, operators and the audit log.
 //
 // One mutex guards all of its data. Each method of the repositories returned by Products,
-// Orders, Cards, Flows, Outbox, Payments and Notifications takes the mutex for the one call.
-// Atomically holds it for the whole transaction, so transactions are serialised (the strongest
+// Orders, Cards, Flows, Outbox, Payments, Notifications, Operators and Audit takes the mutex
+// for the one call. Atomically holds it for the whole transaction, so transactions are serialised (the strongest
 // isolation there is) and a transaction's writes are undone, newest first, if it fails.
 //
-// Identifiers (product, card, flow, outbox and notification ids) are not reused after a
+// Identifiers (product, card, flow, outbox, notification and audit ids) are not reused after a
 // rollback, as an auto-increment column is not. Each product's sellable codes form a first-in, first-out
 // queue: imported codes join it in id order, recycled codes join at the back, and Allocate
 // takes from the front in O(qty). Expired looks only at an index of the PENDING orders.
@@ -58,6 +58,12 @@ func (l *Ledger) Payments() domain.PaymentRepo { return l.root.Payments() }
 
 // Notifications returns the log of provider notifications.
 func (l *Ledger) Notifications() domain.NotificationLog { return l.root.Notifications() }
+
+// Operators returns the operators of the admin API and the console.
+func (l *Ledger) Operators() domain.OperatorRepo { return l.root.Operators() }
+
+// Audit returns the audit log of operators' writes.
+func (l *Ledger) Audit() domain.AuditLog { return l.root.Audit() }
 
 // errSnapshotEnd rolls a Snapshot's transaction back.
 var errSnapshotEnd = errors.New("end of snapshot")
@@ -133,6 +139,8 @@ func (s *store) Payments() domain.PaymentRepo    { return paymentRepo{s} }
 func (s *store) Notifications() domain.NotificationLog {
 	return notificationLog{s}
 }
+func (s *store) Operators() domain.OperatorRepo { return operatorRepo{s} }
+func (s *store) Audit() domain.AuditLog         { return auditLog{s} }
 
 func noop() {}
 
@@ -233,6 +241,9 @@ type ledgerData struct {
 	notices      []domain.NotificationRecord // oldest first
 	noticesOf    map[domain.OrderNo][]int    // an order's records: indexes into notices, oldest first
 	lastNotice   int64
+	operators    map[domain.OperatorName]domain.Operator
+	audit        []domain.AuditEntry // oldest first, so ids increase along it
+	lastAudit    int64
 }
 
 func newLedgerData() *ledgerData {
@@ -255,5 +266,6 @@ func newLedgerData() *ledgerData {
 		unsent:      make(map[int64]struct{}),
 		payments:    make(map[domain.OrderNo]map[domain.Provider]domain.Payment),
 		noticesOf:   make(map[domain.OrderNo][]int),
+		operators:   make(map[domain.OperatorName]domain.Operator),
 	}
 }

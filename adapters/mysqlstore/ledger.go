@@ -74,6 +74,12 @@ func (l *Ledger) Payments() domain.PaymentRepo { return l.root.Payments() }
 // Notifications returns the log of provider notifications.
 func (l *Ledger) Notifications() domain.NotificationLog { return l.root.Notifications() }
 
+// Operators returns the operators of the admin API and the console.
+func (l *Ledger) Operators() domain.OperatorRepo { return l.root.Operators() }
+
+// Audit returns the audit log of operators' writes.
+func (l *Ledger) Audit() domain.AuditLog { return l.root.Audit() }
+
 // Stats returns how many transactions were run again, and why.
 func (l *Ledger) Stats() TxStats {
 	return TxStats{Retries: l.stats.retries.Load(), Deadlocks: l.stats.deadlocks.Load(),
@@ -284,6 +290,8 @@ func (s *store) Payments() domain.PaymentRepo    { return paymentRepo{s} }
 func (s *store) Notifications() domain.NotificationLog {
 	return notificationLog{s}
 }
+func (s *store) Operators() domain.OperatorRepo { return operatorRepo{s} }
+func (s *store) Audit() domain.AuditLog         { return auditLog{s} }
 
 func (s *store) keys() *Keyring { return s.ledger.keys }
 
