@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // as sends a request with an operator's token (or any bearer token) and a JSON body.
@@ -18,9 +19,11 @@ func (h *harness) as(token, method, target, body string) resp {
 }
 
 type operatorJSON struct {
-	Name  string `json:"name"`
-	Role  string `json:"role"`
-	Token string `json:"token"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+	RotatedAt time.Time `json:"rotated_at"`
+	Token     string    `json:"token"`
 }
 
 // newOperator creates an operator with the shared admin token and returns its token.
@@ -157,14 +160,15 @@ func TestEveryAdminRouteChecksTheRole(t *testing.T) {
 
 type auditPageJSON struct {
 	Entries []struct {
-		ID         int64  `json:"id"`
-		Operator   string `json:"operator"`
-		Role       string `json:"role"`
-		Action     string `json:"action"`
-		Target     string `json:"target"`
-		Params     string `json:"params"`
-		Result     string `json:"result"`
-		ClientAddr string `json:"client_addr"`
+		ID         int64     `json:"id"`
+		At         time.Time `json:"at"`
+		Operator   string    `json:"operator"`
+		Role       string    `json:"role"`
+		Action     string    `json:"action"`
+		Target     string    `json:"target"`
+		Params     string    `json:"params"`
+		Result     string    `json:"result"`
+		ClientAddr string    `json:"client_addr"`
 	} `json:"entries"`
 	NextBeforeID int64 `json:"next_before_id"`
 }
