@@ -13,13 +13,13 @@ import (
 )
 
 // RunLedger checks a domain.Ledger (products, orders, cards, flow, outbox, payments, the
-// notification log and transactions) against the ports' contracts. newLedger returns the
+// notification log, operators, the audit log and transactions) against the ports' contracts. newLedger returns the
 // ledger under test; it is called once per case and may return the same shared database every
 // time.
 //
-// The outbox cases assert exact changes of the global Backlog, and the notification cases read
-// the newest records of the whole log, so nothing else may write to the same database's
-// outbox or notification log while they run.
+// The outbox cases assert exact changes of the global Backlog, and the notification and audit
+// cases read the newest records of the whole log, so nothing else may write to the same
+// database's outbox, notification log or audit log while they run.
 func RunLedger(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("products", func(t *testing.T) { runProducts(t, newLedger) })
 	t.Run("orders", func(t *testing.T) { runOrders(t, newLedger) })
@@ -28,6 +28,8 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("outbox", func(t *testing.T) { runOutbox(t, newLedger) })
 	t.Run("payments", func(t *testing.T) { runPayments(t, newLedger) })
 	t.Run("notifications", func(t *testing.T) { runNotifications(t, newLedger) })
+	t.Run("operators", func(t *testing.T) { runOperators(t, newLedger) })
+	t.Run("audit", func(t *testing.T) { runAudit(t, newLedger) })
 	t.Run("atomically", func(t *testing.T) { runAtomically(t, newLedger) })
 	t.Run("snapshot", func(t *testing.T) { runSnapshot(t, newLedger) })
 }
