@@ -144,6 +144,18 @@ func (s *Shop) RemoveOperator(ctx context.Context, name string) error {
 	return nil
 }
 
+// Operator returns one operator, read now: the console checks its session against it on every
+// request (its role, and whether its token was rotated since the session began).
+//
+// Errors: ErrInvalidInput, ErrOperatorNotFound, ErrUnavailable.
+func (s *Shop) Operator(ctx context.Context, name string) (domain.Operator, error) {
+	n, err := domain.ParseOperatorName(name)
+	if err != nil {
+		return domain.Operator{}, err
+	}
+	return s.ledger.Operators().Operator(ctx, n)
+}
+
 // Operators lists the operators (without their token hashes' use: they are never shown).
 func (s *Shop) Operators(ctx context.Context) ([]domain.Operator, error) {
 	return s.ledger.Operators().Operators(ctx)

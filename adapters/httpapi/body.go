@@ -115,3 +115,8 @@ func (s *Server) decodeJSON(c *fiber.Ctx, v any, allowEmpty bool) error {
 	}
 	return strictjson.Decode(b, v)
 }
+
+// ReadBody reads the request body, at most limit bytes (errBodyTooLarge past it), through the
+// request's one reader: the console reads its forms with it, so finishBody still knows where
+// the body ended and the connection stays in step.
+func ReadBody(c *fiber.Ctx, limit int64) ([]byte, error) { return body(c, limit) }

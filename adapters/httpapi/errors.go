@@ -137,3 +137,14 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		return c.Status(api.status).JSON(body)
 	}
 }
+
+// Describe is how the API answers err: its status, stable code and a message safe to show
+// (an invalid field's own message). The console shows the same words in its pages.
+func Describe(err error) (status int, code, message string) {
+	api := lookup(err)
+	var ve *domain.ValidationError
+	if errors.As(err, &ve) {
+		return api.status, api.code, ve.Error()
+	}
+	return api.status, api.code, api.message
+}

@@ -67,18 +67,9 @@ func (s *Server) audited(action string, body bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		params := auditParams(c, body)
 		err := c.Next()
-		status, code := c.Response().StatusCode(), ""
-		if err != nil {
-			api := lookup(err)
-			status, code = api.status, api.code
-		}
-		result := strconv.Itoa(status)
-		if code != "" {
-			result += " " + code
-		}
 		id := identityOf(c)
 		e := domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: auditTarget(c),
-			Params: params, Result: result, ClientAddr: c.IP()}
+			Params: params, Result: AuditResult(c.Response().StatusCode(), err), ClientAddr: c.IP()}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), 5*time.Second)
 		defer cancel()
 		if _, aerr := s.shop.Record(ctx, e); aerr != nil {
@@ -87,6 +78,17 @@ func (s *Server) audited(action string, body bool) fiber.Handler {
 		}
 		return err
 	}
+}
+
+// AuditResult is how the audit log words a write's outcome: the status it answered with, or
+// for an error the API's status and stable code ("409 sold_out"). The console records its
+// writes with it too, so an entry reads the same whichever door the write came through.
+func AuditResult(status int, err error) string {
+	if err == nil {
+		return strconv.Itoa(status)
+	}
+	api := lookup(err)
+	return strconv.Itoa(api.status) + " " + api.code
 }
 
 // auditTarget names what the route acts on.
@@ -102,8 +104,9 @@ func auditTarget(c *fiber.Ctx) string {
 	return ""
 }
 
-// secretField reports whether a JSON field may hold a secret or a code: never recorded.
-func secretField(k string) bool {
+// SecretField reports whether a parameter may hold a secret or a code: never recorded (the
+// console leaves the same fields out of its entries).
+func SecretField(k string) bool {
 	k = strings.ToLower(k)
 	for _, w := range []string{"token", "secret", "password", "code", "key"} {
 		if strings.Contains(k, w) {
@@ -118,7 +121,7 @@ func secretField(k string) bool {
 func auditParams(c *fiber.Ctx, body bool) string {
 	p := map[string]any{}
 	for k, v := range c.Queries() {
-		if !secretField(k) {
+		if !SecretField(k) {
 			p[k] = v
 		}
 	}
@@ -126,7 +129,7 @@ func auditParams(c *fiber.Ctx, body bool) string {
 		var fields map[string]any
 		if json.Unmarshal(c.Body(), &fields) == nil {
 			for k, v := range fields {
-				if !secretField(k) {
+				if !SecretField(k) {
 					p[k] = v
 				}
 			}
