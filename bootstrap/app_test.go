@@ -197,6 +197,8 @@ func TestServiceEndToEnd(t *testing.T) {
 		t.Fatal("reconcile after the sale disagrees")
 	}
 
+	checkConsole(t, c, "42", "Top-up 10", order.OrderNo, secretCodes)
+
 	stop()
 	if _, err := c.http.Get(c.base + "/healthz"); err == nil {
 		t.Error("the server still answers after Stop")

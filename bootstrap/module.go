@@ -16,6 +16,7 @@ import (
 	"go.uber.org/fx"
 
 	"cardshop/adapters/authtoken"
+	"cardshop/adapters/console"
 	"cardshop/adapters/httpapi"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/metrics"
@@ -140,7 +141,14 @@ func newHTTP(in httpIn) *fiber.App {
 	hc.RateLimits = httpapi.RateLimits{PerIP: in.Cfg.RatePerIP, PerBuyer: in.Cfg.RatePerBuyer, Window: in.Cfg.RateWindow, Limiter: in.Limiter}
 	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
 	hc.DevPay = in.Payments.dev
-	return httpapi.New(hc, in.Shop, in.Tokens, in.Clock, in.Log)
+	app := httpapi.New(hc, in.Shop, in.Tokens, in.Clock, in.Log)
+	// The operator console shares the API's app (and its middleware) under /console; its
+	// login attempts are limited per client IP by the API's limiter (on Redis with the real
+	// adapters, so the budget holds across instances).
+	console.Mount(app, console.Config{AdminToken: in.Cfg.AdminToken.Reveal(), TokenSecret: in.Cfg.TokenSecret.Reveal(),
+		Limiter: in.Limiter, LoginsPerWindow: console.DefaultLoginsPerWindow, LoginWindow: console.DefaultLoginWindow},
+		in.Shop, in.Clock, in.Log)
+	return app
 }
 
 // runWorkers starts the delay-queue consumer, the sweeper, the outbox relay, the stock watch

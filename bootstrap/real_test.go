@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -234,6 +235,7 @@ func TestRealAdaptersEndToEnd(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL").Scan(&outboxLeft); err != nil || outboxLeft != 0 {
 		t.Fatalf("unsent outbox rows after reconcile: %d, %v", outboxLeft, err)
 	}
+	checkConsole(t, c, strconv.FormatInt(pid, 10), "Real 10", paid.OrderNo, codes)
 }
 
 // TestRealAdaptersRebuildTheGateAtStart: a product whose gate keys are gone (Redis lost

@@ -1,0 +1,158 @@
+package console
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/adapters/httpapi"
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+func (k *console) loginPage(c *fiber.Ctx) error {
+	return k.render(c, fiber.StatusOK, "login", view{Title: "Log in"})
+}
+
+// login checks the token after the per-IP login limit (a refused attempt checks no token),
+// then starts a session: the shared admin token (compared in constant time) or an operator's.
+func (k *console) login(c *fiber.Ctx) error {
+	if ok, retry := k.allowLogin(c); !ok {
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(max(int64((retry+time.Second-1)/time.Second), 1), 10))
+		return k.render(c, fiber.StatusTooManyRequests, "login", view{Title: "Log in",
+			Error: "Too many login attempts from your address. Wait a minute and try again."})
+	}
+	tok := strings.TrimSpace(formValue(c, "token"))
+	id, err := k.authenticate(c.UserContext(), tok)
+	if err != nil {
+		if errors.Is(err, domain.ErrUnauthorized) {
+			return k.render(c, fiber.StatusUnauthorized, "login", view{Title: "Log in", Error: "That token is not valid."})
+		}
+		return k.fail(c, err)
+	}
+	csrf, err := newCSRF()
+	if err != nil {
+		return k.fail(c, err)
+	}
+	now := k.clock.Now()
+	s := session{Name: id.Name, IssuedAt: now.UnixMicro(), Expires: now.Add(SessionTTL).UnixMicro(), CSRF: csrf}
+	if id == application.LegacyAdminIdentity {
+		s.Admin = k.seal.adminPrint(k.cfg.AdminToken)
+	}
+	c.Cookie(&fiber.Cookie{Name: CookieName, Value: k.seal.seal(s), Path: "/console", Expires: now.Add(SessionTTL),
+		HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode, Secure: secure(c)})
+	k.log.InfoContext(c.UserContext(), "console: login", "operator", id.Name, "role", id.Role, "client_addr", c.IP())
+	return c.Redirect("/console", fiber.StatusSeeOther)
+}
+
+// authenticate resolves a login token to its identity.
+func (k *console) authenticate(ctx context.Context, tok string) (application.Identity, error) {
+	if tok == "" {
+		return application.Identity{}, domain.ErrUnauthorized
+	}
+	if k.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(k.cfg.AdminToken)) == 1 {
+		return application.LegacyAdminIdentity, nil
+	}
+	return k.shop.Authenticate(ctx, tok)
+}
+
+// allowLogin charges a login attempt to the client IP. A limiter that cannot decide (Redis
+// down) lets the attempt through, as the API's limits do: tokens are not guessable anyway.
+func (k *console) allowLogin(c *fiber.Ctx) (bool, time.Duration) {
+	if k.cfg.Limiter == nil {
+		return true, 0
+	}
+	ok, retry, err := k.cfg.Limiter.Allow(c.UserContext(), "console-login:"+c.IP(), k.cfg.LoginsPerWindow, k.cfg.LoginWindow)
+	if err != nil {
+		k.log.WarnContext(c.UserContext(), "console: login limiter failed; attempt let through", "err", err)
+		return true, 0
+	}
+	return ok, retry
+}
+
+// secure reports whether the browser reached the service over TLS (directly, or through a
+// proxy that says so in X-Forwarded-Proto: Fiber's Protocol), so the cookie is Secure then.
+func secure(c *fiber.Ctx) bool { return c.Protocol() == "https" }
+
+func (k *console) logout(c *fiber.Ctx) error {
+	k.clearCookie(c)
+	return c.Redirect("/console/login", fiber.StatusSeeOther)
+}
+
+func (k *console) clearCookie(c *fiber.Ctx) {
+	c.Cookie(&fiber.Cookie{Name: CookieName, Value: "", Path: "/console", Expires: time.Unix(0, 0), MaxAge: -1,
+		HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode, Secure: secure(c)})
+}
+
+// fail answers an error of a use case: its status and a safe message, never the internal text.
+func (k *console) fail(c *fiber.Ctx, err error) error {
+	status, msg := describe(err)
+	if status >= 500 {
+		k.log.ErrorContext(c.UserContext(), "console: request failed", "path", c.Path(), "err", err)
+	}
+	return k.errorPage(c, status, msg)
+}
+
+// describe is an error's status and the API's message for it, safe to show: never the
+// internal text.
+func describe(err error) (int, string) {
+	status, _, msg := httpapi.Describe(err)
+	return status, msg
+}
+
+// record appends a console write to the audit log, exactly as the API's audited middleware
+// does: who, with what role, the action, its target, its parameters (never the CSRF token, a
+// secret or a code), the result in the API's words, and the client's address. The write has
+// happened by then; an entry that cannot be stored is logged as an error, never lost silently.
+func (k *console) record(c *fiber.Ctx, action string, params map[string]string, err error) {
+	id := identityOf(c)
+	status := fiber.StatusOK
+	if err != nil {
+		status = 0
+	}
+	e := domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: target(c),
+		Params: auditParams(params), Result: httpapi.AuditResult(status, err), ClientAddr: c.IP()}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), 5*time.Second)
+	defer cancel()
+	if _, aerr := k.shop.Record(ctx, e); aerr != nil {
+		k.log.ErrorContext(ctx, "audit entry not stored", "operator", e.Operator, "action", e.Action,
+			"target", e.Target, "result", e.Result, "err", aerr)
+	}
+}
+
+// target names what a console route acts on, in the API's words.
+func target(c *fiber.Ctx) string {
+	switch {
+	case c.Params("id") != "":
+		return "product " + c.Params("id")
+	case c.Params("order_no") != "":
+		return "order " + c.Params("order_no")
+	}
+	return ""
+}
+
+// maxAuditParams bounds the parameters recorded with an entry, as the API does.
+const maxAuditParams = 4096
+
+func auditParams(p map[string]string) string {
+	out := map[string]string{}
+	for k, v := range p {
+		if k != "csrf" && !httpapi.SecretField(k) {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(out)
+	if len(b) > maxAuditParams {
+		return string(b[:maxAuditParams-1]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,230 @@
+package console
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/filesystem"
+
+	"cardshop/adapters/httpapi"
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+//go:embed static
+var staticFS embed.FS
+
+// Config configures the console.
+type Config struct {
+	// AdminToken is the shared CARDSHOP_ADMIN_TOKEN: it logs in as the legacy admin.
+	AdminToken string
+	// TokenSecret is CARDSHOP_TOKEN_SECRET: the session cookies' key is derived from it.
+	TokenSecret string
+	// Limiter limits login attempts per client IP (LoginsPerWindow per LoginWindow); the
+	// httpapi port, so that with Redis the budget is shared by every instance. Nil: no limit.
+	Limiter         httpapi.Limiter
+	LoginsPerWindow int
+	LoginWindow     time.Duration
+}
+
+// Default login limit: ten attempts a minute per client IP. A token has 256 random bits, so
+// the limit is not what keeps it from being guessed; it keeps a script from spending the
+// service's database reads and filling the log.
+const (
+	DefaultLoginsPerWindow = 10
+	DefaultLoginWindow     = time.Minute
+)
+
+// console holds the handlers' dependencies.
+type console struct {
+	cfg   Config
+	seal  sealer
+	shop  *application.Shop
+	clock domain.Clock
+	log   *slog.Logger
+	pages pages
+}
+
+// Mount adds the console's routes under /console to app (the JSON API's app: the console
+// shares its middleware — request ids, metrics, panics recovered — but answers HTML itself,
+// never through the API's JSON error handler).
+func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Clock, log *slog.Logger) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.Limiter != nil && (cfg.LoginsPerWindow <= 0 || cfg.LoginWindow <= 0) {
+		cfg.LoginsPerWindow, cfg.LoginWindow = DefaultLoginsPerWindow, DefaultLoginWindow
+	}
+	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), shop: shop, clock: clock, log: log, pages: parsePages()}
+	g := app.Group("/console", securityHeaders)
+	g.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(staticFS), PathPrefix: "static"}))
+	g.Get("/login", k.loginPage)
+	g.Post("/login", k.sameOrigin, k.parseForm, k.login)
+
+	// Everything else needs a session; every POST also the session's CSRF token.
+	in := g.Group("", k.authenticated, k.sameOrigin, k.parseForm, k.csrf)
+	in.Post("/logout", k.logout)
+	in.Get("/", k.home)
+	for _, r := range routes(k) {
+		in.Add(r.method, r.path, k.need(r.role, r.action), r.handler)
+	}
+	in.Use(func(c *fiber.Ctx) error { return k.errorPage(c, fiber.StatusNotFound, "There is no such page.") })
+}
+
+// route is one console screen or action: the least role that may use it (the admin API's
+// role for the same thing) and, for a write, the action the audit log records.
+type route struct {
+	method, path string
+	role         domain.Role
+	action       string
+	handler      fiber.Handler
+}
+
+func routes(k *console) []route {
+	const v, o, a = domain.RoleViewer, domain.RoleOperator, domain.RoleAdmin
+	return []route{
+		{"GET", "/products", v, "", k.products},
+		{"GET", "/products/new", o, "", k.newProductPage},
+		{"POST", "/products", o, "product.create", k.createProduct},
+		{"GET", "/products/:id", v, "", k.product},
+		{"GET", "/products/:id/edit", o, "", k.editProductPage},
+		{"POST", "/products/:id", o, "product.update", k.updateProduct},
+		{"POST", "/products/:id/freeze", o, "product.freeze", k.freeze},
+		{"POST", "/products/:id/unfreeze", o, "product.unfreeze", k.unfreeze},
+		{"GET", "/orders", v, "", k.orderLookup},
+		{"GET", "/orders/:order_no", v, "", k.order},
+		{"GET", "/orders/:order_no/refund", a, "", k.confirmRefund},
+		{"POST", "/orders/:order_no/refund", a, "order.refund", k.refund},
+		{"GET", "/orders/:order_no/fulfil", o, "", k.confirmFulfil},
+		{"POST", "/orders/:order_no/fulfil", o, "order.fulfil", k.fulfil},
+		{"GET", "/audit", v, "", k.audit},
+	}
+}
+
+// contentSecurityPolicy allows the console's own script and style files and nothing else: no
+// inline script or style, no frame, no form posting elsewhere.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// securityHeaders sets the console's headers on every answer, the static files' included.
+// Pages are never cached: they show buyers' orders and the audit log.
+func securityHeaders(c *fiber.Ctx) error {
+	c.Set("Content-Security-Policy", contentSecurityPolicy)
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
+	c.Set(fiber.HeaderXFrameOptions, "DENY")
+	err := c.Next()
+	if c.Response().Header.Peek(fiber.HeaderCacheControl) == nil {
+		c.Set(fiber.HeaderCacheControl, "no-store")
+	}
+	return err
+}
+
+const identityKey = "console.identity"
+const sessionKey = "console.session"
+
+func identityOf(c *fiber.Ctx) application.Identity {
+	id, _ := c.Locals(identityKey).(application.Identity)
+	return id
+}
+
+func sessionOf(c *fiber.Ctx) session {
+	s, _ := c.Locals(sessionKey).(session)
+	return s
+}
+
+// authenticated checks the session cookie and loads its operator, role read now. A bad or
+// expired cookie, a removed operator, or one whose token was rotated after the session began
+// (rotation revokes every session), sends the browser to the login page with the cookie
+// cleared.
+func (k *console) authenticated(c *fiber.Ctx) error {
+	s, err := k.seal.open(c.Cookies(CookieName), k.clock.Now())
+	if err == nil {
+		var id application.Identity
+		if id, err = k.identity(c.UserContext(), s); err == nil {
+			c.Locals(identityKey, id)
+			c.Locals(sessionKey, s)
+			return c.Next()
+		}
+	}
+	if errors.Is(err, domain.ErrUnavailable) {
+		return k.fail(c, err)
+	}
+	k.clearCookie(c)
+	return c.Redirect("/console/login", fiber.StatusSeeOther)
+}
+
+// identity resolves a verified session to its operator's identity now.
+func (k *console) identity(ctx context.Context, s session) (application.Identity, error) {
+	if s.Name == domain.LegacyAdmin {
+		if subtle.ConstantTimeCompare([]byte(s.Admin), []byte(k.seal.adminPrint(k.cfg.AdminToken))) != 1 {
+			return application.Identity{}, errBadSession
+		}
+		return application.LegacyAdminIdentity, nil
+	}
+	op, err := k.shop.Operator(ctx, string(s.Name))
+	if errors.Is(err, domain.ErrOperatorNotFound) || errors.Is(err, domain.ErrInvalidInput) {
+		return application.Identity{}, errBadSession
+	}
+	if err != nil {
+		return application.Identity{}, err
+	}
+	if op.RotatedAt.UnixMicro() > s.IssuedAt {
+		return application.Identity{}, errBadSession
+	}
+	return application.Identity{Name: op.Name, Role: op.Role}, nil
+}
+
+// sameOrigin refuses a POST whose Origin header names another host: a browser sends it with
+// every cross-site form post, so this stops CSRF even before the token is looked at. A POST
+// without Origin (older browsers, curl) relies on the token alone.
+func (k *console) sameOrigin(c *fiber.Ctx) error {
+	if c.Method() != fiber.MethodPost {
+		return c.Next()
+	}
+	if o := c.Get(fiber.HeaderOrigin); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != string(c.Request().Host()) {
+			k.log.WarnContext(c.UserContext(), "console: cross-origin post refused", "origin", o, "path", c.Path())
+			return k.errorPage(c, fiber.StatusForbidden, "This form was sent from another site and was refused.")
+		}
+	}
+	return c.Next()
+}
+
+// csrf refuses a POST without the session's CSRF token (field "csrf"): nothing runs.
+func (k *console) csrf(c *fiber.Ctx) error {
+	if c.Method() != fiber.MethodPost {
+		return c.Next()
+	}
+	if !csrfOK(formValue(c, "csrf"), sessionOf(c).CSRF) {
+		k.log.WarnContext(c.UserContext(), "console: post without a valid csrf token refused",
+			"operator", identityOf(c).Name, "path", c.Path())
+		return k.errorPage(c, fiber.StatusForbidden, "This form has expired or was not sent from the console. Reload the page and try again.")
+	}
+	return c.Next()
+}
+
+// need refuses a role that may not do the route's thing with a 403 page; a refused write is
+// recorded in the audit log (as the admin API records it).
+func (k *console) need(role domain.Role, action string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id := identityOf(c)
+		if id.Role.Allows(role) {
+			return c.Next()
+		}
+		if action != "" {
+			k.record(c, action, nil, fmt.Errorf("%w: needs %s", domain.ErrForbidden, role))
+		}
+		return k.errorPage(c, fiber.StatusForbidden,
+			fmt.Sprintf("Your role (%s) may not do this; it needs %s.", id.Role, role))
+	}
+}

@@ -1,0 +1,210 @@
+package console
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// productForm is the product form's fields as typed: a form with an error shows them back
+// unchanged, so the operator fixes one field rather than typing everything again.
+type productForm struct {
+	ID                              domain.ProductID // 0 on the new product form
+	Name, Price, MaxPerOrder, Tiers string
+	StockDisplay, StartsAt, EndsAt  string
+	BuyerLimit, LowStock            string
+	RefundReleasesLimit             bool
+}
+
+// formOf fills the form with a product's values.
+func formOf(p domain.Product, cur domain.Currency) productForm {
+	var tiers []string
+	for _, t := range p.Tiers() {
+		tiers = append(tiers, fmt.Sprintf("%d %s", t.MinQty, cur.Format(t.UnitPrice)))
+	}
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(formTimeLayout + ":05")
+	}
+	return productForm{ID: p.ID(), Name: p.Name(), Price: cur.Format(p.Price()), MaxPerOrder: strconv.Itoa(p.MaxPerOrder()),
+		Tiers: strings.Join(tiers, "\n"), StockDisplay: string(p.StockDisplay()), StartsAt: at(p.Sale().StartsAt),
+		EndsAt: at(p.Sale().EndsAt), BuyerLimit: strconv.Itoa(p.Sale().BuyerLimit),
+		LowStock: strconv.Itoa(p.LowStockThreshold()), RefundReleasesLimit: p.RefundReleasesLimit()}
+}
+
+func readForm(c *fiber.Ctx) productForm {
+	return productForm{Name: formValue(c, "name"), Price: formValue(c, "price"), MaxPerOrder: formValue(c, "max_per_order"),
+		Tiers: formValue(c, "tiers"), StockDisplay: formValue(c, "stock_display"), StartsAt: formValue(c, "starts_at"),
+		EndsAt: formValue(c, "ends_at"), BuyerLimit: formValue(c, "buyer_limit"), LowStock: formValue(c, "low_stock_threshold"),
+		RefundReleasesLimit: formValue(c, "refund_releases_limit") == "on"}
+}
+
+// params is what the audit log records of the form (nothing in it is secret).
+func (f productForm) params() map[string]string {
+	return map[string]string{"name": f.Name, "price": f.Price, "max_per_order": f.MaxPerOrder, "tiers": f.Tiers,
+		"stock_display": f.StockDisplay, "starts_at": f.StartsAt, "ends_at": f.EndsAt, "buyer_limit": f.BuyerLimit,
+		"low_stock_threshold": f.LowStock, "refund_releases_limit": strconv.FormatBool(f.RefundReleasesLimit)}
+}
+
+// parsed is the form read into the use case's terms; the use case validates the values.
+type parsed struct {
+	price                   domain.Money
+	maxPerOrder, buyerLimit int
+	lowStock                int
+	tiers                   []domain.PriceTier
+	display                 domain.StockDisplay
+	startsAt, endsAt        time.Time
+}
+
+// parse reads the typed fields; a field that is not even a number or a time is ErrInvalidInput
+// naming it. Amounts are decimals of the shop's currency ("19.99"), as the operator thinks of them.
+func (f productForm) parse(cur domain.Currency) (parsed, error) {
+	var p parsed
+	var err error
+	if p.price, err = cur.ParseAmount(strings.TrimSpace(f.Price)); err != nil {
+		return p, domain.Invalid("price", "must be an amount in "+cur.Code+", like "+cur.Format(1999))
+	}
+	for _, n := range []struct {
+		field, s string
+		dst      *int
+	}{{"max_per_order", f.MaxPerOrder, &p.maxPerOrder}, {"buyer_limit", f.BuyerLimit, &p.buyerLimit},
+		{"low_stock_threshold", f.LowStock, &p.lowStock}} {
+		if *n.dst, err = optionalInt(n.s); err != nil {
+			return p, domain.Invalid(n.field, "must be a whole number")
+		}
+	}
+	if p.tiers, err = parseTiers(f.Tiers, cur); err != nil {
+		return p, err
+	}
+	if p.display, err = domain.ParseStockDisplay(f.StockDisplay); err != nil {
+		return p, err
+	}
+	if p.startsAt, err = formTime(strings.TrimSpace(f.StartsAt), "starts_at"); err != nil {
+		return p, err
+	}
+	p.endsAt, err = formTime(strings.TrimSpace(f.EndsAt), "ends_at")
+	return p, err
+}
+
+func optionalInt(s string) (int, error) {
+	if s = strings.TrimSpace(s); s == "" {
+		return 0, nil
+	}
+	return strconv.Atoi(s)
+}
+
+// parseTiers reads one quantity price a line: "<min qty> <unit price>".
+func parseTiers(s string, cur domain.Currency) ([]domain.PriceTier, error) {
+	var tiers []domain.PriceTier
+	for _, line := range strings.Split(s, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		bad := domain.Invalid("tiers", "one a line: a minimum quantity and its unit price, like \"10 "+cur.Format(1500)+"\"")
+		if len(fields) != 2 {
+			return nil, bad
+		}
+		qty, err := strconv.Atoi(fields[0])
+		if err != nil {
+			return nil, bad
+		}
+		price, err := cur.ParseAmount(fields[1])
+		if err != nil {
+			return nil, bad
+		}
+		tiers = append(tiers, domain.PriceTier{MinQty: qty, UnitPrice: price})
+	}
+	return tiers, nil
+}
+
+type formData struct {
+	Form     productForm
+	Currency domain.Currency
+}
+
+func (k *console) formPage(c *fiber.Ctx, status int, f productForm, errMsg string) error {
+	title := "New product"
+	if f.ID != 0 {
+		title = "Edit product #" + strconv.FormatInt(int64(f.ID), 10)
+	}
+	return k.render(c, status, "productform", view{Title: title, Error: errMsg,
+		Data: formData{Form: f, Currency: k.shop.Config().Currency}})
+}
+
+func (k *console) newProductPage(c *fiber.Ctx) error {
+	return k.formPage(c, fiber.StatusOK, productForm{MaxPerOrder: "1", StockDisplay: string(domain.StockExact)}, "")
+}
+
+func (k *console) editProductPage(c *fiber.Ctx) error {
+	id, err := productID(c)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	p, err := k.shop.Product(c.UserContext(), id)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	return k.formPage(c, fiber.StatusOK, formOf(p, k.shop.Config().Currency), "")
+}
+
+// createProduct creates a product through the use case; bad input shows the form again with
+// the error and creates nothing.
+func (k *console) createProduct(c *fiber.Ctx) error {
+	f := readForm(c)
+	cur := k.shop.Config().Currency
+	p, err := f.parse(cur)
+	var created domain.Product
+	if err == nil {
+		created, err = k.shop.CreateProduct(c.UserContext(), application.NewProduct{Name: f.Name, Price: p.price,
+			MaxPerOrder: p.maxPerOrder, Tiers: p.tiers, StockDisplay: p.display,
+			Sale:                domain.SaleRules{StartsAt: p.startsAt, EndsAt: p.endsAt, BuyerLimit: p.buyerLimit},
+			RefundReleasesLimit: f.RefundReleasesLimit, LowStockThreshold: p.lowStock})
+	}
+	k.record(c, "product.create", f.params(), err)
+	if err != nil {
+		return k.formError(c, f, err)
+	}
+	return c.Redirect("/console/products/"+strconv.FormatInt(int64(created.ID()), 10), fiber.StatusSeeOther)
+}
+
+// updateProduct saves the whole form as one patch (every field set: the form shows them all;
+// an empty sale bound removes it).
+func (k *console) updateProduct(c *fiber.Ctx) error {
+	f := readForm(c)
+	id, err := productID(c)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	f.ID = id
+	p, err := f.parse(k.shop.Config().Currency)
+	if err == nil {
+		_, err = k.shop.UpdateProduct(c.UserContext(), id, application.ProductPatch{Name: &f.Name, Price: &p.price,
+			MaxPerOrder: &p.maxPerOrder, Tiers: &p.tiers, StockDisplay: &p.display, StartsAt: &p.startsAt,
+			EndsAt: &p.endsAt, BuyerLimit: &p.buyerLimit, RefundReleasesLimit: &f.RefundReleasesLimit,
+			LowStockThreshold: &p.lowStock})
+	}
+	k.record(c, "product.update", f.params(), err)
+	if err != nil {
+		return k.formError(c, f, err)
+	}
+	return c.Redirect("/console/products/"+strconv.FormatInt(int64(id), 10), fiber.StatusSeeOther)
+}
+
+// formError shows the form again with the error (the status the API would answer); a missing
+// product or an outage is an error page.
+func (k *console) formError(c *fiber.Ctx, f productForm, err error) error {
+	status, msg := describe(err)
+	if status == fiber.StatusNotFound || status >= 500 {
+		return k.fail(c, err)
+	}
+	return k.formPage(c, status, f, msg)
+}

@@ -1,0 +1,289 @@
+package console
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// productRow is one product as the home and product list show it: the ledger's product and
+// what the public catalogue says of it (status, stock left).
+type productRow struct {
+	Product domain.Product
+	Item    application.CatalogueItem
+	Listed  bool
+}
+
+// productRows lists the products with the catalogue's view of each. The catalogue snapshot
+// is a read of memory (it refreshes by time), so the home page costs no gate read per product.
+func (k *console) productRows(c *fiber.Ctx) ([]productRow, domain.Currency, error) {
+	ps, err := k.shop.Products(c.UserContext())
+	if err != nil {
+		return nil, domain.Currency{}, err
+	}
+	snap, err := k.shop.Catalogue(c.UserContext())
+	if err != nil {
+		return nil, domain.Currency{}, err
+	}
+	rows := make([]productRow, len(ps))
+	for i, p := range ps {
+		it, ok := snap.Item(p.ID())
+		rows[i] = productRow{Product: p, Item: it, Listed: ok}
+	}
+	return rows, k.shop.Config().Currency, nil
+}
+
+type productsData struct {
+	Rows     []productRow
+	Currency domain.Currency
+}
+
+func (k *console) home(c *fiber.Ctx) error {
+	rows, cur, err := k.productRows(c)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	return k.render(c, fiber.StatusOK, "home", view{Title: "Overview", Data: productsData{rows, cur}})
+}
+
+func (k *console) products(c *fiber.Ctx) error {
+	rows, cur, err := k.productRows(c)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	return k.render(c, fiber.StatusOK, "products", view{Title: "Products", Data: productsData{rows, cur}})
+}
+
+type productData struct {
+	Product  domain.Product
+	Currency domain.Currency
+	Gate     domain.GateLevels
+	GateOK   bool
+}
+
+func productID(c *fiber.Ctx) (domain.ProductID, error) {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, domain.ErrProductNotFound
+	}
+	return domain.ProductID(id), nil
+}
+
+// product shows one product with its gate's numbers (stock left, sold), read through the
+// reconciliation a viewer may run from the API too.
+func (k *console) product(c *fiber.Ctx) error {
+	return k.productPage(c, fiber.StatusOK, "", "")
+}
+
+func (k *console) productPage(c *fiber.Ctx, status int, errMsg, notice string) error {
+	id, err := productID(c)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	p, err := k.shop.Product(c.UserContext(), id)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	d := productData{Product: p, Currency: k.shop.Config().Currency}
+	if rep, err := k.shop.Reconcile(c.UserContext(), id, false); err == nil {
+		d.Gate, d.GateOK = rep.Gate, rep.GateKnown
+	}
+	return k.render(c, status, "product", view{Title: p.Name(), Error: errMsg, Notice: notice, Data: d})
+}
+
+// freeze takes a product off sale with a reason; the product page answers with the outcome.
+// The console asks for the reason (the API defaults it): a person freezing from a browser can
+// say why, and the next operator reads it on the product page.
+func (k *console) freeze(c *fiber.Ctx) error {
+	reason := strings.TrimSpace(formValue(c, "reason"))
+	id, err := productID(c)
+	if err == nil && reason == "" {
+		err = domain.Invalid("reason", "say why the product is frozen")
+	}
+	if err == nil {
+		err = k.shop.FreezeProduct(c.UserContext(), id, reason)
+	}
+	k.record(c, "product.freeze", map[string]string{"reason": reason}, err)
+	return k.afterProductWrite(c, err, "Frozen: the product is off sale.")
+}
+
+func (k *console) unfreeze(c *fiber.Ctx) error {
+	id, err := productID(c)
+	if err == nil {
+		err = k.shop.UnfreezeProduct(c.UserContext(), id)
+	}
+	k.record(c, "product.unfreeze", nil, err)
+	return k.afterProductWrite(c, err, "Unfrozen: the product is on sale again.")
+}
+
+// afterProductWrite shows the product page with the write's outcome: its error (with the
+// status the API would answer) or the notice.
+func (k *console) afterProductWrite(c *fiber.Ctx, err error, notice string) error {
+	if err != nil {
+		status, msg := describe(err)
+		if status == fiber.StatusNotFound || status >= 500 {
+			return k.fail(c, err)
+		}
+		return k.productPage(c, status, msg, "")
+	}
+	return k.productPage(c, fiber.StatusOK, "", notice)
+}
+
+// orderLookup is the order search: a number typed in goes to its page.
+func (k *console) orderLookup(c *fiber.Ctx) error {
+	if q := c.Query("no"); q != "" {
+		no, err := domain.ParseOrderNo(q)
+		if err != nil {
+			return k.render(c, fiber.StatusBadRequest, "orders", view{Title: "Orders", Error: "That is not an order number."})
+		}
+		return c.Redirect("/console/orders/"+string(no), fiber.StatusSeeOther)
+	}
+	return k.render(c, fiber.StatusOK, "orders", view{Title: "Orders"})
+}
+
+type orderData struct {
+	Order    domain.Order
+	Currency domain.Currency
+	Payments []domain.Payment
+	Action   string // on a confirmation page: "refund" or "fulfil"
+}
+
+// loadOrder reads an order for a page, never with its codes: the console shows no code to
+// anyone (reading them is a reveal, which voids them on a refund; the API serves them).
+func (k *console) loadOrder(c *fiber.Ctx) (orderData, error) {
+	no, err := domain.ParseOrderNo(c.Params("order_no"))
+	if err != nil {
+		return orderData{}, domain.ErrOrderNotFound
+	}
+	v, err := k.shop.AdminOrder(c.UserContext(), no, false)
+	if err != nil {
+		return orderData{}, err
+	}
+	pays, err := k.shop.Payments(c.UserContext(), no)
+	if err != nil {
+		return orderData{}, err
+	}
+	return orderData{Order: v.Order, Currency: k.shop.Config().Currency, Payments: pays}, nil
+}
+
+func (k *console) order(c *fiber.Ctx) error { return k.orderPage(c, fiber.StatusOK, "", "") }
+
+func (k *console) orderPage(c *fiber.Ctx, status int, errMsg, notice string) error {
+	d, err := k.loadOrder(c)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	return k.render(c, status, "order", view{Title: "Order " + string(d.Order.No()), Error: errMsg, Notice: notice, Data: d})
+}
+
+// confirm is the confirmation page of a refund or a fulfil: a GET changes nothing, its form's
+// POST does the thing.
+func (k *console) confirm(c *fiber.Ctx, action string) error {
+	d, err := k.loadOrder(c)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	d.Action = action
+	return k.render(c, fiber.StatusOK, "confirm", view{Title: "Confirm: " + action + " order " + string(d.Order.No()), Data: d})
+}
+
+func (k *console) confirmRefund(c *fiber.Ctx) error { return k.confirm(c, "refund") }
+func (k *console) confirmFulfil(c *fiber.Ctx) error { return k.confirm(c, "fulfil") }
+
+// refund refunds an order (admin) through the refund use case: codes voided or recycled as
+// chosen, the money returned at the provider when it was paid there.
+func (k *console) refund(c *fiber.Ctx) error {
+	params := map[string]string{"reason": formValue(c, "reason"), "void": formValue(c, "void"), "recycle": formValue(c, "recycle")}
+	no, err := domain.ParseOrderNo(c.Params("order_no"))
+	if err != nil {
+		err = domain.ErrOrderNotFound
+	} else {
+		_, err = k.shop.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Reason: params["reason"],
+			Void: params["void"] == "on", Recycle: params["recycle"] == "on"})
+	}
+	k.record(c, "order.refund", params, err)
+	return k.afterOrderWrite(c, err, "Refunded.")
+}
+
+// fulfil retries an UNFULFILLED order (operator) through the fulfil use case, once stock is
+// there again.
+func (k *console) fulfil(c *fiber.Ctx) error {
+	no, err := domain.ParseOrderNo(c.Params("order_no"))
+	if err != nil {
+		err = domain.ErrOrderNotFound
+	} else {
+		_, err = k.shop.FulfilOrder(c.UserContext(), no)
+	}
+	k.record(c, "order.fulfil", nil, err)
+	return k.afterOrderWrite(c, err, "Fulfilled.")
+}
+
+func (k *console) afterOrderWrite(c *fiber.Ctx, err error, notice string) error {
+	if err != nil {
+		status, msg := describe(err)
+		if status == fiber.StatusNotFound || status >= 500 {
+			return k.fail(c, err)
+		}
+		return k.orderPage(c, status, msg, "")
+	}
+	return k.orderPage(c, fiber.StatusOK, "", notice)
+}
+
+// auditPageSize is one page of the audit log in the console.
+const auditPageSize = 50
+
+type auditData struct {
+	Entries      []domain.AuditEntry
+	Operator     string
+	Action       string
+	From, To     string
+	NextBeforeID int64
+}
+
+// audit lists the audit log, newest first, filtered by operator, action and a time range (UTC,
+// as the page shows times), paged by before_id.
+func (k *console) audit(c *fiber.Ctx) error {
+	d := auditData{Operator: c.Query("operator"), Action: c.Query("action"), From: c.Query("from"), To: c.Query("to")}
+	f := domain.AuditFilter{Operator: domain.OperatorName(d.Operator), Action: d.Action, Limit: auditPageSize}
+	var err error
+	if f.From, err = formTime(d.From, "from"); err == nil {
+		f.To, err = formTime(d.To, "to")
+	}
+	if err == nil && c.Query("before_id") != "" {
+		if f.BeforeID, err = strconv.ParseInt(c.Query("before_id"), 10, 64); err != nil || f.BeforeID < 1 {
+			err = domain.Invalid("before_id", "must be a positive entry id")
+		}
+	}
+	if err != nil {
+		_, msg := describe(err)
+		return k.render(c, fiber.StatusBadRequest, "audit", view{Title: "Audit log", Error: msg, Data: d})
+	}
+	if d.Entries, err = k.shop.AuditLog(c.UserContext(), f); err != nil {
+		return k.fail(c, err)
+	}
+	if n := len(d.Entries); n == auditPageSize {
+		d.NextBeforeID = d.Entries[n-1].ID
+	}
+	return k.render(c, fiber.StatusOK, "audit", view{Title: "Audit log", Data: d})
+}
+
+// formTimeLayout is an HTML datetime-local input's value; the console reads it as UTC.
+const formTimeLayout = "2006-01-02T15:04"
+
+// formTime reads an optional UTC time from a form (datetime-local, with or without seconds).
+func formTime(s, field string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{formTimeLayout, formTimeLayout + ":05"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, domain.Invalid(field, "must be a date and time, YYYY-MM-DDTHH:MM (UTC)")
+}
