@@ -112,12 +112,8 @@ func describe(err error) (int, string) {
 // happened by then; an entry that cannot be stored is logged as an error, never lost silently.
 func (k *console) record(c *fiber.Ctx, action string, params map[string]string, err error) {
 	id := identityOf(c)
-	status := fiber.StatusOK
-	if err != nil {
-		status = 0
-	}
 	e := domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: target(c),
-		Params: auditParams(params), Result: httpapi.AuditResult(status, err), ClientAddr: c.IP()}
+		Params: auditParams(params), Result: httpapi.AuditResult(fiber.StatusOK, err), ClientAddr: c.IP()}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), 5*time.Second)
 	defer cancel()
 	if _, aerr := k.shop.Record(ctx, e); aerr != nil {

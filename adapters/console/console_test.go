@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -509,4 +510,56 @@ func TestOrderLookupAndFulfilConfirmation(t *testing.T) {
 	if e := h.audit()[0]; e.Action != "order.fulfil" || e.Result != "409 invalid_order_state" {
 		t.Fatalf("entry %+v", e)
 	}
+}
+
+func TestOverviewShowsEachProductsStatusStockAndSold(t *testing.T) {
+	h := newHarness(t, 0)
+	p := h.product("Gift card", 1999)
+	h.paidOrder(p, []string{"CODE-A", "CODE-B", "CODE-C"}, 2)
+	frozen := h.product("Old card", 500)
+	if err := h.shop.FreezeProduct(context.Background(), frozen.ID(), "retired"); err != nil {
+		t.Fatal(err)
+	}
+	b := h.login(h.operator("vera", domain.RoleViewer))
+	home := b.get("/console")
+	wantStatus(t, home, 200)
+	row := func(name string) string {
+		i := strings.Index(home.body, ">"+name+"<")
+		if i < 0 {
+			t.Fatalf("home does not list %s: %s", name, home.body)
+		}
+		return home.body[i : i+strings.Index(home.body[i:], "</tr>")]
+	}
+	gift := row("Gift card")
+	for _, want := range []string{"on_sale", `<td class="num">1</td>`, `<td class="num">2</td>`, "19.99 CNY"} {
+		if !strings.Contains(gift, want) {
+			t.Errorf("Gift card row lacks %q: %s", want, gift)
+		}
+	}
+	if old := row("Old card"); !strings.Contains(old, "frozen") || !strings.Contains(old, "5.00 CNY") {
+		t.Errorf("Old card row: %s", old)
+	}
+	// A viewer is offered no write.
+	if strings.Contains(home.body, "/console/products/new") {
+		t.Error("a viewer is offered the new product form")
+	}
+}
+
+func TestChangingTheSharedAdminTokenEndsItsSessions(t *testing.T) {
+	h := newHarness(t, 0)
+	cookie := h.login(adminToken).cookie
+	// The same shop and secret behind a service restarted with another admin token.
+	restarted := fiber.New()
+	console.Mount(restarted, console.Config{AdminToken: "another-admin-token-0123", TokenSecret: tokenSecret}, h.shop, h.clock, nil)
+	req := httptest.NewRequest("GET", "/console", nil)
+	req.Header.Set("Cookie", cookie)
+	res, err := restarted.Test(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != fiber.StatusSeeOther || res.Header.Get("Location") != "/console/login" {
+		t.Fatalf("a session of the old admin token: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	wantStatus(t, h.do("GET", "/console", nil, "Cookie", cookie), 200)
 }

@@ -11,16 +11,19 @@ import (
 	"cardshop/domain"
 )
 
-// productRow is one product as the home and product list show it: the ledger's product and
-// what the public catalogue says of it (status, stock left).
+// productRow is one product as the home and product list show it: the ledger's product, what
+// the public catalogue says of it (its status), and its gate's numbers (stock left, sold).
 type productRow struct {
 	Product domain.Product
 	Item    application.CatalogueItem
 	Listed  bool
+	Gate    domain.GateLevels
+	GateOK  bool
 }
 
-// productRows lists the products with the catalogue's view of each. The catalogue snapshot
-// is a read of memory (it refreshes by time), so the home page costs no gate read per product.
+// productRows lists the products with the catalogue's status and the gate's numbers of each:
+// the catalogue snapshot is a read of memory, the gate one read per product — the overview is
+// a page for people, opened now and then, not a storefront's hot path.
 func (k *console) productRows(c *fiber.Ctx) ([]productRow, domain.Currency, error) {
 	ps, err := k.shop.Products(c.UserContext())
 	if err != nil {
@@ -34,6 +37,9 @@ func (k *console) productRows(c *fiber.Ctx) ([]productRow, domain.Currency, erro
 	for i, p := range ps {
 		it, ok := snap.Item(p.ID())
 		rows[i] = productRow{Product: p, Item: it, Listed: ok}
+		if rows[i].Gate, rows[i].GateOK, err = k.shop.StockLevels(c.UserContext(), p.ID()); err != nil {
+			return nil, domain.Currency{}, err
+		}
 	}
 	return rows, k.shop.Config().Currency, nil
 }
@@ -74,8 +80,7 @@ func productID(c *fiber.Ctx) (domain.ProductID, error) {
 	return domain.ProductID(id), nil
 }
 
-// product shows one product with its gate's numbers (stock left, sold), read through the
-// reconciliation a viewer may run from the API too.
+// product shows one product with its gate's numbers (stock left, sold).
 func (k *console) product(c *fiber.Ctx) error {
 	return k.productPage(c, fiber.StatusOK, "", "")
 }
@@ -90,8 +95,8 @@ func (k *console) productPage(c *fiber.Ctx, status int, errMsg, notice string) e
 		return k.fail(c, err)
 	}
 	d := productData{Product: p, Currency: k.shop.Config().Currency}
-	if rep, err := k.shop.Reconcile(c.UserContext(), id, false); err == nil {
-		d.Gate, d.GateOK = rep.Gate, rep.GateKnown
+	if d.Gate, d.GateOK, err = k.shop.StockLevels(c.UserContext(), id); err != nil {
+		return k.fail(c, err)
 	}
 	return k.render(c, status, "product", view{Title: p.Name(), Error: errMsg, Notice: notice, Data: d})
 }
