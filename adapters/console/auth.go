@@ -78,6 +78,8 @@ func (k *console) allowLogin(c *fiber.Ctx) (bool, time.Duration) {
 
 // secure reports whether the browser reached the service over TLS (directly, or through a
 // proxy that says so in X-Forwarded-Proto: Fiber's Protocol), so the cookie is Secure then.
+// The service has no trusted-proxy setting, so any client may send the header; a forged one
+// only makes its own cookie Secure, which costs it nothing but its own session.
 func secure(c *fiber.Ctx) bool { return c.Protocol() == "https" }
 
 func (k *console) logout(c *fiber.Ctx) error {

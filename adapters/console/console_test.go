@@ -234,6 +234,9 @@ func TestRolesAreCheckedOnTheServer(t *testing.T) {
 	if st := h.orderStatus(no); st != domain.StatusRefunded {
 		t.Fatalf("after an admin's refund the order is %s", st)
 	}
+	if !strings.Contains(r.body, "Refunded: 1 code(s) voided, 0 recycled.") {
+		t.Errorf("the refund's page does not say where the codes went: %s", r.body)
+	}
 }
 
 func TestARoleChangeAppliesToTheNextRequest(t *testing.T) {

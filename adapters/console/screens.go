@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -207,12 +208,27 @@ func (k *console) refund(c *fiber.Ctx) error {
 	no, err := domain.ParseOrderNo(c.Params("order_no"))
 	if err != nil {
 		err = domain.ErrOrderNotFound
-	} else {
-		_, err = k.shop.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Reason: params["reason"],
+	}
+	var res application.RefundResult
+	if err == nil {
+		res, err = k.shop.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Reason: params["reason"],
 			Void: params["void"] == "on", Recycle: params["recycle"] == "on"})
 	}
 	k.record(c, "order.refund", params, err)
-	return k.afterOrderWrite(c, err, "Refunded.")
+	return k.afterOrderWrite(c, err, refundNotice(res))
+}
+
+// refundNotice says what a refund did: where the codes went and where the money stands, so
+// the operator knows whether anything is left to do by hand.
+func refundNotice(r application.RefundResult) string {
+	msg := fmt.Sprintf("Refunded: %d code(s) voided, %d recycled.", r.Voided, r.Recycled)
+	switch {
+	case r.Money.Provider == "":
+		return msg + " The money was paid through the storefront: it returns it."
+	case r.Money.ByHand:
+		return msg + fmt.Sprintf(" %s refunds no money through cardshop: return it at the provider by hand.", r.Money.Provider)
+	}
+	return msg + fmt.Sprintf(" Money at %s: %s.", r.Money.Provider, r.Money.Status)
 }
 
 // fulfil retries an UNFULFILLED order (operator) through the fulfil use case, once stock is
