@@ -145,21 +145,25 @@ func sessionOf(c *fiber.Ctx) session {
 // expired cookie, a removed operator, or one whose token was rotated after the session began
 // (rotation revokes every session), sends the browser to the login page with the cookie
 // cleared.
+//
+// Only a session found invalid logs out: a ledger that cannot answer is an error page, so an
+// outage does not throw every operator back to the login page.
 func (k *console) authenticated(c *fiber.Ctx) error {
 	s, err := k.seal.open(c.Cookies(CookieName), k.clock.Now())
+	var id application.Identity
 	if err == nil {
-		var id application.Identity
-		if id, err = k.identity(c.UserContext(), s); err == nil {
-			c.Locals(identityKey, id)
-			c.Locals(sessionKey, s)
-			return c.Next()
-		}
+		id, err = k.identity(c.UserContext(), s)
 	}
-	if errors.Is(err, domain.ErrUnavailable) {
+	switch {
+	case errors.Is(err, errBadSession):
+		k.clearCookie(c)
+		return c.Redirect("/console/login", fiber.StatusSeeOther)
+	case err != nil:
 		return k.fail(c, err)
 	}
-	k.clearCookie(c)
-	return c.Redirect("/console/login", fiber.StatusSeeOther)
+	c.Locals(identityKey, id)
+	c.Locals(sessionKey, s)
+	return c.Next()
 }
 
 // identity resolves a verified session to its operator's identity now.

@@ -566,3 +566,16 @@ func TestChangingTheSharedAdminTokenEndsItsSessions(t *testing.T) {
 	}
 	wantStatus(t, h.do("GET", "/console", nil, "Cookie", cookie), 200)
 }
+
+func TestALedgerOutageIsAnErrorPageNotALogout(t *testing.T) {
+	h := newHarness(t, 0)
+	b := h.login(h.operator("otto", domain.RoleOperator))
+	h.ledger.down.Store(true)
+	r := b.get("/console")
+	wantStatus(t, r, fiber.StatusServiceUnavailable)
+	if strings.Contains(strings.Join(r.header.Values("Set-Cookie"), ";"), console.CookieName) {
+		t.Fatal("an outage cleared the session cookie")
+	}
+	h.ledger.down.Store(false)
+	wantStatus(t, b.get("/console"), 200)
+}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,12 +45,36 @@ type harness struct {
 	clock  *memory.FakeClock
 	signer *paysig.Signer
 	tokens *authtoken.Issuer
+	ledger *outageLedger
+}
+
+// outageLedger is the memory ledger whose operator reads fail while down is set, as a
+// database that went away.
+type outageLedger struct {
+	*memory.Ledger
+	down atomic.Bool
+}
+
+func (l *outageLedger) Operators() domain.OperatorRepo {
+	return outageOperators{l.Ledger.Operators(), &l.down}
+}
+
+type outageOperators struct {
+	domain.OperatorRepo
+	down *atomic.Bool
+}
+
+func (o outageOperators) Operator(ctx context.Context, n domain.OperatorName) (domain.Operator, error) {
+	if o.down.Load() {
+		return domain.Operator{}, fmt.Errorf("operators: %w", domain.ErrUnavailable)
+	}
+	return o.OperatorRepo.Operator(ctx, n)
 }
 
 // newHarness builds the service; logins are limited to logins a minute per IP (0: the default).
 func newHarness(t testing.TB, logins int) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: memory.NewFakeClock(start)}
+	h := &harness{t: t, clock: memory.NewFakeClock(start), ledger: &outageLedger{Ledger: memory.NewLedger()}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	queue := memory.NewDelayQueue(h.clock)
 	t.Cleanup(queue.Close)
@@ -61,7 +86,7 @@ func newHarness(t testing.TB, logins int) *harness {
 		t.Fatal(err)
 	}
 	cfg := application.DefaultConfig()
-	h.shop, err = application.New(cfg, application.Deps{Ledger: memory.NewLedger(), Gate: memory.NewGate(h.clock),
+	h.shop, err = application.New(cfg, application.Deps{Ledger: h.ledger, Gate: memory.NewGate(h.clock),
 		Queue: queue, Publisher: memory.NewPublisher(), Verifier: h.signer, Alerter: memory.NewAlerts(log),
 		Clock: h.clock, Logger: log})
 	if err != nil {
