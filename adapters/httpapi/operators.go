@@ -55,6 +55,18 @@ func adminRoutes(s *Server) []adminRoute {
 	}
 }
 
+// ActionRoles maps each audited admin action to the least role that may do it: the rules
+// another door to the same writes (the console) must keep.
+func ActionRoles() map[string]domain.Role {
+	out := map[string]domain.Role{}
+	for _, r := range adminRoutes(&Server{}) {
+		if r.action != "" {
+			out[r.action] = r.role
+		}
+	}
+	return out
+}
+
 // maxAuditParams bounds the parameters recorded with an audit entry.
 const maxAuditParams = 4096
 

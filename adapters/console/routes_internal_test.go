@@ -1,0 +1,37 @@
+package console
+
+import (
+	"testing"
+
+	"cardshop/adapters/httpapi"
+	"cardshop/domain"
+)
+
+// TestConsoleRolesAreTheAPIs: every console write is an admin action with the admin API's
+// role, and a screen leading to a write (its form or confirmation page) needs that role too.
+func TestConsoleRolesAreTheAPIs(t *testing.T) {
+	api := httpapi.ActionRoles()
+	forms := map[string]string{"/products/new": "product.create", "/products/:id/edit": "product.update",
+		"/orders/:order_no/refund": "order.refund", "/orders/:order_no/fulfil": "order.fulfil"}
+	for _, r := range routes(&console{}) {
+		if r.method == "POST" {
+			want, ok := api[r.action]
+			if !ok {
+				t.Errorf("POST %s records %q, which is no admin action", r.path, r.action)
+			} else if r.role != want {
+				t.Errorf("POST %s (%s) needs %s, the API %s", r.path, r.action, r.role, want)
+			}
+			continue
+		}
+		if r.action != "" {
+			t.Errorf("GET %s records an action: a GET changes nothing", r.path)
+		}
+		want := domain.RoleViewer
+		if a, ok := forms[r.path]; ok {
+			want = api[a]
+		}
+		if r.role != want {
+			t.Errorf("GET %s needs %s, want %s", r.path, r.role, want)
+		}
+	}
+}
