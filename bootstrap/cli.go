@@ -42,6 +42,13 @@ Commands:
   product-create  create a product: name, prices, sale window, limits (admin API)
   product-update  change the fields of a product given as flags, and only those (admin API)
   product-show    print a product (admin API)
+  whoami          print who CARDSHOP_ADMIN_TOKEN is: an operator's name and role (admin API)
+  operator-add    add an operator with a role; prints its token, shown only once (admin API)
+  operator-list   list the operators and their roles (admin API)
+  operator-role   change an operator's role (admin API)
+  operator-rotate give an operator a new token, ending the old one (admin API)
+  operator-remove remove an operator, ending its token (admin API)
+  audit           print the audit log of writes, newest first, with filters (admin API)
 
 Run "cardshop <command> -h" for a command's flags.
 `
@@ -73,6 +80,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = productUpdate(args[1:], stdout, stderr)
 	case "product-show":
 		err = productShow(args[1:], stdout, stderr)
+	case "whoami":
+		err = whoami(args[1:], stdout, stderr)
+	case "operator-add":
+		err = operatorAdd(args[1:], stdout, stderr)
+	case "operator-list":
+		err = operatorList(args[1:], stdout, stderr)
+	case "operator-role":
+		err = operatorRole(args[1:], stdout, stderr)
+	case "operator-rotate":
+		err = operatorRotate(args[1:], stdout, stderr)
+	case "operator-remove":
+		err = operatorRemove(args[1:], stdout, stderr)
+	case "audit":
+		err = audit(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

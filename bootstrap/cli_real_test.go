@@ -853,3 +853,85 @@ func TestCLIRealProductCommands(t *testing.T) {
 		t.Fatalf("reconcile at the end: exit %d, %q %q", exit, out, errOut)
 	}
 }
+
+// TestCLIRealOperatorCommands: operator-add with the shared admin token stores the operator
+// in MariaDB (its token's hash, never the token); its token then works for whoami and a
+// product-create; operator-rotate ends the old token; the audit log the CLI prints is read back
+// from MariaDB's audit_log, rows and CLI lines agreeing, filtered by -operator and paged by -all.
+func TestCLIRealOperatorCommands(t *testing.T) {
+	s := cliService(t)
+	url := s.c.base
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
+	name := fmt.Sprintf("real-%d", rand.Uint32())
+
+	exit, out, errOut := runMain("operator-add", "-url", url, "-name", name, "-role", "operator")
+	tok := wantOperatorToken(t, "operator-add", exit, out, errOut, name, "operator")
+	var role string
+	var hash []byte
+	if err := s.db.QueryRow("SELECT role, token_hash FROM operators WHERE name=?", name).Scan(&role, &hash); err != nil {
+		t.Fatalf("the operators row of %s: %v", name, err)
+	}
+	if role != "operator" || len(hash) != 32 || bytes.Contains(hash, []byte(tok[len(name)+1:])) {
+		t.Fatalf("the operators row: role %q, hash %x", role, hash)
+	}
+
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", tok)
+	if exit, out, errOut := runMain("whoami", "-url", url); exit != 0 || out != "name: "+name+"\nrole: operator\n" {
+		t.Fatalf("whoami with the operator's token: exit %d, %q %q", exit, out, errOut)
+	}
+	p := s.productID()
+	exit, out, errOut = runMain("product-create", "-url", url, "-id", fmt.Sprint(p), "-name", "By "+name, "-price", "100", "-max-per-order", "1")
+	wantProduct(t, "product-create as the operator", exit, out, errOut, productOut(fmt.Sprint(p), "By "+name, "100", "1", "none", "exact", "none", "none", "none", "false", "none"))
+	// An operator may not manage operators: refused, and recorded.
+	if exit, out, errOut := runMain("operator-add", "-url", url, "-name", "x"+name, "-role", "admin"); exit != 1 || out != "" ||
+		errOut != "cardshop: 403 forbidden: the role operator may not do this; it needs admin\n" {
+		t.Fatalf("operator-add as an operator: exit %d, %q %q", exit, out, errOut)
+	}
+
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
+	exit, out, errOut = runMain("operator-rotate", "-url", url, "-name", name)
+	tok2 := wantOperatorToken(t, "operator-rotate", exit, out, errOut, name, "operator")
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", tok)
+	if exit, out, errOut := runMain("whoami", "-url", url); exit != 1 || errOut != "cardshop: 401 unauthorized: missing or invalid credentials\n" {
+		t.Fatalf("whoami with the rotated token: exit %d, %q %q", exit, out, errOut)
+	}
+	t.Setenv("CARDSHOP_ADMIN_TOKEN", tok2)
+
+	// The audit log through the CLI, as the operator (any role reads it), against the rows.
+	rows, err := s.db.Query("SELECT CONCAT(operator, ' (', role, ') ', action, ' ', IF(target = '', '-', target), ' → ', result, " +
+		"IF(params = '', '', CONCAT('  ', params))) FROM audit_log ORDER BY id DESC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for rows.Next() {
+		var l string
+		if err := rows.Scan(&l); err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, l)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"admin-token (admin) operator.rotate operator " + name + " → 200",
+		name + " (operator) operator.create - → 403 forbidden  {\"name\":\"x" + name + "\",\"role\":\"admin\"}",
+		fmt.Sprintf("%s (operator) product.create - → 201  {\"id\":%d,\"max_per_order\":1,\"name\":\"By %s\",\"price\":100}", name, p, name),
+		"admin-token (admin) operator.create - → 201  {\"name\":\"" + name + "\",\"role\":\"operator\"}",
+	}
+	if strings.Join(stored, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit_log holds\n%s\nwant\n%s", strings.Join(stored, "\n"), strings.Join(want, "\n"))
+	}
+	exit, out, errOut = runMain("audit", "-url", url)
+	if got := auditLines(t, "audit", exit, out, errOut); strings.Join(got, "\n") != strings.Join(want, "\n") || errOut != "" {
+		t.Fatalf("audit printed\n%s\nwant the rows\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	exit, out, errOut = runMain("audit", "-url", url, "-operator", name, "-limit", "1", "-all", "-since", "1h")
+	if got := auditLines(t, "audit -operator -limit 1 -all", exit, out, errOut); strings.Join(got, "\n") != strings.Join(want[1:3], "\n") || errOut != "" {
+		t.Fatalf("audit -operator %s -limit 1 -all printed\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want[1:3], "\n"))
+	}
+	if strings.Contains(out, tok[len(name)+1:]) || strings.Contains(out, tok2[len(name)+1:]) {
+		t.Fatal("audit printed a token")
+	}
+}

@@ -18,14 +18,15 @@ const token = "admin-token-0123456789"
 
 // recorder answers every request with status and answer, and keeps what it was sent.
 type recorder struct {
-	method, path, auth, contentType string
-	body                            []byte
+	method, path, query, auth, contentType string
+	body                                   []byte
 }
 
 func serve(t *testing.T, rec *recorder, status int, answer string) *adminclient.Client {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec.method, rec.path, rec.auth, rec.contentType = r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Content-Type")
+		rec.query = r.URL.RawQuery
 		rec.body, _ = io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
