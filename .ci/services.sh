@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # (Re)starts every service the tests need and waits until each answers: MariaDB, Redis,
 # RabbitMQ (the machine's own, started the way the machine starts them) and a 3-master Redis
-# Cluster on 127.0.0.1:7001-7003 for the gate's cluster suite, and the tools wrk and
-# redis-benchmark (installed from Debian's packages when missing). With CI=true a service that
-# still does not answer, or a tool that could not be installed, fails the script (the tests
-# must not pass by skipping).
+# Cluster on 127.0.0.1:7001-7003 for the gate's cluster suite, and the tools wrk,
+# redis-benchmark and chromium (installed from Debian's packages when missing). With CI=true a
+# service that still does not answer, or a tool that could not be installed, fails the script
+# (the tests must not pass by skipping).
 set -uo pipefail
 CLUSTER_DIR=${CLUSTER_DIR:-/tmp/cardshop-redis-cluster}
 CLUSTER_PORTS=(7001 7002 7003)
@@ -61,16 +61,19 @@ if ! cluster_ok; then
 fi
 wait_for "Redis Cluster 127.0.0.1:${CLUSTER_PORTS[0]}-${CLUSTER_PORTS[-1]}" 30 cluster_ok
 
-# Tools of the ceiling tests and the load check: wrk and redis-benchmark, from Debian's packages.
+# Tools of the ceiling tests and the load check, wrk and redis-benchmark, and the browser of
+# the console's browser test, chromium: from Debian's packages.
 missing=()
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if ((${#missing[@]})); then
   echo "installing ${missing[*]} with apt-get"
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >/dev/null 2>&1 || true
 fi
 command -v wrk >/dev/null 2>&1 && echo "ok: wrk" || { echo "NOT INSTALLED: wrk"; failed+=(wrk); }
 command -v redis-benchmark >/dev/null 2>&1 && echo "ok: redis-benchmark" || { echo "NOT INSTALLED: redis-benchmark"; failed+=(redis-benchmark); }
+command -v chromium >/dev/null 2>&1 && echo "ok: chromium" || { echo "NOT INSTALLED: chromium"; failed+=(chromium); }
 
 if ((${#failed[@]})); then
   echo "unreachable: ${failed[*]}"
