@@ -534,7 +534,7 @@ func TestOverviewShowsEachProductsStatusStockAndSold(t *testing.T) {
 		return home.body[i : i+strings.Index(home.body[i:], "</tr>")]
 	}
 	gift := row("Gift card")
-	for _, want := range []string{"on_sale", `<td class="num">1</td>`, `<td class="num">2</td>`, "19.99 CNY"} {
+	for _, want := range []string{`<td data-label="Status">on_sale</td>`, `<td class="num" data-label="Stock left">1</td>`, `<td class="num" data-label="Sold">2</td>`, `data-label="Price">19.99 CNY</td>`} {
 		if !strings.Contains(gift, want) {
 			t.Errorf("Gift card row lacks %q: %s", want, gift)
 		}
