@@ -155,6 +155,16 @@ func browseConsole(t *testing.T, chromium string, c client, shots string, before
 	b.waitRow("Gift card 50", "8", "2")
 	b.screen("products")
 
+	// The product's reconciliation: every check of the report, with its numbers.
+	b.submit(chromedp.Click(chromedp.CSS(`main a[href="/console/products/` + pid + `"]`)))
+	b.submit(chromedp.Click(chromedp.CSS(`main a[href="/console/products/` + pid + `/reconcile"]`)))
+	b.wantPath("/console/products/" + pid + "/reconcile")
+	b.wantText("h1", "Reconcile Gift card 50")
+	if checks := b.tableRows(); len(checks) == 0 || len(checks[0]) != 4 {
+		t.Fatalf("the reconcile page's checks: %q", checks)
+	}
+	b.screen("reconcile")
+
 	// The order, found by its number, refunded through the confirmation page.
 	b.submit(chromedp.Click(chromedp.CSS(`nav a[href="/console/orders"]`)))
 	b.submit(chromedp.SendKeys(chromedp.ID("no"), order.OrderNo), chromedp.Click(chromedp.CSS(`main button[type=submit]`)))

@@ -46,6 +46,7 @@ type harness struct {
 	signer *paysig.Signer
 	tokens *authtoken.Issuer
 	ledger *outageLedger
+	gate   *memory.Gate
 }
 
 // outageLedger is the memory ledger whose operator reads fail while down is set, as a
@@ -86,7 +87,8 @@ func newHarness(t testing.TB, logins int) *harness {
 		t.Fatal(err)
 	}
 	cfg := application.DefaultConfig()
-	h.shop, err = application.New(cfg, application.Deps{Ledger: h.ledger, Gate: memory.NewGate(h.clock),
+	h.gate = memory.NewGate(h.clock)
+	h.shop, err = application.New(cfg, application.Deps{Ledger: h.ledger, Gate: h.gate,
 		Queue: queue, Publisher: memory.NewPublisher(), Verifier: h.signer, Alerter: memory.NewAlerts(log),
 		Clock: h.clock, Logger: log})
 	if err != nil {

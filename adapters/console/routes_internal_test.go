@@ -12,7 +12,8 @@ import (
 func TestConsoleRolesAreTheAPIs(t *testing.T) {
 	api := httpapi.ActionRoles()
 	forms := map[string]string{"/products/new": "product.create", "/products/:id/edit": "product.update",
-		"/orders/:order_no/refund": "order.refund", "/orders/:order_no/fulfil": "order.fulfil"}
+		"/orders/:order_no/refund": "order.refund", "/orders/:order_no/fulfil": "order.fulfil",
+		"/products/:id/repair": "product.repair"}
 	for _, r := range routes(&console{}) {
 		if r.method == "POST" {
 			want, ok := api[r.action]

@@ -1,0 +1,85 @@
+package console
+
+import (
+	"sort"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// reconcileData is a product's reconciliation as the console shows it: the use case's report
+// (every check with its two sides), the gate's levels and the card pool's counts.
+type reconcileData struct {
+	Product domain.Product
+	Report  application.Reconciliation
+	Cards   []cardCount
+	Confirm bool // the repair's confirmation page
+}
+
+type cardCount struct {
+	Status string
+	Count  int64
+}
+
+func (k *console) loadReconcile(c *fiber.Ctx, repair bool) (reconcileData, error) {
+	id, err := productID(c)
+	if err != nil {
+		return reconcileData{}, err
+	}
+	p, err := k.shop.Product(c.UserContext(), id)
+	if err != nil {
+		return reconcileData{}, err
+	}
+	rep, err := k.shop.Reconcile(c.UserContext(), id, repair)
+	if err != nil {
+		return reconcileData{}, err
+	}
+	d := reconcileData{Product: p, Report: rep}
+	for s, n := range rep.Cards {
+		d.Cards = append(d.Cards, cardCount{s, n})
+	}
+	sort.Slice(d.Cards, func(i, j int) bool { return d.Cards[i].Status < d.Cards[j].Status })
+	return d, nil
+}
+
+// reconcile shows the reconciliation of a product without repair: a read, changing nothing.
+func (k *console) reconcile(c *fiber.Ctx) error {
+	d, err := k.loadReconcile(c, false)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	return k.render(c, fiber.StatusOK, "reconcile", view{Title: "Reconcile " + d.Product.Name(), Data: d})
+}
+
+// confirmRepair is the repair's confirmation page (admin): the current report and the form
+// whose POST repairs.
+func (k *console) confirmRepair(c *fiber.Ctx) error {
+	d, err := k.loadReconcile(c, false)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	d.Confirm = true
+	return k.render(c, fiber.StatusOK, "reconcile", view{Title: "Confirm: repair the gate of " + d.Product.Name(), Data: d})
+}
+
+// repair rebuilds the product's gate from the ledger (admin), as the API's POST
+// …/reconcile?repair=true does, recorded as product.repair with the same parameters, and
+// shows the repaired state's report.
+func (k *console) repair(c *fiber.Ctx) error {
+	d, err := k.loadReconcile(c, true)
+	k.record(c, "product.repair", map[string]string{"repair": "true"}, err)
+	if err != nil {
+		status, msg := describe(err)
+		if status == fiber.StatusNotFound || status >= 500 {
+			return k.fail(c, err)
+		}
+		return k.errorPage(c, status, msg)
+	}
+	notice := "Repaired: the gate was rebuilt from the ledger."
+	if !d.Report.OK() {
+		notice += " Some checks still differ: see below."
+	}
+	return k.render(c, fiber.StatusOK, "reconcile", view{Title: "Reconcile " + d.Product.Name(), Notice: notice, Data: d})
+}
