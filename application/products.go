@@ -502,15 +502,16 @@ func (s *Shop) importBatch(ctx context.Context, id domain.ProductID, b *importBa
 	return nil
 }
 
-// StockLevels reads a product's gate: reservable units, units held by PENDING and PAID
-// orders, frozen. One gate read, for screens that show many products (the console's
-// overview); ok is false when the gate has no record of the product yet. Reconcile reads the
-// same numbers with every other side's.
+// StockLevels reads the gate of these products in one round trip (LevelsMany): reservable
+// units, units held by PENDING and PAID orders, frozen. For screens that show many products
+// (the console's overview); a product the gate has no record of yet is absent. Reconcile reads
+// the same numbers with every other side's.
 //
 // Errors: ErrUnavailable.
-func (s *Shop) StockLevels(ctx context.Context, id domain.ProductID) (l domain.GateLevels, ok bool, err error) {
-	if l, ok, err = s.gate.Levels(ctx, id); err != nil {
-		return domain.GateLevels{}, false, fmt.Errorf("stock levels: %w", err)
+func (s *Shop) StockLevels(ctx context.Context, ids ...domain.ProductID) (map[domain.ProductID]domain.GateLevels, error) {
+	levels, err := s.gate.LevelsMany(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("stock levels: %w", err)
 	}
-	return l, ok, nil
+	return levels, nil
 }

@@ -53,12 +53,15 @@ func (s *Shop) Reconcile(ctx context.Context, id domain.ProductID, repair bool) 
 			return Reconciliation{}, err
 		}
 	}
-	rep, err := s.reconcile(ctx, id)
+	rep, err := s.reconcile(ctx, p)
 	rep.Repaired = repair
 	return rep, err
 }
 
-func (s *Shop) reconcile(ctx context.Context, id domain.ProductID) (Reconciliation, error) {
+// reconcile reads p's numbers from every side; p is the catalogue's product Reconcile read
+// (a repair changes the gate, never the product).
+func (s *Shop) reconcile(ctx context.Context, p domain.Product) (Reconciliation, error) {
+	id := p.ID()
 	rep := Reconciliation{Product: id, Cards: map[string]int64{}, Orders: map[string]domain.StatusTotal{}}
 	var err error
 	if rep.Gate, rep.GateKnown, err = s.gate.Levels(ctx, id); err != nil {
@@ -71,10 +74,6 @@ func (s *Shop) reconcile(ctx context.Context, id domain.ProductID) (Reconciliati
 	totals, err := s.ledger.Orders().Totals(ctx, id)
 	if err != nil {
 		return rep, fmt.Errorf("reconcile orders: %w", err)
-	}
-	p, err := s.ledger.Products().Product(ctx, id)
-	if err != nil {
-		return rep, fmt.Errorf("reconcile product: %w", err)
 	}
 	var ledgerHeld, gateHeld map[domain.BuyerID]int64
 	if p.Sale().BuyerLimit > 0 && rep.GateKnown {

@@ -23,8 +23,7 @@ type productRow struct {
 }
 
 // productRows lists the products with the catalogue's status and the gate's numbers of each:
-// the catalogue snapshot is a read of memory, the gate one read per product — the overview is
-// a page for people, opened now and then, not a storefront's hot path.
+// the catalogue snapshot is a read of memory, the gate one round trip for all the products.
 func (k *console) productRows(c *fiber.Ctx) ([]productRow, domain.Currency, error) {
 	ps, err := k.shop.Products(c.UserContext())
 	if err != nil {
@@ -34,13 +33,19 @@ func (k *console) productRows(c *fiber.Ctx) ([]productRow, domain.Currency, erro
 	if err != nil {
 		return nil, domain.Currency{}, err
 	}
+	ids := make([]domain.ProductID, len(ps))
+	for i, p := range ps {
+		ids[i] = p.ID()
+	}
+	levels, err := k.shop.StockLevels(c.UserContext(), ids...)
+	if err != nil {
+		return nil, domain.Currency{}, err
+	}
 	rows := make([]productRow, len(ps))
 	for i, p := range ps {
 		it, ok := snap.Item(p.ID())
 		rows[i] = productRow{Product: p, Item: it, Listed: ok}
-		if rows[i].Gate, rows[i].GateOK, err = k.shop.StockLevels(c.UserContext(), p.ID()); err != nil {
-			return nil, domain.Currency{}, err
-		}
+		rows[i].Gate, rows[i].GateOK = levels[p.ID()]
 	}
 	return rows, k.shop.Config().Currency, nil
 }
@@ -96,9 +101,11 @@ func (k *console) productPage(c *fiber.Ctx, status int, errMsg, notice string) e
 		return k.fail(c, err)
 	}
 	d := productData{Product: p, Currency: k.shop.Config().Currency}
-	if d.Gate, d.GateOK, err = k.shop.StockLevels(c.UserContext(), id); err != nil {
+	levels, err := k.shop.StockLevels(c.UserContext(), id)
+	if err != nil {
 		return k.fail(c, err)
 	}
+	d.Gate, d.GateOK = levels[id]
 	return k.render(c, status, "product", view{Title: p.Name(), Error: errMsg, Notice: notice, Data: d})
 }
 
