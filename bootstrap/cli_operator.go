@@ -180,22 +180,36 @@ func whoami(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// operatorAdd adds an operator and prints it with its token.
-func operatorAdd(args []string, stdout, stderr io.Writer) error {
-	fs, base := operatorFlagSet("operator-add", operatorAddUsage, stderr)
-	name, role := nameFlag(fs), roleFlag(fs)
-	if err := parseUsage(fs, args); err != nil {
-		return err
+// operatorArgs parses the flags of a command on one operator: -url, -name and, with withRole,
+// -role, all required; it returns the admin client and the values.
+func operatorArgs(command, usage string, withRole bool, args []string, stderr io.Writer) (*adminclient.Client, string, string, error) {
+	fs, base := operatorFlagSet(command, usage, stderr)
+	name, role := nameFlag(fs), new(string)
+	if withRole {
+		role = roleFlag(fs)
 	}
-	if *name == "" || *role == "" {
+	if err := parseUsage(fs, args); err != nil {
+		return nil, "", "", err
+	}
+	switch {
+	case withRole && (*name == "" || *role == ""):
 		fs.Usage()
-		return usageError{errors.New("-name and -role are required")}
+		return nil, "", "", usageError{errors.New("-name and -role are required")}
+	case *name == "":
+		fs.Usage()
+		return nil, "", "", usageError{errors.New("-name is required")}
 	}
 	client, err := adminClient(*base)
+	return client, *name, *role, err
+}
+
+// operatorAdd adds an operator and prints it with its token.
+func operatorAdd(args []string, stdout, stderr io.Writer) error {
+	client, name, role, err := operatorArgs("operator-add", operatorAddUsage, true, args, stderr)
 	if err != nil {
 		return err
 	}
-	o, err := client.CreateOperator(context.Background(), *name, *role)
+	o, err := client.CreateOperator(context.Background(), name, role)
 	if err != nil {
 		return refusal(err)
 	}
@@ -230,20 +244,11 @@ func operatorList(args []string, stdout, stderr io.Writer) error {
 
 // operatorRole changes an operator's role and prints the operator.
 func operatorRole(args []string, stdout, stderr io.Writer) error {
-	fs, base := operatorFlagSet("operator-role", operatorRoleUsage, stderr)
-	name, role := nameFlag(fs), roleFlag(fs)
-	if err := parseUsage(fs, args); err != nil {
-		return err
-	}
-	if *name == "" || *role == "" {
-		fs.Usage()
-		return usageError{errors.New("-name and -role are required")}
-	}
-	client, err := adminClient(*base)
+	client, name, role, err := operatorArgs("operator-role", operatorRoleUsage, true, args, stderr)
 	if err != nil {
 		return err
 	}
-	o, err := client.SetOperatorRole(context.Background(), *name, *role)
+	o, err := client.SetOperatorRole(context.Background(), name, role)
 	if err != nil {
 		return refusal(err)
 	}
@@ -253,20 +258,11 @@ func operatorRole(args []string, stdout, stderr io.Writer) error {
 
 // operatorRotate replaces an operator's token and prints the new one.
 func operatorRotate(args []string, stdout, stderr io.Writer) error {
-	fs, base := operatorFlagSet("operator-rotate", operatorRotateUsage, stderr)
-	name := nameFlag(fs)
-	if err := parseUsage(fs, args); err != nil {
-		return err
-	}
-	if *name == "" {
-		fs.Usage()
-		return usageError{errors.New("-name is required")}
-	}
-	client, err := adminClient(*base)
+	client, name, _, err := operatorArgs("operator-rotate", operatorRotateUsage, false, args, stderr)
 	if err != nil {
 		return err
 	}
-	o, err := client.RotateOperator(context.Background(), *name)
+	o, err := client.RotateOperator(context.Background(), name)
 	if err != nil {
 		return refusal(err)
 	}
@@ -275,23 +271,14 @@ func operatorRotate(args []string, stdout, stderr io.Writer) error {
 
 // operatorRemove removes an operator.
 func operatorRemove(args []string, stdout, stderr io.Writer) error {
-	fs, base := operatorFlagSet("operator-remove", operatorRemoveUsage, stderr)
-	name := nameFlag(fs)
-	if err := parseUsage(fs, args); err != nil {
-		return err
-	}
-	if *name == "" {
-		fs.Usage()
-		return usageError{errors.New("-name is required")}
-	}
-	client, err := adminClient(*base)
+	client, name, _, err := operatorArgs("operator-remove", operatorRemoveUsage, false, args, stderr)
 	if err != nil {
 		return err
 	}
-	if err := client.RemoveOperator(context.Background(), *name); err != nil {
+	if err := client.RemoveOperator(context.Background(), name); err != nil {
 		return refusal(err)
 	}
-	fmt.Fprintf(stdout, "removed operator %s: its token no longer works\n", *name)
+	fmt.Fprintf(stdout, "removed operator %s: its token no longer works\n", name)
 	return nil
 }
 
