@@ -23,7 +23,7 @@ type pages map[string]*template.Template
 // funcs are the templates' helpers. Times are shown in UTC with the zone named; showing them
 // in the operator's own time zone is a later step (it needs a per-operator setting).
 var funcs = template.FuncMap{
-	"utc": func(t time.Time) string {
+	"when": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
 		}
