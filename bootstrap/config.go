@@ -47,6 +47,9 @@ type Config struct {
 	// StockEventsInterval is CARDSHOP_STOCK_EVENTS_INTERVAL: how often the stock watch samples
 	// the gate for low-stock, sold-out and restocked crossings; 0: never (no stock events).
 	StockEventsInterval time.Duration
+	// ConsoleTimeZone is CARDSHOP_CONSOLE_TIMEZONE: the zone the console shows and reads times
+	// in until an operator picks another (per browser, on the console's settings page).
+	ConsoleTimeZone *time.Location
 
 	MySQLDSN   ConnString // CARDSHOP_MYSQL_DSN
 	MySQLConns int        // CARDSHOP_MYSQL_MAX_CONNS: connection pool size
@@ -152,6 +155,14 @@ func settings(c *Config) []setting {
 				return fmt.Errorf("want a duration such as 1s, or 0 (no stock events), got %q", v)
 			}
 			c.StockEventsInterval = d
+			return nil
+		}},
+		{"CARDSHOP_CONSOLE_TIMEZONE", "UTC", func(v string) error {
+			loc, err := time.LoadLocation(v)
+			if err != nil || v == "" || v == "Local" {
+				return fmt.Errorf("want a time zone name such as UTC or Europe/Berlin, got %q", v)
+			}
+			c.ConsoleTimeZone = loc
 			return nil
 		}},
 		durationVar(&c.ShutdownGrace, "CARDSHOP_SHUTDOWN_GRACE", 10*time.Second),

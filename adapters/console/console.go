@@ -33,6 +33,9 @@ type Config struct {
 	Limiter         httpapi.Limiter
 	LoginsPerWindow int
 	LoginWindow     time.Duration
+	// TimeZone is CARDSHOP_CONSOLE_TIMEZONE: the zone pages show and read times in until an
+	// operator picks another on the settings page (per browser). Nil: UTC.
+	TimeZone *time.Location
 }
 
 // Default login limit: ten attempts a minute per client IP. A token has 256 random bits, so
@@ -62,6 +65,9 @@ func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Cloc
 	}
 	if cfg.Limiter != nil && (cfg.LoginsPerWindow <= 0 || cfg.LoginWindow <= 0) {
 		cfg.LoginsPerWindow, cfg.LoginWindow = DefaultLoginsPerWindow, DefaultLoginWindow
+	}
+	if cfg.TimeZone == nil {
+		cfg.TimeZone = time.UTC
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), shop: shop, clock: clock, log: log, pages: parsePages()}
 	g := app.Group("/console", securityHeaders)
@@ -109,6 +115,8 @@ func routes(k *console) []route {
 		{"GET", "/orders/:order_no/fulfil", o, "", k.confirmFulfil},
 		{"POST", "/orders/:order_no/fulfil", o, "order.fulfil", k.fulfil},
 		{"GET", "/audit", v, "", k.audit},
+		{"GET", "/settings", v, "", k.settings},
+		{"POST", "/settings", v, "", k.saveSettings},
 	}
 }
 

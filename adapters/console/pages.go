@@ -17,18 +17,15 @@ import (
 //go:embed templates
 var templateFS embed.FS
 
-// pages are the parsed templates, one set per page (each with the shared layout).
+// pages are the parsed templates, one set per page (each with the shared layout). They are
+// never executed themselves: render executes a clone with the request's "when" (html/template
+// refuses to clone a template once it has run).
 type pages map[string]*template.Template
 
-// funcs are the templates' helpers. Times are shown in UTC with the zone named; showing them
-// in the operator's own time zone is a later step (it needs a per-operator setting).
+// funcs are the templates' helpers. "when" formats a time in the operator's zone: render
+// replaces it per request (this one, in UTC, only lets the templates parse).
 var funcs = template.FuncMap{
-	"when": func(t time.Time) string {
-		if t.IsZero() {
-			return "—"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05 UTC")
-	},
+	"when":  whenIn(time.UTC),
 	"money": func(c domain.Currency, m domain.Money) string { return c.Format(m) + " " + c.Code },
 	"allows": func(id application.Identity, need string) bool {
 		return id.Role.Allows(domain.Role(need))
@@ -61,7 +58,9 @@ type view struct {
 	CSRF     string
 	Error    string
 	Notice   string
-	Data     any
+	// Zone is the time zone the page shows times in and reads form times in.
+	Zone string
+	Data any
 }
 
 // render answers the page with status. It renders into a buffer first, so a template error
@@ -73,8 +72,14 @@ func (k *console) render(c *fiber.Ctx, status int, page string, v view) error {
 	if v.CSRF == "" {
 		v.CSRF = sessionOf(c).CSRF
 	}
+	loc := k.zone(c)
+	v.Zone = loc.String()
 	var b bytes.Buffer
-	if err := k.pages[page].Execute(&b, v); err != nil {
+	t, err := k.pages[page].Clone()
+	if err == nil {
+		err = t.Funcs(template.FuncMap{"when": whenIn(loc)}).Execute(&b, v)
+	}
+	if err != nil {
 		k.log.ErrorContext(c.UserContext(), "console: page not rendered", "page", page, "err", err)
 		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
 		return c.Status(fiber.StatusInternalServerError).SendString("internal error")

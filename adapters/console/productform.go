@@ -23,7 +23,7 @@ type productForm struct {
 }
 
 // formOf fills the form with a product's values.
-func formOf(p domain.Product, cur domain.Currency) productForm {
+func formOf(p domain.Product, cur domain.Currency, loc *time.Location) productForm {
 	var tiers []string
 	for _, t := range p.Tiers() {
 		tiers = append(tiers, fmt.Sprintf("%d %s", t.MinQty, cur.Format(t.UnitPrice)))
@@ -32,7 +32,7 @@ func formOf(p domain.Product, cur domain.Currency) productForm {
 		if t.IsZero() {
 			return ""
 		}
-		return t.UTC().Format(formTimeLayout + ":05")
+		return t.In(loc).Format(formTimeLayout + ":05")
 	}
 	return productForm{ID: p.ID(), Name: p.Name(), Price: cur.Format(p.Price()), MaxPerOrder: strconv.Itoa(p.MaxPerOrder()),
 		Tiers: strings.Join(tiers, "\n"), StockDisplay: string(p.StockDisplay()), StartsAt: at(p.Sale().StartsAt),
@@ -47,11 +47,13 @@ func readForm(c *fiber.Ctx) productForm {
 		RefundReleasesLimit: formValue(c, "refund_releases_limit") == "on"}
 }
 
-// params is what the audit log records of the form (nothing in it is secret).
-func (f productForm) params() map[string]string {
+// params is what the audit log records of the form (nothing in it is secret), with the zone
+// its sale times were read in.
+func (f productForm) params(loc *time.Location) map[string]string {
 	return map[string]string{"name": f.Name, "price": f.Price, "max_per_order": f.MaxPerOrder, "tiers": f.Tiers,
 		"stock_display": f.StockDisplay, "starts_at": f.StartsAt, "ends_at": f.EndsAt, "buyer_limit": f.BuyerLimit,
-		"low_stock_threshold": f.LowStock, "refund_releases_limit": strconv.FormatBool(f.RefundReleasesLimit)}
+		"low_stock_threshold": f.LowStock, "refund_releases_limit": strconv.FormatBool(f.RefundReleasesLimit),
+		"time_zone": loc.String()}
 }
 
 // parsed is the form read into the use case's terms; the use case validates the values.
@@ -66,7 +68,7 @@ type parsed struct {
 
 // parse reads the typed fields; a field that is not even a number or a time is ErrInvalidInput
 // naming it. Amounts are decimals of the shop's currency ("19.99"), as the operator thinks of them.
-func (f productForm) parse(cur domain.Currency) (parsed, error) {
+func (f productForm) parse(cur domain.Currency, loc *time.Location) (parsed, error) {
 	var p parsed
 	var err error
 	if p.price, err = cur.ParseAmount(strings.TrimSpace(f.Price)); err != nil {
@@ -87,10 +89,10 @@ func (f productForm) parse(cur domain.Currency) (parsed, error) {
 	if p.display, err = domain.ParseStockDisplay(f.StockDisplay); err != nil {
 		return p, err
 	}
-	if p.startsAt, err = formTime(strings.TrimSpace(f.StartsAt), "starts_at"); err != nil {
+	if p.startsAt, err = formTime(strings.TrimSpace(f.StartsAt), "starts_at", loc); err != nil {
 		return p, err
 	}
-	p.endsAt, err = formTime(strings.TrimSpace(f.EndsAt), "ends_at")
+	p.endsAt, err = formTime(strings.TrimSpace(f.EndsAt), "ends_at", loc)
 	return p, err
 }
 
@@ -153,7 +155,7 @@ func (k *console) editProductPage(c *fiber.Ctx) error {
 	if err != nil {
 		return k.fail(c, err)
 	}
-	return k.formPage(c, fiber.StatusOK, formOf(p, k.shop.Config().Currency), "")
+	return k.formPage(c, fiber.StatusOK, formOf(p, k.shop.Config().Currency, k.zone(c)), "")
 }
 
 // createProduct creates a product through the use case; bad input shows the form again with
@@ -161,7 +163,7 @@ func (k *console) editProductPage(c *fiber.Ctx) error {
 func (k *console) createProduct(c *fiber.Ctx) error {
 	f := readForm(c)
 	cur := k.shop.Config().Currency
-	p, err := f.parse(cur)
+	p, err := f.parse(cur, k.zone(c))
 	var created domain.Product
 	if err == nil {
 		created, err = k.shop.CreateProduct(c.UserContext(), application.NewProduct{Name: f.Name, Price: p.price,
@@ -169,7 +171,7 @@ func (k *console) createProduct(c *fiber.Ctx) error {
 			Sale:                domain.SaleRules{StartsAt: p.startsAt, EndsAt: p.endsAt, BuyerLimit: p.buyerLimit},
 			RefundReleasesLimit: f.RefundReleasesLimit, LowStockThreshold: p.lowStock})
 	}
-	k.record(c, "product.create", f.params(), err)
+	k.record(c, "product.create", f.params(k.zone(c)), err)
 	if err != nil {
 		return k.formError(c, f, err)
 	}
@@ -185,14 +187,14 @@ func (k *console) updateProduct(c *fiber.Ctx) error {
 		return k.fail(c, err)
 	}
 	f.ID = id
-	p, err := f.parse(k.shop.Config().Currency)
+	p, err := f.parse(k.shop.Config().Currency, k.zone(c))
 	if err == nil {
 		_, err = k.shop.UpdateProduct(c.UserContext(), id, application.ProductPatch{Name: &f.Name, Price: &p.price,
 			MaxPerOrder: &p.maxPerOrder, Tiers: &p.tiers, StockDisplay: &p.display, StartsAt: &p.startsAt,
 			EndsAt: &p.endsAt, BuyerLimit: &p.buyerLimit, RefundReleasesLimit: &f.RefundReleasesLimit,
 			LowStockThreshold: &p.lowStock})
 	}
-	k.record(c, "product.update", f.params(), err)
+	k.record(c, "product.update", f.params(k.zone(c)), err)
 	if err != nil {
 		return k.formError(c, f, err)
 	}

@@ -273,14 +273,15 @@ type auditData struct {
 	NextBeforeID int64
 }
 
-// audit lists the audit log, newest first, filtered by operator, action and a time range (UTC,
-// as the page shows times), paged by before_id.
+// audit lists the audit log, newest first, filtered by operator, action and a time range (in
+// the operator's zone, as the page shows times), paged by before_id.
 func (k *console) audit(c *fiber.Ctx) error {
 	d := auditData{Operator: c.Query("operator"), Action: c.Query("action"), From: c.Query("from"), To: c.Query("to")}
 	f := domain.AuditFilter{Operator: domain.OperatorName(d.Operator), Action: d.Action, Limit: auditPageSize}
 	var err error
-	if f.From, err = formTime(d.From, "from"); err == nil {
-		f.To, err = formTime(d.To, "to")
+	loc := k.zone(c)
+	if f.From, err = formTime(d.From, "from", loc); err == nil {
+		f.To, err = formTime(d.To, "to", loc)
 	}
 	if err == nil && c.Query("before_id") != "" {
 		if f.BeforeID, err = strconv.ParseInt(c.Query("before_id"), 10, 64); err != nil || f.BeforeID < 1 {
@@ -300,18 +301,21 @@ func (k *console) audit(c *fiber.Ctx) error {
 	return k.render(c, fiber.StatusOK, "audit", view{Title: "Audit log", Data: d})
 }
 
-// formTimeLayout is an HTML datetime-local input's value; the console reads it as UTC.
+// formTimeLayout is an HTML datetime-local input's value; the console reads it in the
+// operator's zone.
 const formTimeLayout = "2006-01-02T15:04"
 
-// formTime reads an optional UTC time from a form (datetime-local, with or without seconds).
-func formTime(s, field string) (time.Time, error) {
+// formTime reads an optional time from a form (datetime-local, with or without seconds) as a
+// time in loc, the zone the page shows times in. A wall time that a clock change skips is
+// read as time.Date reads it (moved forward by the gap); a repeated one as its first instant.
+func formTime(s, field string, loc *time.Location) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
 	for _, layout := range []string{formTimeLayout, formTimeLayout + ":05"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
 			return t, nil
 		}
 	}
-	return time.Time{}, domain.Invalid(field, "must be a date and time, YYYY-MM-DDTHH:MM (UTC)")
+	return time.Time{}, domain.Invalid(field, "must be a date and time, YYYY-MM-DDTHH:MM ("+loc.String()+")")
 }
