@@ -146,7 +146,8 @@ func newHTTP(in httpIn) *fiber.App {
 	// login attempts are limited per client IP by the API's limiter (on Redis with the real
 	// adapters, so the budget holds across instances).
 	console.Mount(app, console.Config{AdminToken: in.Cfg.AdminToken.Reveal(), TokenSecret: in.Cfg.TokenSecret.Reveal(),
-		Limiter: in.Limiter, LoginsPerWindow: console.DefaultLoginsPerWindow, LoginWindow: console.DefaultLoginWindow},
+		Limiter: in.Limiter, LoginsPerWindow: console.DefaultLoginsPerWindow, LoginWindow: console.DefaultLoginWindow,
+		MaxImportBytes: hc.MaxImportBytes},
 		in.Shop, in.Clock, in.Log)
 	return app
 }
