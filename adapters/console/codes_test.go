@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime/multipart"
@@ -27,9 +28,15 @@ import (
 // then stays running (its first batch waits), so a test can see the job page mid-import.
 var importHolds sync.Map // *outageLedger → chan struct{}
 
+// importFailures makes a harness's ledger transactions fail, as a database gone away.
+var importFailures sync.Map // *outageLedger → struct{}
+
 func (l *outageLedger) Atomically(ctx context.Context, fn func(tx domain.Store) error) error {
 	if ch, ok := importHolds.Load(l); ok {
 		<-ch.(chan struct{})
+	}
+	if _, ok := importFailures.Load(l); ok {
+		return fmt.Errorf("transaction: %w", domain.ErrUnavailable)
 	}
 	return l.Ledger.Atomically(ctx, fn)
 }
@@ -379,4 +386,27 @@ func TestLargeUploadStreamsInBatches(t *testing.T) {
 		t.Fatalf("job page: %s", r.body)
 	}
 	wantNoCode(t, "job page", r.body, "BULK-CODE-")
+}
+
+// TestAnImportThatStopsSaysWhereAndIsRecorded: a ledger failure mid-import ends the job with
+// the error in the API's words and the line to resume from; the audit entry has the error and
+// the counts of what was imported before it.
+func TestAnImportThatStopsSaysWhereAndIsRecorded(t *testing.T) {
+	h := newHarness(t, 0)
+	p := h.product("Gift card", 1999)
+	oper := h.login(h.operator("otto", domain.RoleOperator))
+	importFailures.Store(h.ledger, struct{}{})
+	t.Cleanup(func() { importFailures.Delete(h.ledger) })
+	job := startedJob(t, oper.upload(p.ID(), "codes.txt", "FAIL-CODE-0001\nFAIL-CODE-0002\n"))
+	oper.waitDone(job)
+	r := oper.get(job)
+	wantStatus(t, r, 200)
+	if !strings.Contains(r.body, "The import stopped: a dependency is unavailable; retry shortly.") ||
+		!strings.Contains(r.body, "send the rest of the file from line 1,") {
+		t.Fatalf("stopped job page: %s", r.body)
+	}
+	wantNoCode(t, "stopped job page", r.body, "FAIL-CODE-0001", "FAIL-CODE-0002")
+	if e := h.audit()[0]; e.Action != "product.import" || e.Result != "503 service_unavailable" || !strings.Contains(e.Params, `"added":0`) {
+		t.Fatalf("audit entry %+v", e)
+	}
 }

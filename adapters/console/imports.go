@@ -295,6 +295,7 @@ type importJobData struct {
 	Job     importState
 	Known   bool
 	Percent int64
+	Resume  int // after an import that stopped: the first line not accounted for
 }
 
 // importJob shows an import job: its progress while it runs (a progress bar that
@@ -315,6 +316,7 @@ func (k *console) importJob(c *fiber.Ctx) error {
 		return k.render(c, fiber.StatusNotFound, "importjob", view{Title: "Import of " + p.Name(), Data: d})
 	}
 	d.Job, d.Known = job.state(), true
+	d.Resume = d.Job.Report.Through + 1
 	if d.Job.Total > 0 {
 		d.Percent = d.Job.Read * 100 / d.Job.Total
 	}
