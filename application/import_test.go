@@ -182,3 +182,20 @@ func TestImportReportIsBounded(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 }
+
+// TestCardCountsCountsByStatus: the pool's codes of one product by status (another product's
+// apart); an unknown product is an error, not an empty pool.
+func TestCardCountsCountsByStatus(t *testing.T) {
+	f := newFixture(t)
+	p := f.createProduct(t, 3, 0)
+	q := f.createProduct(t, 3, 0)
+	f.importLines(t, p.ID(), "COUNT-0001\nCOUNT-0002\n")
+	f.importLines(t, q.ID(), "COUNT-0003\n")
+	got, err := f.shop.CardCounts(t.Context(), p.ID())
+	if err != nil || len(got) != 1 || got[domain.CardUnsold] != 2 {
+		t.Fatalf("CardCounts = %v, %v; want 2 UNSOLD", got, err)
+	}
+	if _, err := f.shop.CardCounts(t.Context(), 999); !errors.Is(err, domain.ErrProductNotFound) {
+		t.Fatalf("unknown product: %v", err)
+	}
+}

@@ -502,6 +502,22 @@ func (s *Shop) importBatch(ctx context.Context, id domain.ProductID, b *importBa
 	return nil
 }
 
+// CardCounts counts a product's codes by status (statuses without codes are absent): the
+// console's codes screen. It reads the product first, so an unknown one is an error, not
+// an empty pool.
+//
+// Errors: ErrProductNotFound, ErrUnavailable.
+func (s *Shop) CardCounts(ctx context.Context, id domain.ProductID) (domain.CardCounts, error) {
+	if _, err := s.ledger.Products().Product(ctx, id); err != nil {
+		return nil, err
+	}
+	counts, err := s.ledger.Cards().Counts(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("count codes: %w", err)
+	}
+	return counts, nil
+}
+
 // StockLevels reads the gate of these products in one round trip (LevelsMany): reservable
 // units, units held by PENDING and PAID orders, frozen. For screens that show many products
 // (the console's overview); a product the gate has no record of yet is absent. Reconcile reads

@@ -147,7 +147,7 @@ func newHTTP(in httpIn) *fiber.App {
 	// adapters, so the budget holds across instances).
 	console.Mount(app, console.Config{AdminToken: in.Cfg.AdminToken.Reveal(), TokenSecret: in.Cfg.TokenSecret.Reveal(),
 		Limiter: in.Limiter, LoginsPerWindow: console.DefaultLoginsPerWindow, LoginWindow: console.DefaultLoginWindow,
-		TimeZone: in.Cfg.ConsoleTimeZone},
+		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes},
 		in.Shop, in.Clock, in.Log)
 	return app
 }

@@ -98,6 +98,7 @@ type AuditEntry struct {
 type AuditFilter struct {
 	Operator OperatorName
 	Action   string
+	Target   string    // exactly, e.g. "product 12" (the console's import history of a product)
 	From, To time.Time // From inclusive, To exclusive
 	BeforeID int64
 	Limit    int

@@ -113,10 +113,19 @@ func describe(err error) (int, string) {
 // secret or a code), the result in the API's words, and the client's address. The write has
 // happened by then; an entry that cannot be stored is logged as an error, never lost silently.
 func (k *console) record(c *fiber.Ctx, action string, params map[string]string, err error) {
+	k.appendEntry(c.UserContext(), k.entry(c, action, auditParams(params), err))
+}
+
+// entry is the audit entry of a console write: who, the route's target, the client's address.
+func (k *console) entry(c *fiber.Ctx, action, params string, err error) domain.AuditEntry {
 	id := identityOf(c)
-	e := domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: target(c),
-		Params: auditParams(params), Result: httpapi.AuditResult(fiber.StatusOK, err), ClientAddr: c.IP()}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), 5*time.Second)
+	return domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: target(c),
+		Params: params, Result: httpapi.AuditResult(fiber.StatusOK, err), ClientAddr: c.IP()}
+}
+
+// appendEntry stores an audit entry; one that cannot be stored is logged as an error.
+func (k *console) appendEntry(ctx context.Context, e domain.AuditEntry) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if _, aerr := k.shop.Record(ctx, e); aerr != nil {
 		k.log.ErrorContext(ctx, "audit entry not stored", "operator", e.Operator, "action", e.Action,

@@ -36,6 +36,9 @@ type Config struct {
 	// TimeZone is CARDSHOP_CONSOLE_TIMEZONE: the zone pages show and read times in until an
 	// operator picks another on the settings page (per browser). Nil: UTC.
 	TimeZone *time.Location
+	// MaxImportBytes bounds an uploaded file of codes: the API's httpapi.Config.MaxImportBytes.
+	// Zero: the API's default.
+	MaxImportBytes int64
 }
 
 // Default login limit: ten attempts a minute per client IP. A token has 256 random bits, so
@@ -54,6 +57,7 @@ type console struct {
 	clock domain.Clock
 	log   *slog.Logger
 	pages pages
+	jobs  *importJobs // the code imports running or finished on this instance
 }
 
 // Mount adds the console's routes under /console to app (the JSON API's app: the console
@@ -69,7 +73,11 @@ func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Cloc
 	if cfg.TimeZone == nil {
 		cfg.TimeZone = time.UTC
 	}
+	if cfg.MaxImportBytes <= 0 {
+		cfg.MaxImportBytes = httpapi.DefaultConfig("").MaxImportBytes
+	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), shop: shop, clock: clock, log: log, pages: parsePages()}
+	k.jobs = newImportJobs(clock)
 	g := app.Group("/console", securityHeaders)
 	g.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(staticFS), PathPrefix: "static"}))
 	g.Get("/login", k.loginPage)
@@ -106,6 +114,10 @@ func routes(k *console) []route {
 		{"POST", "/products/:id/freeze", o, "product.freeze", k.freeze},
 		{"POST", "/products/:id/unfreeze", o, "product.unfreeze", k.unfreeze},
 		{"GET", "/products/:id/reconcile", v, "", k.reconcile},
+		{"GET", "/products/:id/codes", v, "", k.codes},
+		{"POST", "/products/:id/codes", o, "product.import", k.startImport},
+		{"GET", "/products/:id/imports/:job", o, "", k.importJob},
+		{"GET", "/products/:id/imports/:job/progress", o, "", k.importProgress},
 		{"GET", "/products/:id/repair", a, "", k.confirmRepair},
 		{"POST", "/products/:id/repair", a, "product.repair", k.repair},
 		{"GET", "/orders", v, "", k.orderLookup},

@@ -16,6 +16,9 @@ func TestConsoleRolesAreTheAPIs(t *testing.T) {
 	forms := map[string]string{"/products/new": "product.create", "/products/:id/edit": "product.update",
 		"/orders/:order_no/refund": "order.refund", "/orders/:order_no/fulfil": "order.fulfil",
 		"/products/:id/repair": "product.repair"}
+	// An import's job page and progress are the import's answer: the importer's role.
+	forms["/products/:id/imports/:job"] = "product.import"
+	forms["/products/:id/imports/:job/progress"] = "product.import"
 	for _, r := range routes(&console{}) {
 		if r.method == "POST" && r.path == "/settings" {
 			if r.action != "" || r.role != domain.RoleViewer {

@@ -212,6 +212,33 @@ func newImportResponse(rep application.ImportReport, complete bool) importRespon
 	return out
 }
 
+// ImportAudit is what the audit log records of a code import, through the API or the
+// console, as its entry's parameters: the report's counts, the last line it accounts for and
+// the bytes read — never a code. The console's import history reads it back.
+type ImportAudit struct {
+	Added        int   `json:"added"`
+	Duplicates   int   `json:"duplicates"`
+	InPool       int   `json:"in_pool"`
+	Invalid      int   `json:"invalid"`
+	Comments     int   `json:"comments"`
+	Headers      int   `json:"headers"`
+	Unterminated int   `json:"unterminated"`
+	Through      int   `json:"through"`
+	Bytes        int64 `json:"bytes"`
+}
+
+// NewImportAudit is the audit record of an import that read bytes and reported rep.
+func NewImportAudit(rep application.ImportReport, bytes int64) ImportAudit {
+	return ImportAudit{Added: rep.Added, Duplicates: rep.Duplicates, InPool: rep.InPool, Invalid: rep.Invalid,
+		Comments: rep.Comments, Headers: rep.Headers, Unterminated: rep.Unterminated, Through: rep.Through, Bytes: bytes}
+}
+
+// Fields are the record's JSON object fields.
+func (a ImportAudit) Fields() map[string]any {
+	return map[string]any{"added": a.Added, "duplicates": a.Duplicates, "in_pool": a.InPool, "invalid": a.Invalid,
+		"comments": a.Comments, "headers": a.Headers, "unterminated": a.Unterminated, "through": a.Through, "bytes": a.Bytes}
+}
+
 // importFailed is an import that stopped on err after importing what its report says; the
 // error answer carries the report (errorHandler).
 type importFailed struct {
@@ -236,6 +263,9 @@ func (s *Server) importCodes(c *fiber.Ctx) error {
 	}
 	body := &importBody{r: requestBody(c), left: s.cfg.MaxImportBytes, length: int64(c.Request().Header.ContentLength())}
 	rep, err := s.shop.ImportCodes(c.UserContext(), id, body)
+	if !errors.Is(err, domain.ErrProductNotFound) {
+		c.Locals(auditOutcomeKey, NewImportAudit(rep, body.read).Fields())
+	}
 	switch {
 	case err == nil:
 		return c.JSON(newImportResponse(rep, true))

@@ -116,6 +116,10 @@ func (s *Server) decodeJSON(c *fiber.Ctx, v any, allowEmpty bool) error {
 	return strictjson.Decode(b, v)
 }
 
+// BodyReader is the request's one body reader (the stream when the server streams): the
+// console's file upload reads its multipart body through it, bounded by its own limits.
+func BodyReader(c *fiber.Ctx) io.Reader { return requestBody(c) }
+
 // ReadBody reads the request body, at most limit bytes (errBodyTooLarge past it), through the
 // request's one reader: the console reads its forms with it, so finishBody still knows where
 // the body ended and the connection stays in step.

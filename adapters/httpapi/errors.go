@@ -55,6 +55,10 @@ var errorTable = []struct {
 	{domain.ErrUnavailable, apiError{503, "service_unavailable", "a dependency is unavailable; retry shortly"}},
 }
 
+// ErrBodyTooLarge is a body over its limit (413 body_too_large); the console's file upload
+// refuses with it too, so its audit entry reads as the API's.
+var ErrBodyTooLarge = errBodyTooLarge
+
 var (
 	errBodyTooLarge = errors.New("body too large")
 	errRateLimited  = errors.New("rate limited") // over a RateLimits limit (ratelimit.go)

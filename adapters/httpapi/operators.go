@@ -79,6 +79,9 @@ func (s *Server) audited(action string, body bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		params := auditParams(c, body)
 		err := c.Next()
+		if out, ok := c.Locals(auditOutcomeKey).(map[string]any); ok {
+			params = withOutcome(params, out)
+		}
 		id := identityOf(c)
 		e := domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: auditTarget(c),
 			Params: params, Result: AuditResult(c.Response().StatusCode(), err), ClientAddr: c.IP()}
@@ -128,6 +131,23 @@ func SecretField(k string) bool {
 	return false
 }
 
+// auditOutcomeKey holds, in a request's locals, what a handler adds to its audit entry's
+// parameters about the outcome (an import's counts), as JSON object fields.
+const auditOutcomeKey = "cardshop.audit_outcome"
+
+// withOutcome adds the outcome's fields to the parameters' JSON object (they win over a
+// parameter of the same name).
+func withOutcome(params string, out map[string]any) string {
+	p := map[string]any{}
+	if params != "" {
+		_ = json.Unmarshal([]byte(params), &p) // a clipped object starts over from the outcome
+	}
+	for k, v := range out {
+		p[k] = v
+	}
+	return clipParams(p)
+}
+
 // auditParams is the request's query and, with body, its JSON object's fields (secret ones
 // left out), as compact JSON.
 func auditParams(c *fiber.Ctx, body bool) string {
@@ -147,10 +167,15 @@ func auditParams(c *fiber.Ctx, body bool) string {
 			}
 		}
 	}
+	return clipParams(p)
+}
+
+// clipParams encodes recorded parameters, clipped to maxAuditParams ("" for none).
+func clipParams(p map[string]any) string {
 	if len(p) == 0 {
 		return ""
 	}
-	b, _ := json.Marshal(p) // values decoded from JSON always encode
+	b, _ := json.Marshal(p) // values decoded from JSON, and outcomes' numbers, always encode
 	if len(b) > maxAuditParams {
 		return string(b[:maxAuditParams-1]) + "…"
 	}

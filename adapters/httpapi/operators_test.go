@@ -221,6 +221,10 @@ func TestAuditRecordsEveryWrite(t *testing.T) {
 	if p := page.Entries[3].Params; !strings.Contains(p, `"reason":"audit check"`) {
 		t.Errorf("freeze params %q", p)
 	}
+	// The import records its counts (never a code): the console's import history reads them.
+	if p := page.Entries[4].Params; p != `{"added":2,"bytes":33,"comments":0,"duplicates":0,"headers":0,"in_pool":0,"invalid":0,"through":2,"unterminated":0}` {
+		t.Errorf("import params %q", p)
+	}
 	if p := page.Entries[5].Params; !strings.Contains(p, `"buyer_limit":2`) || !strings.Contains(p, `"name":"Audited"`) {
 		t.Errorf("create params %q", p)
 	}

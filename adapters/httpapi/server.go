@@ -75,11 +75,15 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 		// Without Immutable, c.Get and c.Params return strings that alias fasthttp's buffers,
 		// which the next request on the connection overwrites; the buyer id (from the token
 		// header) and the idempotency key outlive the request in orders and gate claims.
-		Immutable:             true,
-		BodyLimit:             int(cfg.MaxBodyBytes),
-		DisableStartupMessage: true,
-		ReadTimeout:           30 * time.Second,
-		IdleTimeout:           60 * time.Second,
+		Immutable: true,
+		// fasthttp would otherwise parse a multipart body that fits BodyLimit as it reads the
+		// request, on any route, and serve the body re-encoded (fields first, files last): the
+		// console's upload reads its multipart stream itself, in the order the browser sent it.
+		DisablePreParseMultipartForm: true,
+		BodyLimit:                    int(cfg.MaxBodyBytes),
+		DisableStartupMessage:        true,
+		ReadTimeout:                  30 * time.Second,
+		IdleTimeout:                  60 * time.Second,
 	})
 	if cfg.Metrics != nil {
 		app.Use(s.observe)

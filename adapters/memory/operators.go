@@ -166,6 +166,7 @@ func (l auditLog) List(_ context.Context, f domain.AuditFilter) ([]domain.AuditE
 func auditSelects(f domain.AuditFilter, e domain.AuditEntry) bool {
 	return (f.Operator == "" || e.Operator == f.Operator) &&
 		(f.Action == "" || e.Action == f.Action) &&
+		(f.Target == "" || e.Target == f.Target) &&
 		(f.From.IsZero() || !e.At.Before(f.From)) &&
 		(f.To.IsZero() || e.At.Before(f.To))
 }

@@ -58,7 +58,8 @@ type auditRow struct {
 
 // List walks the primary key backwards, or idx_operator's or idx_action's range of one
 // operator or action (whose second part is the id), so a page costs its Limit rows, not the
-// log's size.
+// log's size. A target has no index of its own: it is asked with its action (the console's
+// import history, product.import of one product), and filters that action's range.
 func (l auditLog) List(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEntry, error) {
 	if f.Limit < 1 || f.Limit > maxAuditPage {
 		return nil, domain.Invalid("limit", "must be 1 to 1000")
@@ -90,6 +91,9 @@ func auditWhere(f domain.AuditFilter) (string, []any) {
 	}
 	if f.Action != "" {
 		add("action = ?", f.Action)
+	}
+	if f.Target != "" {
+		add("target = ?", f.Target)
 	}
 	if !f.From.IsZero() {
 		add("at >= ?", f.From.UTC())

@@ -260,10 +260,12 @@ func runAudit(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		// earlier runs' entries fall elsewhere.
 		base := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rand.Int64N(20*365*24)) * time.Hour).Add(321 * time.Microsecond)
 		t0, t1, t2, t3 := base, base.Add(time.Second), base.Add(2*time.Second), base.Add(3*time.Second)
+		other := newAuditEntry(a, y, t2)
+		other.Target = "product 13"
 		e := []domain.AuditEntry{
 			appendAudit(t, l, newAuditEntry(a, x, t0)),
 			appendAudit(t, l, newAuditEntry(b, x, t1)),
-			appendAudit(t, l, newAuditEntry(a, y, t2)),
+			appendAudit(t, l, other),
 			appendAudit(t, l, newAuditEntry(b, y, t3)),
 			appendAudit(t, l, newAuditEntry(a, x, t3)),
 		}
@@ -275,6 +277,8 @@ func runAudit(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}{
 			{"operator", domain.AuditFilter{Operator: a}, []domain.AuditEntry{e[4], e[2], e[0]}},
 			{"action", domain.AuditFilter{Action: x}, []domain.AuditEntry{e[4], e[1], e[0]}},
+			{"target", domain.AuditFilter{Target: "product 13"}, []domain.AuditEntry{e[2]}},
+			{"action and target", domain.AuditFilter{Action: y, Target: "product 12"}, []domain.AuditEntry{e[3]}},
 			{"from, inclusive", domain.AuditFilter{From: t1}, []domain.AuditEntry{e[4], e[3], e[2], e[1]}},
 			{"to, exclusive", domain.AuditFilter{To: t3}, []domain.AuditEntry{e[2], e[1], e[0]}},
 			{"from and to", domain.AuditFilter{From: t1, To: t3}, []domain.AuditEntry{e[2], e[1]}},
