@@ -116,20 +116,37 @@ func browseConsole(t *testing.T, chromium string, c client, shots string, before
 		t.Fatalf("after the product form the browser is at %s, want /console/products/%v", loc, wantID)
 	}
 
-	// Codes and a small sale through the API: 10 codes, an order of 2, paid.
+	// Codes, imported through the codes screen: a file of 10 codes, one of them twice and a
+	// comment line; the import's page shows its progress, then the result with every line
+	// not imported and why, and the codes screen counts them.
 	codes := make([]string, 10)
 	for i := range codes {
 		codes[i] = fmt.Sprintf("BROWSER-%s-%02d", pid, i)
 	}
-	var imp struct {
-		Added int `json:"added"`
+	file := filepath.Join(t.TempDir(), "codes.txt")
+	lines := append([]string{"# batch of the browser test"}, codes...)
+	lines = append(lines, codes[3])
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	c.want(200, "POST", "/admin/products/"+pid+"/codes", op.Token, strings.Join(codes, "\n"), &imp)
-	if imp.Added != len(codes) {
-		t.Fatalf("imported %d codes, want %d", imp.Added, len(codes))
+	b.submit(chromedp.Click(chromedp.CSS(`main a[href="/console/products/` + pid + `/codes"]`)))
+	b.wantPath("/console/products/" + pid + "/codes")
+	b.do(chromedp.SetUploadFiles(chromedp.ID("file"), []string{file}))
+	b.screen("codes")
+	b.submit(chromedp.Click(chromedp.CSS(`main form[enctype] button[type=submit]`)))
+	if p := b.path(); !strings.HasPrefix(p, "/console/products/"+pid+"/imports/") {
+		t.Fatalf("after the import form the browser is at %s, want the import's page", p)
 	}
+	// The page polls the job (import.js) and reloads itself with the result when it ends.
+	b.wantText(".notice", "Imported: 10 code(s) added, 2 line(s) not imported.")
+	if rows := b.tableRows(); len(rows) != 2 || rows[0][0] != "1" || rows[0][1] != "comment" ||
+		rows[1][0] != "12" || rows[1][1] != "duplicate" {
+		t.Fatalf("the import's lines not imported: %q", rows)
+	}
+	b.screen("import-result")
 	b.submit(chromedp.Click(chromedp.CSS(`a.brand`)))
 	b.waitRow("Gift card 50", "10", "0")
+	// A small sale through the API: an order of 2, paid.
 	var buyer struct {
 		Token string `json:"token"`
 	}
