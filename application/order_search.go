@@ -12,11 +12,11 @@ import (
 //
 // Errors: ErrInvalidInput (a filter that fails f.Check), ErrUnavailable.
 func (s *Shop) SearchOrders(ctx context.Context, f domain.OrderFilter) ([]domain.Order, error) {
-	os, err := s.ledger.Orders().Search(ctx, f)
+	found, err := s.ledger.Orders().Search(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("search orders: %w", err)
 	}
-	return os, nil
+	return found, nil
 }
 
 // OrderFlow lists the order's stock flow rows (reserve, pay, restores, …), oldest first.

@@ -262,9 +262,10 @@ type OrderRepo interface {
 	HeldByBuyer(ctx context.Context, p ProductID, withRefunded bool) (map[BuyerID]int64, error)
 	// Search lists the orders f selects, newest first (CreatedAt, then number, descending), at
 	// most f.Limit, after f.After when it is set: paging with the cursor of each page's last
-	// order lists every order that existed when the first page was read exactly once, whatever
-	// is inserted meanwhile. A filter that fails f.Check is a ValidationError (ErrInvalidInput)
-	// and nothing is read.
+	// order lists every order that existed when the first page was read, and still matches f
+	// when its page is read, exactly once, whatever is inserted meanwhile (CreatedAt and the
+	// number never change, so an order never moves between pages). A filter that fails
+	// f.Check is a ValidationError (ErrInvalidInput) and nothing is read.
 	Search(ctx context.Context, f OrderFilter) ([]Order, error)
 }
 
