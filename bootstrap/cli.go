@@ -49,6 +49,7 @@ Commands:
   operator-rotate give an operator a new token, ending the old one (admin API)
   operator-remove remove an operator, ending its token (admin API)
   audit           print the audit log of writes, newest first, with filters (admin API)
+  orders          search orders by buyer, product, status and time, newest first (admin API)
 
 Run "cardshop <command> -h" for a command's flags.
 `
@@ -94,6 +95,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = operatorRemove(args[1:], stdout, stderr)
 	case "audit":
 		err = audit(args[1:], stdout, stderr)
+	case "orders":
+		err = orders(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

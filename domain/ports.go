@@ -260,6 +260,13 @@ type OrderRepo interface {
 	// refund-void flow row; an order refunded while UNFULFILLED never held any): what counts
 	// against the per-buyer holding limit. Buyers holding nothing are absent.
 	HeldByBuyer(ctx context.Context, p ProductID, withRefunded bool) (map[BuyerID]int64, error)
+	// Search lists the orders f selects, newest first (CreatedAt, then number, descending), at
+	// most f.Limit, after f.After when it is set: paging with the cursor of each page's last
+	// order lists every order that existed when the first page was read, and still matches f
+	// when its page is read, exactly once, whatever is inserted meanwhile (CreatedAt and the
+	// number never change, so an order never moves between pages). A filter that fails
+	// f.Check is a ValidationError (ErrInvalidInput) and nothing is read.
+	Search(ctx context.Context, f OrderFilter) ([]Order, error)
 }
 
 // ImportOutcome is what CardVault.Import did with one code.
@@ -366,6 +373,16 @@ type Outbox interface {
 	// Backlog counts unsent messages, due or not: of the given topics only, or of every topic
 	// when none is given.
 	Backlog(ctx context.Context, topics ...string) (int64, error)
+	// ByKey lists the messages with key, sent or not, in Add order: of the given topics only, or
+	// of every topic when none is given (an order's delivery and webhook status). An empty key
+	// is a ValidationError.
+	ByKey(ctx context.Context, key string, topics ...string) ([]OutboxRecord, error)
+}
+
+// OutboxRecord is an outbox message as stored, with when the relay carried it out.
+type OutboxRecord struct {
+	OutboxMessage
+	SentAt time.Time // zero while unsent
 }
 
 // Store is the ledger's set of repositories, bound either to the database or to one

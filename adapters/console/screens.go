@@ -147,23 +147,15 @@ func (k *console) afterProductWrite(c *fiber.Ctx, err error, notice string) erro
 	return k.productPage(c, fiber.StatusOK, "", notice)
 }
 
-// orderLookup is the order search: a number typed in goes to its page.
-func (k *console) orderLookup(c *fiber.Ctx) error {
-	if q := c.Query("no"); q != "" {
-		no, err := domain.ParseOrderNo(q)
-		if err != nil {
-			return k.render(c, fiber.StatusBadRequest, "orders", view{Title: "Orders", Error: "That is not an order number."})
-		}
-		return c.Redirect("/console/orders/"+string(no), fiber.StatusSeeOther)
-	}
-	return k.render(c, fiber.StatusOK, "orders", view{Title: "Orders"})
-}
-
 type orderData struct {
 	Order    domain.Order
 	Currency domain.Currency
 	Payments []domain.Payment
 	Action   string // on a confirmation page: "refund" or "fulfil"
+	// On the order's page: its flow rows, callback log and delivery messages (orderHistory).
+	Flow       []domain.FlowEntry
+	Notices    []domain.NotificationRecord
+	Deliveries []domain.OutboxRecord
 }
 
 // loadOrder reads an order for a page, never with its codes: the console shows no code to
@@ -188,6 +180,9 @@ func (k *console) order(c *fiber.Ctx) error { return k.orderPage(c, fiber.Status
 
 func (k *console) orderPage(c *fiber.Ctx, status int, errMsg, notice string) error {
 	d, err := k.loadOrder(c)
+	if err == nil {
+		err = k.orderHistory(c, &d)
+	}
 	if err != nil {
 		return k.fail(c, err)
 	}

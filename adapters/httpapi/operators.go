@@ -39,6 +39,7 @@ func adminRoutes(s *Server) []adminRoute {
 		{"POST", "/products/:id/unfreeze", o, "product.unfreeze", true, s.unfreezeProduct},
 		{"GET", "/products/:id/reconcile", v, "", false, s.reconcile},
 		{"POST", "/products/:id/reconcile", a, "product.repair", false, s.reconcile},
+		{"GET", "/orders", v, "", false, s.searchOrders},
 		{"GET", "/orders/:order_no", v, "", false, s.adminOrder}, // codes: operator (adminOrder)
 		{"GET", "/orders/:order_no/payments", v, "", false, s.listOrderPayments},
 		{"GET", "/payments/notifications", v, "", false, s.listNotifications},

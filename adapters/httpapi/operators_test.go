@@ -117,6 +117,7 @@ func TestEveryAdminRouteChecksTheRole(t *testing.T) {
 		{"GET", "/admin/products", "", "viewer"},
 		{"GET", "/admin/products/1", "", "viewer"},
 		{"GET", "/admin/products/1/reconcile", "", "viewer"},
+		{"GET", "/admin/orders?status=PAID", "", "viewer"},
 		{"GET", "/admin/orders/" + o.OrderNo + "?codes=false", "", "viewer"},
 		{"GET", "/admin/orders/" + o.OrderNo, "", "operator"}, // the codes
 		{"GET", "/admin/orders/" + o.OrderNo + "/payments", "", "viewer"},

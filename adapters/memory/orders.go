@@ -222,3 +222,28 @@ func (r orderRepo) Existing(_ context.Context, nos []domain.OrderNo) (map[domain
 	}
 	return out, nil
 }
+
+// Search scans every order, as HeldByBuyer does: the memory ledger is for tests and small
+// shops.
+func (r orderRepo) Search(_ context.Context, f domain.OrderFilter) ([]domain.Order, error) {
+	if err := f.Check(); err != nil {
+		return nil, err
+	}
+	release, err := r.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var out []domain.Order
+	for _, o := range r.s.data.orders {
+		if f.Selects(o) && (f.After.IsZero() || f.After.Before(o.CreatedAt(), o.No())) {
+			out = append(out, o)
+		}
+	}
+	// Newest first: i goes before j when j comes after i's cursor.
+	sort.Slice(out, func(i, j int) bool { return domain.CursorOf(out[i]).Before(out[j].CreatedAt(), out[j].No()) })
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}

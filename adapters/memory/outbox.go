@@ -143,3 +143,23 @@ func (o outbox) Backlog(_ context.Context, topics ...string) (int64, error) {
 func ofTopics(topic string, topics []string) bool {
 	return len(topics) == 0 || slices.Contains(topics, topic)
 }
+
+// ByKey scans the outbox, in id (Add) order.
+func (o outbox) ByKey(_ context.Context, key string, topics ...string) ([]domain.OutboxRecord, error) {
+	if key == "" {
+		return nil, domain.Invalid("key", "required")
+	}
+	release, err := o.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var out []domain.OutboxRecord
+	for _, row := range o.s.data.outboxRows {
+		if row.msg.Key == key && ofTopics(row.msg.Topic, topics) {
+			out = append(out, domain.OutboxRecord{OutboxMessage: copyMessage(row.msg), SentAt: row.sentAt})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}

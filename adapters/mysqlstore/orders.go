@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -244,4 +245,70 @@ func (r orderRepo) Existing(ctx context.Context, nos []domain.OrderNo) (map[doma
 		out[domain.OrderNo(no)] = true
 	}
 	return out, nil
+}
+
+// Search is one SELECT of a page: the keyset condition (created_at, order_no) < the cursor is
+// written as created_at <= ? AND (created_at < ? OR order_no < ?) so that the optimizer sees a
+// range on created_at. The indexes of 0012 make the common searches one index range walked
+// backwards, with no sort: a buyer's orders (idx_buyer_created), a product's orders in one
+// status (idx_product_status, which ends with created_at), and a time window alone
+// (idx_created); InnoDB appends the primary key order_no to each, which breaks the ties. A
+// product's orders in several statuses are read from idx_product_status and sorted.
+func (r orderRepo) Search(ctx context.Context, f domain.OrderFilter) ([]domain.Order, error) {
+	if err := f.Check(); err != nil {
+		return nil, err
+	}
+	where, args := orderSearchWhere(f)
+	var rows []orderRow
+	if err := r.s.get(ctx, "search orders", &rows, "SELECT "+orderColumns+" FROM orders"+where+
+		" ORDER BY created_at DESC, order_no DESC LIMIT ?", append(args, f.Limit)...); err != nil {
+		return nil, err
+	}
+	out := make([]domain.Order, len(rows))
+	for i, row := range rows {
+		o, err := row.order()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = o
+	}
+	return out, nil
+}
+
+// orderSearchWhere is the WHERE clause of f's set fields and cursor (none: every order), and
+// its arguments.
+func orderSearchWhere(f domain.OrderFilter) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, a ...any) {
+		conds = append(conds, cond)
+		args = append(args, a...)
+	}
+	if f.Buyer != "" {
+		add("buyer_id = ?", string(f.Buyer))
+	}
+	if f.Product != 0 {
+		add("product_id = ?", int64(f.Product))
+	}
+	if len(f.Statuses) > 0 {
+		names := make([]string, len(f.Statuses))
+		for i, s := range f.Statuses {
+			names[i] = s.String()
+		}
+		add("status IN (?)", bun.List(names))
+	}
+	if !f.From.IsZero() {
+		add("created_at >= ?", f.From.UTC())
+	}
+	if !f.To.IsZero() {
+		add("created_at < ?", f.To.UTC())
+	}
+	if !f.After.IsZero() {
+		at := f.After.CreatedAt.UTC()
+		add("created_at <= ? AND (created_at < ? OR order_no < ?)", at, at, string(f.After.No))
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
 }

@@ -108,3 +108,31 @@ func topicFilter(topics []string) (string, []any) {
 	}
 	return " AND topic IN (?" + strings.Repeat(", ?", len(topics)-1) + ")", args
 }
+
+// ByKey reads idx_key (msg_key, id): an order's few messages, in id order.
+func (o outbox) ByKey(ctx context.Context, key string, topics ...string) ([]domain.OutboxRecord, error) {
+	if key == "" {
+		return nil, domain.Invalid("key", "required")
+	}
+	filter, args := topicFilter(topics)
+	var rows []struct {
+		ID        int64     `bun:"id"`
+		Topic     string    `bun:"topic"`
+		Key       string    `bun:"msg_key"`
+		Payload   []byte    `bun:"payload"`
+		CreatedAt time.Time `bun:"created_at"`
+		Attempts  int       `bun:"attempts"`
+		RetryAt   time.Time `bun:"retry_at"`
+		SentAt    time.Time `bun:"sent_at"` // NULL reads as the zero time
+	}
+	if err := o.s.get(ctx, fmt.Sprintf("outbox messages of %s", key), &rows, "SELECT id, topic, msg_key, payload, created_at, "+
+		"attempts, retry_at, sent_at FROM outbox WHERE msg_key = ?"+filter+" ORDER BY id", append([]any{key}, args...)...); err != nil {
+		return nil, err
+	}
+	out := make([]domain.OutboxRecord, len(rows))
+	for i, r := range rows {
+		out[i] = domain.OutboxRecord{OutboxMessage: domain.OutboxMessage{ID: r.ID, Topic: r.Topic, Key: r.Key, Payload: r.Payload,
+			At: r.CreatedAt, Attempts: r.Attempts, RetryAt: r.RetryAt}, SentAt: r.SentAt}
+	}
+	return out, nil
+}

@@ -1,6 +1,7 @@
 package porttest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -11,7 +12,7 @@ import (
 
 // runOutbox checks the outbox: Add, Pending, MarkFailed, MarkSent and Backlog; a failed
 // message waits for its retry time; of several readers that Claim a message one wins, and
-// the message is not due again until its lease ends.
+// the message is not due again until its lease ends; ByKey reads a key's messages sent or not.
 func runOutbox(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("add, pending, mark failed, mark sent, backlog", func(t *testing.T) {
 		l := newLedger(t)
@@ -177,4 +178,62 @@ func runOutbox(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			t.Fatalf("claim of an unknown message = %v, %v; want false, nil", ok, err)
 		}
 	})
+
+	t.Run("by key: a key's messages, sent or not, in add order, of the given topics", func(t *testing.T) {
+		l := newLedger(t)
+		key, other := string(newOrderNo()), string(newOrderNo())
+		at := now()
+		for _, m := range []domain.OutboxMessage{
+			{Topic: domain.TopicGateChange, Key: key, Payload: []byte(`{"n":1}`), At: at},
+			{Topic: domain.TopicDelivered, Key: key, Payload: []byte(`{"n":2}`), At: at},
+			{Topic: domain.TopicDelivered, Key: other, Payload: []byte(`{"n":3}`), At: at},
+			{Topic: domain.TopicWebhook, Key: key, Payload: []byte(`{"n":4}`), At: at},
+		} {
+			if err := l.Outbox().Add(t.Context(), m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all := byKey(t, l, key)
+		if len(all) != 3 || all[0].Topic != domain.TopicGateChange || all[1].Topic != domain.TopicDelivered ||
+			all[2].Topic != domain.TopicWebhook || string(all[1].Payload) != `{"n":2}` {
+			t.Fatalf("ByKey = %+v, want the key's 3 messages in add order", all)
+		}
+		for i, r := range all {
+			if r.Key != key || !r.SentAt.IsZero() || r.Attempts != 0 || !r.At.Equal(at) || !r.RetryAt.Equal(at) ||
+				i > 0 && r.ID <= all[i-1].ID {
+				t.Fatalf("ByKey[%d] = %+v, want unsent, no attempt, due at %v, ids increasing", i, r, at)
+			}
+		}
+
+		// Sent and failed messages are read with their state.
+		sentAt, retryAt := at.Add(time.Second), at.Add(time.Minute)
+		if err := l.Outbox().MarkSent(t.Context(), all[1].ID, sentAt); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Outbox().MarkFailed(t.Context(), all[2].ID, retryAt); err != nil {
+			t.Fatal(err)
+		}
+		got := byKey(t, l, key, domain.TopicDelivered, domain.TopicWebhook)
+		if len(got) != 2 || got[0].ID != all[1].ID || !got[0].SentAt.Equal(sentAt) ||
+			got[1].ID != all[2].ID || !got[1].SentAt.IsZero() || got[1].Attempts != 1 || !got[1].RetryAt.Equal(retryAt) {
+			t.Fatalf("ByKey(delivered, webhook) = %+v, want the delivery sent at %v and the webhook failed once, due at %v",
+				got, sentAt, retryAt)
+		}
+		if got := byKey(t, l, string(newOrderNo())); len(got) != 0 {
+			t.Fatalf("ByKey(unknown key) = %+v, want none", got)
+		}
+		var ve *domain.ValidationError
+		if _, err := l.Outbox().ByKey(t.Context(), ""); !errors.As(err, &ve) {
+			t.Fatalf("ByKey(\"\"): err = %v, want a ValidationError", err)
+		}
+	})
+}
+
+func byKey(t *testing.T, l domain.Store, key string, topics ...string) []domain.OutboxRecord {
+	t.Helper()
+	got, err := l.Outbox().ByKey(t.Context(), key, topics...)
+	if err != nil {
+		t.Fatalf("ByKey(%s): %v", key, err)
+	}
+	return got
 }

@@ -1,0 +1,183 @@
+package console
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/domain"
+)
+
+// orderPageSize is one page of the order search in the console.
+const orderPageSize = 50
+
+// maxOrderTrail bounds how many newer pages' cursors a search's links carry back.
+const maxOrderTrail = 50
+
+// ordersData is the order search page: the form as sent (so it shows what was asked), the
+// products to choose from, the page of orders and the links' cursors.
+type ordersData struct {
+	Buyer       string
+	Product     string
+	Statuses    map[string]bool
+	From, To    string
+	Products    []domain.Product
+	AllStatuses []domain.OrderStatus
+	Orders      []domain.Order
+	Currency    domain.Currency
+	Searched    bool
+	// Older is the query of the next (older) page, Newer of the previous one; "" when none.
+	Older, Newer string
+}
+
+// orderLookup is the order search. An order number typed in goes straight to its page;
+// otherwise the orders the filters select (buyer, product, statuses, a creation window read
+// in the operator's zone) are listed newest first, a page at a time. The Older link carries the page's
+// cursor, and a trail of the cursors of the newer pages so that Newer can go back one page.
+func (k *console) orderLookup(c *fiber.Ctx) error {
+	if q := strings.TrimSpace(c.Query("no")); q != "" {
+		no, err := domain.ParseOrderNo(q)
+		if err != nil {
+			return k.ordersPage(c, fiber.StatusBadRequest, "That is not an order number.", k.ordersForm(c))
+		}
+		return c.Redirect("/console/orders/"+string(no), fiber.StatusSeeOther)
+	}
+	d := k.ordersForm(c)
+	f, trail, err := orderSearch(c, d, k.zone(c))
+	if err != nil {
+		_, msg := describe(err)
+		return k.ordersPage(c, fiber.StatusBadRequest, msg, d)
+	}
+	if d.Orders, err = k.shop.SearchOrders(c.UserContext(), f); err != nil {
+		return k.fail(c, err)
+	}
+	d.Searched = true
+	base := d.query()
+	if n := len(d.Orders); n == f.Limit {
+		next := append(append([]string(nil), trail...), f.After.String())
+		if len(next) > maxOrderTrail {
+			next = next[len(next)-maxOrderTrail:]
+		}
+		d.Older = withCursor(base, domain.CursorOf(d.Orders[n-1]).String(), next)
+	}
+	if !f.After.IsZero() {
+		newer := ""
+		if len(trail) > 0 {
+			newer, trail = trail[len(trail)-1], trail[:len(trail)-1]
+		}
+		d.Newer = withCursor(base, newer, trail)
+	}
+	return k.ordersPage(c, fiber.StatusOK, "", d)
+}
+
+// ordersForm is the search form as the request sent it.
+func (k *console) ordersForm(c *fiber.Ctx) ordersData {
+	d := ordersData{Buyer: strings.TrimSpace(c.Query("buyer")), Product: c.Query("product"), From: c.Query("from"),
+		To: c.Query("to"), Statuses: map[string]bool{}, AllStatuses: domain.AllOrderStatuses, Currency: k.shop.Config().Currency}
+	for _, s := range c.Context().QueryArgs().PeekMulti("status") {
+		d.Statuses[string(s)] = true
+	}
+	return d
+}
+
+// orderSearch reads the filter, the cursor and the trail of newer pages' cursors from the
+// query; every error is a ValidationError naming the field.
+func orderSearch(c *fiber.Ctx, d ordersData, loc *time.Location) (domain.OrderFilter, []string, error) {
+	f := domain.OrderFilter{Buyer: domain.BuyerID(d.Buyer), Limit: orderPageSize}
+	var err error
+	if d.Product != "" {
+		id, err := strconv.ParseInt(d.Product, 10, 64)
+		if err != nil || id < 1 {
+			return f, nil, domain.Invalid("product", "choose a product from the list")
+		}
+		f.Product = domain.ProductID(id)
+	}
+	for _, st := range domain.AllOrderStatuses {
+		if d.Statuses[st.String()] {
+			f.Statuses = append(f.Statuses, st)
+		}
+	}
+	if len(f.Statuses) != len(d.Statuses) {
+		return f, nil, domain.Invalid("status", "choose statuses from the list")
+	}
+	if f.From, err = formTime(d.From, "from", loc); err != nil {
+		return f, nil, err
+	}
+	if f.To, err = formTime(d.To, "to", loc); err != nil {
+		return f, nil, err
+	}
+	if f.After, err = domain.ParseOrderCursor(c.Query("cursor")); err != nil {
+		return f, nil, err
+	}
+	var trail []string
+	if t := c.Query("trail"); t != "" || !f.After.IsZero() {
+		trail = strings.Split(t, ",")
+		for _, s := range trail {
+			if _, err := domain.ParseOrderCursor(s); err != nil {
+				return f, nil, err
+			}
+		}
+	}
+	return f, trail, f.Check()
+}
+
+// query is the search's filters as a query string, for the paging links.
+func (d ordersData) query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"buyer": d.Buyer, "product": d.Product, "from": d.From, "to": d.To} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	for _, st := range domain.AllOrderStatuses {
+		if d.Statuses[st.String()] {
+			q.Add("status", st.String())
+		}
+	}
+	return q
+}
+
+// withCursor is the search's link to the page after cursor ("": the first), carrying trail.
+func withCursor(base url.Values, cursor string, trail []string) string {
+	q := url.Values{}
+	for k, v := range base {
+		q[k] = v
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+		q.Set("trail", strings.Join(trail, ","))
+	}
+	return "/console/orders?" + q.Encode()
+}
+
+// ordersPage renders the search with the products to choose from.
+func (k *console) ordersPage(c *fiber.Ctx, status int, errMsg string, d ordersData) error {
+	ps, err := k.shop.Products(c.UserContext())
+	if err != nil {
+		return k.fail(c, err)
+	}
+	d.Products = ps
+	return k.render(c, status, "orders", view{Title: "Orders", Error: errMsg, Data: d})
+}
+
+// notificationsShown is how many of an order's provider notifications its page shows.
+const notificationsShown = 50
+
+// orderHistory adds to d what an order's page shows beyond the order and its payments: its
+// flow rows, the provider notifications about it, and its delivery messages (to the broker
+// and to the storefront's webhook), none of which holds a code.
+func (k *console) orderHistory(c *fiber.Ctx, d *orderData) error {
+	ctx, no := c.UserContext(), d.Order.No()
+	var err error
+	if d.Flow, err = k.shop.OrderFlow(ctx, no); err != nil {
+		return err
+	}
+	if d.Notices, err = k.shop.Notifications(ctx, no, notificationsShown); err != nil {
+		return err
+	}
+	d.Deliveries, err = k.shop.OrderDeliveries(ctx, no)
+	return err
+}
