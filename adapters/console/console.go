@@ -109,6 +109,8 @@ func routes(k *console) []route {
 		{"GET", "/orders/:order_no/fulfil", o, "", k.confirmFulfil},
 		{"POST", "/orders/:order_no/fulfil", o, "order.fulfil", k.fulfil},
 		{"GET", "/audit", v, "", k.audit},
+		{"GET", "/alerts", v, "", k.alerts},
+		{"POST", "/alerts/:alert_id/ack", o, "alert.ack", k.ackAlert},
 	}
 }
 
