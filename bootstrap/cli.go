@@ -49,6 +49,8 @@ Commands:
   operator-rotate give an operator a new token, ending the old one (admin API)
   operator-remove remove an operator, ending its token (admin API)
   audit           print the audit log of writes, newest first, with filters (admin API)
+  alerts          print the open alerts (-all: every alert), newest first (admin API)
+  alert-ack       acknowledge an open alert, with an optional note (admin API)
 
 Run "cardshop <command> -h" for a command's flags.
 `
@@ -94,6 +96,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = operatorRemove(args[1:], stdout, stderr)
 	case "audit":
 		err = audit(args[1:], stdout, stderr)
+	case "alerts":
+		err = alerts(args[1:], stdout, stderr)
+	case "alert-ack":
+		err = alertAck(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
