@@ -107,9 +107,11 @@ type Deps struct {
 	// Gateways are the enabled payment providers (none: buyers pay through the storefront,
 	// which calls the signed callback).
 	Gateways []domain.PaymentGateway
-	Alerter  domain.Alerter
-	Clock    domain.Clock
-	Logger   *slog.Logger
+	// Alerter pages on an alert (a log line); the shop also records every alert in the
+	// ledger's alert log, for operators to list and acknowledge.
+	Alerter domain.Alerter
+	Clock   domain.Clock
+	Logger  *slog.Logger
 }
 
 // Shop runs the use cases. It is safe for concurrent use.
@@ -199,7 +201,8 @@ func New(cfg Config, d Deps) (*Shop, error) {
 		d.Logger = slog.Default()
 	}
 	return &Shop{cfg: cfg, ledger: d.Ledger, gate: d.Gate, queue: d.Queue, pub: d.Publisher, notifier: d.Notifier,
-		verifier: d.Verifier, gateways: gateways, alerts: d.Alerter, clock: d.Clock, log: d.Logger}, nil
+		verifier: d.Verifier, gateways: gateways, clock: d.Clock, log: d.Logger,
+		alerts: recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}}, nil
 }
 
 // Config returns the shop's settings.

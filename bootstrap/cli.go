@@ -50,6 +50,8 @@ Commands:
   operator-remove remove an operator, ending its token (admin API)
   audit           print the audit log of writes, newest first, with filters (admin API)
   orders          search orders by buyer, product, status and time, newest first (admin API)
+  alerts          print the open alerts (-all: every alert), newest first (admin API)
+  alert-ack       acknowledge an open alert, with an optional note (admin API)
 
 Run "cardshop <command> -h" for a command's flags.
 `
@@ -97,6 +99,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = audit(args[1:], stdout, stderr)
 	case "orders":
 		err = orders(args[1:], stdout, stderr)
+	case "alerts":
+		err = alerts(args[1:], stdout, stderr)
+	case "alert-ack":
+		err = alertAck(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -397,6 +397,7 @@ type Store interface {
 	Notifications() NotificationLog
 	Operators() OperatorRepo
 	Audit() AuditLog
+	Alerts() AlertLog
 }
 
 // OperatorRepo stores the operators of the admin API and the console.
@@ -422,6 +423,27 @@ type AuditLog interface {
 	Append(ctx context.Context, e AuditEntry) (int64, error)
 	// List returns the entries f selects, newest first.
 	List(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+}
+
+// AlertLog is the record of raised alerts and of operators' acknowledgements of them (see
+// AlertRecord for how repeated raises fold into one open alert).
+type AlertLog interface {
+	// Raise records a as raised at at and returns the id of the alert that holds it: the open
+	// alert of the same Kind, Product and OrderNo when there is one (its Count grows, LastAt
+	// and Message become this raise's), a new one otherwise. Concurrent raises of one
+	// condition fold into one open alert too.
+	Raise(ctx context.Context, a Alert, at time.Time) (int64, error)
+	// List returns the alerts f selects, newest first. ErrInvalidInput for a Limit outside
+	// 1..1000 or an unknown Status.
+	List(ctx context.Context, f AlertFilter) ([]AlertRecord, error)
+	// Get returns one alert; ErrAlertNotFound.
+	Get(ctx context.Context, id int64) (AlertRecord, error)
+	// Acknowledge marks the open alert id as seen by by at at, with note. ErrAlertNotFound for
+	// an unknown id; ErrAlertAcknowledged when it is acknowledged already (the first
+	// acknowledgement stays): of concurrent acknowledgements exactly one wins.
+	Acknowledge(ctx context.Context, id int64, by OperatorName, note string, at time.Time) error
+	// OpenCounts counts the open alerts by kind (kinds without one are absent).
+	OpenCounts(ctx context.Context) (map[string]int64, error)
 }
 
 // Ledger is the database: the truth about products, codes, orders and flow.

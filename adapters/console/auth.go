@@ -140,6 +140,8 @@ func target(c *fiber.Ctx) string {
 		return "product " + c.Params("id")
 	case c.Params("order_no") != "":
 		return "order " + c.Params("order_no")
+	case c.Params("alert_id") != "":
+		return "alert " + c.Params("alert_id")
 	}
 	return ""
 }

@@ -129,6 +129,8 @@ func routes(k *console) []route {
 		{"GET", "/audit", v, "", k.audit},
 		{"GET", "/settings", v, "", k.settings},
 		{"POST", "/settings", v, "", k.saveSettings},
+		{"GET", "/alerts", v, "", k.alerts},
+		{"POST", "/alerts/:alert_id/ack", o, "alert.ack", k.ackAlert},
 	}
 }
 

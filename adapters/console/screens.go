@@ -55,12 +55,26 @@ type productsData struct {
 	Currency domain.Currency
 }
 
+// homeData is the overview: the products, and how many alerts are open.
+type homeData struct {
+	productsData
+	OpenAlerts int64
+}
+
 func (k *console) home(c *fiber.Ctx) error {
 	rows, cur, err := k.productRows(c)
 	if err != nil {
 		return k.fail(c, err)
 	}
-	return k.render(c, fiber.StatusOK, "home", view{Title: "Overview", Data: productsData{rows, cur}})
+	open, err := k.shop.OpenAlerts(c.UserContext())
+	if err != nil {
+		return k.fail(c, err)
+	}
+	d := homeData{productsData: productsData{rows, cur}}
+	for _, n := range open {
+		d.OpenAlerts += n
+	}
+	return k.render(c, fiber.StatusOK, "home", view{Title: "Overview", Data: d})
 }
 
 func (k *console) products(c *fiber.Ctx) error {

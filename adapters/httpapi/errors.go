@@ -45,6 +45,8 @@ var errorTable = []struct {
 	{domain.ErrForbidden, apiError{403, "forbidden", "your role does not allow this"}},
 	{domain.ErrOperatorExists, apiError{409, "operator_exists", "an operator with this name exists"}},
 	{domain.ErrOperatorNotFound, apiError{404, "operator_not_found", "no such operator"}},
+	{domain.ErrAlertNotFound, apiError{404, "alert_not_found", "no such alert"}},
+	{domain.ErrAlertAcknowledged, apiError{409, "alert_acknowledged", "the alert was acknowledged already"}},
 	{domain.ErrBuyerLimit, apiError{429, "buyer_limit", "you have reserved as many units of this product as one buyer may for now; retry later"}},
 	{domain.ErrBuyerHoldingLimit, apiError{429, "buyer_limit", "you already hold as many units of this product as one buyer may (its buyer_limit)"}},
 	{domain.ErrSaleNotStarted, apiError{409, "sale_not_started", "the sale of this product has not started; retry after the seconds in Retry-After"}},

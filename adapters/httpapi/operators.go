@@ -53,6 +53,8 @@ func adminRoutes(s *Server) []adminRoute {
 		{"POST", "/operators/:name/rotate", a, "operator.rotate", false, s.rotateOperator},
 		{"DELETE", "/operators/:name", a, "operator.remove", false, s.removeOperator},
 		{"GET", "/audit", v, "", false, s.listAudit},
+		{"GET", "/alerts", v, "", false, s.listAlerts},
+		{"POST", "/alerts/:alert_id/ack", o, "alert.ack", true, s.ackAlert},
 	}
 }
 
@@ -116,6 +118,8 @@ func auditTarget(c *fiber.Ctx) string {
 		return "order " + c.Params("order_no")
 	case c.Params("name") != "":
 		return "operator " + c.Params("name")
+	case c.Params("alert_id") != "":
+		return "alert " + c.Params("alert_id")
 	}
 	return ""
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cardshop/domain"
 )
 
 // as sends a request with an operator's token (or any bearer token) and a JSON body.
@@ -111,6 +113,10 @@ func TestEveryAdminRouteChecksTheRole(t *testing.T) {
 	tokens := map[string]string{"viewer": h.newOperator("vic", "viewer"), "operator": h.newOperator("otto", "operator"),
 		"admin": h.newOperator("ada", "admin")}
 	rank := map[string]int{"viewer": 1, "operator": 2, "admin": 3}
+	alert, err := h.ledger.Alerts().Raise(t.Context(), domain.Alert{Kind: "roles"}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
 	routes := []struct {
 		method, path, body, least string
 	}{
@@ -124,6 +130,8 @@ func TestEveryAdminRouteChecksTheRole(t *testing.T) {
 		{"GET", "/admin/payments/notifications", "", "viewer"},
 		{"GET", "/admin/audit", "", "viewer"},
 		{"GET", "/admin/whoami", "", "viewer"},
+		{"GET", "/admin/alerts", "", "viewer"},
+		{"POST", fmt.Sprintf("/admin/alerts/%d/ack", alert), "", "operator"},
 		{"POST", "/admin/products", `{"name":"x","price":1,"max_per_order":1}`, "operator"},
 		{"PATCH", "/admin/products/1", `{"name":"renamed"}`, "operator"},
 		{"POST", "/admin/products/1/codes", "ROLE-CODE-0001", "operator"},

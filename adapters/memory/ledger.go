@@ -12,14 +12,14 @@ import (
 )
 
 // Ledger is an in-memory domain.Ledger: products, card pool, orders, stock flow, outbox,
-// payments, the notification log, operators and the audit log.
+// payments, the notification log, operators, the audit log and the alert log.
 //
 // One mutex guards all of its data. Each method of the repositories returned by Products,
-// Orders, Cards, Flows, Outbox, Payments, Notifications, Operators and Audit takes the mutex
+// Orders, Cards, Flows, Outbox, Payments, Notifications, Operators, Audit and Alerts takes the mutex
 // for the one call. Atomically holds it for the whole transaction, so transactions are serialised (the strongest
 // isolation there is) and a transaction's writes are undone, newest first, if it fails.
 //
-// Identifiers (product, card, flow, outbox, notification and audit ids) are not reused after a
+// Identifiers (product, card, flow, outbox, notification, audit and alert ids) are not reused after a
 // rollback, as an auto-increment column is not. Each product's sellable codes form a first-in, first-out
 // queue: imported codes join it in id order, recycled codes join at the back, and Allocate
 // takes from the front in O(qty). Expired looks only at an index of the PENDING orders.
@@ -64,6 +64,9 @@ func (l *Ledger) Operators() domain.OperatorRepo { return l.root.Operators() }
 
 // Audit returns the audit log of operators' writes.
 func (l *Ledger) Audit() domain.AuditLog { return l.root.Audit() }
+
+// Alerts returns the log of raised alerts and their acknowledgements.
+func (l *Ledger) Alerts() domain.AlertLog { return l.root.Alerts() }
 
 // errSnapshotEnd rolls a Snapshot's transaction back.
 var errSnapshotEnd = errors.New("end of snapshot")
@@ -141,6 +144,7 @@ func (s *store) Notifications() domain.NotificationLog {
 }
 func (s *store) Operators() domain.OperatorRepo { return operatorRepo{s} }
 func (s *store) Audit() domain.AuditLog         { return auditLog{s} }
+func (s *store) Alerts() domain.AlertLog        { return alertLog{s} }
 
 func noop() {}
 
@@ -244,6 +248,9 @@ type ledgerData struct {
 	operators    map[domain.OperatorName]domain.Operator
 	audit        []domain.AuditEntry // oldest first, so ids increase along it
 	lastAudit    int64
+	alerts       []domain.AlertRecord // oldest first, so ids increase along it
+	openAlerts   map[alertKey]int     // an open alert's condition -> its index in alerts
+	lastAlert    int64
 }
 
 func newLedgerData() *ledgerData {
@@ -267,5 +274,6 @@ func newLedgerData() *ledgerData {
 		payments:    make(map[domain.OrderNo]map[domain.Provider]domain.Payment),
 		noticesOf:   make(map[domain.OrderNo][]int),
 		operators:   make(map[domain.OperatorName]domain.Operator),
+		openAlerts:  make(map[alertKey]int),
 	}
 }

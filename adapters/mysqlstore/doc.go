@@ -1,5 +1,5 @@
 // Package mysqlstore implements domain.Ledger (products, card pool, orders, stock flow,
-// outbox, payments, the payment notification log, operators, the audit log and the
+// outbox, payments, the payment notification log, operators, the audit log, the alert log and the
 // transaction boundary) on MySQL/MariaDB with Bun, mysqldialect and go-sql-driver/mysql, and
 // runs the schema migrations of package migrations.
 //

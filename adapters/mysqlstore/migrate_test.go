@@ -103,6 +103,7 @@ func TestMigrate(t *testing.T) {
 		"payments.PRIMARY", "payments.idx_provider_ref", "payment_notifications.PRIMARY", "payment_notifications.idx_order",
 		"payment_notifications.idx_received", "operators.PRIMARY", "audit_log.PRIMARY", "audit_log.idx_operator",
 		"audit_log.idx_action", "audit_log.idx_at", "orders.idx_buyer_created", "orders.idx_created", "outbox.idx_key",
+		"alerts.PRIMARY", "alerts.uk_open", "alerts.idx_open_id", "alerts.idx_kind", "alerts.idx_product",
 		"schema_migrations.PRIMARY"} {
 		if !have[k] {
 			t.Errorf("index %s is missing", k)

@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// alertResponse is one alert of the alert log; acked_by, acked_at and ack_note are empty or
+// absent while it is open.
+type alertResponse struct {
+	ID       int64      `json:"id"`
+	Kind     string     `json:"kind"`
+	Product  int64      `json:"product_id"`
+	OrderNo  string     `json:"order_no"`
+	Message  string     `json:"message"`
+	RaisedAt time.Time  `json:"raised_at"`
+	LastAt   time.Time  `json:"last_at"`
+	Count    int64      `json:"count"`
+	Open     bool       `json:"open"`
+	AckedBy  string     `json:"acked_by,omitempty"`
+	AckedAt  *time.Time `json:"acked_at,omitempty"`
+	AckNote  string     `json:"ack_note,omitempty"`
+}
+
+func newAlertResponse(a domain.AlertRecord) alertResponse {
+	out := alertResponse{ID: a.ID, Kind: a.Kind, Product: int64(a.Product), OrderNo: string(a.OrderNo), Message: a.Message,
+		RaisedAt: a.RaisedAt.UTC(), LastAt: a.LastAt.UTC(), Count: a.Count, Open: a.Open(), AckedBy: string(a.AckedBy),
+		AckNote: a.AckNote}
+	if !a.Open() {
+		at := a.AckedAt.UTC()
+		out.AckedAt = &at
+	}
+	return out
+}
+
+// listAlerts answers GET /admin/alerts?status=open|acknowledged|all&kind=&product_id=&before_id=&limit=,
+// newest first (open ones by default); next_before_id pages on (0 when this is the last page).
+func (s *Server) listAlerts(c *fiber.Ctx) error {
+	f, err := alertFilter(c)
+	if err != nil {
+		return err
+	}
+	alerts, err := s.shop.Alerts(c.UserContext(), f)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Alerts       []alertResponse `json:"alerts"`
+		NextBeforeID int64           `json:"next_before_id"`
+	}{Alerts: make([]alertResponse, len(alerts))}
+	for i, a := range alerts {
+		out.Alerts[i] = newAlertResponse(a)
+	}
+	if n := len(alerts); n > 0 && n == f.Limit {
+		out.NextBeforeID = alerts[n-1].ID
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
+
+// AlertFilter reads an alert list's query (status, kind, product_id, before_id, limit); the
+// console reads its filter form with it too.
+func AlertFilter(q func(key string) string) (domain.AlertFilter, error) {
+	st, err := domain.ParseAlertStatus(q("status"))
+	if err != nil {
+		return domain.AlertFilter{}, err
+	}
+	f := domain.AlertFilter{Status: st, Kind: q("kind"), Limit: 100}
+	if v := q("product_id"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id < 1 {
+			return f, domain.Invalid("product_id", "must be a positive product id")
+		}
+		f.Product = domain.ProductID(id)
+	}
+	if v := q("before_id"); v != "" {
+		if f.BeforeID, err = strconv.ParseInt(v, 10, 64); err != nil || f.BeforeID < 1 {
+			return f, domain.Invalid("before_id", "must be a positive alert id")
+		}
+	}
+	if v := q("limit"); v != "" {
+		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 1 || f.Limit > application.MaxAlertPage {
+			return f, domain.Invalid("limit", "must be from 1 to 1000")
+		}
+	}
+	return f, nil
+}
+
+func alertFilter(c *fiber.Ctx) (domain.AlertFilter, error) {
+	return AlertFilter(func(k string) string { return c.Query(k) })
+}
+
+// ParseAlertID reads an alert id from a path: a positive integer.
+func ParseAlertID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, domain.Invalid("id", "must be a positive alert id")
+	}
+	return id, nil
+}
+
+// ackAlert answers POST /admin/alerts/{id}/ack with an optional {"note": "…"}: the alert,
+// acknowledged by the caller. 409 alert_acknowledged when someone did already.
+func (s *Server) ackAlert(c *fiber.Ctx) error {
+	id, err := ParseAlertID(c.Params("alert_id"))
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Note string `json:"note"`
+	}
+	if err := s.decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	a, err := s.shop.AcknowledgeAlert(c.UserContext(), id, identityOf(c).Name, req.Note)
+	if err != nil {
+		return err
+	}
+	return c.JSON(newAlertResponse(a))
+}
