@@ -105,7 +105,10 @@ func (s *sampler) read(ctx context.Context) dashView {
 
 // dashView is one snapshot as the page renders it and as the event stream sends it (JSON).
 type dashView struct {
-	At          string        `json:"at"` // formatted by when, like every time in the console
+	// At is when the snapshot was read, and the text of it the stream sends, formatted by the
+	// templates' when when the snapshot is read (the page renders AtTime through when itself).
+	AtTime      time.Time     `json:"-"`
+	At          string        `json:"at"`
 	Error       string        `json:"error,omitempty"`
 	StepSeconds float64       `json:"step_seconds"`
 	Products    []productView `json:"products"`
@@ -118,15 +121,16 @@ type dashView struct {
 }
 
 type productView struct {
-	ID       int64  `json:"id"`
-	Name     string `json:"name"`
-	Upcoming bool   `json:"upcoming"`
-	Starts   string `json:"starts"`
-	GateOK   bool   `json:"gate_ok"`
-	Stock    int64  `json:"stock"`
-	Held     int64  `json:"held"`
-	Pending  int64  `json:"pending"`
-	Paid     int64  `json:"paid"`
+	ID       int64     `json:"id"`
+	Name     string    `json:"name"`
+	Upcoming bool      `json:"upcoming"`
+	StartsAt time.Time `json:"-"`
+	Starts   string    `json:"starts"`
+	GateOK   bool      `json:"gate_ok"`
+	Stock    int64     `json:"stock"`
+	Held     int64     `json:"held"`
+	Pending  int64     `json:"pending"`
+	Paid     int64     `json:"paid"`
 	// Success is the payment success rate as text ("67% of 3"), "—" before any is decided.
 	Success string    `json:"success"`
 	Orders  chartView `json:"orders"`
@@ -153,7 +157,7 @@ type readyView struct {
 
 func (v *dashView) fill(d application.SaleDashboard) {
 	when := funcs["when"].(func(time.Time) string)
-	v.At, v.StepSeconds = when(d.At), application.RateStep.Seconds()
+	v.AtTime, v.At, v.StepSeconds = d.At, when(d.At), application.RateStep.Seconds()
 	v.Outbox, v.Webhook = d.Outbox, d.Webhook
 	v.Overdue = strconv.Itoa(d.Overdue)
 	if d.OverdueMore {
@@ -164,7 +168,8 @@ func (v *dashView) fill(d application.SaleDashboard) {
 			GateOK: p.GateOK, Stock: p.Gate.Stock, Held: p.Gate.Sold, Pending: p.Pending, Paid: p.Paid,
 			Success: "—", Orders: chart(p.Orders.PerSecond()), SoldOut: chart(p.SoldOut.PerSecond())}
 		if p.Upcoming {
-			pv.Starts = when(p.Product.Sale().StartsAt)
+			pv.StartsAt = p.Product.Sale().StartsAt
+			pv.Starts = when(pv.StartsAt)
 		}
 		if rate, ok := p.PaymentSuccess(); ok {
 			pv.Success = fmt.Sprintf("%.0f%% of %d", rate*100, p.PaidOrders+p.Unpaid)

@@ -17,6 +17,7 @@ import (
 
 	"cardshop/adapters/console"
 	"cardshop/adapters/httpapi"
+	"cardshop/application"
 	"cardshop/domain"
 )
 
@@ -38,6 +39,10 @@ func TestDashboardShowsTheSaleToEveryRole(t *testing.T) {
 	h.paidOrder(p, []string{"CODE-0001"}, 1)
 	h.soldOut(p, "key-0000002")
 	h.soldOut(p, "key-0000003")
+	if _, err := h.shop.CreateProduct(context.Background(), application.NewProduct{Name: "later card", Price: 500, MaxPerOrder: 1,
+		Sale: domain.SaleRules{StartsAt: start.Add(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
 	frozen := h.product("frozen card", 500)
 	if err := h.shop.FreezeProduct(context.Background(), frozen.ID(), "test"); err != nil {
 		t.Fatal(err)
@@ -49,7 +54,8 @@ func TestDashboardShowsTheSaleToEveryRole(t *testing.T) {
 		wantStatus(t, r, 200)
 		for _, want := range []string{"flash card", `data-field="paid">1<`, `data-field="stock">0<`,
 			`data-field="success">100% of 1<`, "this instance only", `id="dash-alerts"`,
-			`<script src="/console/static/dashboard.js" defer></script>`, `href="/console/dashboard"`} {
+			`<script src="/console/static/dashboard.js" defer></script>`, `href="/console/dashboard"`,
+			"later card</a> <span class=\"hint\">starts 2025-03-01 13:00:00 UTC</span>"} {
 			if !strings.Contains(r.body, want) {
 				t.Fatalf("%s: dashboard lacks %q:\n%s", role, want, r.body)
 			}
