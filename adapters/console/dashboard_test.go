@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,9 +81,9 @@ func TestDashboardShowsTheSaleToEveryRole(t *testing.T) {
 }
 
 // streamServer serves the harness's shop with the console configured by cfg on a real
-// listener (an event stream needs one: Fiber's Test reads whole answers) and returns its address
-// and an admin session cookie.
-func streamServer(t *testing.T, h *harness, cfg console.Config) (string, string) {
+// listener (an event stream needs one: Fiber's Test reads whole answers) and returns its address,
+// an admin session cookie and a function that shuts the server down (also run at cleanup).
+func streamServer(t *testing.T, h *harness, cfg console.Config) (string, string, func()) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	app := httpapi.New(httpapi.DefaultConfig(adminToken), h.shop, h.tokens, h.clock, log)
@@ -92,12 +95,16 @@ func streamServer(t *testing.T, h *harness, cfg console.Config) (string, string)
 	}
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
-	t.Cleanup(func() {
-		if err := app.ShutdownWithTimeout(5 * time.Second); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		<-served
-	})
+	var once sync.Once
+	shutdown := func() {
+		once.Do(func() {
+			if err := app.ShutdownWithTimeout(5 * time.Second); err != nil {
+				t.Errorf("shutdown: %v", err)
+			}
+			<-served
+		})
+	}
+	t.Cleanup(shutdown)
 	base := "http://" + ln.Addr().String()
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	r, err := noRedirect.PostForm(base+"/console/login", url.Values{"token": {adminToken}})
@@ -107,11 +114,11 @@ func streamServer(t *testing.T, h *harness, cfg console.Config) (string, string)
 	_ = r.Body.Close()
 	for _, c := range r.Cookies() {
 		if c.Name == console.CookieName {
-			return base, c.Name + "=" + c.Value
+			return base, c.Name + "=" + c.Value, shutdown
 		}
 	}
 	t.Fatalf("login: %s, no cookie", r.Status)
-	return "", ""
+	return "", "", nil
 }
 
 // openStream opens the event stream; cancel ends it from the client's side.
@@ -188,7 +195,7 @@ func TestDashboardEventsStreamSnapshotsAndEndWithTheClientOrTheService(t *testin
 	h.paidOrder(p, []string{"CODE-0001"}, 1)
 	h.soldOut(p, "key-0000002")
 	stop := make(chan struct{})
-	base, cookie := streamServer(t, h, console.Config{DashboardEvery: 20 * time.Millisecond, DashboardStreams: 1,
+	base, cookie, shutdown := streamServer(t, h, console.Config{DashboardEvery: 20 * time.Millisecond, DashboardStreams: 1,
 		Stop: stop,
 		Readiness: []httpapi.ReadinessCheck{{Name: "mariadb", Check: func(context.Context) error { return nil }},
 			{Name: "redis", Check: func(context.Context) error { return errors.New("down") }}},
@@ -251,4 +258,12 @@ func TestDashboardEventsStreamSnapshotsAndEndWithTheClientOrTheService(t *testin
 		t.Fatal("the stream did not end when the service stopped")
 	}
 	_ = r3.Body.Close()
+
+	// No goroutine is left running the console's code (a stream's writer, a sampler's read),
+	// while the server still runs: the streams did not wait for its shutdown.
+	waitFor(t, "no goroutine runs the console's code", func() bool {
+		buf := make([]byte, 1<<20)
+		return !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("cardshop/adapters/console."))
+	})
+	shutdown()
 }
