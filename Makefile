@@ -52,7 +52,7 @@ test-quick: ## unit tests only against memory (no services, integration suites s
 
 .PHONY: console-screenshots
 console-screenshots: ## write docs/console/*.png: the console's screens in headless Chromium (memory adapters)
-	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run '^TestConsoleInABrowser$$/^memory$$' ./bootstrap/
+	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run '^(TestConsoleInABrowser|TestDashboardInABrowser)$$/^memory$$' ./bootstrap/
 
 .PHONY: check
 check: fmt-check vet lint ## gofmt, go vet and staticcheck

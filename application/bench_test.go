@@ -1,6 +1,7 @@
 package application_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -54,6 +55,26 @@ func BenchmarkPayOrder(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if o, err := f.shop.ApplyPayment(f.ctx, notices[i]); err != nil || o.Status() != domain.StatusPaid {
 			b.Fatalf("pay order %d: %v", i, err)
+		}
+	}
+}
+
+// BenchmarkPlaceOrderSoldOut measures the answer to an order for a sold-out product, the path
+// a flash sale's storm takes: validation, the cached product and one gate call; no ledger.
+func BenchmarkPlaceOrderSoldOut(b *testing.B) {
+	f := newFixture(b)
+	p := f.createProduct(b, 1, 1)
+	if _, err := f.shop.PlaceOrder(f.ctx, benchOrders(p.ID(), 1)[0]); err != nil {
+		b.Fatalf("take the only code: %v", err)
+	}
+	cmds := benchOrders(p.ID(), 10000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cmd := cmds[i%len(cmds)]
+		cmd.IdempotencyKey = cmds[(i+1)%len(cmds)].IdempotencyKey
+		if _, err := f.shop.PlaceOrder(f.ctx, cmd); !errors.Is(err, domain.ErrSoldOut) {
+			b.Fatalf("order %d: %v, want sold out", i, err)
 		}
 	}
 }

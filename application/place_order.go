@@ -116,6 +116,7 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 		}
 		return s.replay(ctx, res.ExistingOrder, cmd.Buyer, order.Fingerprint())
 	case res.Outcome == domain.SoldOut:
+		s.rates.countSoldOut(p.ID(), now)
 		return PlacedOrder{}, domain.ErrSoldOut
 	case res.Outcome == domain.Frozen:
 		return PlacedOrder{}, domain.ErrProductFrozen

@@ -136,8 +136,9 @@ type Shop struct {
 	products   sync.Map      // domain.ProductID -> cachedProduct
 	productGen atomic.Uint64 // counts UpdateProduct calls: a read that raced one is not cached
 
-	catalogue  catalogue  // the public catalogue's snapshot (Catalogue)
-	stockWatch stockWatch // WatchStock's product list
+	catalogue  catalogue   // the public catalogue's snapshot (Catalogue)
+	stockWatch stockWatch  // WatchStock's product list
+	rates      answerRates // this instance's sold-out answers per product (SoldOutAnswers)
 
 	rebuilding sync.Map // domain.ProductID -> true while an automatic gate rebuild is pending
 	background sync.WaitGroup

@@ -54,6 +54,9 @@ func checkConsole(t *testing.T, c client, productID, productName, orderNo string
 	if home := get("/console"); !strings.Contains(home, productName) {
 		t.Fatalf("console home does not list %q", productName)
 	}
+	if dash := get("/console/dashboard"); !strings.Contains(dash, productName) {
+		t.Fatalf("console dashboard does not show %q", productName)
+	}
 	get("/console/products/" + productID)
 	get("/console/orders/" + orderNo)
 	page := get("/console/audit")

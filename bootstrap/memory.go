@@ -1,6 +1,8 @@
 package bootstrap
 
 import (
+	"context"
+
 	"go.uber.org/fx"
 
 	"cardshop/adapters/memory"
@@ -21,10 +23,19 @@ func MemoryAdapters() fx.Option {
 			newMemoryLimiter,
 			// Nothing to check: every port lives in this process.
 			func() Readiness { return nil },
+			memoryQueueBacklog,
 		),
 		fx.Invoke(func(lc fx.Lifecycle, q *memory.DelayQueue) {
 			lc.Append(fx.StopHook(q.Close))
 		}),
 		fx.Invoke(func(m *metrics.Metrics, q *memory.DelayQueue) { m.WatchDelayQueue(q.Pending) }),
 	)
+}
+
+// memoryQueueBacklog is the in-memory delay queue's backlog: the closes scheduled and not yet
+// handled.
+func memoryQueueBacklog(q *memory.DelayQueue) QueueBacklog {
+	return func(context.Context) (map[string]int64, error) {
+		return map[string]int64{"order closes (in memory)": int64(q.Pending())}, nil
+	}
 }

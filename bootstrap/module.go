@@ -34,7 +34,7 @@ func Module(cfg Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Supply(cfg),
-		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newShop, newHTTP),
+		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newShop, newHTTP, newStreamsStop),
 		adapters,
 		observability(),
 		fx.Invoke(watchWebhook, runWorkers, serveHTTP, servePprof),
@@ -132,9 +132,17 @@ type httpIn struct {
 	Limiter   httpapi.Limiter
 	Metrics   *metrics.Metrics
 	Readiness Readiness
+	Queues    QueueBacklog
+	Stop      streamsStop
 	Payments  paymentGateways
 	Log       *slog.Logger
 }
+
+// streamsStop is closed when the service begins to stop, before the HTTP server's graceful
+// shutdown: the console's dashboard streams end on it, so the shutdown does not wait on them.
+type streamsStop chan struct{}
+
+func newStreamsStop() streamsStop { return make(streamsStop) }
 
 func newHTTP(in httpIn) *fiber.App {
 	hc := httpapi.DefaultConfig(in.Cfg.AdminToken.Reveal())
@@ -147,7 +155,8 @@ func newHTTP(in httpIn) *fiber.App {
 	// adapters, so the budget holds across instances).
 	console.Mount(app, console.Config{AdminToken: in.Cfg.AdminToken.Reveal(), TokenSecret: in.Cfg.TokenSecret.Reveal(),
 		Limiter: in.Limiter, LoginsPerWindow: console.DefaultLoginsPerWindow, LoginWindow: console.DefaultLoginWindow,
-		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes},
+		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes,
+		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop},
 		in.Shop, in.Clock, in.Log)
 	return app
 }
@@ -200,8 +209,9 @@ func runWorkers(lc fx.Lifecycle, cfg Config, shop *application.Shop, consumer Co
 }
 
 // serveHTTP listens on cfg.HTTPAddr at start (a taken port fails the start) and shuts the
-// server down gracefully at stop, letting requests in flight finish.
-func serveHTTP(lc fx.Lifecycle, cfg Config, app *fiber.App, log *slog.Logger) {
+// server down gracefully at stop, letting requests in flight finish; the console's dashboard
+// streams, which would never finish, are ended first (stop).
+func serveHTTP(lc fx.Lifecycle, cfg Config, app *fiber.App, stop streamsStop, log *slog.Logger) {
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -217,6 +227,7 @@ func serveHTTP(lc fx.Lifecycle, cfg Config, app *fiber.App, log *slog.Logger) {
 			return nil
 		},
 		OnStop: func(ctx context.Context) error {
+			close(stop)
 			ctx, cancel := context.WithTimeout(ctx, cfg.ShutdownGrace)
 			defer cancel()
 			return app.ShutdownWithContext(ctx)

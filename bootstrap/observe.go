@@ -19,6 +19,10 @@ import (
 // Readiness is what GET /readyz checks; each adapter set provides its own.
 type Readiness []httpapi.ReadinessCheck
 
+// QueueBacklog reads the delay queue's backlog, messages by queue name, for the console's
+// dashboard; each adapter set provides its own.
+type QueueBacklog func(context.Context) (map[string]int64, error)
+
 // readinessProductCap bounds how many products the gate check asks about per /readyz, so a
 // large catalogue cannot make the probe slow; products past it are not checked.
 const readinessProductCap = 1000

@@ -35,6 +35,7 @@ func RealAdapters() fx.Option {
 				fx.As(new(Consumer)), fx.As(fx.Self())),
 			newLogAlerter,
 			realReadiness,
+			brokerQueueBacklog,
 		),
 		fx.Invoke(ensureGates),
 		// The delay queue's backlog: one channel and a passive declare per queue per scrape,
@@ -160,4 +161,20 @@ func ensureGates(lc fx.Lifecycle, shop *application.Shop, log *slog.Logger) {
 		}
 		return nil
 	}))
+}
+
+// brokerQueueBacklog is RabbitMQ's count of the messages ready in each queue of the service
+// (Broker.QueueDepths; a delay bucket's message carries a group of order closes).
+func brokerQueueBacklog(b *rabbitmq.Broker) QueueBacklog {
+	return func(ctx context.Context) (map[string]int64, error) {
+		d, err := b.QueueDepths(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]int64, len(d))
+		for q, n := range d {
+			out[q] = int64(n)
+		}
+		return out, nil
+	}
 }

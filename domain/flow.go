@@ -52,6 +52,20 @@ type FlowEntry struct {
 	At        time.Time
 }
 
+// MaxFlowIntervals bounds FlowLog.PerInterval's n.
+const MaxFlowIntervals = 10000
+
+// CheckFlowIntervals checks FlowLog.PerInterval's step and n.
+func CheckFlowIntervals(step time.Duration, n int) error {
+	if step <= 0 {
+		return Invalid("step", "must be positive")
+	}
+	if n <= 0 || n > MaxFlowIntervals {
+		return Invalid("n", fmt.Sprintf("must be 1 to %d", MaxFlowIntervals))
+	}
+	return nil
+}
+
 // FlowTotals sums a product's flow rows by type.
 type FlowTotals map[FlowType]int64
 

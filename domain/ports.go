@@ -320,6 +320,11 @@ type FlowLog interface {
 	Totals(ctx context.Context, p ProductID) (FlowTotals, error)
 	// Entries lists the flow rows with ref, oldest first.
 	Entries(ctx context.Context, ref string) ([]FlowEntry, error)
+	// PerInterval counts the product's flow rows of type t in each of n consecutive intervals
+	// of width step, the first starting at from (each interval holds its start, not its end):
+	// the dashboard's orders per interval are its reserve rows. Returns ErrInvalidInput when
+	// step or n is not positive or n is over 10,000.
+	PerInterval(ctx context.Context, p ProductID, t FlowType, from time.Time, step time.Duration, n int) ([]int64, error)
 }
 
 // Outbox topics.

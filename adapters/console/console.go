@@ -39,6 +39,22 @@ type Config struct {
 	// MaxImportBytes bounds an uploaded file of codes: the API's httpapi.Config.MaxImportBytes.
 	// Zero: the API's default.
 	MaxImportBytes int64
+	// Readiness are the checks of GET /readyz: the dashboard shows each dependency's state.
+	Readiness []httpapi.ReadinessCheck
+	// Queues reads the delay queue's backlog, messages by queue name (RabbitMQ's queues, or the
+	// memory queue's pending closes); nil: the dashboard shows none.
+	Queues func(context.Context) (map[string]int64, error)
+	// Stop is closed when the service shuts down: open dashboard streams end, so that the
+	// server's graceful shutdown does not wait on them. Nil: they end with their client or
+	// their lifetime only.
+	Stop <-chan struct{}
+	// DashboardEvery is how often the dashboard's numbers are read and streamed,
+	// DashboardStreams how many streams may be open at once on this instance, and
+	// StreamLifetime how long one stream lasts before the browser must reconnect. Zero: the
+	// defaults.
+	DashboardEvery   time.Duration
+	DashboardStreams int
+	StreamLifetime   time.Duration
 }
 
 // Default login limit: ten attempts a minute per client IP. A token has 256 random bits, so
@@ -58,6 +74,9 @@ type console struct {
 	log   *slog.Logger
 	pages pages
 	jobs  *importJobs // the code imports running or finished on this instance
+
+	dash    *sampler      // the dashboard's numbers, shared by every page and stream
+	streams chan struct{} // one token per open dashboard stream
 }
 
 // Mount adds the console's routes under /console to app (the JSON API's app: the console
@@ -76,7 +95,18 @@ func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Cloc
 	if cfg.MaxImportBytes <= 0 {
 		cfg.MaxImportBytes = httpapi.DefaultConfig("").MaxImportBytes
 	}
-	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), shop: shop, clock: clock, log: log, pages: parsePages()}
+	if cfg.DashboardEvery <= 0 {
+		cfg.DashboardEvery = DefaultDashboardEvery
+	}
+	if cfg.DashboardStreams <= 0 {
+		cfg.DashboardStreams = DefaultDashboardStreams
+	}
+	if cfg.StreamLifetime <= 0 {
+		cfg.StreamLifetime = DefaultStreamLifetime
+	}
+	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), shop: shop, clock: clock, log: log, pages: parsePages(),
+		dash:    &sampler{shop: shop, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
+		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
 	g := app.Group("/console", securityHeaders)
 	g.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(staticFS), PathPrefix: "static"}))
@@ -131,6 +161,8 @@ func routes(k *console) []route {
 		{"POST", "/settings", v, "", k.saveSettings},
 		{"GET", "/alerts", v, "", k.alerts},
 		{"POST", "/alerts/:alert_id/ack", o, "alert.ack", k.ackAlert},
+		{"GET", "/dashboard", v, "", k.dashboard},
+		{"GET", "/dashboard/events", v, "", k.dashboardEvents},
 	}
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strconv"
@@ -125,22 +126,24 @@ type readyResponse struct {
 	Failing []string          `json:"failing,omitempty"`
 }
 
-// readyz runs every readiness check at once, each bounded by the timeout: 200 when all pass,
-// else 503 naming the failing ones. A check that ignores its context still answers "timeout"
-// in time (its goroutine finishes on its own). Error texts go to the log only.
-func (s *Server) readyz(c *fiber.Ctx) error {
-	timeout := s.cfg.ReadinessTimeout
+// CheckReadiness runs every check at once, each bounded by timeout (DefaultReadinessTimeout
+// when not positive), and returns each check's state by name — "ok", "fail" or "timeout" — and
+// the failing names, sorted. A check that ignores its context still answers "timeout" in time
+// (its goroutine finishes on its own). Error texts go to log only. GET /readyz and the console's
+// dashboard both answer with it.
+func CheckReadiness(ctx context.Context, checks []ReadinessCheck, timeout time.Duration, log *slog.Logger) (map[string]string, []string) {
 	if timeout <= 0 {
 		timeout = DefaultReadinessTimeout
 	}
-	ctx, cancel := context.WithTimeout(c.UserContext(), timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out := readyResponse{Status: "ready", Checks: make(map[string]string, len(s.cfg.Readiness))}
+	states := make(map[string]string, len(checks))
 	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
+		failing []string
+		mu      sync.Mutex
+		wg      sync.WaitGroup
 	)
-	for _, rc := range s.cfg.Readiness {
+	for _, rc := range checks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -158,20 +161,28 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 				if errors.Is(err, context.DeadlineExceeded) {
 					state = "timeout"
 				}
-				s.log.Warn("readiness check failed", "check", rc.Name, "err", err.Error())
+				log.Warn("readiness check failed", "check", rc.Name, "err", err.Error())
 			}
 			mu.Lock()
-			out.Checks[rc.Name] = state
+			states[rc.Name] = state
 			if err != nil {
-				out.Failing = append(out.Failing, rc.Name)
+				failing = append(failing, rc.Name)
 			}
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
+	sort.Strings(failing)
+	return states, failing
+}
+
+// readyz runs every readiness check (CheckReadiness): 200 when all pass, else 503 naming the
+// failing ones.
+func (s *Server) readyz(c *fiber.Ctx) error {
+	checks, failing := CheckReadiness(c.UserContext(), s.cfg.Readiness, s.cfg.ReadinessTimeout, s.log)
+	out := readyResponse{Status: "ready", Checks: checks, Failing: failing}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if len(out.Failing) > 0 {
-		sort.Strings(out.Failing)
 		out.Status = "not_ready"
 		return c.Status(fiber.StatusServiceUnavailable).JSON(out)
 	}

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"cardshop/domain"
 )
@@ -54,4 +55,27 @@ func (f flowLog) Entries(_ context.Context, ref string) ([]domain.FlowEntry, err
 	}
 	defer release()
 	return append([]domain.FlowEntry(nil), f.s.data.flows[ref]...), nil
+}
+
+func (f flowLog) PerInterval(_ context.Context, p domain.ProductID, t domain.FlowType, from time.Time, step time.Duration, n int) ([]int64, error) {
+	if err := domain.CheckFlowIntervals(step, n); err != nil {
+		return nil, err
+	}
+	release, err := f.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	out := make([]int64, n)
+	for _, es := range f.s.data.flows {
+		for _, e := range es {
+			if e.ProductID != p || e.Type != t || e.At.Before(from) {
+				continue
+			}
+			if i := int(e.At.Sub(from) / step); i < n {
+				out[i]++
+			}
+		}
+	}
+	return out, nil
 }

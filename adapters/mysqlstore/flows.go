@@ -66,3 +66,29 @@ func (f flowLog) Entries(ctx context.Context, ref string) ([]domain.FlowEntry, e
 	}
 	return out, nil
 }
+
+// PerInterval counts in one query over idx_product (product_id, created_at): the rows of the
+// window are grouped by their interval's number, counted from from in microseconds.
+func (f flowLog) PerInterval(ctx context.Context, p domain.ProductID, t domain.FlowType, from time.Time, step time.Duration, n int) ([]int64, error) {
+	if err := domain.CheckFlowIntervals(step, n); err != nil {
+		return nil, err
+	}
+	from = from.UTC()
+	var rows []struct {
+		Slot  int64 `bun:"slot"`
+		Count int64 `bun:"n"`
+	}
+	if err := f.s.get(ctx, fmt.Sprintf("%s flow per interval of product %d", t, p), &rows,
+		"SELECT TIMESTAMPDIFF(MICROSECOND, ?, created_at) DIV ? AS slot, COUNT(*) AS n FROM stock_flow "+
+			"WHERE product_id = ? AND change_type = ? AND created_at >= ? AND created_at < ? GROUP BY slot",
+		from, step.Microseconds(), int64(p), int(t), from, from.Add(time.Duration(n)*step)); err != nil {
+		return nil, err
+	}
+	out := make([]int64, n)
+	for _, r := range rows {
+		if r.Slot >= 0 && r.Slot < int64(n) {
+			out[r.Slot] = r.Count
+		}
+	}
+	return out, nil
+}

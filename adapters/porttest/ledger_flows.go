@@ -2,6 +2,7 @@ package porttest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // runFlows checks the stock flow: Append refuses a second entry of one (ref, type), Entries
-// lists a ref's entries oldest first and Totals sums a product's flow by type.
+// lists a ref's entries oldest first, Totals sums a product's flow by type and PerInterval
+// counts its rows of a type per interval.
 func runFlows(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("append refuses a duplicate (ref, type) and lists entries oldest first", func(t *testing.T) {
 		l := newLedger(t)
@@ -64,6 +66,45 @@ func runFlows(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		for typ := domain.FlowType(1); typ.Valid(); typ++ {
 			if got[typ] != want[typ] {
 				t.Errorf("Totals[%s] = %d, want %d", typ, got[typ], want[typ])
+			}
+		}
+	})
+
+	t.Run("per interval counts one product's rows of one type in each interval", func(t *testing.T) {
+		l := newLedger(t)
+		p, other := createProduct(t, l).ID(), createProduct(t, l).ID()
+		from := now().Add(-time.Hour)
+		step := 5 * time.Second
+		at := func(d time.Duration) domain.FlowEntry {
+			return domain.FlowEntry{ProductID: p, Ref: string(newOrderNo()), Type: domain.FlowReserve, Qty: 3, At: from.Add(d)}
+		}
+		for _, e := range []domain.FlowEntry{
+			at(-time.Microsecond),              // before the window
+			at(0), at(4999 * time.Millisecond), // interval 0, its start held
+			at(5 * time.Second),  // interval 1 (an interval's end is the next's start)
+			at(14 * time.Second), // interval 2
+			at(15 * time.Second), // after the window
+		} {
+			appendFlow(t, l, e)
+		}
+		appendFlow(t, l, domain.FlowEntry{ProductID: other, Ref: string(newOrderNo()), Type: domain.FlowReserve, Qty: 1, At: from})
+		appendFlow(t, l, domain.FlowEntry{ProductID: p, Ref: string(newOrderNo()), Type: domain.FlowPay, Qty: 1, At: from})
+		got, err := l.Flows().PerInterval(t.Context(), p, domain.FlowReserve, from, step, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []int64{2, 1, 1}; !slices.Equal(got, want) {
+			t.Fatalf("PerInterval = %v, want %v (rows, not qty)", got, want)
+		}
+		if got, err := l.Flows().PerInterval(t.Context(), other, domain.FlowPay, from, step, 2); err != nil || !slices.Equal(got, []int64{0, 0}) {
+			t.Fatalf("PerInterval of no rows = %v, %v; want zeros", got, err)
+		}
+		for _, bad := range []struct {
+			step time.Duration
+			n    int
+		}{{0, 3}, {step, 0}, {step, domain.MaxFlowIntervals + 1}} {
+			if _, err := l.Flows().PerInterval(t.Context(), p, domain.FlowReserve, from, bad.step, bad.n); !errors.Is(err, domain.ErrInvalidInput) {
+				t.Errorf("PerInterval(step %v, n %d): err = %v, want ErrInvalidInput", bad.step, bad.n, err)
 			}
 		}
 	})

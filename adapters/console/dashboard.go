@@ -1,0 +1,287 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/adapters/httpapi"
+	"cardshop/application"
+)
+
+// Dashboard defaults: a snapshot every two seconds, at most 20 open streams per instance, and
+// a stream ends after ten minutes (the browser reconnects, and the session is checked again).
+const (
+	DefaultDashboardEvery   = 2 * time.Second
+	DefaultDashboardStreams = 20
+	DefaultStreamLifetime   = 10 * time.Minute
+)
+
+// sampleTimeout bounds one reading of the dashboard's numbers.
+const sampleTimeout = 3 * time.Second
+
+// chart geometry, in the SVG's own units (its viewBox).
+const chartW, chartH = 300.0, 80.0
+
+// sampler reads the dashboard's numbers at most once per every, however many pages and streams
+// ask: every open dashboard shares its last snapshot, so fifty open tabs cost the ledger what
+// one does.
+type sampler struct {
+	shop   *application.Shop
+	checks []httpapi.ReadinessCheck
+	queues func(context.Context) (map[string]int64, error)
+	every  time.Duration
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	taken time.Time // when last was read (monotonic), zero before the first reading
+	last  dashView
+}
+
+// get returns a snapshot at most every old, reading a new one when the last is older. A reading
+// runs detached from the asking request (bounded by sampleTimeout), so that one client going
+// away does not spoil the snapshot of the others waiting on it.
+func (s *sampler) get(ctx context.Context) dashView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.taken.IsZero() && time.Since(s.taken) < s.every {
+		return s.last
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sampleTimeout)
+	defer cancel()
+	s.last, s.taken = s.read(ctx), time.Now()
+	return s.last
+}
+
+func (s *sampler) read(ctx context.Context) dashView {
+	var (
+		v  dashView
+		wg sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		states, _ := httpapi.CheckReadiness(ctx, s.checks, httpapi.DefaultReadinessTimeout, s.log)
+		for _, c := range s.checks {
+			v.Ready = append(v.Ready, readyView{Name: c.Name, State: states[c.Name]})
+		}
+	}()
+	if s.queues != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q, err := s.queues(ctx)
+			if err != nil {
+				s.log.WarnContext(ctx, "console: queue backlog not read", "err", err)
+				v.QueuesError = "The broker did not answer."
+				return
+			}
+			for name, n := range q {
+				v.Queues = append(v.Queues, queueView{Name: name, Messages: n})
+			}
+			sort.Slice(v.Queues, func(i, j int) bool { return v.Queues[i].Name < v.Queues[j].Name })
+		}()
+	}
+	d, err := s.shop.Dashboard(ctx)
+	wg.Wait()
+	if err != nil {
+		s.log.ErrorContext(ctx, "console: dashboard not read", "err", err)
+		v.Error = "The ledger or the gate did not answer; the numbers are missing until they do."
+		return v
+	}
+	v.fill(d)
+	return v
+}
+
+// dashView is one snapshot as the page renders it and as the event stream sends it (JSON).
+type dashView struct {
+	// At is when the snapshot was read, and the text of it the stream sends: in UTC in the
+	// shared snapshot, in the operator's zone in a stream's copy (dashView.in); the page renders
+	// AtTime through when itself.
+	AtTime      time.Time     `json:"-"`
+	At          string        `json:"at"`
+	Error       string        `json:"error,omitempty"`
+	StepSeconds float64       `json:"step_seconds"`
+	Products    []productView `json:"products"`
+	Outbox      int64         `json:"outbox"`
+	Webhook     int64         `json:"webhook"`
+	Overdue     string        `json:"overdue"` // "100+" past application.OverdueCap
+	Queues      []queueView   `json:"queues"`
+	QueuesError string        `json:"queues_error,omitempty"`
+	Ready       []readyView   `json:"ready"`
+	// Alerts counts the open alerts by kind, AlertsOpen all of them.
+	Alerts     []alertView `json:"alerts"`
+	AlertsOpen int64       `json:"alerts_open"`
+}
+
+type alertView struct {
+	Kind string `json:"kind"`
+	Open int64  `json:"open"`
+}
+
+type productView struct {
+	ID       int64     `json:"id"`
+	Name     string    `json:"name"`
+	Upcoming bool      `json:"upcoming"`
+	StartsAt time.Time `json:"-"`
+	Starts   string    `json:"starts"`
+	GateOK   bool      `json:"gate_ok"`
+	Stock    int64     `json:"stock"`
+	Held     int64     `json:"held"`
+	Pending  int64     `json:"pending"`
+	Paid     int64     `json:"paid"`
+	// Success is the payment success rate as text ("67% of 3"), "—" before any is decided.
+	Success string    `json:"success"`
+	Orders  chartView `json:"orders"`
+	SoldOut chartView `json:"sold_out"`
+}
+
+// chartView is one series drawn as an SVG polyline: its points in the chart's units, the top
+// of its scale and its latest rate, both as text.
+type chartView struct {
+	Points string `json:"points"`
+	Max    string `json:"max"`
+	Last   string `json:"last"`
+}
+
+type queueView struct {
+	Name     string `json:"name"`
+	Messages int64  `json:"messages"`
+}
+
+type readyView struct {
+	Name  string `json:"name"`
+	State string `json:"state"` // ok, fail or timeout
+}
+
+func (v *dashView) fill(d application.SaleDashboard) {
+	v.AtTime, v.At, v.StepSeconds = d.At, whenIn(time.UTC)(d.At), application.RateStep.Seconds()
+	v.Outbox, v.Webhook = d.Outbox, d.Webhook
+	v.Overdue = strconv.Itoa(d.Overdue)
+	if d.OverdueMore {
+		v.Overdue += "+"
+	}
+	for kind, n := range d.OpenAlerts {
+		v.Alerts = append(v.Alerts, alertView{Kind: kind, Open: n})
+		v.AlertsOpen += n
+	}
+	sort.Slice(v.Alerts, func(i, j int) bool { return v.Alerts[i].Kind < v.Alerts[j].Kind })
+	for _, p := range d.Products {
+		pv := productView{ID: int64(p.Product.ID()), Name: p.Product.Name(), Upcoming: p.Upcoming,
+			GateOK: p.GateOK, Stock: p.Gate.Stock, Held: p.Gate.Sold, Pending: p.Pending, Paid: p.Paid,
+			Success: "—", Orders: chart(p.Orders.PerSecond()), SoldOut: chart(p.SoldOut.PerSecond())}
+		if p.Upcoming {
+			pv.StartsAt = p.Product.Sale().StartsAt
+			pv.Starts = whenIn(time.UTC)(pv.StartsAt)
+		}
+		if rate, ok := p.PaymentSuccess(); ok {
+			pv.Success = fmt.Sprintf("%.0f%% of %d", rate*100, p.PaidOrders+p.Unpaid)
+		}
+		v.Products = append(v.Products, pv)
+	}
+}
+
+// in is the snapshot with its times as text in loc, for one operator's stream (the snapshot is
+// shared: its copy's products are copied too).
+func (v dashView) in(loc *time.Location) dashView {
+	when := whenIn(loc)
+	if !v.AtTime.IsZero() {
+		v.At = when(v.AtTime)
+	}
+	v.Products = append([]productView(nil), v.Products...)
+	for i := range v.Products {
+		if v.Products[i].Upcoming {
+			v.Products[i].Starts = when(v.Products[i].StartsAt)
+		}
+	}
+	return v
+}
+
+// chart scales a series of rates into the chart's box: oldest at the left, zero at the bottom,
+// the series' highest rate (at least 1/s) at the top.
+func chart(rates []float64) chartView {
+	top := 1.0
+	for _, r := range rates {
+		top = math.Max(top, r)
+	}
+	var b strings.Builder
+	for i, r := range rates {
+		x := chartW * float64(i) / float64(max(len(rates)-1, 1))
+		y := chartH - chartH*r/top
+		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
+	}
+	out := chartView{Points: strings.TrimSpace(b.String()), Max: rate(top)}
+	if len(rates) > 0 {
+		out.Last = rate(rates[len(rates)-1])
+	}
+	return out
+}
+
+func rate(r float64) string {
+	if r == math.Trunc(r) {
+		return strconv.FormatFloat(r, 'f', 0, 64) + "/s"
+	}
+	return strconv.FormatFloat(r, 'f', 1, 64) + "/s"
+}
+
+// dashboard renders the live dashboard from the shared snapshot; its script (static/dashboard.js)
+// then follows /console/dashboard/events.
+func (k *console) dashboard(c *fiber.Ctx) error {
+	return k.render(c, fiber.StatusOK, "dashboard", view{Title: "Live dashboard", Data: k.dash.get(c.UserContext())})
+}
+
+// dashboardEvents streams a snapshot (event "snapshot", JSON dashView) every DashboardEvery
+// until the client goes away, the service stops (Config.Stop), or the stream's lifetime ends
+// (the browser's EventSource then reconnects, through the session check). At most
+// DashboardStreams streams are open at once per instance; one more is answered 503.
+func (k *console) dashboardEvents(c *fiber.Ctx) error {
+	select {
+	case k.streams <- struct{}{}:
+	default:
+		c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
+		return c.Status(fiber.StatusServiceUnavailable).SendString("too many open dashboards on this instance")
+	}
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set("X-Accel-Buffering", "no") // a proxy must pass each event on at once
+	ctx := context.WithoutCancel(c.UserContext())
+	loc := k.zone(c)
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer func() { <-k.streams }()
+		every := time.NewTicker(k.cfg.DashboardEvery)
+		defer every.Stop()
+		lifetime := time.NewTimer(k.cfg.StreamLifetime)
+		defer lifetime.Stop()
+		_, _ = w.WriteString("retry: 5000\n\n")
+		for {
+			b, err := json.Marshal(k.dash.get(ctx).in(loc))
+			if err != nil {
+				k.log.Error("console: snapshot not encoded", "err", err)
+				return
+			}
+			_, _ = w.WriteString("event: snapshot\ndata: ")
+			_, _ = w.Write(b)
+			_, _ = w.WriteString("\n\n")
+			if w.Flush() != nil {
+				return // the client went away
+			}
+			select {
+			case <-every.C:
+			case <-lifetime.C:
+				return
+			case <-k.cfg.Stop:
+				return
+			}
+		}
+	})
+	return nil
+}
