@@ -27,9 +27,12 @@ import (
 
 // TestConsoleInABrowser drives the operator console in a real headless Chromium, on the
 // memory adapters and on the real ones: an operator logs in with a token made through the
-// admin API, creates a product through the form, sees the overview change after a sale made
-// through the API, finds the order and refunds it through the confirmation page, and finds
-// those actions in the audit log. Any console error in a page (an uncaught exception, a
+// admin API, creates a product through the form, imports its codes through the codes screen
+// (the import's page follows its progress and ends with the lines not imported), watches the
+// live dashboard follow a sale made through the API (order, then payment) without a reload,
+// finds the order by a search for its buyer and refunds it through the confirmation page,
+// opens the alerts, picks a time zone, and finds those actions in the audit log at that
+// zone's times. Any console error in a page (an uncaught exception, a
 // console.error, a Content-Security-Policy violation), any failed request and any answer of
 // 400 or more that the test did not provoke fails it.
 //
@@ -146,19 +149,30 @@ func browseConsole(t *testing.T, chromium string, c client, shots string, before
 	b.screen("import-result")
 	b.submit(chromedp.Click(chromedp.CSS(`a.brand`)))
 	b.waitRow("Gift card 50", "10", "0")
-	// A small sale through the API: an order of 2, paid.
+	// A small sale through the API while the live dashboard is open: an order of 2, paid. The
+	// dashboard follows it without a reload (its event stream).
+	b.submit(chromedp.Click(chromedp.CSS(`nav a[href="/console/dashboard"]`)))
+	b.wantPath("/console/dashboard")
+	waitText(t, b, "#dash-live", "Live:")
+	b.wantText(`section[data-id="`+pid+`"] [data-field="stock"]`, "10")
 	var buyer struct {
 		Token string `json:"token"`
 	}
-	c.want(201, "POST", "/admin/tokens", op.Token, `{"buyer_id":"browser-buyer-`+pid+`"}`, &buyer)
+	buyerID := "browser-buyer-" + pid
+	c.want(201, "POST", "/admin/tokens", op.Token, `{"buyer_id":"`+buyerID+`"}`, &buyer)
 	var order orderBody
 	c.want(201, "POST", "/api/order", buyer.Token, `{"product_id":`+pid+`,"qty":2}`, &order, "Idempotency-Key", "browser-"+pid)
+	waitText(t, b, `section[data-id="`+pid+`"] [data-field="pending"]`, "2")
 	t.Setenv("CARDSHOP_PAYMENT_SECRET", paymentSecret)
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
 	var out, errOut strings.Builder
 	if code := bootstrap.Main([]string{"pay", "-url", c.base, "-order", order.OrderNo}, &out, &errOut); code != 0 {
 		t.Fatalf("pay exited %d: %s %s", code, out.String(), errOut.String())
 	}
+	waitText(t, b, `section[data-id="`+pid+`"] [data-field="paid"]`, "2")
+	waitText(t, b, `section[data-id="`+pid+`"] [data-field="stock"]`, "8")
+	waitText(t, b, `section[data-id="`+pid+`"] [data-field="success"]`, "100% of 1")
+	b.screen("dashboard-sale")
 
 	// The overview shows the sale: 8 left (of 10), 2 sold.
 	b.submit(chromedp.Click(chromedp.CSS(`a.brand`)))
@@ -182,9 +196,14 @@ func browseConsole(t *testing.T, chromium string, c client, shots string, before
 	}
 	b.screen("reconcile")
 
-	// The order, found by its number, refunded through the confirmation page.
+	// The order, found by a search for its buyer, refunded through the confirmation page.
 	b.submit(chromedp.Click(chromedp.CSS(`nav a[href="/console/orders"]`)))
-	b.submit(chromedp.SendKeys(chromedp.ID("no"), order.OrderNo), chromedp.Click(chromedp.CSS(`main button[type=submit]`)))
+	b.submit(chromedp.SendKeys(chromedp.ID("buyer"), buyerID), chromedp.Click(chromedp.CSS(`main form.filters button[type=submit]`)))
+	if rows := b.tableRows(); len(rows) != 1 || rows[0][0] != order.OrderNo {
+		t.Fatalf("the search for %s's orders: %q, want the one order %s", buyerID, rows, order.OrderNo)
+	}
+	b.screen("orders")
+	b.submit(chromedp.Click(chromedp.CSS(`main td a[href="/console/orders/` + order.OrderNo + `"]`)))
 	b.wantPath("/console/orders/" + order.OrderNo)
 	b.wantText("dl", "PAID")
 	b.screen("order")
@@ -196,9 +215,25 @@ func browseConsole(t *testing.T, chromium string, c client, shots string, before
 	b.wantText(".notice", "Refunded: 0 code(s) voided, 2 recycled.")
 	b.wantText("dl", "REFUNDED")
 
-	// The audit log lists what alice did, with the API's action names.
+	// The alerts screen: nothing went wrong in this sale.
+	b.submit(chromedp.Click(chromedp.CSS(`nav a[href="/console/alerts"]`)))
+	b.wantText("h1", "Alerts")
+	b.screen("alerts")
+
+	// Alice reads times in Shanghai's zone from now on (the link is the zone's name in the
+	// header).
+	b.submit(chromedp.Click(chromedp.CSS(`header a[href="/console/settings"]`)))
+	b.do(chromedp.Clear(chromedp.ID("time_zone")), chromedp.SendKeys(chromedp.ID("time_zone"), "Asia/Shanghai"))
+	b.screen("settings")
+	b.submit(chromedp.Click(chromedp.CSS(`main form button[type=submit]:not([id])`)))
+	b.wantText(".notice", "Saved: times are shown in Asia/Shanghai.")
+
+	// The audit log lists what alice did, with the API's action names, at Shanghai's times.
 	b.submit(chromedp.Click(chromedp.CSS(`nav a[href="/console/audit"]`)))
 	rows := b.tableRows()
+	if len(rows) == 0 || !strings.HasSuffix(rows[0][0], " CST") {
+		t.Errorf("the audit log's times are not in the zone picked: %q", rows)
+	}
 	// (A create has no target, as in the API: its parameters name the product.)
 	for _, want := range [][3]string{{"product.create", "", `"name":"Gift card 50"`}, {"product.import", "product " + pid, ""},
 		{"order.refund", "order " + order.OrderNo, `"reason":"the buyer asked"`}} {
