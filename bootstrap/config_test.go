@@ -91,6 +91,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"negative duration", env("CARDSHOP_SWEEP_INTERVAL=-1s"), "CARDSHOP_SWEEP_INTERVAL"},
 		{"zero duration", env("CARDSHOP_RELAY_INTERVAL=0s"), "CARDSHOP_RELAY_INTERVAL"},
 		{"negative stock events interval", env("CARDSHOP_STOCK_EVENTS_INTERVAL=-1s"), "CARDSHOP_STOCK_EVENTS_INTERVAL"},
+		{"unknown console time zone", env("CARDSHOP_CONSOLE_TIMEZONE=Mars/Olympus"), "CARDSHOP_CONSOLE_TIMEZONE"},
+		{"the server's local zone", env("CARDSHOP_CONSOLE_TIMEZONE=Local"), "CARDSHOP_CONSOLE_TIMEZONE"},
 		{"empty duration", env("CARDSHOP_CALLBACK_WINDOW="), "CARDSHOP_CALLBACK_WINDOW"},
 		{"bogus adapters", env("CARDSHOP_ADAPTERS=bogus"), "CARDSHOP_ADAPTERS"},
 		{"adapters in upper case", env("CARDSHOP_ADAPTERS=MEMORY"), "CARDSHOP_ADAPTERS"},
@@ -190,6 +192,8 @@ func validValue(name string) string {
 		return "false"
 	case name == "CARDSHOP_CURRENCY":
 		return "USD"
+	case name == "CARDSHOP_CONSOLE_TIMEZONE":
+		return "Europe/Berlin"
 	case name == "CARDSHOP_PUBLIC_URL":
 		return "https://shop.example"
 	case name == "CARDSHOP_RETURN_URL":
