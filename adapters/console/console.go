@@ -58,6 +58,8 @@ type console struct {
 	log   *slog.Logger
 	pages pages
 	jobs  *importJobs // the code imports running or finished on this instance
+	// voids are the voids of codes waiting for confirmation on this instance.
+	voids *pendingVoids
 }
 
 // Mount adds the console's routes under /console to app (the JSON API's app: the console
@@ -78,6 +80,7 @@ func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Cloc
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), shop: shop, clock: clock, log: log, pages: parsePages()}
 	k.jobs = newImportJobs(clock)
+	k.voids = &pendingVoids{clock: clock, byID: map[string]pendingVoid{}}
 	g := app.Group("/console", securityHeaders)
 	g.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(staticFS), PathPrefix: "static"}))
 	g.Get("/login", k.loginPage)
@@ -118,6 +121,8 @@ func routes(k *console) []route {
 		{"POST", "/products/:id/codes", o, "product.import", k.startImport},
 		{"GET", "/products/:id/imports/:job", o, "", k.importJob},
 		{"GET", "/products/:id/imports/:job/progress", o, "", k.importProgress},
+		{"POST", "/products/:id/codes/void/confirm", a, "", k.confirmVoid},
+		{"POST", "/products/:id/codes/void", a, "codes.void", k.voidCodes},
 		{"GET", "/products/:id/repair", a, "", k.confirmRepair},
 		{"POST", "/products/:id/repair", a, "product.repair", k.repair},
 		{"GET", "/orders", v, "", k.orderLookup},
