@@ -52,8 +52,13 @@ var errVoidBacklog = fmt.Errorf("too many gate changes are waiting for the relay
 // Errors: a ValidationError (no codes, more than MaxVoidCodes, an empty code, no reason or
 // one over MaxVoidReason characters), ErrProductNotFound, ErrProductNotFrozen,
 // ErrGateNotReady (the gate has no record of the product), a VoidExceedsError
-// (ErrVoidExceedsFreeStock), ErrUnavailable (the gate cannot be reached or is being rebuilt:
-// nothing changed).
+// (ErrVoidExceedsFreeStock), ErrUnavailable (the gate cannot be reached, or an unsent gate
+// change of the product cannot be applied, as while a rebuild fences the product; nothing
+// changed).
+//
+// The free stock is the gate's as read: a gate whose stock drifted above the ledger's (what a
+// repair corrects) lets a void take that much too many; reconcile shows such a drift, and a
+// repair before the void removes it.
 func (s *Shop) VoidCodes(ctx context.Context, id domain.ProductID, codes []domain.CardCode, reason string) (VoidResult, error) {
 	reason = strings.TrimSpace(reason)
 	switch {

@@ -80,6 +80,14 @@ func TestVoidCodesRefusesBadInputAndAProductOnSale(t *testing.T) {
 	if c := f.counts(t, p.ID()); c[domain.CardUnsold] != 3 || f.levels(t, p.ID()).Stock != 3 {
 		t.Fatalf("a refused void changed the pool %v or the gate %+v", c, f.levels(t, p.ID()))
 	}
+	// Frozen on both sides, but the gate lost its keys: refused until it is rebuilt.
+	f.freeze(t, p.ID())
+	f.gate.Flush()
+	_, err = f.shop.VoidCodes(f.ctx, p.ID(), codes, "leak")
+	is(t, "a gate without the product", err, domain.ErrGateNotReady)
+	if c := f.counts(t, p.ID()); c[domain.CardUnsold] != 3 {
+		t.Fatalf("a refused void changed the pool %v", c)
+	}
 }
 
 func TestVoidCodesTakesTheProductsSellableCodesOut(t *testing.T) {

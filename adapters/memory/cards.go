@@ -222,7 +222,7 @@ func (v cardVault) Void(_ context.Context, p domain.ProductID, codes []domain.Ca
 	}
 	if len(voided) > 0 {
 		q := d.sellable[p]
-		kept := make([]int64, 0, q.len()-len(voided))
+		kept := make([]int64, 0, max(q.len()-len(voided), 0))
 		for _, id := range q.ids[q.head:] {
 			if !voided[id] {
 				kept = append(kept, id)
