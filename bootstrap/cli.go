@@ -37,6 +37,7 @@ Commands:
   pay     send a signed payment callback for an order, as a payment provider would
   token   issue a buyer token
   import-codes  stream a file of codes into a product's pool (admin API, CARDSHOP_ADMIN_TOKEN)
+  codes-void    take a file's codes out of a frozen product's pool for good (admin API)
   reconcile     print a product's reconciliation, optionally repairing the gate (admin API)
   refund  refund an order: its money through its payment provider, then its codes (admin API)
   product-create  create a product: name, prices, sale window, limits (admin API)
@@ -73,6 +74,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = token(args[1:], stdout, stderr)
 	case "import-codes":
 		err = importCodes(args[1:], stdout, stderr)
+	case "codes-void":
+		err = codesVoid(args[1:], stdout, stderr)
 	case "reconcile":
 		err = reconcile(args[1:], stdout, stderr)
 	case "refund":

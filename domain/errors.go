@@ -71,6 +71,13 @@ var (
 	ErrProviderUnknown = errors.New("payment provider not enabled")
 	// ErrRefundRefused means the payment provider refused to return the money.
 	ErrRefundRefused = errors.New("the payment provider refused the refund")
+	// ErrProductNotFrozen means the operation needs the product frozen (in the ledger and at
+	// the gate) and it is not: a void of codes, which is exact only while no new reservation
+	// can take stock.
+	ErrProductNotFrozen = errors.New("product is not frozen")
+	// ErrVoidExceedsFreeStock means a void would take more codes than the gate has free: the
+	// rest of the sellable codes are promised to orders in flight. Nothing was voided.
+	ErrVoidExceedsFreeStock = errors.New("void exceeds the free stock")
 	// ErrOrderNotPayable means the order cannot be paid any more (it is not PENDING).
 	ErrOrderNotPayable = errors.New("order is not awaiting payment")
 )
@@ -89,3 +96,18 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalidInp
 
 // Invalid returns a ValidationError for field.
 func Invalid(field, reason string) error { return &ValidationError{Field: field, Reason: reason} }
+
+// VoidExceedsError refuses a void of more sellable codes than the gate has free: Voidable of
+// the given codes are the product's and sellable, Free units are reservable at the gate. It
+// matches ErrVoidExceedsFreeStock with errors.Is.
+type VoidExceedsError struct {
+	Voidable int
+	Free     int64
+}
+
+func (e *VoidExceedsError) Error() string {
+	return fmt.Sprintf("%d codes to void, %d free at the gate: %v", e.Voidable, e.Free, ErrVoidExceedsFreeStock)
+}
+
+// Is makes a VoidExceedsError match ErrVoidExceedsFreeStock.
+func (e *VoidExceedsError) Is(target error) bool { return target == ErrVoidExceedsFreeStock }

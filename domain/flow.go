@@ -21,6 +21,7 @@ const (
 	FlowLateReserve    FlowType = 8  // reservation taken again for a payment after close/fail
 	FlowRefundVoid     FlowType = 9  // refunded order's codes voided (revealed, never resold)
 	FlowUnfulfilled    FlowType = 10 // paid but the pool was short: reservation returned
+	FlowVoid           FlowType = 11 // sellable codes voided by an operator (a leaked batch), never sold
 )
 
 var flowNames = map[FlowType]string{
@@ -28,6 +29,7 @@ var flowNames = map[FlowType]string{
 	FlowRefundRestore: "refund-restore", FlowFailedRestore: "payment-failed-restore",
 	FlowStockIn: "stock-in", FlowAdjust: "adjust", FlowLateReserve: "late-reserve",
 	FlowRefundVoid: "refund-void", FlowUnfulfilled: "unfulfilled-restore",
+	FlowVoid: "void",
 }
 
 // String names the flow type.
@@ -84,7 +86,7 @@ type Derived struct {
 func (t FlowTotals) Derive() Derived {
 	var d Derived
 	d.Imported = t[FlowStockIn] + t[FlowAdjust]
-	d.Voided = t[FlowRefundVoid]
+	d.Voided = t[FlowRefundVoid] + t[FlowVoid]
 	d.Sold = t[FlowPay] - t[FlowRefundRestore] - t[FlowRefundVoid]
 	d.Sellable = d.Imported - d.Voided - d.Sold
 	reserved := t[FlowReserve] + t[FlowLateReserve]

@@ -31,6 +31,9 @@ func TestFlowTotalsDerive(t *testing.T) {
 			domain.Derived{Imported: 10, Sold: 2, Sellable: 8, Held: 2, GateFree: 8}},
 		{"paid but unfulfilled", domain.FlowTotals{domain.FlowStockIn: 5, domain.FlowReserve: 3, domain.FlowUnfulfilled: 3},
 			domain.Derived{Imported: 5, Sellable: 5, GateFree: 5}},
+		{"codes voided from the pool leave sold and held alone", domain.FlowTotals{domain.FlowStockIn: 100,
+			domain.FlowReserve: 10, domain.FlowPay: 4, domain.FlowVoid: 30},
+			domain.Derived{Imported: 100, Voided: 30, Sold: 4, Sellable: 66, Held: 10, Pending: 6, GateFree: 60}},
 		{"manual adjustments are signed", domain.FlowTotals{domain.FlowStockIn: 50, domain.FlowAdjust: -5},
 			domain.Derived{Imported: 45, Sellable: 45, GateFree: 45}},
 		{"everything", domain.FlowTotals{domain.FlowStockIn: 1000, domain.FlowAdjust: 7, domain.FlowReserve: 300,
@@ -50,7 +53,7 @@ func TestFlowTotalsDerive(t *testing.T) {
 
 func TestFlowTypes(t *testing.T) {
 	// The numbers are stored in stock_flow.change_type: they must not move.
-	seed := map[domain.FlowType]string{1: "reserve", 2: "pay", 3: "timeout-restore", 4: "refund-restore", 5: "payment-failed-restore"}
+	seed := map[domain.FlowType]string{1: "reserve", 2: "pay", 3: "timeout-restore", 4: "refund-restore", 5: "payment-failed-restore", 11: "void"}
 	for ft, name := range seed {
 		if ft.String() != name || !ft.Valid() {
 			t.Errorf("FlowType(%d) = %q", int(ft), ft.String())

@@ -220,6 +220,12 @@ type ProductCatalog interface {
 	// whether this call changed it: of instances racing to record one crossing, exactly one
 	// wins (and writes its events in the same transaction). ErrProductNotFound for an unknown id.
 	SwapStockState(ctx context.Context, id ProductID, from, to StockState) (bool, error)
+	// LockFrozen locks the product for the rest of the transaction it runs in (the row lock of
+	// SELECT … FOR UPDATE; the memory ledger's transactions are serialised anyway) and reports
+	// whether it is frozen: of transactions that take it, one runs at a time, and a freeze or
+	// an unfreeze waits for them. Outside a transaction the lock ends with the call.
+	// ErrProductNotFound for an unknown id.
+	LockFrozen(ctx context.Context, id ProductID) (frozen bool, err error)
 }
 
 // StatusTotal counts a product's orders in one state and their summed qty.
@@ -310,6 +316,22 @@ type CardVault interface {
 	Reclaim(ctx context.Context, no OrderNo, to CardStatus) (int, error)
 	// Counts counts the product's codes by status.
 	Counts(ctx context.Context, p ProductID) (CardCounts, error)
+	// Void moves those of codes that are the product's and sellable (UNSOLD or RECYCLED) to
+	// VOID, each conditional on its status, and counts every code given: voided, not found in
+	// the pool, or not voidable (SOLD, VOID already, or another product's). A code given twice
+	// finds the pool as its first occurrence left it (VOID: not voidable). Of concurrent voids
+	// of one code, exactly one voids it; an Allocate never takes a code being voided. Codes
+	// are found by their de-duplication hash, never by reading the pool's codes. An empty
+	// code is a ValidationError, changing nothing.
+	Void(ctx context.Context, p ProductID, codes []CardCode) (VoidResult, error)
+}
+
+// VoidResult counts what CardVault.Void did with the codes it was given; the three add up
+// to their number.
+type VoidResult struct {
+	Voided      int // moved from UNSOLD or RECYCLED to VOID
+	NotFound    int // in no product's pool
+	NotVoidable int // SOLD, VOID already (a repeat included), or another product's
 }
 
 // FlowLog is the append-only stock flow.

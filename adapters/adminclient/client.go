@@ -247,3 +247,47 @@ func (c *Client) Refund(ctx context.Context, order string, void, recycle bool, r
 	out.Accepted = resp.StatusCode == http.StatusAccepted
 	return out, nil
 }
+
+// VoidAnswer is what POST /admin/products/{id}/codes/void did: counts, never a code.
+type VoidAnswer struct {
+	Voided      int    `json:"voided"`
+	NotFound    int    `json:"not_found"`
+	NotVoidable int    `json:"not_voidable"`
+	Ref         string `json:"ref"`
+}
+
+// VoidCodes voids codes of a frozen product (POST /admin/products/{id}/codes/void): at most
+// 10,000 per call; reason is required and recorded.
+func (c *Client) VoidCodes(ctx context.Context, product int64, codes []string, reason string) (VoidAnswer, error) {
+	body, err := json.Marshal(struct {
+		Codes  []string `json:"codes"`
+		Reason string   `json:"reason"`
+	}{codes, reason})
+	if err != nil {
+		return VoidAnswer{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/admin/products/%d/codes/void", c.base, product),
+		bytes.NewReader(body))
+	if err != nil {
+		return VoidAnswer{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		return VoidAnswer{}, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return VoidAnswer{}, fmt.Errorf("reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return VoidAnswer{}, newServiceError(resp.StatusCode, answer)
+	}
+	var out VoidAnswer
+	if err := json.Unmarshal(answer, &out); err != nil {
+		return VoidAnswer{}, fmt.Errorf("unreadable answer %q: %w", answer, err)
+	}
+	return out, nil
+}

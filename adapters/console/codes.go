@@ -49,6 +49,15 @@ func (e importEntry) NotImported() int {
 func (k *console) codes(c *fiber.Ctx) error { return k.codesPage(c, fiber.StatusOK, "") }
 
 func (k *console) codesPage(c *fiber.Ctx, status int, errMsg string) error {
+	return k.codesView(c, status, errMsg, "")
+}
+
+// codesPageNotice answers the codes screen with a notice (what a write did).
+func (k *console) codesPageNotice(c *fiber.Ctx, notice string) error {
+	return k.codesView(c, fiber.StatusOK, "", notice)
+}
+
+func (k *console) codesView(c *fiber.Ctx, status int, errMsg, notice string) error {
 	id, err := productID(c)
 	if err != nil {
 		return k.fail(c, err)
@@ -82,7 +91,7 @@ func (k *console) codesPage(c *fiber.Ctx, status int, errMsg string) error {
 	if d.History, err = k.importHistory(c, id); err != nil {
 		return k.fail(c, err)
 	}
-	return k.render(c, status, "codes", view{Title: "Codes of " + p.Name(), Error: errMsg, Data: d})
+	return k.render(c, status, "codes", view{Title: "Codes of " + p.Name(), Error: errMsg, Notice: notice, Data: d})
 }
 
 // importHistory is the product's last imports, newest first, from the audit log: every

@@ -77,6 +77,8 @@ type console struct {
 
 	dash    *sampler      // the dashboard's numbers, shared by every page and stream
 	streams chan struct{} // one token per open dashboard stream
+	// voids are the voids of codes waiting for confirmation on this instance.
+	voids *pendingVoids
 }
 
 // Mount adds the console's routes under /console to app (the JSON API's app: the console
@@ -108,6 +110,7 @@ func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Cloc
 		dash:    &sampler{shop: shop, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
+	k.voids = &pendingVoids{clock: clock, byID: map[string]pendingVoid{}}
 	g := app.Group("/console", securityHeaders)
 	g.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(staticFS), PathPrefix: "static"}))
 	g.Get("/login", k.loginPage)
@@ -148,6 +151,8 @@ func routes(k *console) []route {
 		{"POST", "/products/:id/codes", o, "product.import", k.startImport},
 		{"GET", "/products/:id/imports/:job", o, "", k.importJob},
 		{"GET", "/products/:id/imports/:job/progress", o, "", k.importProgress},
+		{"POST", "/products/:id/codes/void/confirm", a, "", k.confirmVoid},
+		{"POST", "/products/:id/codes/void", a, "codes.void", k.voidCodes},
 		{"GET", "/products/:id/repair", a, "", k.confirmRepair},
 		{"POST", "/products/:id/repair", a, "product.repair", k.repair},
 		{"GET", "/orders", v, "", k.orderLookup},

@@ -101,7 +101,8 @@ func consolePages(product domain.ProductID, order string) []string {
 func consolePosts(product domain.ProductID, order string) []string {
 	p := "/console/products/" + itoa(int64(product))
 	o := "/console/orders/" + order
-	return []string{"/console/logout", "/console/products", p, p + "/freeze", p + "/unfreeze", o + "/refund", o + "/fulfil"}
+	return []string{"/console/logout", "/console/products", p, p + "/freeze", p + "/unfreeze", o + "/refund", o + "/fulfil",
+		p + "/codes/void/confirm", p + "/codes/void"}
 }
 
 func TestEveryPageWithoutAValidSessionRedirectsToLogin(t *testing.T) {

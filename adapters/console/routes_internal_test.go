@@ -10,7 +10,8 @@ import (
 // TestConsoleRolesAreTheAPIs: every console write is an admin action with the admin API's
 // role, and a screen leading to a write (its form or confirmation page) needs that role too. The
 // one POST that writes nothing of the shop, the settings' time zone (a cookie of the browser),
-// is open to every role and records nothing.
+// is open to every role and records nothing; the void's confirmation, a POST that writes
+// nothing, needs the void's role.
 func TestConsoleRolesAreTheAPIs(t *testing.T) {
 	api := httpapi.ActionRoles()
 	forms := map[string]string{"/products/new": "product.create", "/products/:id/edit": "product.update",
@@ -23,6 +24,14 @@ func TestConsoleRolesAreTheAPIs(t *testing.T) {
 		if r.method == "POST" && r.path == "/settings" {
 			if r.action != "" || r.role != domain.RoleViewer {
 				t.Errorf("POST /settings needs %s and records %q: a preference is no shop write", r.role, r.action)
+			}
+			continue
+		}
+		// The void's confirmation is a POST (the pasted codes are too many for a URL, and must
+		// not be in one) that writes nothing: it needs the void's role and records nothing.
+		if r.method == "POST" && r.path == "/products/:id/codes/void/confirm" {
+			if r.action != "" || r.role != api["codes.void"] {
+				t.Errorf("POST %s needs %s and records %q; want %s and nothing", r.path, r.role, r.action, api["codes.void"])
 			}
 			continue
 		}

@@ -42,6 +42,8 @@ var errorTable = []struct {
 	{domain.ErrIdempotencyMismatch, apiError{422, "idempotency_key_reused", "this Idempotency-Key was used with a different request"}},
 	{domain.ErrAmountMismatch, apiError{422, "amount_mismatch", "the paid amount does not match the order"}},
 	{domain.ErrProductFrozen, apiError{423, "product_frozen", "the product is not on sale"}},
+	{domain.ErrProductNotFrozen, apiError{409, "product_not_frozen", "freeze the product first: codes are voided only while it is frozen"}},
+	{domain.ErrVoidExceedsFreeStock, apiError{409, "void_exceeds_free_stock", "more of these codes are sellable than the gate has free: the others are promised to orders in flight; nothing was voided"}},
 	{domain.ErrForbidden, apiError{403, "forbidden", "your role does not allow this"}},
 	{domain.ErrOperatorExists, apiError{409, "operator_exists", "an operator with this name exists"}},
 	{domain.ErrOperatorNotFound, apiError{404, "operator_not_found", "no such operator"}},
@@ -135,6 +137,10 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 		c.Locals(errorCodeKey, api.code)
 		if api.status == fiber.StatusServiceUnavailable {
 			c.Set(fiber.HeaderRetryAfter, "1")
+		}
+		var exceeds *domain.VoidExceedsError
+		if errors.As(err, &exceeds) {
+			body.Message += fmt.Sprintf(" (%d of the codes are voidable, %d units are free)", exceeds.Voidable, exceeds.Free)
 		}
 		var early *domain.SaleNotStartedError
 		if errors.As(err, &early) {

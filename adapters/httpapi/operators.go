@@ -25,7 +25,8 @@ type adminRoute struct {
 
 // adminRoutes is the admin API with its roles. A viewer reads everything but codes and
 // operators; an operator runs the shop (products, imports, freezes, fulfils, buyer tokens, an
-// order's codes); an admin moves money and truth (refunds, gate repair) and manages operators.
+// order's codes); an admin moves money and truth (refunds, gate repair, voiding codes: stock
+// destroyed for good, like a refund's void) and manages operators.
 func adminRoutes(s *Server) []adminRoute {
 	const v, o, a = domain.RoleViewer, domain.RoleOperator, domain.RoleAdmin
 	return []adminRoute{
@@ -35,6 +36,9 @@ func adminRoutes(s *Server) []adminRoute {
 		{"PATCH", "/products/:id", o, "product.update", true, s.updateProduct},
 		// The body is the codes: never recorded, nor read twice (it is streamed).
 		{"POST", "/products/:id/codes", o, "product.import", false, s.importCodes},
+		// Voiding destroys sellable stock for good, as a refund that voids does: admin. The
+		// body (the codes) is never recorded; the handler records the reason and the counts.
+		{"POST", "/products/:id/codes/void", a, "codes.void", false, s.voidCodes},
 		{"POST", "/products/:id/freeze", o, "product.freeze", true, s.freezeProduct},
 		{"POST", "/products/:id/unfreeze", o, "product.unfreeze", true, s.unfreezeProduct},
 		{"GET", "/products/:id/reconcile", v, "", false, s.reconcile},

@@ -141,6 +141,7 @@ func TestEveryAdminRouteChecksTheRole(t *testing.T) {
 		{"POST", "/admin/tokens", `{"buyer_id":"b-roles"}`, "operator"},
 		{"POST", "/admin/products/1/reconcile?repair=true", "", "admin"},
 		{"POST", "/admin/orders/" + o.OrderNo + "/refund", `{"reason":"test"}`, "admin"},
+		{"POST", "/admin/products/1/codes/void", `{"codes":["R-000004"],"reason":"leak"}`, "admin"},
 		{"GET", "/admin/operators", "", "admin"},
 		{"POST", "/admin/operators", `{"name":"newbie","role":"viewer"}`, "admin"},
 		{"PATCH", "/admin/operators/vic", `{"role":"viewer"}`, "admin"},

@@ -185,3 +185,50 @@ func (v cardVault) Counts(_ context.Context, p domain.ProductID) (domain.CardCou
 	}
 	return out, nil
 }
+
+// Void finds the codes in the pool-wide code index and takes the voided ones out of the
+// product's sellable queue (rebuilt without them: O(pool), once per call).
+func (v cardVault) Void(_ context.Context, p domain.ProductID, codes []domain.CardCode) (domain.VoidResult, error) {
+	for _, c := range codes {
+		if c.IsZero() {
+			return domain.VoidResult{}, domain.Invalid("code", "empty")
+		}
+	}
+	release, err := v.s.acquire()
+	if err != nil {
+		return domain.VoidResult{}, err
+	}
+	defer release()
+	d := v.s.data
+	var res domain.VoidResult
+	voided := make(map[int64]bool)
+	for _, c := range codes {
+		id, ok := d.codes[c.Reveal()]
+		if !ok {
+			res.NotFound++
+			continue
+		}
+		card := d.cards[id]
+		if card.ProductID != p || (card.Status != domain.CardUnsold && card.Status != domain.CardRecycled) {
+			res.NotVoidable++
+			continue
+		}
+		v.count(p, card.Status, -1)
+		v.count(p, domain.CardVoid, 1)
+		card.Status = domain.CardVoid
+		put(v.s, d.cards, id, card)
+		voided[id] = true
+		res.Voided++
+	}
+	if len(voided) > 0 {
+		q := d.sellable[p]
+		kept := make([]int64, 0, max(q.len()-len(voided), 0))
+		for _, id := range q.ids[q.head:] {
+			if !voided[id] {
+				kept = append(kept, id)
+			}
+		}
+		put(v.s, d.sellable, p, cardQueue{ids: kept})
+	}
+	return res, nil
+}

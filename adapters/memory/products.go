@@ -116,3 +116,18 @@ func (c productCatalog) SwapStockState(_ context.Context, id domain.ProductID, f
 	put(c.s, c.s.data.products, id, domain.RehydrateProduct(r))
 	return true, nil
 }
+
+// LockFrozen reads the frozen flag: a transaction holds the ledger's one mutex throughout, so
+// it is already alone.
+func (c productCatalog) LockFrozen(_ context.Context, id domain.ProductID) (bool, error) {
+	release, err := c.s.acquire()
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	p, ok := c.s.data.products[id]
+	if !ok {
+		return false, fmt.Errorf("lock product %d: %w", id, domain.ErrProductNotFound)
+	}
+	return p.Frozen(), nil
+}

@@ -1,9 +1,11 @@
 package mysqlstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -301,4 +303,112 @@ func (v cardVault) Counts(ctx context.Context, p domain.ProductID) (domain.CardC
 		out[st] = r.N
 	}
 	return out, nil
+}
+
+// Void hashes each distinct code as Import does and, chunk by chunk in hash order (so that
+// concurrent voids lock rows in one order and cannot deadlock each other), locks the
+// product's rows of those hashes (uk_product_code) with FOR UPDATE and marks the sellable
+// ones VOID by id, still conditional on their status. A hash the product does not have is
+// looked up pool-wide (uk_pool_code, no lock): another product's code is not voidable, the
+// rest is not found. Every chunk commits together.
+func (v cardVault) Void(ctx context.Context, p domain.ProductID, codes []domain.CardCode) (domain.VoidResult, error) {
+	for _, c := range codes {
+		if c.IsZero() {
+			return domain.VoidResult{}, domain.Invalid("code", "empty")
+		}
+	}
+	keys := v.s.keys()
+	hashOf := make(map[string]string, len(codes)) // code -> its hash
+	hashes := make([][]byte, 0, len(codes))
+	for _, c := range codes {
+		if _, dup := hashOf[c.Reveal()]; dup {
+			continue
+		}
+		h := keys.hash(c.Reveal())
+		hashOf[c.Reveal()] = string(h)
+		hashes = append(hashes, h)
+	}
+	slices.SortFunc(hashes, bytes.Compare)
+	const (
+		voided = iota + 1
+		notFound
+		notVoidable
+	)
+	op := fmt.Sprintf("void %d codes of product %d", len(codes), p)
+	var outcome map[string]int // hash -> what became of its first occurrence
+	err := v.s.atomic(ctx, func(s *store) error {
+		outcome = make(map[string]int, len(hashes))
+		for start := 0; start < len(hashes); start += importChunk {
+			chunk := hashes[start:min(start+importChunk, len(hashes))]
+			var rows []struct {
+				ID       int64  `bun:"id"`
+				CodeHash []byte `bun:"code_hash"`
+				Status   string `bun:"status"`
+			}
+			if err := s.get(ctx, op, &rows, "SELECT id, code_hash, status FROM card_stock WHERE product_id = ? AND code_hash IN (?) "+
+				"ORDER BY code_hash FOR UPDATE", int64(p), bun.List(chunk)); err != nil {
+				return err
+			}
+			var ids []int64
+			for _, r := range rows {
+				if r.Status == domain.CardUnsold.String() || r.Status == domain.CardRecycled.String() {
+					ids = append(ids, r.ID)
+					outcome[string(r.CodeHash)] = voided
+				} else {
+					outcome[string(r.CodeHash)] = notVoidable
+				}
+			}
+			if len(ids) > 0 {
+				n, err := s.execN(ctx, op, "UPDATE card_stock SET status = 'VOID', updated_at = UTC_TIMESTAMP(6) "+
+					"WHERE id IN (?) AND status IN ('UNSOLD', 'RECYCLED')", bun.List(ids))
+				if err != nil {
+					return err
+				}
+				if n != int64(len(ids)) {
+					return fmt.Errorf("%s: voided %d of %d locked codes", op, n, len(ids))
+				}
+			}
+			var elsewhere [][]byte
+			for _, h := range chunk {
+				if outcome[string(h)] == 0 {
+					elsewhere = append(elsewhere, h)
+					outcome[string(h)] = notFound
+				}
+			}
+			if len(elsewhere) == 0 {
+				continue
+			}
+			var inPool [][]byte
+			if err := s.get(ctx, op, &inPool, "SELECT pool_hash FROM card_stock WHERE pool_hash IN (?)",
+				bun.List(elsewhere)); err != nil {
+				return err
+			}
+			for _, h := range inPool {
+				outcome[string(h)] = notVoidable
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return domain.VoidResult{}, err
+	}
+	var res domain.VoidResult
+	first := make(map[string]bool, len(hashes))
+	for _, c := range codes {
+		h := hashOf[c.Reveal()]
+		o := outcome[h]
+		if first[h] && o == voided {
+			o = notVoidable // a repeat finds the code its first occurrence voided
+		}
+		first[h] = true
+		switch o {
+		case voided:
+			res.Voided++
+		case notFound:
+			res.NotFound++
+		default:
+			res.NotVoidable++
+		}
+	}
+	return res, nil
 }

@@ -202,3 +202,15 @@ func (c productCatalog) exists(ctx context.Context, op string, id domain.Product
 	}
 	return err
 }
+
+// LockFrozen reads the row with FOR UPDATE: the lock is held until the transaction ends, and
+// SetFrozen's UPDATE of the row waits for it.
+func (c productCatalog) LockFrozen(ctx context.Context, id domain.ProductID) (bool, error) {
+	op := fmt.Sprintf("lock product %d", id)
+	var frozen bool
+	err := c.s.get(ctx, op, &frozen, "SELECT frozen FROM products WHERE id = ? FOR UPDATE", int64(id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("%s: %w", op, domain.ErrProductNotFound)
+	}
+	return frozen, err
+}

@@ -25,6 +25,7 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("orders", func(t *testing.T) { runOrders(t, newLedger) })
 	t.Run("order search", func(t *testing.T) { runOrderSearch(t, newLedger) })
 	t.Run("cards", func(t *testing.T) { runCards(t, newLedger) })
+	t.Run("void", func(t *testing.T) { runVoid(t, newLedger) })
 	t.Run("flows", func(t *testing.T) { runFlows(t, newLedger) })
 	t.Run("outbox", func(t *testing.T) { runOutbox(t, newLedger) })
 	t.Run("payments", func(t *testing.T) { runPayments(t, newLedger) })

@@ -38,6 +38,7 @@ var opWeights = map[string]int{
 	"unfreeze":         20,
 	"repair":           10, // Reconcile with repair of the last product: its gate rebuilt mid-sale
 	"import":           50, // fresh codes, sometimes with one the product has
+	"void":             8,  // freeze a product (a leaked batch) and void 1-3 of its codes
 	"relay":            30,
 }
 
@@ -123,6 +124,8 @@ func (w *worker) do(name string) {
 		w.log(name, "p%d → %d differences after the rebuild, %s", p.id, rep.Differences, w.outcome(name, err))
 	case "import":
 		w.importCodes(ctx)
+	case "void":
+		w.voidCodes(ctx)
 	case "relay":
 		n, err := w.h.shop.RelayOutbox(ctx)
 		w.log(name, "%d sent → %s", n, w.outcome(name, err))
@@ -140,7 +143,7 @@ func (w *worker) log(op, format string, args ...any) {
 // expected are the errors an operation may answer in a history: refusals and contention.
 var expected = []error{domain.ErrSoldOut, domain.ErrProductFrozen, domain.ErrRequestInProgress, domain.ErrIdempotencyMismatch,
 	domain.ErrInvalidTransition, domain.ErrAmountMismatch, domain.ErrGateNotReady, domain.ErrUnavailable, domain.ErrBuyerLimit,
-	domain.ErrBuyerHoldingLimit}
+	domain.ErrBuyerHoldingLimit, domain.ErrProductNotFrozen, domain.ErrVoidExceedsFreeStock}
 
 func isErr(err, target error) bool { return errors.Is(err, target) }
 
@@ -457,6 +460,40 @@ func (w *worker) importCodes(ctx context.Context) {
 		w.h.mu.Unlock()
 	}
 	w.log("import", "p%d %d fresh + %d known → %+v %s", p.id, len(fresh), dup, rep, w.outcome("import", err))
+}
+
+// voidCodes freezes a product, as an operator does for a leaked batch, and voids 1 to 3 of the
+// codes imported into it (sold or voided ones among them, sometimes); the product stays frozen
+// until an unfreeze. A void never takes codes promised to orders in flight: the checkpoints'
+// stock_inconsistency check and reconciliation would see it. Refused while an unfreeze got in
+// between (product_not_frozen) or when the codes exceed the free stock.
+func (w *worker) voidCodes(ctx context.Context) {
+	p := w.product()
+	w.h.mu.Lock()
+	old := w.h.codes[p.id]
+	var codes []domain.CardCode
+	for range 1 + w.rng.IntN(3) {
+		if len(old) > 0 {
+			c, err := domain.ParseCardCode(old[w.rng.IntN(len(old))])
+			if err != nil {
+				w.h.violate("void: an imported code does not parse: %v", err)
+			}
+			codes = append(codes, c)
+		}
+	}
+	w.h.mu.Unlock()
+	if len(codes) == 0 {
+		return
+	}
+	err := w.h.shop.FreezeProduct(ctx, p.id, "history: leaked")
+	var res application.VoidResult
+	if err == nil {
+		res, err = w.h.shop.VoidCodes(ctx, p.id, codes, "history")
+		if err == nil && (res.Voided+res.NotVoidable != len(codes) || res.NotFound != 0) {
+			w.h.violate("void of %d of p%d's codes reported %+v", len(codes), p.id, res)
+		}
+	}
+	w.log("void", "p%d %d codes → voided %d, not voidable %d, %s", p.id, len(codes), res.Voided, res.NotVoidable, w.outcome("void", err))
 }
 
 // parallel runs n calls of f released together, and waits for them.
