@@ -192,6 +192,17 @@ func (s *Shop) setFrozen(ctx context.Context, id domain.ProductID, frozen bool, 
 	if err := s.ledger.Products().SetFrozen(ctx, id, frozen, reason); err != nil {
 		return fmt.Errorf("store sale state: %w", err)
 	}
+	if !frozen {
+		// A void of codes committed while the product was frozen may not have reached the gate
+		// yet (its -n is applied after its commit): the gate must count it before it sells
+		// again, or it would sell units whose codes are VOID. The ledger's update above waited
+		// for any void holding the product's lock, so its gate change is committed and read
+		// here. Until it is applied the gate stays frozen (the unfreeze answers unavailable and
+		// can be sent again).
+		if err := s.applyUnsent(ctx, s.ledger, id); err != nil {
+			return fmt.Errorf("unfreeze: %w", err)
+		}
+	}
 	if err := s.gate.SetFrozen(ctx, id, frozen); err != nil {
 		return fmt.Errorf("set gate sale state: %w", err)
 	}

@@ -231,6 +231,42 @@ func TestVoidCodesAppliesAnEarlierVoidsUnsentGateChangeFirst(t *testing.T) {
 	f.reconciled(t, p.ID())
 }
 
+// A void whose gate change has not reached the gate when the product is unfrozen: the unfreeze
+// applies it before the gate sells again, and while it cannot, the gate stays frozen.
+func TestUnfreezeAppliesAVoidsUnsentGateChangeFirst(t *testing.T) {
+	down := new(atomic.Bool)
+	f := newFixture(t, withGate(func(g *memory.Gate) domain.StockGate { return applyDownGate{g, down} }))
+	p := f.createProduct(t, 5, 0)
+	codes := f.addCodes(t, p.ID(), 6)
+	f.freeze(t, p.ID())
+	if _, err := f.shop.RelayOutbox(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	down.Store(true)
+	if res, err := f.shop.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[:4]...), "leak"); err != nil || res.Voided != 4 {
+		t.Fatalf("void: %+v, %v", res, err)
+	}
+	err := f.shop.UnfreezeProduct(f.ctx, p.ID())
+	is(t, "an unfreeze while the void's gate change cannot be applied", err, domain.ErrUnavailable)
+	if lv := f.levels(t, p.ID()); !lv.Frozen || lv.Stock != 6 {
+		t.Fatalf("gate after the refused unfreeze: %+v, want still frozen", lv)
+	}
+	down.Store(false)
+	if err := f.shop.UnfreezeProduct(f.ctx, p.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if lv := f.levels(t, p.ID()); lv.Frozen || lv.Stock != 2 {
+		t.Fatalf("gate after the unfreeze: %+v, want open with the 2 codes not voided", lv)
+	}
+	// Only the two codes left can be sold.
+	f.mustPlace(t, "buyer-1", p.ID(), 2)
+	if _, err := f.place("buyer-2", p.ID(), 1, f.newKey()); !errors.Is(err, domain.ErrSoldOut) {
+		t.Fatalf("a third unit: %v, want sold out", err)
+	}
+	f.assertInvariants(t, p.ID())
+	f.reconciled(t, p.ID())
+}
+
 // A frozen product with orders placed before the freeze: while they are paid, fail and
 // expire, several operators void overlapping lists of codes at once. No order goes
 // UNFULFILLED, each code is voided once, never more than the free stock, and the ledger, the
