@@ -378,3 +378,44 @@ func TestBatchingLedgerRunsOtherTransactionsAsItself(t *testing.T) {
 		t.Errorf("batches %v, want none", sizes)
 	}
 }
+
+// A transaction that returns an error, or that recovers the recording store's stop and
+// returns nil, is not batched either: it runs as the Ledger's own and gets its own outcome.
+func TestBatchingLedgerDoesNotBatchFailingOrRecoveringTransactions(t *testing.T) {
+	b, obs := batching(t, openDB(t), 1)
+	orders := newOrders(t, b, createProduct(t, b), 2)
+	errOwn := errors.New("fn's own error")
+	err := b.Atomically(t.Context(), func(tx domain.Store) error {
+		if err := tx.Orders().Insert(t.Context(), orders[0]); err != nil {
+			return err
+		}
+		return errOwn
+	})
+	if !errors.Is(err, errOwn) {
+		t.Fatalf("Atomically of a failing transaction: %v, want fn's error", err)
+	}
+	if n, _ := stored(t, orders[0]); n != 0 {
+		t.Errorf("the failing transaction stored %d order rows, want none", n)
+	}
+	runs := 0
+	err = b.Atomically(t.Context(), func(tx domain.Store) error {
+		runs++
+		if err := tx.Orders().Insert(t.Context(), orders[1]); err != nil {
+			return err
+		}
+		func() {
+			defer func() { _ = recover() }()
+			_, _ = tx.Orders().Existing(t.Context(), []domain.OrderNo{orders[1].No()})
+		}()
+		return nil
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("Atomically of a recovering transaction: %v after %d runs, want nil after 2", err, runs)
+	}
+	if n, _ := stored(t, orders[1]); n != 1 {
+		t.Errorf("the recovering transaction stored %d order rows, want 1", n)
+	}
+	if sizes, _, _ := obs.snapshot(); len(sizes) != 0 {
+		t.Errorf("batches %v, want none", sizes)
+	}
+}
