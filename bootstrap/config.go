@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/webhook"
 	"cardshop/application"
 	"cardshop/domain"
@@ -61,6 +62,14 @@ type Config struct {
 	Migrate           bool       // CARDSHOP_MIGRATE: apply migrations at start
 	CodeKeys          Secret     // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
 	CodeHash          Secret     // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
+
+	// LedgerBatch is CARDSHOP_LEDGER_BATCH: write concurrent placed orders in shared
+	// transactions (group commit); LedgerBatchWait (CARDSHOP_LEDGER_BATCH_WAIT) is how long a
+	// batch that found others queued waits for more, LedgerBatchMax (CARDSHOP_LEDGER_BATCH_MAX)
+	// the most orders one batch writes.
+	LedgerBatch     bool
+	LedgerBatchWait time.Duration
+	LedgerBatchMax  int
 
 	RatePerIP    int           // CARDSHOP_RATE_PER_IP: requests per window per client IP on /api (0 = off)
 	RatePerBuyer int           // CARDSHOP_RATE_PER_BUYER: orders per window per buyer (0 = off)
@@ -193,6 +202,33 @@ func settings(c *Config) []setting {
 				return fmt.Errorf("want a number from 2 to 1000, got %q", v)
 			}
 			c.MySQLConns = n
+			return nil
+		}},
+		{"CARDSHOP_LEDGER_BATCH", "on", func(v string) error {
+			switch v {
+			case "on":
+				c.LedgerBatch = true
+			case "off":
+				c.LedgerBatch = false
+			default:
+				return fmt.Errorf("want on or off, got %q", v)
+			}
+			return nil
+		}},
+		{"CARDSHOP_LEDGER_BATCH_WAIT", "0s", func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > mysqlstore.MaxBatchWait {
+				return fmt.Errorf("want a duration from 0s to %s (every order of a batch waits it), got %q", mysqlstore.MaxBatchWait, v)
+			}
+			c.LedgerBatchWait = d
+			return nil
+		}},
+		{"CARDSHOP_LEDGER_BATCH_MAX", "128", func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > mysqlstore.MaxBatchSize {
+				return fmt.Errorf("want a number from 1 to %d, got %q", mysqlstore.MaxBatchSize, v)
+			}
+			c.LedgerBatchMax = n
 			return nil
 		}},
 		{"CARDSHOP_REDIS_ADDRS", "127.0.0.1:6379", func(v string) error {

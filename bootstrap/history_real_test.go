@@ -3,6 +3,7 @@ package bootstrap_test
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"cardshop/adapters/redisgate"
 	"cardshop/application"
 	"cardshop/application/historytest"
+	"cardshop/domain"
 )
 
 // historyPrefix names the RabbitMQ exchanges and queues of the history test; historyDatabase
@@ -31,10 +33,24 @@ const (
 // HISTORY_SEED replays a run's operation streams; `make soak` runs it for longer.
 func TestConcurrentHistoryRealAdapters(t *testing.T) {
 	historytest.Run(t, historytest.Backend{Name: "Redis, MariaDB and RabbitMQ", Package: "./bootstrap/",
-		Duration: 20 * time.Second, Open: openRealHistory})
+		Duration: 20 * time.Second, Open: func(t *testing.T, cfg application.Config) historytest.Ports {
+			return openRealHistory(t, cfg, false)
+		}})
 }
 
-func openRealHistory(t *testing.T, cfg application.Config) historytest.Ports {
+// TestConcurrentHistoryRealAdaptersBatching runs the history on the same adapters with the
+// ledger group-committing placed orders (CARDSHOP_LEDGER_BATCH=on), for a shorter time. It
+// has one lane, so that the history's dozen workers do share batches.
+func TestConcurrentHistoryRealAdaptersBatching(t *testing.T) {
+	historytest.Run(t, historytest.Backend{Name: "Redis, batching MariaDB and RabbitMQ", Package: "./bootstrap/",
+		Duration: 10 * time.Second, Open: func(t *testing.T, cfg application.Config) historytest.Ports {
+			return openRealHistory(t, cfg, true)
+		}})
+}
+
+// openRealHistory opens the real adapters for a history; batch makes the ledger a
+// group-committing one.
+func openRealHistory(t *testing.T, cfg application.Config, batch bool) historytest.Ports {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
@@ -73,7 +89,16 @@ func openRealHistory(t *testing.T, cfg application.Config) historytest.Ports {
 		}
 		purgeDelivered(t)
 	})
-	return historytest.Ports{Ledger: mysqlstore.New(db, keyring), Gate: gate, Queue: broker, Publisher: broker,
+	var ledger domain.Ledger = mysqlstore.New(db, keyring)
+	if batch {
+		obs := &batchSizes{}
+		ledger = mysqlstore.NewBatching(ledger.(*mysqlstore.Ledger), mysqlstore.BatchConfig{Lanes: 1, Observer: obs})
+		t.Cleanup(func() {
+			t.Logf("group commit: %d batches, %d of several orders (largest %d), %d fallbacks",
+				obs.batches.Load(), obs.shared.Load(), obs.largest.Load(), obs.fallbacks.Load())
+		})
+	}
+	return historytest.Ports{Ledger: ledger, Gate: gate, Queue: broker, Publisher: broker,
 		Clock: &memory.SystemClock{}, Consume: broker.Consume, NewProductID: porttest.NewProductID}
 }
 
@@ -95,3 +120,22 @@ func purgeDelivered(t *testing.T) {
 		t.Errorf("purge delivery events: %v", err)
 	}
 }
+
+// batchSizes counts a batching ledger's batches, for the history's log.
+type batchSizes struct{ batches, shared, largest, fallbacks atomic.Int64 }
+
+func (b *batchSizes) LedgerBatchSize(n int) {
+	b.batches.Add(1)
+	if n > 1 {
+		b.shared.Add(1)
+	}
+	for {
+		l := b.largest.Load()
+		if int64(n) <= l || b.largest.CompareAndSwap(l, int64(n)) {
+			return
+		}
+	}
+}
+
+func (b *batchSizes) LedgerBatchWait(time.Duration) {}
+func (b *batchSizes) LedgerBatchFallback(string)    { b.fallbacks.Add(1) }

@@ -30,7 +30,8 @@ func RealAdapters() fx.Option {
 			newRedisLimiter,
 			newMySQL,
 			newKeyring,
-			fx.Annotate(mysqlstore.New, fx.As(new(domain.Ledger)), fx.As(fx.Self())),
+			mysqlstore.New,
+			newLedger,
 			fx.Annotate(newBroker, fx.As(new(domain.DelayQueue)), fx.As(new(domain.EventPublisher)),
 				fx.As(new(Consumer)), fx.As(fx.Self())),
 			newLogAlerter,
@@ -49,6 +50,17 @@ func RealAdapters() fx.Option {
 			})
 		}),
 	)
+}
+
+// newLedger is the ledger port: the MySQL ledger, group-committing the writes of concurrent
+// placed orders when CARDSHOP_LEDGER_BATCH is on, in lanes of a quarter of the connection
+// pool (at most 4), so that batches run side by side and leave connections to the rest.
+func newLedger(cfg Config, l *mysqlstore.Ledger, m *metrics.Metrics) domain.Ledger {
+	if !cfg.LedgerBatch {
+		return l
+	}
+	return mysqlstore.NewBatching(l, mysqlstore.BatchConfig{Max: cfg.LedgerBatchMax, Wait: cfg.LedgerBatchWait,
+		Lanes: max(1, min(4, cfg.MySQLConns/4)), Observer: m})
 }
 
 // logAlerter raises alerts as ERROR log lines with kind "alert", for the log pipeline to page on.

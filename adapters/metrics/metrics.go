@@ -20,6 +20,10 @@ var CallbackOutcomes = []string{"success", "invalid_signature", "amount_mismatch
 // cardshop_webhook_deliveries_total{outcome}.
 var WebhookOutcomes = []string{"delivered", "failed"}
 
+// BatchFallbackReasons are the reasons a group-committed batch of order writes fell back to
+// single writes: the values of cardshop_ledger_batch_fallbacks_total{reason}.
+var BatchFallbackReasons = []string{"duplicate_key", "unavailable", "error"}
+
 // scrapeTimeout bounds a value read at scrape time (the outbox backlog): a slow database must
 // not hold /metrics up.
 const scrapeTimeout = 500 * time.Millisecond
@@ -33,6 +37,9 @@ type Metrics struct {
 	requests    *prometheus.HistogramVec
 	gate        *prometheus.HistogramVec
 	ledgerTx    prometheus.Histogram
+	batchSize   prometheus.Histogram
+	batchWait   prometheus.Histogram
+	batchFalls  *prometheus.CounterVec
 	reconcileDs prometheus.Counter
 	webhooks    *prometheus.CounterVec
 	webhookTime prometheus.Histogram
@@ -64,6 +71,20 @@ func New() *Metrics {
 		Help:    "Duration of ledger transactions (Atomically, retries and errors included).",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	})
+	m.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "cardshop_ledger_batch_size",
+		Help:    "Placed orders written by one group-committed ledger transaction.",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000},
+	})
+	m.batchWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "cardshop_ledger_batch_wait_seconds",
+		Help:    "Time a placed order's ledger write waited in the queue before its batch took it.",
+		Buckets: []float64{.00005, .0001, .00025, .0005, .001, .002, .005, .01, .025, .05, .1, .25},
+	})
+	m.batchFalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cardshop_ledger_batch_fallbacks_total",
+		Help: "Group-committed batches rolled back and written one order at a time, by reason: duplicate_key, unavailable, error.",
+	}, []string{"reason"})
 	m.reconcileDs = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "cardshop_reconcile_differences_total",
 		Help: "Differences found by reconciliations, summed over every run.",
@@ -77,7 +98,7 @@ func New() *Metrics {
 		Help:    "Duration of webhook attempts, failed ones included.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 	})
-	m.reg.MustRegister(m.orders, m.callbacks, m.requests, m.gate, m.ledgerTx, m.reconcileDs, m.webhooks, m.webhookTime,
+	m.reg.MustRegister(m.orders, m.callbacks, m.requests, m.gate, m.ledgerTx, m.batchSize, m.batchWait, m.batchFalls, m.reconcileDs, m.webhooks, m.webhookTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every outcome is exported from the start (at 0), so that rate() and alerts see a series
 	// before its first event.
@@ -89,6 +110,9 @@ func New() *Metrics {
 	}
 	for _, o := range WebhookOutcomes {
 		m.webhooks.WithLabelValues(o)
+	}
+	for _, r := range BatchFallbackReasons {
+		m.batchFalls.WithLabelValues(r)
 	}
 	return m
 }
@@ -111,6 +135,16 @@ func (m *Metrics) Callback(outcome string) { m.callbacks.WithLabelValues(outcome
 func (m *Metrics) Request(route, method, statusClass string, d time.Duration) {
 	m.requests.WithLabelValues(route, method, statusClass).Observe(d.Seconds())
 }
+
+// LedgerBatchSize observes the number of orders of one group-committed batch.
+func (m *Metrics) LedgerBatchSize(n int) { m.batchSize.Observe(float64(n)) }
+
+// LedgerBatchWait observes how long one order's write waited for its batch.
+func (m *Metrics) LedgerBatchWait(d time.Duration) { m.batchWait.Observe(d.Seconds()) }
+
+// LedgerBatchFallback counts one batch written one order at a time; reason is one of
+// BatchFallbackReasons.
+func (m *Metrics) LedgerBatchFallback(reason string) { m.batchFalls.WithLabelValues(reason).Inc() }
 
 // ReconcileDifferences adds the differences one reconciliation found.
 func (m *Metrics) ReconcileDifferences(n int) {

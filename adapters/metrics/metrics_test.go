@@ -281,3 +281,31 @@ cardshop_broker_queue_messages{queue="order-timeouts"} 2
 		t.Fatalf("with a failing read: %d series, %v", n, err)
 	}
 }
+
+// The group commit's measurements: a batch's size, each member's wait, each fallback by
+// reason (every reason exported at 0 from the start).
+func TestLedgerBatchMeasurements(t *testing.T) {
+	m := metrics.New()
+	m.LedgerBatchSize(3)
+	m.LedgerBatchSize(1)
+	for range 4 {
+		m.LedgerBatchWait(200 * time.Microsecond)
+	}
+	m.LedgerBatchFallback("duplicate_key")
+	if got := histogramCount(t, m.Registry(), "cardshop_ledger_batch_size", "", ""); got != 2 {
+		t.Errorf("%d batch sizes observed, want 2", got)
+	}
+	if got := histogramCount(t, m.Registry(), "cardshop_ledger_batch_wait_seconds", "", ""); got != 4 {
+		t.Errorf("%d batch waits observed, want 4", got)
+	}
+	want := `
+# HELP cardshop_ledger_batch_fallbacks_total Group-committed batches rolled back and written one order at a time, by reason: duplicate_key, unavailable, error.
+# TYPE cardshop_ledger_batch_fallbacks_total counter
+cardshop_ledger_batch_fallbacks_total{reason="duplicate_key"} 1
+cardshop_ledger_batch_fallbacks_total{reason="error"} 0
+cardshop_ledger_batch_fallbacks_total{reason="unavailable"} 0
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "cardshop_ledger_batch_fallbacks_total"); err != nil {
+		t.Error(err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/mysqlstore"
 	"cardshop/domain"
 )
 
@@ -102,4 +103,51 @@ func BenchmarkAllocate(b *testing.B) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(l.Stats().Retries)/float64(b.N), "retries/op")
+}
+
+// BenchmarkPlaceTx measures the ledger write of placing an order (the order and its reserve
+// flow row), 64 at once: "single" one transaction each, "batching" through a BatchingLedger of
+// 4 lanes, whose batch-size/op reports the mean batch.
+func BenchmarkPlaceTx(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		batch bool
+	}{{"single", false}, {"batching", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			plain := newLedger(b)
+			var l domain.Ledger = plain
+			obs := &batchCounts{}
+			if bc.batch {
+				l = mysqlstore.NewBatching(plain, mysqlstore.BatchConfig{Lanes: 4, Observer: obs})
+			}
+			prod, err := l.Products().Product(context.Background(), createProduct(b, l))
+			if err != nil {
+				b.Fatal(err)
+			}
+			procs := runtime.GOMAXPROCS(0)
+			b.SetParallelism((64 + procs - 1) / procs)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					o, err := domain.NewOrder(orderNo(), "bench-buyer", prod, 1, domain.IdempotencyKey("bench-"+orderNo()),
+						time.Now().UTC(), 15*time.Minute)
+					if err == nil {
+						err = place(context.Background(), l, o)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			if sizes, _, _ := obs.snapshot(); len(sizes) > 0 {
+				total := 0
+				for _, n := range sizes {
+					total += n
+				}
+				b.ReportMetric(float64(total)/float64(len(sizes)), "batch-size/op")
+			}
+		})
+	}
 }

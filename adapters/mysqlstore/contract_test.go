@@ -3,6 +3,9 @@ package mysqlstore_test
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"cardshop/adapters/mysqlstore"
 
 	"cardshop/adapters/porttest"
 	"cardshop/domain"
@@ -17,4 +20,12 @@ func TestContractMariaDB(t *testing.T) {
 			porttest.RunLedger(t, func(*testing.T) domain.Ledger { return l })
 		})
 	}
+}
+
+// TestContractMariaDBBatching runs the ledger contract on the group-committing ledger: every
+// transaction that only places orders goes through batches, every other one through the
+// Ledger's own Atomically.
+func TestContractMariaDBBatching(t *testing.T) {
+	l := mysqlstore.NewBatching(newLedger(t), mysqlstore.BatchConfig{Max: 16, Wait: time.Millisecond, Lanes: 2})
+	porttest.RunLedger(t, func(*testing.T) domain.Ledger { return l })
 }

@@ -10,6 +10,11 @@
 // only record locks. A transaction that still deadlocks (1213) or times out on a lock (1205)
 // is rolled back and run again, up to five times.
 //
+// BatchingLedger is the same Ledger with group commit: concurrent transactions that only
+// insert orders and append flow rows (placing an order) are written in shared transactions,
+// one multi-row INSERT per table and one COMMIT per batch; a batch that fails is written
+// again one member at a time, so that each gets its own outcome.
+//
 // Every status change is a conditional UPDATE that reports whether it won. Codes are taken
 // with SELECT … FOR UPDATE SKIP LOCKED in the allocation index's order, so concurrent payments
 // of one product take different codes instead of queueing behind each other; only when the

@@ -32,3 +32,21 @@ func SealLegacy(k *Keyring, p domain.ProductID, code string) []byte {
 
 // Hash is the code's de-duplication hash.
 func Hash(k *Keyring, code string) []byte { return k.hash(code) }
+
+// SetBatchHooks sets b's test hooks: taken runs when a batch has taken its n members, before
+// it writes; beforeCommit inside the batch's transaction, after its INSERTs. Set them before
+// the first Atomically.
+func SetBatchHooks(b *BatchingLedger, taken func(n int), beforeCommit func()) {
+	b.taken, b.beforeCommit = taken, beforeCommit
+}
+
+// Queued counts the members waiting in b's lanes, not yet taken by a batch.
+func Queued(b *BatchingLedger) int {
+	n := 0
+	for _, ln := range b.lanes {
+		ln.mu.Lock()
+		n += len(ln.queue)
+		ln.mu.Unlock()
+	}
+	return n
+}

@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"cardshop/domain"
@@ -22,15 +23,26 @@ type flowRow struct {
 // Append relies on uk_ref_type (order_no, change_type): the flow row is what makes a retried
 // change harmless, so the database, not a read before the write, refuses the second one.
 func (f flowLog) Append(ctx context.Context, e domain.FlowEntry) error {
-	if !e.Type.Valid() {
-		return domain.Invalid("type", fmt.Sprintf("unknown flow type %d", int(e.Type)))
+	return appendFlows(ctx, f.s, fmt.Sprintf("append %s flow of %s", e.Type, e.Ref), []domain.FlowEntry{e})
+}
+
+// appendFlows writes entries with one multi-row INSERT: all of them, or none when one is
+// refused (ErrDuplicateFlow for a (ref, type) that exists, not saying which row).
+func appendFlows(ctx context.Context, s *store, op string, entries []domain.FlowEntry) error {
+	values := make([]string, 0, len(entries))
+	args := make([]any, 0, 5*len(entries))
+	for _, e := range entries {
+		if !e.Type.Valid() {
+			return domain.Invalid("type", fmt.Sprintf("unknown flow type %d", int(e.Type)))
+		}
+		if e.Ref == "" {
+			return domain.Invalid("ref", "required")
+		}
+		values = append(values, "(?, ?, ?, ?, ?)")
+		args = append(args, int64(e.ProductID), e.Ref, int(e.Type), e.Qty, e.At.UTC())
 	}
-	if e.Ref == "" {
-		return domain.Invalid("ref", "required")
-	}
-	op := fmt.Sprintf("append %s flow of %s", e.Type, e.Ref)
-	_, err := f.s.exec(ctx, op, "INSERT INTO stock_flow (product_id, order_no, change_type, qty, created_at) VALUES (?, ?, ?, ?, ?)",
-		int64(e.ProductID), e.Ref, int(e.Type), e.Qty, e.At.UTC())
+	_, err := s.exec(ctx, op, "INSERT INTO stock_flow (product_id, order_no, change_type, qty, created_at) VALUES "+
+		strings.Join(values, ", "), args...)
 	if _, dup := duplicateKey(err); dup {
 		return fmt.Errorf("%s: %w", op, domain.ErrDuplicateFlow)
 	}

@@ -50,16 +50,31 @@ func (r orderRow) order() (domain.Order, error) {
 }
 
 func (r orderRepo) Insert(ctx context.Context, o domain.Order) error {
-	if o.No() == "" {
-		return domain.Invalid("order_no", "required")
+	return insertOrders(ctx, r.s, fmt.Sprintf("insert order %s", o.No()), []domain.Order{o})
+}
+
+// orderPlaceholders is one row of VALUES for orderColumns.
+const orderPlaceholders = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+// insertOrders stores orders with one multi-row INSERT: all of them, or none when one is
+// refused. A taken number is ErrDuplicateOrder and a taken buyer key
+// ErrDuplicateIdempotencyKey, as the key the server names tells (with several rows, not
+// which row).
+func insertOrders(ctx context.Context, s *store, op string, orders []domain.Order) error {
+	values := make([]string, 0, len(orders))
+	args := make([]any, 0, 16*len(orders))
+	for _, o := range orders {
+		if o.No() == "" {
+			return domain.Invalid("order_no", "required")
+		}
+		rec := o.Record()
+		values = append(values, orderPlaceholders)
+		args = append(args, string(rec.No), string(rec.Buyer), int64(rec.Product), rec.Qty, int64(rec.UnitPrice), int64(rec.Amount),
+			nullString(string(rec.IdemKey)), rec.Status.String(), rec.Reason, rec.PaymentRef,
+			rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC(),
+			nullTime(rec.RevealedAt))
 	}
-	rec := o.Record()
-	op := fmt.Sprintf("insert order %s", rec.No)
-	_, err := r.s.exec(ctx, op, "INSERT INTO orders ("+orderColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		string(rec.No), string(rec.Buyer), int64(rec.Product), rec.Qty, int64(rec.UnitPrice), int64(rec.Amount),
-		nullString(string(rec.IdemKey)), rec.Status.String(), rec.Reason, rec.PaymentRef,
-		rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC(),
-		nullTime(rec.RevealedAt))
+	_, err := s.exec(ctx, op, "INSERT INTO orders ("+orderColumns+") VALUES "+strings.Join(values, ", "), args...)
 	if key, dup := duplicateKey(err); dup {
 		// Told apart by the key the server names: the number is the primary key.
 		if key == "uk_buyer_idem" {

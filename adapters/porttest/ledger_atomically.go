@@ -3,6 +3,7 @@ package porttest
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"cardshop/domain"
 )
@@ -173,6 +174,71 @@ func runAtomically(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		wantCounts(t, l, w.pool, domain.CardCounts{domain.CardUnsold: 2, domain.CardSold: 2})
 		for _, m := range pendingWithKey(t, l, w.key) {
 			_ = l.Outbox().MarkSent(c, m.ID, now())
+		}
+	})
+
+	// Placing an order writes the order and its reserve flow row in one transaction; many at
+	// once (a ledger may write them together) each get their own outcome.
+	t.Run("race: 30 order writes, 10 with one buyer key: one of those wins, the rest all commit", func(t *testing.T) {
+		l := newLedger(t)
+		p := createProduct(t, l)
+		buyer, key := newBuyer(), newKey()
+		orders := make([]domain.Order, 30)
+		for i := range orders {
+			o, err := domain.NewOrder(newOrderNo(), newBuyer(), p, 1, newKey(), now(), 15*time.Minute)
+			if i < 10 {
+				o, err = domain.NewOrder(newOrderNo(), buyer, p, 1, key, now(), 15*time.Minute)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			orders[i] = o
+		}
+		errs := make([]error, len(orders))
+		parallel(len(orders), func(i int) {
+			o := orders[i]
+			errs[i] = l.Atomically(t.Context(), func(tx domain.Store) error {
+				if err := tx.Orders().Insert(t.Context(), o); err != nil {
+					return err
+				}
+				return tx.Flows().Append(t.Context(), domain.FlowEntry{ProductID: p.ID(), Ref: string(o.No()),
+					Type: domain.FlowReserve, Qty: 1, At: o.CreatedAt()})
+			})
+		})
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && i < 10 && winner >= 0:
+				t.Fatalf("orders %d and %d with one key both committed", winner, i)
+			case err == nil && i < 10:
+				winner = i
+			case err == nil:
+			case i < 10 && errors.Is(err, domain.ErrDuplicateIdempotencyKey):
+			default:
+				t.Fatalf("order %d: %v", i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatal("no order with the shared key committed")
+		}
+		if got, err := l.Orders().OrderByKey(t.Context(), buyer, key); err != nil || got.No() != orders[winner].No() {
+			t.Fatalf("OrderByKey = %s, %v; want the winner %s", got.No(), err, orders[winner].No())
+		}
+		for i, o := range orders {
+			stored := i >= 10 || i == winner
+			if _, err := l.Orders().Order(t.Context(), o.No()); (err == nil) != stored {
+				t.Errorf("order %d stored = %v (err %v), want %v", i, err == nil, err, stored)
+			}
+			want := 0
+			if stored {
+				want = 1
+			}
+			if got, _ := l.Flows().Entries(t.Context(), string(o.No())); len(got) != want {
+				t.Errorf("order %d: %d flow rows, want %d", i, len(got), want)
+			}
+		}
+		if got, _ := l.Flows().Totals(t.Context(), p.ID()); got[domain.FlowReserve] != 21 {
+			t.Errorf("reserve flow total %d, want 21", got[domain.FlowReserve])
 		}
 	})
 }

@@ -1,0 +1,443 @@
+package mysqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cardshop/domain"
+)
+
+// Group commit bounds.
+const (
+	// MaxBatchWait bounds BatchConfig.Wait: a member never waits longer than this for others
+	// to join its batch.
+	MaxBatchWait = 2 * time.Millisecond
+	// MaxBatchSize bounds BatchConfig.Max (16 placeholders a row keeps one INSERT far below the
+	// server's 65,535).
+	MaxBatchSize = 1000
+	// batchBound is the deadline of a batch one of whose members has none.
+	batchBound = 30 * time.Second
+)
+
+// The reasons a batch fell back to single writes, as BatchObserver.LedgerBatchFallback gets them.
+const (
+	FallbackDuplicateKey = "duplicate_key" // a number, buyer key or flow row is taken
+	FallbackUnavailable  = "unavailable"   // the database could not do the work (retries included)
+	FallbackError        = "error"         // any other refusal: a bad row, a value too long
+)
+
+// BatchConfig is how a BatchingLedger groups writes.
+type BatchConfig struct {
+	// Max is the most members one batch takes (1 to MaxBatchSize; 0 means 128).
+	Max int
+	// Wait is how long a batch about to start that found several members queued waits for
+	// more (0 to MaxBatchWait). A member alone never waits.
+	Wait time.Duration
+	// Lanes is how many batches may run at once, each on its own connection (at least 1).
+	Lanes int
+	// Observer is told each batch's size, each member's wait and each fallback; nil for none.
+	Observer BatchObserver
+}
+
+// BatchObserver receives the group commit's measurements (package metrics implements it).
+type BatchObserver interface {
+	// LedgerBatchSize observes the number of members of one batch about to be written.
+	LedgerBatchSize(n int)
+	// LedgerBatchWait observes how long one member was queued before its batch took it.
+	LedgerBatchWait(d time.Duration)
+	// LedgerBatchFallback counts one batch whose members were written one by one instead.
+	LedgerBatchFallback(reason string)
+}
+
+// BatchingLedger is a Ledger whose Atomically writes concurrent transactions that only insert
+// orders and append flow rows (placing an order) in shared transactions: one multi-row INSERT
+// of the orders, one of the flow rows, one COMMIT for a whole batch. Every other transaction,
+// and every read, is the Ledger's own. See docs/DESIGN.md, "Group commit of placed orders".
+type BatchingLedger struct {
+	*Ledger
+	max   int
+	wait  time.Duration
+	obs   BatchObserver
+	lanes []*lane
+	next  atomic.Uint32 // where the search for an idle lane starts
+
+	// Test hooks, nil in production: taken runs when a batch has taken its members, before it
+	// writes; beforeCommit runs inside the batch's transaction after its INSERTs.
+	taken        func(n int)
+	beforeCommit func()
+}
+
+var _ domain.Ledger = (*BatchingLedger)(nil)
+
+// NewBatching returns l with group commit of order writes as cfg says. It panics on a
+// configuration outside the bounds above (bootstrap checks them first).
+func NewBatching(l *Ledger, cfg BatchConfig) *BatchingLedger {
+	if cfg.Max == 0 {
+		cfg.Max = 128
+	}
+	if l == nil || cfg.Max < 1 || cfg.Max > MaxBatchSize || cfg.Wait < 0 || cfg.Wait > MaxBatchWait || cfg.Lanes < 1 {
+		panic(fmt.Sprintf("mysqlstore.NewBatching: bad configuration %+v", cfg))
+	}
+	b := &BatchingLedger{Ledger: l, max: cfg.Max, wait: cfg.Wait, obs: cfg.Observer}
+	if b.obs == nil {
+		b.obs = noObserver{}
+	}
+	for range cfg.Lanes {
+		b.lanes = append(b.lanes, &lane{})
+	}
+	return b
+}
+
+// Atomically runs fn first against a recording store: when fn only inserts orders and appends
+// flow rows and returns nil, its rows join a batch and Atomically returns the batch's
+// outcome; otherwise fn runs as Ledger.Atomically runs it. fn's contract is the port's: it
+// may run more than once and has no effects outside tx.
+//
+// A batch that fails, other than by a lost COMMIT answer, is rolled back and each of its
+// members runs alone, so each gets exactly the outcome it would have had without batching.
+// A lost COMMIT answer is domain.ErrCommitUnknown for every member. A member whose ctx ends
+// while it is queued leaves the queue and returns the context's error, writing nothing; once
+// its batch has taken it, it waits for the batch's outcome, which its ctx does not affect.
+func (b *BatchingLedger) Atomically(ctx context.Context, fn func(tx domain.Store) error) error {
+	m, ok := b.record(fn)
+	if !ok {
+		return b.Ledger.Atomically(ctx, fn)
+	}
+	m.ctx, m.queued, m.done = ctx, time.Now(), make(chan batchResult, 1)
+	ln := b.pick()
+	ln.join(b, m)
+	var r batchResult
+	select {
+	case r = <-m.done:
+	case <-ctx.Done():
+		if ln.leave(m) {
+			return wrapErr("wait for a batch", ctx.Err())
+		}
+		r = <-m.done
+	}
+	if r.alone {
+		return b.Ledger.Atomically(ctx, fn)
+	}
+	return r.err
+}
+
+// notBatchable is the panic with which the recording store stops fn at its first call that is
+// not an order insert or a flow append. A panic, not an error: fn never sees a failure that a
+// normal run would not have (it may log or assert what a repository returns).
+type notBatchable struct{}
+
+// record runs fn against the recording store and returns its rows, or ok false when fn did
+// anything else, returned an error or recorded nothing.
+func (b *BatchingLedger) record(fn func(tx domain.Store) error) (m *member, ok bool) {
+	rec := &recorder{}
+	m = &member{}
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, stop := r.(notBatchable); !stop {
+					panic(r)
+				}
+				err = errNotBatchable
+			}
+		}()
+		return fn(rec)
+	}()
+	if err != nil || rec.refused || len(rec.orders) == 0 {
+		return nil, false
+	}
+	m.orders, m.flows = rec.orders, rec.flows
+	return m, true
+}
+
+var errNotBatchable = errors.New("mysqlstore: transaction is not an order insert")
+
+// pick returns an idle lane when there is one (a member alone starts at once), else the lane
+// with the shortest queue.
+func (b *BatchingLedger) pick() *lane {
+	start := int(b.next.Add(1))
+	var best *lane
+	bestLen := 0
+	for i := range b.lanes {
+		ln := b.lanes[(start+i)%len(b.lanes)]
+		ln.mu.Lock()
+		running, n := ln.running, len(ln.queue)
+		ln.mu.Unlock()
+		if !running {
+			return ln
+		}
+		if best == nil || n < bestLen {
+			best, bestLen = ln, n
+		}
+	}
+	return best
+}
+
+// member is one Atomically call waiting for a batch.
+type member struct {
+	ctx    context.Context
+	orders []domain.Order
+	flows  []domain.FlowEntry
+	queued time.Time
+	taken  bool // set by the lane, under its lock, when a batch takes the member
+	done   chan batchResult
+}
+
+// batchResult is a batch's outcome for one member: err, or alone when the member must run
+// its transaction by itself.
+type batchResult struct {
+	err   error
+	alone bool
+}
+
+// lane is a queue of members with at most one batch running: members that arrive while it
+// runs form the next batch.
+type lane struct {
+	mu      sync.Mutex
+	queue   []*member
+	running bool
+}
+
+// join queues m and, when no batch is running in the lane, starts one at once.
+func (ln *lane) join(b *BatchingLedger, m *member) {
+	ln.mu.Lock()
+	ln.queue = append(ln.queue, m)
+	start := !ln.running
+	ln.running = true
+	ln.mu.Unlock()
+	if start {
+		go ln.drain(b)
+	}
+}
+
+// leave takes m out of the queue and reports whether it was still there (not yet taken).
+func (ln *lane) leave(m *member) bool {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	if m.taken {
+		return false
+	}
+	if i := slices.Index(ln.queue, m); i >= 0 {
+		ln.queue = slices.Delete(ln.queue, i, i+1)
+	}
+	return true
+}
+
+// drain writes batches until the queue is empty, then marks the lane idle.
+func (ln *lane) drain(b *BatchingLedger) {
+	for {
+		batch := ln.take(b.max, b.wait)
+		if batch == nil {
+			return
+		}
+		b.write(batch)
+	}
+}
+
+// take removes up to max members from the queue, first waiting up to wait for more when it
+// found several but fewer than max; nil (and the lane idle) when the queue is empty.
+func (ln *lane) take(max int, wait time.Duration) []*member {
+	ln.mu.Lock()
+	if n := len(ln.queue); wait > 0 && n > 1 && n < max {
+		ln.mu.Unlock()
+		time.Sleep(wait)
+		ln.mu.Lock()
+	}
+	defer ln.mu.Unlock()
+	n := min(len(ln.queue), max)
+	if n == 0 {
+		ln.running = false
+		return nil
+	}
+	batch := slices.Clone(ln.queue[:n])
+	ln.queue = slices.Delete(ln.queue, 0, n)
+	for _, m := range batch {
+		m.taken = true
+	}
+	return batch
+}
+
+// write runs one batch as one transaction (with the Ledger's deadlock retries) and gives every
+// member its outcome.
+func (b *BatchingLedger) write(batch []*member) {
+	started := time.Now()
+	b.obs.LedgerBatchSize(len(batch))
+	var orders []domain.Order
+	var flows []domain.FlowEntry
+	for _, m := range batch {
+		b.obs.LedgerBatchWait(started.Sub(m.queued))
+		orders = append(orders, m.orders...)
+		flows = append(flows, m.flows...)
+	}
+	if b.taken != nil {
+		b.taken(len(batch))
+	}
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	err := b.Ledger.Atomically(ctx, func(tx domain.Store) error {
+		s := tx.(*store)
+		if err := insertOrders(ctx, s, fmt.Sprintf("insert %d orders", len(orders)), orders); err != nil {
+			return err
+		}
+		if len(flows) > 0 {
+			if err := appendFlows(ctx, s, fmt.Sprintf("append %d flow rows", len(flows)), flows); err != nil {
+				return err
+			}
+		}
+		if b.beforeCommit != nil {
+			b.beforeCommit()
+		}
+		return nil
+	})
+	r := batchResult{err: err}
+	if err != nil && !errors.Is(err, domain.ErrCommitUnknown) {
+		// One member's row (or the database) refused the batch: nothing of it is stored, and
+		// each member runs alone to get its own outcome.
+		b.obs.LedgerBatchFallback(fallbackReason(err))
+		r = batchResult{alone: true}
+	}
+	for _, m := range batch {
+		m.done <- r
+	}
+}
+
+// batchContext is the context a batch runs on: none of its members' cancellations reaches it
+// (a member taken waits for the outcome), and it ends at the latest of their deadlines, or
+// after batchBound when one of them has none.
+func batchContext(batch []*member) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, m := range batch {
+		d, ok := m.ctx.Deadline()
+		if !ok {
+			latest = time.Now().Add(batchBound)
+			break
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.WithoutCancel(batch[0].ctx), latest)
+}
+
+func fallbackReason(err error) string {
+	switch {
+	case errors.Is(err, domain.ErrDuplicateOrder), errors.Is(err, domain.ErrDuplicateIdempotencyKey),
+		errors.Is(err, domain.ErrDuplicateFlow):
+		return FallbackDuplicateKey
+	case errors.Is(err, domain.ErrUnavailable):
+		return FallbackUnavailable
+	}
+	return FallbackError
+}
+
+type noObserver struct{}
+
+func (noObserver) LedgerBatchSize(int)           {}
+func (noObserver) LedgerBatchWait(time.Duration) {}
+func (noObserver) LedgerBatchFallback(string)    {}
+
+// recorder is the Store fn first runs against: Orders().Insert and Flows().Append record their
+// rows and succeed; any other call stops fn (the notBatchable panic) and marks the run
+// refused, in case fn recovers it.
+type recorder struct {
+	orders  []domain.Order
+	flows   []domain.FlowEntry
+	refused bool
+}
+
+// refuse stops fn: its transaction is not batchable.
+func (r *recorder) refuse() {
+	r.refused = true
+	panic(notBatchable{})
+}
+
+func (r *recorder) Products() domain.ProductCatalog       { r.refuse(); return nil }
+func (r *recorder) Orders() domain.OrderRepo              { return recordedOrders{r} }
+func (r *recorder) Cards() domain.CardVault               { r.refuse(); return nil }
+func (r *recorder) Flows() domain.FlowLog                 { return recordedFlows{r} }
+func (r *recorder) Outbox() domain.Outbox                 { r.refuse(); return nil }
+func (r *recorder) Payments() domain.PaymentRepo          { r.refuse(); return nil }
+func (r *recorder) Notifications() domain.NotificationLog { r.refuse(); return nil }
+func (r *recorder) Operators() domain.OperatorRepo        { r.refuse(); return nil }
+func (r *recorder) Audit() domain.AuditLog                { r.refuse(); return nil }
+func (r *recorder) Alerts() domain.AlertLog               { r.refuse(); return nil }
+
+// recordedOrders records inserts; every other method stops fn.
+type recordedOrders struct{ r *recorder }
+
+func (o recordedOrders) Insert(_ context.Context, ord domain.Order) error {
+	o.r.orders = append(o.r.orders, ord)
+	return nil
+}
+
+func (o recordedOrders) Order(context.Context, domain.OrderNo) (domain.Order, error) {
+	o.r.refuse()
+	return domain.Order{}, errNotBatchable
+}
+
+func (o recordedOrders) OrderByKey(context.Context, domain.BuyerID, domain.IdempotencyKey) (domain.Order, error) {
+	o.r.refuse()
+	return domain.Order{}, errNotBatchable
+}
+
+func (o recordedOrders) Transition(context.Context, domain.Order, domain.OrderStatus) (bool, error) {
+	o.r.refuse()
+	return false, errNotBatchable
+}
+
+func (o recordedOrders) MarkRevealed(context.Context, domain.OrderNo, time.Time) (bool, error) {
+	o.r.refuse()
+	return false, errNotBatchable
+}
+
+func (o recordedOrders) Expired(context.Context, time.Time, int) ([]domain.Order, error) {
+	o.r.refuse()
+	return nil, errNotBatchable
+}
+
+func (o recordedOrders) Totals(context.Context, domain.ProductID) (map[domain.OrderStatus]domain.StatusTotal, error) {
+	o.r.refuse()
+	return nil, errNotBatchable
+}
+
+func (o recordedOrders) Existing(context.Context, []domain.OrderNo) (map[domain.OrderNo]bool, error) {
+	o.r.refuse()
+	return nil, errNotBatchable
+}
+
+func (o recordedOrders) HeldByBuyer(context.Context, domain.ProductID, bool) (map[domain.BuyerID]int64, error) {
+	o.r.refuse()
+	return nil, errNotBatchable
+}
+
+func (o recordedOrders) Search(context.Context, domain.OrderFilter) ([]domain.Order, error) {
+	o.r.refuse()
+	return nil, errNotBatchable
+}
+
+// recordedFlows records appends; every other method stops fn.
+type recordedFlows struct{ r *recorder }
+
+func (f recordedFlows) Append(_ context.Context, e domain.FlowEntry) error {
+	f.r.flows = append(f.r.flows, e)
+	return nil
+}
+
+func (f recordedFlows) Totals(context.Context, domain.ProductID) (domain.FlowTotals, error) {
+	f.r.refuse()
+	return nil, errNotBatchable
+}
+
+func (f recordedFlows) Entries(context.Context, string) ([]domain.FlowEntry, error) {
+	f.r.refuse()
+	return nil, errNotBatchable
+}
+
+func (f recordedFlows) PerInterval(context.Context, domain.ProductID, domain.FlowType, time.Time, time.Duration, int) ([]int64, error) {
+	f.r.refuse()
+	return nil, errNotBatchable
+}
