@@ -21,7 +21,7 @@ func payMember(t testing.TB, o domain.Order, from domain.OrderStatus) mysqlstore
 		t.Fatal(err)
 	}
 	return mysqlstore.PayMember{Paid: paid, From: from,
-		Flows: []domain.FlowEntry{{ProductID: o.Product(), Ref: string(o.No()), Type: domain.FlowPay, Qty: int64(o.Qty()), At: now}},
+		Flows:  []domain.FlowEntry{{ProductID: o.Product(), Ref: string(o.No()), Type: domain.FlowPay, Qty: int64(o.Qty()), At: now}},
 		Outbox: []domain.OutboxMessage{{Topic: "test.delivered", Key: string(o.No()), Payload: []byte("{}"), At: now}}}
 }
 
