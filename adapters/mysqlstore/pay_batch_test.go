@@ -1,0 +1,271 @@
+package mysqlstore_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"cardshop/adapters/mysqlstore"
+	"cardshop/domain"
+)
+
+// payMember is the batch member of paying o from status from: the order paid now, its pay
+// flow row and a delivery message.
+func payMember(t testing.TB, o domain.Order, from domain.OrderStatus) mysqlstore.PayMember {
+	t.Helper()
+	now := time.Now().UTC()
+	paid := o
+	if err := paid.MarkPaid(now, o.Amount(), "pay-"+string(o.No())); err != nil {
+		t.Fatal(err)
+	}
+	return mysqlstore.PayMember{Paid: paid, From: from,
+		Flows:  []domain.FlowEntry{{ProductID: o.Product(), Ref: string(o.No()), Type: domain.FlowPay, Qty: int64(o.Qty()), At: now}},
+		Outbox: []domain.OutboxMessage{{Topic: "test.delivered", Key: string(o.No()), Payload: []byte("{}"), At: now}}}
+}
+
+// TestPayBatchDecidesEachMemberAsItsOwnTransactionWould: of one batch, the members whose order
+// is still PENDING and whose codes are free are stored together; an order paid already, a
+// repeat of a member and a member the pool cannot serve any more are left to run alone, with
+// nothing of them written.
+func TestPayBatchDecidesEachMemberAsItsOwnTransactionWould(t *testing.T) {
+	l := newLedger(t)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	p := createProduct(t, l)
+	importN(t, l, p, 8)
+	var os []domain.Order
+	for _, q := range []int{1, 2, 1, 2, 1, 3} {
+		os = append(os, newPendingOrder(t, l, p, q))
+	}
+	paidBefore := newPendingOrder(t, l, p, 1)
+	if _, err := pay(ctx, l, paidBefore, false); err != nil { // takes 1 of the 8: 7 left
+		t.Fatal(err)
+	}
+	var members []mysqlstore.PayMember
+	for _, o := range os {
+		members = append(members, payMember(t, o, domain.StatusPending))
+	}
+	members = append(members, payMember(t, os[0], domain.StatusPending), payMember(t, paidBefore, domain.StatusPending))
+
+	out, err := l.PayBatch(ctx, members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1+2+1+2+1 = 7 codes for the first five; the sixth (3) finds none left; the repeat of
+	// the first and the order paid before run alone.
+	want := []mysqlstore.PayOutcome{mysqlstore.PayStored, mysqlstore.PayStored, mysqlstore.PayStored, mysqlstore.PayStored,
+		mysqlstore.PayStored, mysqlstore.PayAlone, mysqlstore.PayAlone, mysqlstore.PayAlone}
+	if fmt.Sprint(out) != fmt.Sprint(want) {
+		t.Fatalf("outcomes %v, want %v", out, want)
+	}
+	seen := map[string]bool{}
+	for i, o := range os {
+		got, err := l.Orders().Order(ctx, o.No())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cards, err := l.Cards().Cards(ctx, o.No())
+		if err != nil {
+			t.Fatal(err)
+		}
+		flows, err := l.Flows().Entries(ctx, string(o.No()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := l.Outbox().ByKey(ctx, string(o.No()), "test.delivered")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[i] == mysqlstore.PayStored {
+			if got.Status() != domain.StatusPaid || got.PaymentRef() != "pay-"+string(o.No()) || len(cards) != o.Qty() ||
+				len(flows) != 1 || flows[0].Type != domain.FlowPay || len(msgs) != 1 {
+				t.Fatalf("stored member %d: %s, %d codes, flows %+v, %d messages", i, got.Status(), len(cards), flows, len(msgs))
+			}
+			for _, c := range cards {
+				if seen[c.Code.Reveal()] {
+					t.Fatalf("code sold twice: %s", c.Code.Reveal())
+				}
+				seen[c.Code.Reveal()] = true
+			}
+			continue
+		}
+		if got.Status() != domain.StatusPending || len(cards) != 0 || len(flows) != 0 || len(msgs) != 0 {
+			t.Fatalf("member %d left alone was written: %s, %d codes, flows %+v, %d messages", i, got.Status(), len(cards), flows, len(msgs))
+		}
+	}
+	// Alone, the last one is refused for a real shortage, as today.
+	if _, err := pay(ctx, l, os[5], true); !errors.Is(err, domain.ErrInsufficientCards) {
+		t.Fatalf("the member left alone, paid alone: %v, want ErrInsufficientCards", err)
+	}
+}
+
+// TestPayBatchFailsWholeOnAnyError: a member whose flow row exists already fails the batch,
+// and nothing of any member is written.
+func TestPayBatchFailsWholeOnAnyError(t *testing.T) {
+	l := newLedger(t)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	p := createProduct(t, l)
+	importN(t, l, p, 4)
+	a, b := newPendingOrder(t, l, p, 1), newPendingOrder(t, l, p, 1)
+	if err := l.Flows().Append(ctx, domain.FlowEntry{ProductID: p, Ref: string(b.No()), Type: domain.FlowPay, Qty: 1,
+		At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.PayBatch(ctx, []mysqlstore.PayMember{payMember(t, a, domain.StatusPending), payMember(t, b, domain.StatusPending)})
+	if !errors.Is(err, domain.ErrDuplicateFlow) {
+		t.Fatalf("batch with a duplicate flow row: %v, want ErrDuplicateFlow", err)
+	}
+	for _, o := range []domain.Order{a, b} {
+		got, _ := l.Orders().Order(ctx, o.No())
+		cards, _ := l.Cards().Cards(ctx, o.No())
+		if got.Status() != domain.StatusPending || len(cards) != 0 {
+			t.Fatalf("%s after the failed batch: %s with %d codes", o.No(), got.Status(), len(cards))
+		}
+	}
+	if counts, _ := l.Cards().Counts(ctx, p); counts[domain.CardUnsold] != 4 {
+		t.Fatalf("codes after the failed batch: %v", counts)
+	}
+}
+
+// TestPayBatchesRacingOnOneProduct: 16 goroutines send batches of overlapping members (every
+// order is in two batches) on one product with fewer codes than asked. Every order is paid at
+// most once, by a batch or alone; no code is sold twice; each paid order holds its qty.
+func TestPayBatchesRacingOnOneProduct(t *testing.T) {
+	l := newLedger(t)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	const pool, orders, workers = 60, 48, 16
+	p := createProduct(t, l)
+	importN(t, l, p, pool)
+	var os []domain.Order
+	for i := range orders {
+		os = append(os, newPendingOrder(t, l, p, 1+i%3)) // 96 units asked of 60
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			var members []mysqlstore.PayMember
+			var mine []domain.Order
+			for i := range 6 { // worker w and w+8 share their orders
+				o := os[((w%8)*6+i)%orders]
+				mine = append(mine, o)
+				members = append(members, payMember(t, o, domain.StatusPending))
+			}
+			out, err := l.PayBatch(ctx, members)
+			if err != nil {
+				t.Errorf("batch: %v", err)
+				return
+			}
+			for i, o := range mine {
+				if out[i] != mysqlstore.PayAlone {
+					continue
+				}
+				if _, err := pay(ctx, l, o, true); err != nil && !errors.Is(err, domain.ErrInsufficientCards) && !errors.Is(err, errLostRace) {
+					t.Errorf("pay %s alone: %v", o.No(), err)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	seen := map[string]bool{}
+	sold := 0
+	for _, o := range os {
+		got, err := l.Orders().Order(ctx, o.No())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cards, _ := l.Cards().Cards(ctx, o.No())
+		flows, _ := l.Flows().Entries(ctx, string(o.No()))
+		pays := 0
+		for _, f := range flows {
+			if f.Type == domain.FlowPay {
+				pays++
+			}
+		}
+		switch got.Status() {
+		case domain.StatusPaid:
+			if len(cards) != o.Qty() || pays != 1 {
+				t.Fatalf("%s PAID with %d of %d codes and %d pay rows", o.No(), len(cards), o.Qty(), pays)
+			}
+		case domain.StatusPending:
+			if len(cards) != 0 || pays != 0 {
+				t.Fatalf("%s PENDING with %d codes and %d pay rows", o.No(), len(cards), pays)
+			}
+		default:
+			t.Fatalf("%s is %s", o.No(), got.Status())
+		}
+		for _, c := range cards {
+			if seen[c.Code.Reveal()] {
+				t.Fatalf("code sold twice: %s", c.Code.Reveal())
+			}
+			seen[c.Code.Reveal()] = true
+		}
+		sold += len(cards)
+	}
+	counts, err := l.Cards().Counts(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(counts[domain.CardSold]) != sold || sold+int(counts[domain.CardUnsold]) != pool {
+		t.Fatalf("counts %v, %d codes sold to orders", counts, sold)
+	}
+	if sold < pool-2 { // 96 units were asked of 60: the pool runs dry but for what no order fits
+		t.Fatalf("only %d of %d codes sold", sold, pool)
+	}
+}
+
+// BenchmarkPay32Orders pays 32 orders of one product (one code each): one transaction each,
+// from 32 goroutines at once, against one PayBatch of the 32. An op is the 32 payments.
+func BenchmarkPay32Orders(b *testing.B) {
+	l := newLedger(b)
+	b.Cleanup(func() { markTestMessagesSent(b) })
+	setup := func() []domain.Order {
+		b.StopTimer()
+		defer b.StartTimer()
+		p := createProduct(b, l)
+		importN(b, l, p, 32)
+		os := make([]domain.Order, 32)
+		for i := range os {
+			os[i] = newPendingOrder(b, l, p, 1)
+		}
+		return os
+	}
+	b.Run("alone", func(b *testing.B) {
+		for range b.N {
+			os := setup()
+			var wg sync.WaitGroup
+			for _, o := range os {
+				wg.Go(func() {
+					if _, err := pay(b.Context(), l, o, true); err != nil {
+						b.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+		}
+	})
+	b.Run("batch", func(b *testing.B) {
+		for range b.N {
+			os := setup()
+			members := make([]mysqlstore.PayMember, len(os))
+			for i, o := range os {
+				members[i] = payMember(b, o, domain.StatusPending)
+			}
+			out, err := l.PayBatch(b.Context(), members)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, x := range out {
+				if x != mysqlstore.PayStored {
+					b.Fatalf("outcomes %v", out)
+				}
+			}
+		}
+	})
+}
