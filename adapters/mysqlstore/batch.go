@@ -57,7 +57,7 @@ type BatchObserver interface {
 // BatchingLedger is a Ledger whose Atomically writes concurrent transactions that only insert
 // orders and append flow rows (placing an order) in shared transactions: one multi-row INSERT
 // of the orders, one of the flow rows, one COMMIT for a whole batch. Every other transaction,
-// and every read, is the Ledger's own. See docs/DESIGN.md, "Group commit of placed orders".
+// and every read, is the Ledger's own. See docs/DESIGN.md, "Group commit of placed orders and payments".
 type BatchingLedger struct {
 	*Ledger
 	max   int
@@ -147,14 +147,23 @@ func (b *BatchingLedger) record(fn func(tx domain.Store) error) (m *member, ok b
 		}()
 		return fn(rec)
 	}()
-	if err != nil || rec.refused || len(rec.orders) == 0 {
+	if err != nil || rec.refused {
 		return nil, false
 	}
-	m.orders, m.flows = rec.orders, rec.flows
-	return m, true
+	switch {
+	case len(rec.orders) > 0 && rec.moved == nil && rec.taken == nil && len(rec.outbox) == 0:
+		m.orders, m.flows = rec.orders, rec.flows
+		return m, true
+	case len(rec.orders) == 0 && rec.moved != nil && rec.taken != nil && rec.taken.matches(rec.moved.Paid):
+		pay := *rec.moved
+		pay.Flows, pay.Outbox = rec.flows, rec.outbox
+		m.pay = &pay
+		return m, true
+	}
+	return nil, false
 }
 
-var errNotBatchable = errors.New("mysqlstore: transaction is not an order insert")
+var errNotBatchable = errors.New("mysqlstore: transaction is not an order insert nor a payment")
 
 // pick returns an idle lane when there is one (a member alone starts at once), else the lane
 // with the shortest queue.
@@ -182,6 +191,9 @@ type member struct {
 	ctx    context.Context
 	orders []domain.Order
 	flows  []domain.FlowEntry
+	// pay is a payment's writes (PayBatch's member) when the transaction is a payment; orders
+	// and flows are then empty.
+	pay    *PayMember
 	queued time.Time
 	taken  bool // set by the lane, under its lock, when a batch takes the member
 	done   chan batchResult
@@ -261,20 +273,65 @@ func (ln *lane) take(max int, wait time.Duration) []*member {
 	return batch
 }
 
-// write runs one batch as one transaction (with the Ledger's deadlock retries) and gives every
-// member its outcome.
+// write runs one batch and gives every member its outcome: its placed orders as one
+// transaction (with the Ledger's deadlock retries), its payments as another (PayBatch).
 func (b *BatchingLedger) write(batch []*member) {
 	started := time.Now()
 	b.obs.LedgerBatchSize(len(batch))
-	var orders []domain.Order
-	var flows []domain.FlowEntry
+	var placed, paid []*member
 	for _, m := range batch {
 		b.obs.LedgerBatchWait(started.Sub(m.queued))
-		orders = append(orders, m.orders...)
-		flows = append(flows, m.flows...)
+		if m.pay != nil {
+			paid = append(paid, m)
+		} else {
+			placed = append(placed, m)
+		}
 	}
 	if b.taken != nil {
 		b.taken(len(batch))
+	}
+	if len(placed) > 0 {
+		b.writeOrders(placed)
+	}
+	if len(paid) > 0 {
+		b.writePayments(paid)
+	}
+}
+
+// writePayments writes the payments of a batch with PayBatch: a member PayBatch cannot decide
+// as its own transaction would (PayAlone) runs alone; a batch that fails, other than by a lost
+// COMMIT answer, is written by nothing and each member runs alone.
+func (b *BatchingLedger) writePayments(batch []*member) {
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	members := make([]PayMember, len(batch))
+	for i, m := range batch {
+		members[i] = *m.pay
+	}
+	out, err := b.Ledger.PayBatch(ctx, members)
+	if err != nil && !errors.Is(err, domain.ErrCommitUnknown) {
+		b.obs.LedgerBatchFallback(fallbackReason(err))
+	}
+	for i, m := range batch {
+		switch {
+		case errors.Is(err, domain.ErrCommitUnknown):
+			m.done <- batchResult{err: err}
+		case err != nil || out[i] == PayAlone:
+			m.done <- batchResult{alone: true}
+		default:
+			m.done <- batchResult{}
+		}
+	}
+}
+
+// writeOrders writes the placed orders of a batch as one transaction: one multi-row INSERT of
+// the orders, one of their flow rows.
+func (b *BatchingLedger) writeOrders(batch []*member) {
+	var orders []domain.Order
+	var flows []domain.FlowEntry
+	for _, m := range batch {
+		orders = append(orders, m.orders...)
+		flows = append(flows, m.flows...)
 	}
 	ctx, cancel := batchContext(batch)
 	defer cancel()
@@ -346,7 +403,23 @@ func (noObserver) LedgerBatchFallback(string)    {}
 type recorder struct {
 	orders  []domain.Order
 	flows   []domain.FlowEntry
+	outbox  []domain.OutboxMessage
+	moved   *PayMember  // the one Transition recorded (a payment's), answered as won
+	taken   *allocation // the one Allocate recorded, answered with no codes
 	refused bool
+}
+
+// allocation is an Allocate the recording store answered.
+type allocation struct {
+	product domain.ProductID
+	no      domain.OrderNo
+	qty     int
+}
+
+// matches reports whether the allocation is the paid order's codes: its product, number and
+// qty, to the order moved to PAID.
+func (a *allocation) matches(paid domain.Order) bool {
+	return paid.Status() == domain.StatusPaid && a.product == paid.Product() && a.no == paid.No() && a.qty == paid.Qty()
 }
 
 // refuse stops fn: its transaction is not batchable.
@@ -357,9 +430,9 @@ func (r *recorder) refuse() {
 
 func (r *recorder) Products() domain.ProductCatalog       { r.refuse(); return nil }
 func (r *recorder) Orders() domain.OrderRepo              { return recordedOrders{r} }
-func (r *recorder) Cards() domain.CardVault               { r.refuse(); return nil }
+func (r *recorder) Cards() domain.CardVault               { return recordedCards{r} }
 func (r *recorder) Flows() domain.FlowLog                 { return recordedFlows{r} }
-func (r *recorder) Outbox() domain.Outbox                 { r.refuse(); return nil }
+func (r *recorder) Outbox() domain.Outbox                 { return recordedOutbox{r} }
 func (r *recorder) Payments() domain.PaymentRepo          { r.refuse(); return nil }
 func (r *recorder) Notifications() domain.NotificationLog { r.refuse(); return nil }
 func (r *recorder) Operators() domain.OperatorRepo        { r.refuse(); return nil }
@@ -384,9 +457,15 @@ func (o recordedOrders) OrderByKey(context.Context, domain.BuyerID, domain.Idemp
 	return domain.Order{}, errNotBatchable
 }
 
-func (o recordedOrders) Transition(context.Context, domain.Order, domain.OrderStatus) (bool, error) {
-	o.r.refuse()
-	return false, errNotBatchable
+// Transition records the first transition as a payment's and answers it won: the batch
+// decides it on the order's locked row (PayBatch), and a member it cannot decide so runs alone,
+// where Transition answers for real. A second transition stops fn.
+func (o recordedOrders) Transition(_ context.Context, ord domain.Order, from domain.OrderStatus) (bool, error) {
+	if o.r.moved != nil {
+		o.r.refuse()
+	}
+	o.r.moved = &PayMember{Paid: ord, From: from}
+	return true, nil
 }
 
 func (o recordedOrders) MarkRevealed(context.Context, domain.OrderNo, time.Time) (bool, error) {
@@ -439,5 +518,81 @@ func (f recordedFlows) Entries(context.Context, string) ([]domain.FlowEntry, err
 
 func (f recordedFlows) PerInterval(context.Context, domain.ProductID, domain.FlowType, time.Time, time.Duration, int) ([]int64, error) {
 	f.r.refuse()
+	return nil, errNotBatchable
+}
+
+// recordedCards records one allocation, answered with no codes (a payment's transaction does
+// not read them: the buyer reads them later); every other method, or a second allocation,
+// stops fn.
+type recordedCards struct{ r *recorder }
+
+func (c recordedCards) Allocate(_ context.Context, p domain.ProductID, no domain.OrderNo, qty int) ([]domain.Card, error) {
+	if c.r.taken != nil || qty < 1 {
+		c.r.refuse()
+	}
+	c.r.taken = &allocation{product: p, no: no, qty: qty}
+	return nil, nil
+}
+
+func (c recordedCards) Import(context.Context, domain.ProductID, []domain.CardCode) (domain.ImportResult, error) {
+	c.r.refuse()
+	return domain.ImportResult{}, errNotBatchable
+}
+
+func (c recordedCards) Cards(context.Context, domain.OrderNo) ([]domain.Card, error) {
+	c.r.refuse()
+	return nil, errNotBatchable
+}
+
+func (c recordedCards) Reclaim(context.Context, domain.OrderNo, domain.CardStatus) (int, error) {
+	c.r.refuse()
+	return 0, errNotBatchable
+}
+
+func (c recordedCards) Counts(context.Context, domain.ProductID) (domain.CardCounts, error) {
+	c.r.refuse()
+	return nil, errNotBatchable
+}
+
+func (c recordedCards) Void(context.Context, domain.ProductID, []domain.CardCode) (domain.VoidResult, error) {
+	c.r.refuse()
+	return domain.VoidResult{}, errNotBatchable
+}
+
+// recordedOutbox records added messages; every other method stops fn.
+type recordedOutbox struct{ r *recorder }
+
+func (o recordedOutbox) Add(_ context.Context, m domain.OutboxMessage) error {
+	o.r.outbox = append(o.r.outbox, m)
+	return nil
+}
+
+func (o recordedOutbox) Pending(context.Context, time.Time, int, ...string) ([]domain.OutboxMessage, error) {
+	o.r.refuse()
+	return nil, errNotBatchable
+}
+
+func (o recordedOutbox) MarkSent(context.Context, int64, time.Time) error {
+	o.r.refuse()
+	return errNotBatchable
+}
+
+func (o recordedOutbox) MarkFailed(context.Context, int64, time.Time) error {
+	o.r.refuse()
+	return errNotBatchable
+}
+
+func (o recordedOutbox) Claim(context.Context, int64, time.Time, time.Time) (bool, error) {
+	o.r.refuse()
+	return false, errNotBatchable
+}
+
+func (o recordedOutbox) Backlog(context.Context, ...string) (int64, error) {
+	o.r.refuse()
+	return 0, errNotBatchable
+}
+
+func (o recordedOutbox) ByKey(context.Context, string, ...string) ([]domain.OutboxRecord, error) {
+	o.r.refuse()
 	return nil, errNotBatchable
 }

@@ -419,3 +419,103 @@ func TestBatchingLedgerDoesNotBatchFailingOrRecoveringTransactions(t *testing.T)
 		t.Errorf("batches %v, want none", sizes)
 	}
 }
+
+// Payments through the batching ledger: 24 workers pay 96 orders (1 to 3 codes each, about
+// 190 codes) on one product with 150 codes, every order by two workers at once (a provider's
+// duplicate callback). Payments are batched (PayBatch), and still: each order is paid once
+// (the other payment loses the race), no code is sold twice, every paid order holds its codes,
+// and an order is refused only when the pool is really short.
+func TestBatchedPaymentsDecideEachOrderOnce(t *testing.T) {
+	b, obs := batching(t, openDB(t), 1)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	const pool, orders, workers = 150, 96, 24
+	p := createProduct(t, b)
+	importN(t, b, p, pool)
+	var os []domain.Order
+	for i := range orders {
+		os = append(os, newPendingOrder(t, b, p, 1+i%3))
+	}
+	type result struct {
+		cards []domain.Card
+		err   error
+	}
+	results := make([][]result, orders)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for i := w % (workers / 2); i < orders; i += workers / 2 { // two workers per order
+				cards, err := pay(ctx, b, os[i], true)
+				mu.Lock()
+				results[i] = append(results[i], result{cards, err})
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	seen := map[string]bool{}
+	sold, refusedQty := 0, 0
+	for i, o := range os {
+		won, lost, short := 0, 0, 0
+		for _, r := range results[i] {
+			switch {
+			case r.err == nil:
+				won++
+			case errors.Is(r.err, errLostRace):
+				lost++
+			case errors.Is(r.err, domain.ErrInsufficientCards):
+				short++
+			default:
+				t.Fatalf("pay %s: %v", o.No(), r.err)
+			}
+		}
+		got, err := b.Orders().Order(ctx, o.No())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cards, err := b.Cards().Cards(ctx, o.No())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case won == 1 && lost+short == 1:
+			if got.Status() != domain.StatusPaid || len(cards) != o.Qty() {
+				t.Fatalf("%s won once but is %s with %d of %d codes", o.No(), got.Status(), len(cards), o.Qty())
+			}
+		case won == 0 && short >= 1:
+			if got.Status() != domain.StatusPending || len(cards) != 0 {
+				t.Fatalf("%s refused but is %s with %d codes", o.No(), got.Status(), len(cards))
+			}
+			refusedQty = max(refusedQty, o.Qty())
+		default:
+			t.Fatalf("%s: %d won, %d lost, %d short", o.No(), won, lost, short)
+		}
+		for _, c := range cards {
+			if seen[c.Code.Reveal()] {
+				t.Fatalf("code sold twice: %s", c.Code.Reveal())
+			}
+			seen[c.Code.Reveal()] = true
+		}
+		sold += len(cards)
+	}
+	counts, err := b.Cards().Counts(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(counts[domain.CardSold]) != sold || sold+int(counts[domain.CardUnsold]) != pool {
+		t.Fatalf("counts %v, %d codes held by paid orders", counts, sold)
+	}
+	// A refusal means a real shortage: fewer codes left than the largest refused order wanted.
+	if left := pool - sold; refusedQty > 0 && left >= refusedQty {
+		t.Fatalf("%d codes left, yet an order of %d was refused", left, refusedQty)
+	}
+	sizes, _, _ := obs.snapshot()
+	if slices.Max(sizes) < 2 {
+		t.Fatalf("batch sizes %v: the payments were never batched", sizes)
+	}
+}
