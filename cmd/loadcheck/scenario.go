@@ -99,6 +99,9 @@ type scenarioResult struct {
 	// and over the sold-out run (not measured in the kill and storm scenarios, whose load also
 	// goes to a process or an endpoint the figure would not be about, nor with -target).
 	loadCPU, soldOutCPU cpuUse
+	// idleCPUPerSec is the instances' CPU seconds per second while idle, right before the
+	// load (sweeper, relay, stock watch, runtime): measured in the sold-out scenario only.
+	idleCPUPerSec float64
 	// peakRSS is each instance's peak RSS (VmHWM, reset when the scenario began) in bytes, in
 	// the order of rssNames; rssReset says whether the reset took (else it is the peak since
 	// the process started).
@@ -191,12 +194,18 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 
 	if sc.soldOut {
-		// What the idle service issues by itself (sweeper, relay) over the same time, before load.
+		// What the idle service issues by itself (sweeper, relay) over the same time, before load,
+		// and the CPU it spends meanwhile.
+		idlePIDs := pidsOf(insts)
+		idleBefore, idleStart := sampleCPU(idlePIDs), time.Now()
 		idle, err := e.dbCounters(ctx, e.o.duration)
 		if err != nil {
 			return res, err
 		}
 		res.idleDB = idle
+		if u := cpuBetween(idleBefore, sampleCPU(idlePIDs), idlePIDs, 0); u.measured {
+			res.idleCPUPerSec = u.seconds / time.Since(idleStart).Seconds()
+		}
 	}
 	var load WrkResult
 	pids := pidsOf(insts)
@@ -272,6 +281,10 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		fmt.Printf("             MariaDB statements during it: %s (idle baseline over the same time: %s) → %.5f per request\n",
 			res.soldOutDB, res.idleDB, float64(res.soldOutDB.total()-res.idleDB.total())/float64(max(so.Requests, 1)))
 		fmt.Printf("             %s\n", cpuLine(res.soldOutCPU))
+		if u := res.soldOutCPU; u.measured && u.requests > 0 {
+			fmt.Printf("             idle before the load: %.1f ms of CPU per second → %.1f µs per answer over the run's %s is the idle share\n",
+				res.idleCPUPerSec*1e3, res.idleCPUPerSec*e.o.duration.Seconds()/float64(u.requests)*1e6, e.o.duration)
+		}
 	}
 
 	provider := sc.provider
