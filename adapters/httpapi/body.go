@@ -107,6 +107,11 @@ func (s *Server) decodeJSON(c *fiber.Ctx, v any, allowEmpty bool) error {
 	if err != nil {
 		return err
 	}
+	return decodeBody(b, v, allowEmpty)
+}
+
+// decodeBody is decodeJSON's decoding of a body already read.
+func decodeBody(b []byte, v any, allowEmpty bool) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		if allowEmpty {
 			return nil

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -105,9 +107,66 @@ func lookup(err error) apiError {
 	return errInternal
 }
 
+// plainHeads holds, by the index of errorTable, the start of the JSON body answering that row's
+// error itself (the sentinel, not wrapped): errorBody{Code, Message, RequestID} encoded with
+// encoding/json up to the request id's opening quote, `{"code":"sold_out","message":"sold
+// out","request_id":"`. A sentinel's answer differs only by its request id, so the error
+// handler appends the id and `"}` instead of encoding the body again — the same bytes
+// (TestPlainErrorBodies), for the answer a flash sale gives hundreds of thousands of times.
+var plainHeads = func() [][]byte {
+	heads := make([][]byte, len(errorTable))
+	for i, row := range errorTable {
+		b, err := json.Marshal(errorBody{Code: row.api.code, Message: row.api.message, RequestID: "X"})
+		if err != nil {
+			panic(err)
+		}
+		heads[i] = bytes.TrimSuffix(b, []byte(`X"}`))
+	}
+	return heads
+}()
+
+// plainError returns the errorTable row of err when err is one of the table's sentinels
+// itself: then no errors.As of the error handler can match, and the answer is the row's.
+func plainError(err error) (int, bool) {
+	for i, row := range errorTable {
+		if err == row.err {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// jsonPlain reports whether s is written into a JSON string as it is by encoding/json (no
+// escaping): the request ids the service generates (UUIDs) always are.
+func jsonPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
 // errorHandler is installed as Fiber's error handler: handlers just return err.
 func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
+		if i, ok := plainError(err); ok {
+			if id := requestID(c); id != "" && jsonPlain(id) {
+				api := errorTable[i].api
+				logError(c, log, api, id, err)
+				c.Locals(errorCodeKey, api.code)
+				if api.status == fiber.StatusServiceUnavailable {
+					c.Set(fiber.HeaderRetryAfter, "1")
+				}
+				head := plainHeads[i]
+				b := make([]byte, 0, len(head)+len(id)+2)
+				b = append(append(append(b, head...), id...), `"}`...)
+				c.Status(api.status).Response().SetBodyRaw(b)
+				c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
+				return nil
+			}
+		}
 		api := lookup(err)
 		body := errorBody{Code: api.code, Message: api.message, RequestID: requestID(c)}
 		var ve *domain.ValidationError
@@ -124,16 +183,7 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 			body.Message += fmt.Sprintf("; lines 1 to %d were imported or reported (import.through_line), send the rest from line %d",
 				imp.rep.ThroughLine, imp.rep.ThroughLine+1)
 		}
-		// A refused request (4xx) is the business working as intended — a flash sale answers
-		// hundreds of thousands of sold_out — so it logs at debug; 5xx at error.
-		level := slog.LevelDebug
-		if api.status >= 500 {
-			level = slog.LevelError
-		}
-		if log.Enabled(c.UserContext(), level) {
-			log.Log(c.UserContext(), level, "request failed", "request_id", body.RequestID, "method", c.Method(),
-				"path", c.Path(), "status", api.status, "code", api.code, "err", err.Error())
-		}
+		logError(c, log, api, body.RequestID, err)
 		c.Locals(errorCodeKey, api.code)
 		if api.status == fiber.StatusServiceUnavailable {
 			c.Set(fiber.HeaderRetryAfter, "1")
@@ -147,6 +197,20 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 			c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(retryAfterSeconds(early.StartsIn), 10))
 		}
 		return c.Status(api.status).JSON(body)
+	}
+}
+
+// logError logs a refused or failed request. A refused request (4xx) is the business working
+// as intended — a flash sale answers hundreds of thousands of sold_out — so it logs at debug;
+// 5xx at error.
+func logError(c *fiber.Ctx, log *slog.Logger, api apiError, requestID string, err error) {
+	level := slog.LevelDebug
+	if api.status >= 500 {
+		level = slog.LevelError
+	}
+	if log.Enabled(c.UserContext(), level) {
+		log.Log(c.UserContext(), level, "request failed", "request_id", requestID, "method", c.Method(),
+			"path", c.Path(), "status", api.status, "code", api.code, "err", err.Error())
 	}
 }
 

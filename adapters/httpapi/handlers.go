@@ -65,9 +65,15 @@ func (s *Server) orderResponse(o domain.Order, cards []domain.Card, admin bool) 
 }
 
 func (s *Server) placeOrder(c *fiber.Ctx) error {
-	var req placeOrderRequest
-	if err := s.decodeJSON(c, &req, false); err != nil {
+	b, err := body(c, s.cfg.MaxBodyBytes)
+	if err != nil {
 		return err
+	}
+	req, ok := parsePlaceOrder(b)
+	if !ok {
+		if err := decodeBody(b, &req, false); err != nil {
+			return err
+		}
 	}
 	if req.ProductID <= 0 {
 		return domain.Invalid("product_id", "must be a positive integer")

@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -30,44 +31,87 @@ import (
 // The machine's ceilings: what the same wrk, Redis and MariaDB can do with nothing of cardshop
 // in the way, measured in the same run, so the scenarios' numbers can be read against them.
 
-// helloCeiling serves a hello-world Fiber handler (GET / -> "hello") on a free loopback port
-// in this process and measures it with the same wrk command as the scenarios (threads, conns,
-// duration from run; run.URL/Script are set by this function). A caller's Script is kept when
-// given, so it must only GET and count (hello.lua); without one wrk sends plain GETs.
-func helloCeiling(ctx context.Context, run WrkRun) (WrkResult, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return WrkResult{}, fmt.Errorf("hello ceiling: listen: %w", err)
-	}
+// helloServerEnv, when set in a process's environment, makes this program (or its test
+// binary, see TestMain) serve the hello-world handler on the address it holds instead of
+// running: the hello ceiling's server is a child process, so its CPU time is its own.
+const helloServerEnv = "LOADCHECK_HELLO_SERVER"
+
+// serveHello serves GET / -> "hello" with Fiber on addr until the process is killed.
+func serveHello(addr string) error {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("hello") })
-	served := make(chan error, 1)
-	go func() { served <- app.Listener(ln) }()
+	return app.Listen(addr)
+}
+
+// helloResult is the hello ceiling: wrk's numbers and the hello server's own CPU time over the
+// run.
+type helloResult struct {
+	WrkResult
+	cpu cpuUse
+}
+
+// helloCeiling serves a hello-world Fiber handler on a free loopback port in a child process
+// (this executable again, with helloServerEnv) and measures it with the same wrk command as
+// the scenarios (threads, conns, duration from run; run.URL/Script are set by this function),
+// and the child's CPU time over the wrk run. A caller's Script is kept when given, so it must
+// only GET and count (hello.lua); without one wrk sends plain GETs.
+func helloCeiling(ctx context.Context, run WrkRun) (helloResult, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return helloResult{}, fmt.Errorf("hello ceiling: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return helloResult{}, fmt.Errorf("hello ceiling: %w", err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), helloServerEnv+"="+addr)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return helloResult{}, fmt.Errorf("hello ceiling: start the server: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = app.ShutdownWithContext(sctx)
-		<-served
+		_ = cmd.Process.Kill()
+		<-exited
 	}()
 
-	run.URL = "http://" + ln.Addr().String() + "/"
+	run.URL = "http://" + addr + "/"
 	run.Args = nil
-	if err := expectHello(ctx, run.URL); err != nil {
-		return WrkResult{}, fmt.Errorf("hello ceiling: %w", err)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := expectHello(ctx, run.URL)
+		if err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			return helloResult{}, fmt.Errorf("hello ceiling: the server ended: %s", out.String())
+		case <-ctx.Done():
+			return helloResult{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return helloResult{}, fmt.Errorf("hello ceiling: %w", err)
+		}
 	}
+	pid := []int{cmd.Process.Pid}
+	before := sampleCPU(pid)
 	res, err := runWrk(ctx, run)
+	after := sampleCPU(pid)
 	if err != nil {
-		return res, fmt.Errorf("hello ceiling: %w", err)
+		return helloResult{WrkResult: res}, fmt.Errorf("hello ceiling: %w", err)
 	}
 	for code, n := range res.Status {
 		if code != http.StatusOK && n > 0 {
-			return res, fmt.Errorf("hello ceiling: %d answers with status %d (want only 200)", n, code)
+			return helloResult{WrkResult: res}, fmt.Errorf("hello ceiling: %d answers with status %d (want only 200)", n, code)
 		}
 	}
 	if res.RPS <= 0 {
-		return res, fmt.Errorf("hello ceiling: wrk measured %v req/s", res.RPS)
+		return helloResult{WrkResult: res}, fmt.Errorf("hello ceiling: wrk measured %v req/s", res.RPS)
 	}
-	return res, nil
+	return helloResult{WrkResult: res, cpu: cpuBetween(before, after, pid, res.Requests)}, nil
 }
 
 // expectHello checks that url answers 200 "hello".

@@ -53,6 +53,13 @@ type options struct {
 }
 
 func main() {
+	if addr := os.Getenv(helloServerEnv); addr != "" {
+		if err := serveHello(addr); err != nil {
+			fmt.Fprintln(os.Stderr, "hello server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "wrk duration of each scenario")
 	flag.IntVar(&o.threads, "threads", 2, "wrk threads")
@@ -130,7 +137,7 @@ type env struct {
 type secrets struct{ admin, payment, token, codeKeys, codeHash string }
 
 type ceilings struct {
-	hello   WrkResult
+	hello   helloResult
 	redis   float64
 	insert  float64
 	payTx   float64
@@ -268,7 +275,8 @@ func (e *env) measureCeilings(ctx context.Context) error {
 	if e.ceil.payTx, err = payTxCeiling(ctx, e.db, 32, d); err != nil {
 		return fmt.Errorf("pay ceiling: %w", err)
 	}
-	fmt.Printf("  Fiber hello world (same wrk command) %s req/s · p99 %s\n", num(e.ceil.hello.RPS), ms(e.ceil.hello.P99))
+	fmt.Printf("  Fiber hello world (same wrk command) %s req/s · p99 %s · %s\n", num(e.ceil.hello.RPS), ms(e.ceil.hello.P99),
+		cpuLine(e.ceil.hello.cpu))
 	fmt.Printf("  Redis reserve script (redis-benchmark EVALSHA, 50 clients) %s calls/s\n", num(e.ceil.redis))
 	fmt.Printf("  MariaDB single-row INSERT, 64 connections %s rows/s\n", num(e.ceil.insert))
 	fmt.Printf("  raw pay transaction on one hot product, 32 connections %s tx/s\n\n", num(e.ceil.payTx))

@@ -95,6 +95,38 @@ type scenarioResult struct {
 	storm       *stormResult // the catalogue storm's numbers, in the storm scenario
 	extra       []Check      // the storefront scenarios' own checks, listed after the invariants
 	checks      []Check
+	// loadCPU and soldOutCPU are the service instances' own CPU time over the measured load
+	// and over the sold-out run (not measured in the kill and storm scenarios, whose load also
+	// goes to a process or an endpoint the figure would not be about, nor with -target).
+	loadCPU, soldOutCPU cpuUse
+	// idleCPUPerSec is the instances' CPU seconds per second while idle, right before the
+	// load (sweeper, relay, stock watch, runtime): measured in the sold-out scenario only.
+	idleCPUPerSec float64
+	// peakRSS is each instance's peak RSS (VmHWM, reset when the scenario began) in bytes, in
+	// the order of rssNames; rssReset says whether the reset took (else it is the peak since
+	// the process started).
+	peakRSS  []int64
+	rssNames []string
+	rssReset bool
+}
+
+// pidsOf returns the process ids of the instances the harness started (none with -target).
+func pidsOf(insts []*instance) []int {
+	var pids []int
+	for _, in := range insts {
+		if in.cmd != nil && in.cmd.Process != nil {
+			pids = append(pids, in.cmd.Process.Pid)
+		}
+	}
+	return pids
+}
+
+// cpuLine formats a run's service CPU for the scenario's output.
+func cpuLine(u cpuUse) string {
+	if !u.measured {
+		return "not measured"
+	}
+	return fmt.Sprintf("%.1f µs of service CPU per answer (%.2f s over %s answers)", u.perRequest(), u.seconds, num(float64(u.requests)))
 }
 
 func (r scenarioResult) failed() int {
@@ -140,6 +172,10 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		}
 		insts = own
 	}
+	res.rssReset = len(pidsOf(insts)) > 0
+	for _, p := range pidsOf(insts) {
+		res.rssReset = resetPeakRSS(p) && res.rssReset
+	}
 	pid := 1_000_000 + rand.Int64N(8_000_000_000)
 	rules, startsAt, err := e.saleRules(ctx, sc)
 	if err != nil {
@@ -158,14 +194,22 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 
 	if sc.soldOut {
-		// What the idle service issues by itself (sweeper, relay) over the same time, before load.
+		// What the idle service issues by itself (sweeper, relay) over the same time, before load,
+		// and the CPU it spends meanwhile.
+		idlePIDs := pidsOf(insts)
+		idleBefore, idleStart := sampleCPU(idlePIDs), time.Now()
 		idle, err := e.dbCounters(ctx, e.o.duration)
 		if err != nil {
 			return res, err
 		}
 		res.idleDB = idle
+		if u := cpuBetween(idleBefore, sampleCPU(idlePIDs), idlePIDs, 0); u.measured {
+			res.idleCPUPerSec = u.seconds / time.Since(idleStart).Seconds()
+		}
 	}
 	var load WrkResult
+	pids := pidsOf(insts)
+	cpuBefore := sampleCPU(pids)
 	var repaired chan Check
 	if sc.repair {
 		repaired = make(chan Check, 1)
@@ -184,6 +228,9 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	if err != nil {
 		return res, err
 	}
+	if !sc.kill && !sc.storm {
+		res.loadCPU = cpuBetween(cpuBefore, sampleCPU(pids), pids, load.Requests)
+	}
 	var repairCheck *Check
 	if repaired != nil {
 		c := <-repaired
@@ -200,6 +247,9 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	if sc.tallyCodes() {
 		fmt.Printf("   refusals  %s\n", refusalMix(load.Counts))
 	}
+	if !sc.kill && !sc.storm {
+		fmt.Printf("   cpu       %s\n", cpuLine(res.loadCPU))
+	}
 	if sc.buyerLimit > 0 {
 		c, err := e.holdingCheck(ctx, pid, sc.buyerLimit, "right after the load (every order PENDING)")
 		if err != nil {
@@ -215,10 +265,12 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		if err != nil {
 			return res, err
 		}
+		soBefore := sampleCPU(pids)
 		so, err := e.load(ctx, sc, insts, pid, e.o.duration, "soldout")
 		if err != nil {
 			return res, err
 		}
+		res.soldOutCPU = cpuBetween(soBefore, sampleCPU(pids), pids, so.Requests)
 		after, err := readCounters(ctx, e.db)
 		if err != nil {
 			return res, err
@@ -228,6 +280,11 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 			num(so.RPS), so.RPS/e.ceil.hello.RPS, ms(so.P50), ms(so.P99), statusMix(so.Status))
 		fmt.Printf("             MariaDB statements during it: %s (idle baseline over the same time: %s) → %.5f per request\n",
 			res.soldOutDB, res.idleDB, float64(res.soldOutDB.total()-res.idleDB.total())/float64(max(so.Requests, 1)))
+		fmt.Printf("             %s\n", cpuLine(res.soldOutCPU))
+		if u := res.soldOutCPU; u.measured && u.requests > 0 {
+			fmt.Printf("             idle before the load: %.1f ms of CPU per second → %.1f µs per answer over the run's %s is the idle share\n",
+				res.idleCPUPerSec*1e3, res.idleCPUPerSec*e.o.duration.Seconds()/float64(u.requests)*1e6, e.o.duration)
+		}
 	}
 
 	provider := sc.provider
@@ -304,6 +361,25 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		res.extra = append(res.extra, c, held)
 	}
 	res.checks = append(res.checks, res.extra...)
+	for _, in := range insts {
+		if in.cmd == nil || in.cmd.Process == nil {
+			continue
+		}
+		if rss, err := procPeakRSS(in.cmd.Process.Pid); err == nil {
+			res.peakRSS, res.rssNames = append(res.peakRSS, rss), append(res.rssNames, in.name)
+		}
+	}
+	if len(res.peakRSS) > 0 {
+		since := "since the scenario began"
+		if !res.rssReset {
+			since = "since the process started (the reset of VmHWM was refused)"
+		}
+		parts := make([]string, len(res.peakRSS))
+		for i, b := range res.peakRSS {
+			parts[i] = fmt.Sprintf("%s %s", res.rssNames[i], mib(b))
+		}
+		fmt.Printf("   rss       peak (VmHWM) %s: %s\n", since, strings.Join(parts, " · "))
+	}
 	for _, c := range res.checks {
 		verdict := "PASS"
 		if !c.OK {

@@ -25,6 +25,8 @@ func (e *env) printSummary(results []scenarioResult) {
 			ms(r.load.P50), ms(r.load.P90), ms(r.load.P99), r.created, r.codesSold, verdict)
 	}
 	fmt.Println()
+	e.printResources(results)
+	fmt.Println()
 	fmt.Println("== targets (each measured in this run against this machine's ceilings)")
 	target := func(name string, got, ceiling, share float64, unit string) {
 		want := ceiling * share
@@ -44,6 +46,15 @@ func (e *env) printSummary(results []scenarioResult) {
 				verdict = "MISS"
 			}
 			fmt.Printf("   %-4s sold-out answers touch no database: %.5f MariaDB statements per request beyond the idle baseline\n", verdict, per)
+			if h := e.ceil.hello.cpu; r.soldOutCPU.measured && h.measured && h.perRequest() > 0 {
+				got, limit := r.soldOutCPU.perRequest(), soldOutCPUShare*h.perRequest()
+				verdict := "PASS"
+				if got > limit {
+					verdict = fmt.Sprintf("MISS by %.0f%%", (got/limit-1)*100)
+				}
+				fmt.Printf("   %-4s service CPU per sold-out answer vs the hello server's: %.1f µs = %.2f× %.1f µs (target ≤ %.1f×) %s\n",
+					verdictWord(verdict), got, got/h.perRequest(), h.perRequest(), soldOutCPUShare, strings.TrimPrefix(verdict, "PASS"))
+			}
 		}
 		if st := r.storm; st != nil {
 			target("catalogue reads alone (refresh storm) vs the Fiber hello-world ceiling", st.alone.RPS, e.ceil.hello.RPS, stormShare, "req/s")
@@ -57,12 +68,95 @@ func (e *env) printSummary(results []scenarioResult) {
 				r.payRate, e.ceil.payTx, 0.8, "callbacks/s")
 		}
 	}
+	if name, lo, hi, ok := rssSpread(results); ok {
+		verdict := "PASS"
+		if float64(hi) > rssFlatShare*float64(lo) {
+			verdict = fmt.Sprintf("MISS by %.0f%%", (float64(hi)/(rssFlatShare*float64(lo))-1)*100)
+		}
+		fmt.Printf("   %-4s peak RSS flat across the scenarios: the instance that grew most, %s, %s to %s (target: its largest ≤ %.1f× its smallest) %s\n",
+			verdictWord(verdict), name, mib(lo), mib(hi), rssFlatShare, strings.TrimPrefix(verdict, "PASS"))
+	}
 	fails := 0
 	for _, r := range results {
 		fails += r.failed()
 	}
 	fmt.Printf("   %-4s invariants: %d checks failed across %d scenarios (oversold, duplicates, lost, leaked all counted there)\n",
 		verdictWord(map[bool]string{true: "PASS", false: "FAIL"}[fails == 0]), fails, len(results))
+}
+
+// soldOutCPUShare is issue 16's bound on a sold-out answer's service CPU: at most this many
+// times the hello server's CPU per answer, measured in the same run.
+const soldOutCPUShare = 2.5
+
+// rssFlatShare is how much the largest per-scenario peak RSS of an instance may exceed the
+// smallest before the summary calls it not flat (issue 16: no growth with the number of orders;
+// the factor is this harness's, see docs/BENCHMARKS.md).
+const rssFlatShare = 1.5
+
+// rssSpread returns, of the instances measured in more than one scenario, the one whose peak
+// RSS grew most from its smallest scenario to its largest: its name and those two peaks (a
+// process's own peaks are compared: a fresh instance starts smaller than a warm one).
+func rssSpread(results []scenarioResult) (name string, lo, hi int64, ok bool) {
+	type span struct {
+		lo, hi int64
+		n      int
+	}
+	spans := map[string]*span{}
+	var names []string
+	for _, r := range results {
+		for i, b := range r.peakRSS {
+			sp := spans[r.rssNames[i]]
+			if sp == nil {
+				sp = &span{lo: b, hi: b}
+				spans[r.rssNames[i]] = sp
+				names = append(names, r.rssNames[i])
+			}
+			sp.lo, sp.hi, sp.n = min(sp.lo, b), max(sp.hi, b), sp.n+1
+		}
+	}
+	for _, n := range names {
+		sp := spans[n]
+		if sp.n < 2 {
+			continue
+		}
+		if !ok || float64(sp.hi)/float64(sp.lo) > float64(hi)/float64(lo) {
+			name, lo, hi, ok = n, sp.lo, sp.hi, true
+		}
+	}
+	return name, lo, hi, ok
+}
+
+// printResources prints the service's own CPU time per answer (utime + stime of its
+// processes, /proc/<pid>/stat) for the hello server and each measured run, and each
+// instance's peak RSS per scenario.
+func (e *env) printResources(results []scenarioResult) {
+	fmt.Println("== service CPU per answer (its processes' utime+stime over the wrk run) and peak RSS per scenario")
+	fmt.Printf("   %-3s %-40s %12s %10s %12s   %s\n", "#", "run", "answers", "CPU s", "µs/answer", "peak RSS (VmHWM)")
+	row := func(n, name string, u cpuUse, rss string) {
+		if !u.measured {
+			fmt.Printf("   %-3s %-40s %12s %10s %12s   %s\n", n, trim(name, 40), "", "", "—", rss)
+			return
+		}
+		fmt.Printf("   %-3s %-40s %12s %10.2f %12.1f   %s\n", n, trim(name, 40), num(float64(u.requests)), u.seconds, u.perRequest(), rss)
+	}
+	row("", "Fiber hello world (child process)", e.ceil.hello.cpu, "")
+	for _, r := range results {
+		if r.skipped {
+			continue
+		}
+		parts := make([]string, len(r.peakRSS))
+		for i, b := range r.peakRSS {
+			parts[i] = fmt.Sprintf("%s %s", r.rssNames[i], mib(b))
+		}
+		rss := strings.Join(parts, " · ")
+		if len(parts) > 0 && !r.rssReset {
+			rss += " (since start)"
+		}
+		row(fmt.Sprint(r.sc.num), r.sc.name, r.loadCPU, rss)
+		if r.soldOut != nil {
+			row("", "… sold-out answers", r.soldOutCPU, "")
+		}
+	}
 }
 
 func verdictWord(v string) string {

@@ -1,0 +1,69 @@
+package httpapi
+
+import (
+	"testing"
+
+	"cardshop/adapters/strictjson"
+)
+
+// parseSeeds are bodies parsePlaceOrder must read (true) or leave to strictjson (false).
+var parseSeeds = []struct {
+	body string
+	want placeOrderRequest
+	ok   bool
+}{
+	{`{"product_id":1001,"qty":2}`, placeOrderRequest{1001, 2}, true},
+	{`{"qty":2,"product_id":1001}`, placeOrderRequest{1001, 2}, true},
+	{" \r\n{ \"product_id\" :\t7 , \"qty\": 0 }\n", placeOrderRequest{7, 0}, true},
+	{`{"product_id":999999999999999999,"qty":1}`, placeOrderRequest{999999999999999999, 1}, true},
+	{`{"product_id":1000000000000000000,"qty":1}`, placeOrderRequest{}, false}, // 19 digits
+	{`{"product_id":1,"qty":1,"qty":5}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"product_id":1}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"QTY":1}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"q\u0074y":1}`, placeOrderRequest{}, false},
+	{`{"product_id":1}`, placeOrderRequest{}, false},
+	{`{"product_id":01,"qty":1}`, placeOrderRequest{}, false},
+	{`{"product_id":-1,"qty":1}`, placeOrderRequest{}, false},
+	{`{"product_id":1.0,"qty":1}`, placeOrderRequest{}, false},
+	{`{"product_id":1e3,"qty":1}`, placeOrderRequest{}, false},
+	{`{"product_id":"1","qty":1}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"qty":1}x`, placeOrderRequest{}, false},
+	{`{"product_id":1,"qty":1}{}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"qty":1,}`, placeOrderRequest{}, false},
+	{`{"product_id":1 "qty":1}`, placeOrderRequest{}, false},
+	{"{\"product_id\":1,\"qty\":1}\x00", placeOrderRequest{}, false},
+	{``, placeOrderRequest{}, false},
+}
+
+func TestParsePlaceOrder(t *testing.T) {
+	for _, c := range parseSeeds {
+		got, ok := parsePlaceOrder([]byte(c.body))
+		if ok != c.ok || got != c.want {
+			t.Errorf("%q: %+v %v, want %+v %v", c.body, got, ok, c.want, c.ok)
+		}
+		if ok {
+			var strict placeOrderRequest
+			if err := strictjson.Decode([]byte(c.body), &strict); err != nil || strict != got {
+				t.Errorf("%q: strictjson reads %+v %v, the fast path %+v", c.body, strict, err, got)
+			}
+		}
+	}
+}
+
+// FuzzParsePlaceOrder: whatever body parsePlaceOrder accepts, strictjson accepts too and reads
+// as the same request.
+func FuzzParsePlaceOrder(f *testing.F) {
+	for _, c := range parseSeeds {
+		f.Add([]byte(c.body))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := parsePlaceOrder(b)
+		if !ok {
+			return
+		}
+		var strict placeOrderRequest
+		if err := strictjson.Decode(b, &strict); err != nil || strict != got {
+			t.Fatalf("%q: the fast path reads %+v, strictjson %+v %v", b, got, strict, err)
+		}
+	})
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// clockTicks is the kernel's USER_HZ (`getconf CLK_TCK`): the unit of utime and stime in
+// /proc/<pid>/stat. It is 100 on every Linux this runs on (the ABI fixes it for x86 and arm64).
+const clockTicks = 100
+
+// procCPU returns the CPU time the process pid has used so far, in seconds: its utime + stime
+// from /proc/<pid>/stat (user and kernel time of all its threads, not its children's).
+func procCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(b)
+}
+
+// parseStatCPU reads utime + stime (fields 14 and 15) of a /proc/<pid>/stat line, in seconds.
+// The command name (field 2, in parentheses) may hold spaces and parentheses, so the fields are
+// counted from the last ')'.
+func parseStatCPU(b []byte) (float64, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc stat: no ')' in %q", b)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime is field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc stat: %d fields after the name, want ≥ 13", len(f))
+	}
+	ut, err := strconv.ParseUint(f[11], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc stat utime: %w", err)
+	}
+	st, err := strconv.ParseUint(f[12], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc stat stime: %w", err)
+	}
+	return float64(ut+st) / clockTicks, nil
+}
+
+// procPeakRSS returns the process's peak resident set size in bytes: VmHWM from
+// /proc/<pid>/status (since it started, or since resetPeakRSS).
+func procPeakRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatusKB(b, "VmHWM:")
+}
+
+// resetPeakRSS sets the process's VmHWM back to its current RSS (writing 5 to
+// /proc/<pid>/clear_refs, Linux ≥ 4.0; the harness owns the process), so that the next
+// procPeakRSS is the peak of what ran since. It reports whether the reset took.
+func resetPeakRSS(pid int) bool {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
+}
+
+// parseStatusKB reads the "Name:   N kB" line of a /proc/<pid>/status in bytes.
+func parseStatusKB(b []byte, name string) (int64, error) {
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(l, name) {
+			continue
+		}
+		f := strings.Fields(l[len(name):])
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("/proc status: %q", l)
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc status: %q: %w", l, err)
+		}
+		return n * 1024, nil
+	}
+	return 0, fmt.Errorf("/proc status: no %s line", name)
+}
+
+// cpuSample is the CPU time of each measured process at one moment, by pid.
+type cpuSample map[int]float64
+
+// sampleCPU reads the CPU time of each pid; a pid that cannot be read (ended) is left out.
+func sampleCPU(pids []int) cpuSample {
+	s := make(cpuSample, len(pids))
+	for _, p := range pids {
+		if c, err := procCPU(p); err == nil {
+			s[p] = c
+		}
+	}
+	return s
+}
+
+// cpuUse is the service CPU time one measured wrk run cost: the sum over its instances.
+type cpuUse struct {
+	seconds  float64 // utime + stime of the instances during the run
+	requests int64   // the answers wrk counted in the run
+	measured bool    // every instance was read before and after
+}
+
+// perRequest is the CPU time per answer in microseconds.
+func (u cpuUse) perRequest() float64 {
+	if u.requests <= 0 {
+		return 0
+	}
+	return u.seconds / float64(u.requests) * 1e6
+}
+
+// cpuBetween sums the CPU time each pid used between before and after; measured is false when
+// a pid is missing from either sample.
+func cpuBetween(before, after cpuSample, pids []int, requests int64) cpuUse {
+	u := cpuUse{requests: requests, measured: len(pids) > 0}
+	for _, p := range pids {
+		b, ok1 := before[p]
+		a, ok2 := after[p]
+		if !ok1 || !ok2 {
+			u.measured = false
+			continue
+		}
+		u.seconds += a - b
+	}
+	return u
+}
+
+// mib formats a byte count in MiB with one decimal.
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	// A command name with a space and a ')' of its own: fields are counted from the last ')'.
+	line := []byte("4242 (card shop) x) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 37 0 0 20 0 9 0 100 1000 200\n")
+	got, err := parseStatCPU(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 2.87 {
+		t.Fatalf("utime 250 + stime 37 ticks = %v s, want 2.87", got)
+	}
+	if _, err := parseStatCPU([]byte("4242 (short) S 1 2")); err == nil {
+		t.Fatal("a truncated stat line was accepted")
+	}
+}
+
+func TestParseStatusKB(t *testing.T) {
+	status := []byte("Name:\tcardshop\nVmPeak:\t 900 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40000 kB\n")
+	got, err := parseStatusKB(status, "VmHWM:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 51200*1024 {
+		t.Fatalf("VmHWM = %d bytes, want %d", got, 51200*1024)
+	}
+	if _, err := parseStatusKB(status, "VmSwap:"); err == nil {
+		t.Fatal("a missing line was read")
+	}
+}
+
+// TestProcOwnProcess reads this test process's own figures: CPU time grows with work, and the
+// peak RSS is at least the current RSS and grows past a fresh allocation after a reset.
+func TestProcOwnProcess(t *testing.T) {
+	pid := os.Getpid()
+	before := sampleCPU([]int{pid})
+	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
+	}
+	after := sampleCPU([]int{pid})
+	u := cpuBetween(before, after, []int{pid}, 10)
+	if !u.measured || u.seconds < 0.05 {
+		t.Fatalf("100 ms of spinning measured as %+v, want ≥ 0.05 s", u)
+	}
+	if u.perRequest() != u.seconds/10*1e6 {
+		t.Fatalf("perRequest %v", u.perRequest())
+	}
+	if m := cpuBetween(before, after, []int{pid, -1}, 10); m.measured {
+		t.Fatal("a pid missing from the samples counted as measured")
+	}
+
+	if !resetPeakRSS(pid) {
+		t.Skip("this kernel refuses the reset of VmHWM")
+	}
+	base, err := procPeakRSS(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = 1
+	}
+	peak, err := procPeakRSS(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak < base+48<<20 {
+		t.Fatalf("peak RSS %s after touching 64 MiB, from %s", mib(peak), mib(base))
+	}
+	_ = buf[len(buf)-1]
+}
+
+func TestRSSSpread(t *testing.T) {
+	results := []scenarioResult{
+		{peakRSS: []int64{50, 40}, rssNames: []string{"instance-1", "instance-2"}},
+		{peakRSS: []int64{60}, rssNames: []string{"instance-1"}},
+		{peakRSS: []int64{30}, rssNames: []string{"fresh"}}, // one scenario only: not compared
+		{peakRSS: []int64{70, 41}, rssNames: []string{"instance-1", "instance-2"}},
+	}
+	name, lo, hi, ok := rssSpread(results)
+	if !ok || name != "instance-1" || lo != 50 || hi != 70 {
+		t.Fatalf("rssSpread = %s %d..%d %v, want instance-1 50..70", name, lo, hi, ok)
+	}
+	if _, _, _, ok := rssSpread(results[2:3]); ok {
+		t.Fatal("an instance of one scenario was compared with itself")
+	}
+}
