@@ -111,6 +111,10 @@ bench: ## Go benchmarks of the use cases on the memory adapters
 loadcheck: services ## the load proof: 9 wrk scenarios on the real adapters, ceilings, every invariant (~11 min)
 	$(GO) run ./cmd/loadcheck
 
+.PHONY: loadcheck-ab
+loadcheck-ab: services ## A/B of group commit: scenarios 2 and 1, ROUNDS (default 3) rounds with batching off and on alternately (~14 min)
+	$(GO) run ./cmd/loadcheck -ab $(or $(ROUNDS),3)
+
 .PHONY: loadcheck-short
 loadcheck-short: services ## the load proof in CI form: a few seconds per scenario, same invariants
 	$(GO) run ./cmd/loadcheck -short

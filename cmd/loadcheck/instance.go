@@ -53,6 +53,9 @@ func (e *env) startInstance(ctx context.Context, name string, pprofAddr string, 
 		"CARDSHOP_SWEEP_INTERVAL=1s", "CARDSHOP_ORPHAN_AFTER=10s", "CARDSHOP_MYSQL_MAX_CONNS=48", "CARDSHOP_RELAY_INTERVAL=200ms", "CARDSHOP_LOG_LEVEL=warn",
 		"CARDSHOP_PPROF_ADDR="+pprofAddr, "CARDSHOP_BUYER_CAP=1000000", "CARDSHOP_RATE_PER_IP=0", "CARDSHOP_RATE_PER_BUYER=0",
 		"CARDSHOP_PUBLIC_URL="+in.base, "CARDSHOP_STOCK_EVENTS_INTERVAL="+stockWatchEvery.String())
+	if e.o.batch != "" {
+		in.cmd.Env = append(in.cmd.Env, "CARDSHOP_LEDGER_BATCH="+e.o.batch)
+	}
 	if e.stripe != nil {
 		in.cmd.Env = append(in.cmd.Env, e.stripe.environ()...)
 	}

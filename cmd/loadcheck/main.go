@@ -50,6 +50,10 @@ type options struct {
 	mysqlServer  string
 	redisAddr    string
 	amqpURL      string
+	// batch is the instances' CARDSHOP_LEDGER_BATCH ("" leaves the service's default); ab > 0
+	// runs the selected scenarios that many rounds with batching off and on, alternately.
+	batch string
+	ab    int
 }
 
 func main() {
@@ -78,7 +82,17 @@ func main() {
 	flag.StringVar(&o.mysqlServer, "mysql", envOr("TEST_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/"), "MariaDB server DSN (a database cardshop_load is created)")
 	flag.StringVar(&o.redisAddr, "redis", envOr("TEST_REDIS_ADDR", "127.0.0.1:6379"), "Redis address")
 	flag.StringVar(&o.amqpURL, "amqp", envOr("TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ URL")
+	flag.StringVar(&o.batch, "batch", "", "the instances' CARDSHOP_LEDGER_BATCH: on or off (default: the service's, on)")
+	flag.IntVar(&o.ab, "ab", 0, "A/B of group commit: run the selected scenarios (-only, default 2 and 1) this many rounds\n"+
+		"with batching off and on alternately, and print orders/s and payments/s per arm (medians and spread)")
 	flag.Parse()
+	if o.batch != "" && o.batch != "on" && o.batch != "off" {
+		fmt.Fprintf(os.Stderr, "loadcheck: -batch must be on or off, got %q\n", o.batch)
+		os.Exit(2)
+	}
+	if o.ab > 0 && o.only == "" {
+		o.only = "2,1"
+	}
 	if o.short {
 		o.duration, o.orderTimeout = 3*time.Second, 12*time.Second
 	}
@@ -193,6 +207,9 @@ func run(ctx context.Context, o options) (checks, failed int, err error) {
 	}
 	defer e.stopInstances()
 
+	if o.ab > 0 {
+		return e.runAB(ctx)
+	}
 	var results []scenarioResult
 	for _, sc := range scenarios(o) {
 		if o.only != "" && !strings.Contains(","+o.only+",", fmt.Sprintf(",%d,", sc.num)) {

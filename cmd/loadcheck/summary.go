@@ -61,11 +61,11 @@ func (e *env) printSummary(results []scenarioResult) {
 		}
 		if r.sc.num == 2 {
 			ordersPerSec := float64(r.created) / e.o.duration.Seconds()
-			target("successful orders (deep stock) vs MariaDB's single-row INSERT ceiling", ordersPerSec, e.ceil.insert, 0.4, "orders/s")
+			target("successful orders (deep stock) vs MariaDB's single-row INSERT ceiling", ordersPerSec, e.ceil.insert, ordersShare, "orders/s")
 		}
 		if r.sc.num == 2 || r.sc.num == 1 {
 			target(fmt.Sprintf("payment callbacks on one hot product (scenario %d) vs the raw pay-transaction ceiling", r.sc.num),
-				r.payRate, e.ceil.payTx, 0.8, "callbacks/s")
+				r.payRate, e.ceil.payTx, payShare, "callbacks/s")
 		}
 	}
 	if name, lo, hi, ok := rssSpread(results); ok {
