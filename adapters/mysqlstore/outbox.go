@@ -23,24 +23,37 @@ type outboxRow struct {
 
 // Add stores a zero m.At as the time of the insert.
 func (o outbox) Add(ctx context.Context, m domain.OutboxMessage) error {
-	if m.Topic == "" {
-		return domain.Invalid("topic", "required")
+	return addMessages(ctx, o.s, fmt.Sprintf("add %s message %s to the outbox", m.Topic, m.Key), []domain.OutboxMessage{m})
+}
+
+// addMessages inserts messages with one multi-row INSERT (Add is the one-message case; a
+// payment batch adds all of its members' at once). A zero At is stored as the time of the
+// insert, a zero RetryAt as At.
+func addMessages(ctx context.Context, s *store, op string, msgs []domain.OutboxMessage) error {
+	values := make([]string, 0, len(msgs))
+	args := make([]any, 0, 6*len(msgs))
+	now := time.Now().UTC()
+	for _, m := range msgs {
+		if m.Topic == "" {
+			return domain.Invalid("topic", "required")
+		}
+		payload := m.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		at := m.At.UTC()
+		if m.At.IsZero() {
+			at = now
+		}
+		due := at
+		if !m.RetryAt.IsZero() {
+			due = m.RetryAt.UTC()
+		}
+		values = append(values, "(?, ?, ?, ?, ?, ?)")
+		args = append(args, m.Topic, m.Key, payload, at, m.Attempts, due)
 	}
-	payload := m.Payload
-	if payload == nil {
-		payload = []byte{}
-	}
-	at := m.At.UTC()
-	if m.At.IsZero() {
-		at = time.Now().UTC()
-	}
-	due := at
-	if !m.RetryAt.IsZero() {
-		due = m.RetryAt.UTC()
-	}
-	_, err := o.s.exec(ctx, fmt.Sprintf("add %s message %s to the outbox", m.Topic, m.Key),
-		"INSERT INTO outbox (topic, msg_key, payload, created_at, attempts, retry_at) VALUES (?, ?, ?, ?, ?, ?)",
-		m.Topic, m.Key, payload, at, m.Attempts, due)
+	_, err := s.exec(ctx, op, "INSERT INTO outbox (topic, msg_key, payload, created_at, attempts, retry_at) VALUES "+
+		strings.Join(values, ", "), args...)
 	return err
 }
 

@@ -161,8 +161,8 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 
 	// 3. The writes of the members stored.
 	var (
-		flowRows, msgRows []string
-		flowArgs, msgArgs []any
+		flows []domain.FlowEntry
+		msgs  []domain.OutboxMessage
 	)
 	for i, m := range members {
 		if out[i] != PayStored {
@@ -179,32 +179,8 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 		if n != 1 {
 			return nil, fmt.Errorf("%s: order %s changed under its lock", op, rec.No)
 		}
-		for _, e := range m.Flows {
-			if !e.Type.Valid() || e.Ref == "" {
-				return nil, domain.Invalid("flow", fmt.Sprintf("type %d of %q", int(e.Type), e.Ref))
-			}
-			flowRows = append(flowRows, "(?, ?, ?, ?, ?)")
-			flowArgs = append(flowArgs, int64(e.ProductID), e.Ref, int(e.Type), e.Qty, e.At.UTC())
-		}
-		for _, msg := range m.Outbox {
-			if msg.Topic == "" {
-				return nil, domain.Invalid("topic", "required")
-			}
-			payload := msg.Payload
-			if payload == nil {
-				payload = []byte{}
-			}
-			at := msg.At.UTC()
-			if msg.At.IsZero() {
-				at = rec.UpdatedAt.UTC()
-			}
-			due := at
-			if !msg.RetryAt.IsZero() {
-				due = msg.RetryAt.UTC()
-			}
-			msgRows = append(msgRows, "(?, ?, ?, ?, ?, ?)")
-			msgArgs = append(msgArgs, msg.Topic, msg.Key, payload, at, msg.Attempts, due)
-		}
+		flows = append(flows, m.Flows...)
+		msgs = append(msgs, m.Outbox...)
 	}
 	args := append(cardArgs, bun.List(cardIDs))
 	n, err := s.execN(ctx, op, "UPDATE card_stock SET status = 'SOLD', order_no = CASE id"+cardCase.String()+" END, "+
@@ -215,19 +191,13 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 	if n != int64(len(cardIDs)) {
 		return nil, fmt.Errorf("%s: marked %d of %d locked codes sold", op, n, len(cardIDs))
 	}
-	if len(flowRows) > 0 {
-		_, err := s.exec(ctx, op, "INSERT INTO stock_flow (product_id, order_no, change_type, qty, created_at) VALUES "+
-			strings.Join(flowRows, ", "), flowArgs...)
-		if _, dup := duplicateKey(err); dup {
-			return nil, fmt.Errorf("%s: %w", op, domain.ErrDuplicateFlow)
-		}
-		if err != nil {
+	if len(flows) > 0 {
+		if err := appendFlows(ctx, s, op, flows); err != nil {
 			return nil, err
 		}
 	}
-	if len(msgRows) > 0 {
-		if _, err := s.exec(ctx, op, "INSERT INTO outbox (topic, msg_key, payload, created_at, attempts, retry_at) VALUES "+
-			strings.Join(msgRows, ", "), msgArgs...); err != nil {
+	if len(msgs) > 0 {
+		if err := addMessages(ctx, s, op, msgs); err != nil {
 			return nil, err
 		}
 	}
