@@ -119,7 +119,7 @@ func (k *console) record(c *fiber.Ctx, action string, params map[string]string, 
 // entry is the audit entry of a console write: who, the route's target, the client's address.
 func (k *console) entry(c *fiber.Ctx, action, params string, err error) domain.AuditEntry {
 	id := identityOf(c)
-	return domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: target(c),
+	return domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: httpapi.AuditTarget(c),
 		Params: params, Result: httpapi.AuditResult(fiber.StatusOK, err), ClientAddr: c.IP()}
 }
 
@@ -131,19 +131,6 @@ func (k *console) appendEntry(ctx context.Context, e domain.AuditEntry) {
 		k.log.ErrorContext(ctx, "audit entry not stored", "operator", e.Operator, "action", e.Action,
 			"target", e.Target, "result", e.Result, "err", aerr)
 	}
-}
-
-// target names what a console route acts on, in the API's words.
-func target(c *fiber.Ctx) string {
-	switch {
-	case c.Params("id") != "":
-		return "product " + c.Params("id")
-	case c.Params("order_no") != "":
-		return "order " + c.Params("order_no")
-	case c.Params("alert_id") != "":
-		return "alert " + c.Params("alert_id")
-	}
-	return ""
 }
 
 // maxAuditParams bounds the parameters recorded with an entry, as the API does.
