@@ -112,7 +112,7 @@ loadcheck: services ## the load proof: 9 wrk scenarios on the real adapters, cei
 	$(GO) run ./cmd/loadcheck
 
 .PHONY: loadcheck-ab
-loadcheck-ab: services ## A/B of group commit: scenarios 2 and 1, ROUNDS (default 3) rounds with batching off and on alternately (~14 min)
+loadcheck-ab: services ## A/B of group commit: scenarios 2 and 1, ROUNDS (default 3) rounds with batching off and on alternately (~22 min)
 	$(GO) run ./cmd/loadcheck -ab $(or $(ROUNDS),3)
 
 .PHONY: loadcheck-short
