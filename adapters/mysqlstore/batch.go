@@ -54,10 +54,12 @@ type BatchObserver interface {
 	LedgerBatchFallback(reason string)
 }
 
-// BatchingLedger is a Ledger whose Atomically writes concurrent transactions that only insert
-// orders and append flow rows (placing an order) in shared transactions: one multi-row INSERT
-// of the orders, one of the flow rows, one COMMIT for a whole batch. Every other transaction,
-// and every read, is the Ledger's own. See docs/DESIGN.md, "Group commit of placed orders and payments".
+// BatchingLedger is a Ledger whose Atomically writes concurrent transactions of two shapes in
+// shared transactions, one COMMIT for a whole batch: placing orders (order inserts and flow
+// rows: one multi-row INSERT of each), and changing one order's status (one conditional
+// Transition, at most one Allocate of the order's codes, flow rows, outbox messages: a payment,
+// an expired order closed, a failed payment; see PayBatch). Every other transaction, and every
+// read, is the Ledger's own. See docs/DESIGN.md, "Group commit of placed orders and payments".
 type BatchingLedger struct {
 	*Ledger
 	max   int
@@ -93,8 +95,8 @@ func NewBatching(l *Ledger, cfg BatchConfig) *BatchingLedger {
 	return b
 }
 
-// Atomically runs fn first against a recording store: when fn only inserts orders and appends
-// flow rows and returns nil, its rows join a batch and Atomically returns the batch's
+// Atomically runs fn first against a recording store: when fn is of one of the two shapes
+// above and returns nil, its rows join a batch and Atomically returns the batch's
 // outcome; otherwise fn runs as Ledger.Atomically runs it. fn's contract is the port's: it
 // may run more than once and has no effects outside tx.
 //
@@ -154,8 +156,11 @@ func (b *BatchingLedger) record(fn func(tx domain.Store) error) (m *member, ok b
 	case len(rec.orders) > 0 && rec.moved == nil && rec.taken == nil && len(rec.outbox) == 0:
 		m.orders, m.flows = rec.orders, rec.flows
 		return m, true
-	case len(rec.orders) == 0 && rec.moved != nil && rec.taken != nil && rec.taken.matches(rec.moved.Paid):
+	case len(rec.orders) == 0 && rec.moved != nil && (rec.taken == nil || rec.taken.matches(rec.moved.Paid)):
+		// A payment (its codes allocated to the order it pays), or a status change that takes
+		// no codes: an expired order closed, a failed payment.
 		pay := *rec.moved
+		pay.Codes = rec.taken != nil
 		pay.Flows, pay.Outbox = rec.flows, rec.outbox
 		m.pay = &pay
 		return m, true
@@ -397,8 +402,9 @@ func (noObserver) LedgerBatchSize(int)           {}
 func (noObserver) LedgerBatchWait(time.Duration) {}
 func (noObserver) LedgerBatchFallback(string)    {}
 
-// recorder is the Store fn first runs against: Orders().Insert and Flows().Append record their
-// rows and succeed; any other call stops fn (the notBatchable panic) and marks the run
+// recorder is the Store fn first runs against: Orders().Insert, Orders().Transition (once),
+// Cards().Allocate (once), Flows().Append and Outbox().Add record their rows and succeed; any
+// other call stops fn (the notBatchable panic) and marks the run
 // refused, in case fn recovers it.
 type recorder struct {
 	orders  []domain.Order
@@ -457,7 +463,8 @@ func (o recordedOrders) OrderByKey(context.Context, domain.BuyerID, domain.Idemp
 	return domain.Order{}, errNotBatchable
 }
 
-// Transition records the first transition as a payment's and answers it won: the batch
+// Transition records the first transition (a payment's, or a change that takes no codes) and
+// answers it won: the batch
 // decides it on the order's locked row (PayBatch), and a member it cannot decide so runs alone,
 // where Transition answers for real. A second transition stops fn.
 func (o recordedOrders) Transition(_ context.Context, ord domain.Order, from domain.OrderStatus) (bool, error) {

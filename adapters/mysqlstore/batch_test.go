@@ -519,3 +519,103 @@ func TestBatchedPaymentsDecideEachOrderOnce(t *testing.T) {
 		t.Fatalf("batch sizes %v: the payments were never batched", sizes)
 	}
 }
+
+// Closes and payments through the batching ledger: 64 expired orders, each paid and closed at
+// once by two workers (a late callback racing the expiry), on a product with codes for all.
+// Both kinds are batched, and still each order ends exactly one way: PAID with its codes and
+// one pay row, or CLOSED with no code and one timeout-restore row; the other side lost.
+func TestBatchedClosesAndPaymentsDecideEachOrderOnce(t *testing.T) {
+	b, obs := batching(t, openDB(t), 1)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	const orders = 64
+	p := createProduct(t, b)
+	importN(t, b, p, 3*orders)
+	var os []domain.Order
+	for i := range orders {
+		os = append(os, newPendingOrder(t, b, p, 1+i%3))
+	}
+	payErr, closeErr := make([]error, orders), make([]error, orders)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range 16 {
+		wg.Go(func() {
+			<-start
+			for i := w % 8; i < orders; i += 8 {
+				if w < 8 {
+					_, payErr[i] = pay(ctx, b, os[i], true)
+				} else {
+					closeErr[i] = closeExpired(ctx, b, os[i])
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	seen := map[string]bool{}
+	paid, closed := 0, 0
+	for i, o := range os {
+		got, err := b.Orders().Order(ctx, o.No())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cards, _ := b.Cards().Cards(ctx, o.No())
+		flows, _ := b.Flows().Entries(ctx, string(o.No()))
+		switch {
+		case payErr[i] == nil && errors.Is(closeErr[i], errLostRace):
+			if got.Status() != domain.StatusPaid || len(cards) != o.Qty() || len(flows) != 1 || flows[0].Type != domain.FlowPay {
+				t.Fatalf("%s paid: %s, %d codes, flows %v", o.No(), got.Status(), len(cards), flows)
+			}
+			paid++
+		case closeErr[i] == nil && errors.Is(payErr[i], errLostRace):
+			if got.Status() != domain.StatusClosed || len(cards) != 0 || len(flows) != 1 || flows[0].Type != domain.FlowTimeoutRestore {
+				t.Fatalf("%s closed: %s, %d codes, flows %v", o.No(), got.Status(), len(cards), flows)
+			}
+			closed++
+		default:
+			t.Fatalf("%s: pay %v, close %v", o.No(), payErr[i], closeErr[i])
+		}
+		for _, c := range cards {
+			if seen[c.Code.Reveal()] {
+				t.Fatalf("code sold twice: %s", c.Code.Reveal())
+			}
+			seen[c.Code.Reveal()] = true
+		}
+	}
+	counts, err := b.Cards().Counts(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(counts[domain.CardSold]) != len(seen) {
+		t.Fatalf("counts %v, %d codes held by paid orders", counts, len(seen))
+	}
+	sizes, _, _ := obs.snapshot()
+	if slices.Max(sizes) < 2 {
+		t.Fatalf("batch sizes %v: nothing was batched", sizes)
+	}
+	t.Logf("%d paid, %d closed, batch sizes up to %d", paid, closed, slices.Max(sizes))
+
+	// Closes alone are batched too.
+	var more []domain.Order
+	for range 32 {
+		more = append(more, newPendingOrder(t, b, p, 1))
+	}
+	before := len(sizes)
+	for _, o := range more {
+		wg.Go(func() {
+			if err := closeExpired(ctx, b, o); err != nil {
+				t.Errorf("close %s: %v", o.No(), err)
+			}
+		})
+	}
+	wg.Wait()
+	sizes, _, _ = obs.snapshot()
+	if slices.Max(sizes[before:]) < 2 {
+		t.Fatalf("batch sizes of the closes %v: never batched", sizes[before:])
+	}
+	for _, o := range more {
+		if got, _ := b.Orders().Order(ctx, o.No()); got.Status() != domain.StatusClosed {
+			t.Fatalf("%s is %s", o.No(), got.Status())
+		}
+	}
+}

@@ -10,13 +10,19 @@ import (
 	"cardshop/domain"
 )
 
-// PayMember is one payment's writes as the fulfil transaction makes them: the order moved to
-// Paid (its stored form after the payment) if it is still in From, its Qty codes of its product
-// marked SOLD to it, its flow rows (the pay row, and a late-reserve row before it for a payment
-// after a close) and its outbox messages.
+// PayMember is one order's status change as its transaction makes it: the order moved to Paid
+// (its stored form after the change) if it is still in From, with Codes its Qty codes of its
+// product marked SOLD to it, its flow rows and its outbox messages.
+//
+// A payment has Codes (its flow rows: the pay row, and a late-reserve row before it for a
+// payment after a close; its messages: the delivery events). A change that takes no codes —
+// an expired order closed, a failed payment, an unfulfillable one — has none (its flow row
+// returns the stock; its message carries that change to the gate). The name is the payment's,
+// the first kind the batch took.
 type PayMember struct {
 	Paid   domain.Order
 	From   domain.OrderStatus
+	Codes  bool
 	Flows  []domain.FlowEntry
 	Outbox []domain.OutboxMessage
 }
@@ -48,9 +54,9 @@ const (
 //  2. Per product, the codes of all winners are taken with one SELECT … FOR UPDATE SKIP LOCKED
 //     LIMIT Σqty in Allocate's order, and handed out in member order; a winner left without
 //     all its codes runs alone (Allocate then tells a real shortage from locked codes).
-//  3. The winners' orders are updated (each still conditional on its status), their codes
-//     marked SOLD in one UPDATE, their flow rows and outbox messages inserted in one multi-row
-//     INSERT each.
+//  3. The winners' orders are updated in one UPDATE (their rows are locked and were checked
+//     in step 1), their codes marked SOLD in one UPDATE, their flow rows and outbox messages
+//     inserted in one multi-row INSERT each.
 //
 // Any error (a duplicate flow row, a lost connection, a deadlock the retries did not resolve)
 // fails the whole batch, and nothing of it is written; a lost COMMIT answer is
@@ -121,7 +127,9 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 		}
 		taken[r.No] = true
 		out[i] = PayStored
-		need[rec.Product] += rec.Qty
+		if m.Codes {
+			need[rec.Product] += rec.Qty
+		}
 	}
 
 	// 2. The codes, per product, handed out in member order.
@@ -140,7 +148,7 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 		cardArgs []any
 	)
 	for i, m := range members {
-		if out[i] != PayStored {
+		if out[i] != PayStored || !m.Codes {
 			continue
 		}
 		p, q := m.Paid.Product(), m.Paid.Qty()
@@ -155,41 +163,35 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 		}
 		codes[p] = codes[p][q:]
 	}
-	if len(cardIDs) == 0 {
-		return out, nil
-	}
-
 	// 3. The writes of the members stored.
 	var (
-		flows []domain.FlowEntry
-		msgs  []domain.OutboxMessage
+		winners []string
+		flows   []domain.FlowEntry
+		msgs    []domain.OutboxMessage
 	)
 	for i, m := range members {
-		if out[i] != PayStored {
-			continue
+		if out[i] == PayStored {
+			winners = append(winners, string(m.Paid.No()))
+			flows = append(flows, m.Flows...)
+			msgs = append(msgs, m.Outbox...)
 		}
-		rec := m.Paid.Record()
-		n, err := s.execN(ctx, op, "UPDATE orders FORCE INDEX (PRIMARY) SET status = ?, reason = ?, payment_ref = ?, paid_at = ?, ended_at = ?, updated_at = ? "+
-			"WHERE order_no = ? AND status = ?",
-			rec.Status.String(), rec.Reason, rec.PaymentRef, nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC(),
-			string(rec.No), m.From.String())
+	}
+	if len(winners) == 0 {
+		return out, nil
+	}
+	if err := moveOrders(ctx, s, op, members, out, winners); err != nil {
+		return nil, err
+	}
+	if len(cardIDs) > 0 {
+		args := append(cardArgs, bun.List(cardIDs))
+		n, err := s.execN(ctx, op, "UPDATE card_stock SET status = 'SOLD', order_no = CASE id"+cardCase.String()+" END, "+
+			"updated_at = UTC_TIMESTAMP(6) WHERE id IN (?) AND status IN ('UNSOLD', 'RECYCLED')", args...)
 		if err != nil {
 			return nil, err
 		}
-		if n != 1 {
-			return nil, fmt.Errorf("%s: order %s changed under its lock", op, rec.No)
+		if n != int64(len(cardIDs)) {
+			return nil, fmt.Errorf("%s: marked %d of %d locked codes sold", op, n, len(cardIDs))
 		}
-		flows = append(flows, m.Flows...)
-		msgs = append(msgs, m.Outbox...)
-	}
-	args := append(cardArgs, bun.List(cardIDs))
-	n, err := s.execN(ctx, op, "UPDATE card_stock SET status = 'SOLD', order_no = CASE id"+cardCase.String()+" END, "+
-		"updated_at = UTC_TIMESTAMP(6) WHERE id IN (?) AND status IN ('UNSOLD', 'RECYCLED')", args...)
-	if err != nil {
-		return nil, err
-	}
-	if n != int64(len(cardIDs)) {
-		return nil, fmt.Errorf("%s: marked %d of %d locked codes sold", op, n, len(cardIDs))
 	}
 	if len(flows) > 0 {
 		if err := appendFlows(ctx, s, op, flows); err != nil {
@@ -202,4 +204,43 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 		}
 	}
 	return out, nil
+}
+
+// moveOrders writes the stored members' orders in one UPDATE: each column set by a CASE on
+// the order number, as each member's Transition would set it. The rows are locked and their
+// status checked (step 1), so every one of them changes.
+func moveOrders(ctx context.Context, s *store, op string, members []PayMember, out []PayOutcome, winners []string) error {
+	var cases [6]strings.Builder
+	args := make([][]any, 6)
+	for i, m := range members {
+		if out[i] != PayStored {
+			continue
+		}
+		rec := m.Paid.Record()
+		no := string(rec.No)
+		for c, v := range []any{rec.Status.String(), rec.Reason, rec.PaymentRef, nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC()} {
+			cases[c].WriteString(" WHEN ? THEN ?")
+			args[c] = append(args[c], no, v)
+		}
+	}
+	var q strings.Builder
+	var all []any
+	q.WriteString("UPDATE orders FORCE INDEX (PRIMARY) SET ")
+	for c, col := range []string{"status", "reason", "payment_ref", "paid_at", "ended_at", "updated_at"} {
+		if c > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(col + " = CASE order_no" + cases[c].String() + " END")
+		all = append(all, args[c]...)
+	}
+	q.WriteString(" WHERE order_no IN (?)")
+	all = append(all, bun.List(winners))
+	n, err := s.execN(ctx, op, q.String(), all...)
+	if err != nil {
+		return err
+	}
+	if n != int64(len(winners)) {
+		return fmt.Errorf("%s: %d of %d locked orders changed", op, n, len(winners))
+	}
+	return nil
 }

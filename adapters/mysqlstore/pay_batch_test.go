@@ -20,7 +20,7 @@ func payMember(t testing.TB, o domain.Order, from domain.OrderStatus) mysqlstore
 	if err := paid.MarkPaid(now, o.Amount(), "pay-"+string(o.No())); err != nil {
 		t.Fatal(err)
 	}
-	return mysqlstore.PayMember{Paid: paid, From: from,
+	return mysqlstore.PayMember{Paid: paid, From: from, Codes: true,
 		Flows:  []domain.FlowEntry{{ProductID: o.Product(), Ref: string(o.No()), Type: domain.FlowPay, Qty: int64(o.Qty()), At: now}},
 		Outbox: []domain.OutboxMessage{{Topic: "test.delivered", Key: string(o.No()), Payload: []byte("{}"), At: now}}}
 }
@@ -268,4 +268,104 @@ func BenchmarkPay32Orders(b *testing.B) {
 			}
 		}
 	})
+}
+
+// closeMember is the batch member of closing the expired PENDING order o: no codes, its
+// timeout-restore flow row and a message for the gate.
+func closeMember(t testing.TB, o domain.Order) mysqlstore.PayMember {
+	t.Helper()
+	closed := o
+	if err := closed.Close(o.ExpiresAt().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	return mysqlstore.PayMember{Paid: closed, From: domain.StatusPending,
+		Flows:  []domain.FlowEntry{{ProductID: o.Product(), Ref: string(o.No()), Type: domain.FlowTimeoutRestore, Qty: int64(o.Qty()), At: now}},
+		Outbox: []domain.OutboxMessage{{Topic: "test.delivered", Key: string(o.No()), Payload: []byte("{}"), At: now}}}
+}
+
+// TestPayBatchMixesPaymentsAndCloses: closes take no codes and are stored beside the
+// payments; a payment the pool cannot serve and a close of an order the batch already moved
+// run alone. Each stored order carries exactly what its own transaction would have written.
+func TestPayBatchMixesPaymentsAndCloses(t *testing.T) {
+	l := newLedger(t)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	p := createProduct(t, l)
+	importN(t, l, p, 2)
+	a, b, c, d := newPendingOrder(t, l, p, 1), newPendingOrder(t, l, p, 1), newPendingOrder(t, l, p, 2), newPendingOrder(t, l, p, 3)
+	members := []mysqlstore.PayMember{payMember(t, a, domain.StatusPending), closeMember(t, b), payMember(t, c, domain.StatusPending),
+		closeMember(t, d), closeMember(t, a)}
+	out, err := l.PayBatch(ctx, members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []mysqlstore.PayOutcome{mysqlstore.PayStored, mysqlstore.PayStored, mysqlstore.PayAlone, mysqlstore.PayStored, mysqlstore.PayAlone}
+	if fmt.Sprint(out) != fmt.Sprint(want) {
+		t.Fatalf("outcomes %v, want %v", out, want)
+	}
+	for _, x := range []struct {
+		o      domain.Order
+		status domain.OrderStatus
+		codes  int
+		flow   domain.FlowType
+	}{{a, domain.StatusPaid, 1, domain.FlowPay}, {b, domain.StatusClosed, 0, domain.FlowTimeoutRestore},
+		{c, domain.StatusPending, 0, 0}, {d, domain.StatusClosed, 0, domain.FlowTimeoutRestore}} {
+		got, err := l.Orders().Order(ctx, x.o.No())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cards, _ := l.Cards().Cards(ctx, x.o.No())
+		flows, _ := l.Flows().Entries(ctx, string(x.o.No()))
+		var types []domain.FlowType
+		for _, f := range flows {
+			types = append(types, f.Type)
+		}
+		if got.Status() != x.status || len(cards) != x.codes {
+			t.Fatalf("%s: %s with %d codes, want %s with %d", x.o.No(), got.Status(), len(cards), x.status, x.codes)
+		}
+		var wantTypes []domain.FlowType
+		if x.flow != 0 {
+			wantTypes = append(wantTypes, x.flow)
+		}
+		if fmt.Sprint(types) != fmt.Sprint(wantTypes) {
+			t.Fatalf("%s: flow rows %v, want %v", x.o.No(), types, wantTypes)
+		}
+		if x.status == domain.StatusClosed && (got.Reason() != "payment timeout" || got.EndedAt().IsZero() || got.PaidAt() != (time.Time{})) {
+			t.Fatalf("%s closed as %+v", x.o.No(), got.Record())
+		}
+	}
+	// The member left alone runs the normal way and gets its real answer.
+	if err := closeExpired(ctx, l, a); !errors.Is(err, errLostRace) {
+		t.Fatalf("closing the paid order alone: %v, want the lost race", err)
+	}
+	if counts, _ := l.Cards().Counts(ctx, p); counts[domain.CardSold] != 1 || counts[domain.CardUnsold] != 1 {
+		t.Fatalf("codes after the batch: %v", counts)
+	}
+}
+
+// TestPayBatchOfClosesNeedsNoCodes: a batch of closes only, on a product that has no codes at
+// all, stores every one of them.
+func TestPayBatchOfClosesNeedsNoCodes(t *testing.T) {
+	l := newLedger(t)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	p := createProduct(t, l)
+	var members []mysqlstore.PayMember
+	var os []domain.Order
+	for q := range 5 {
+		o := newPendingOrder(t, l, p, 1+q%2)
+		os = append(os, o)
+		members = append(members, closeMember(t, o))
+	}
+	out, err := l.PayBatch(ctx, members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range os {
+		got, _ := l.Orders().Order(ctx, o.No())
+		if out[i] != mysqlstore.PayStored || got.Status() != domain.StatusClosed {
+			t.Fatalf("%s: outcome %v, %s", o.No(), out[i], got.Status())
+		}
+	}
 }

@@ -494,3 +494,27 @@ func TestLostCommitReplyIsCommitUnknown(t *testing.T) {
 		t.Fatalf("the order whose COMMIT reply was lost: %v, want it stored", err)
 	}
 }
+
+// closeExpired is the expiry's transaction: the conditional PENDING -> CLOSED, the
+// timeout-restore flow row and a message for the gate, all or nothing. It takes no codes.
+func closeExpired(ctx context.Context, l domain.Ledger, o domain.Order) error {
+	return l.Atomically(ctx, func(tx domain.Store) error {
+		closed := o
+		now := time.Now().UTC()
+		if err := closed.Close(o.ExpiresAt().Add(time.Second)); err != nil {
+			return err
+		}
+		won, err := tx.Orders().Transition(ctx, closed, domain.StatusPending)
+		if err != nil {
+			return err
+		}
+		if !won {
+			return errLostRace
+		}
+		if err := tx.Flows().Append(ctx, domain.FlowEntry{ProductID: o.Product(), Ref: string(o.No()), Type: domain.FlowTimeoutRestore,
+			Qty: int64(o.Qty()), At: now}); err != nil {
+			return err
+		}
+		return tx.Outbox().Add(ctx, domain.OutboxMessage{Topic: "test.delivered", Key: string(o.No()), Payload: []byte("{}"), At: now})
+	})
+}
