@@ -388,8 +388,9 @@ type Outbox interface {
 	// due first, then in Add order; of the given topics only, or of every topic when none is
 	// given.
 	Pending(ctx context.Context, now time.Time, limit int, topics ...string) ([]OutboxMessage, error)
-	// MarkSent marks a message sent; marking twice is harmless.
-	MarkSent(ctx context.Context, id int64, at time.Time) error
+	// MarkSent marks the messages sent at at, all in one write (a relay marks a page of
+	// messages at once); marking twice is harmless, and an unknown id is ignored.
+	MarkSent(ctx context.Context, at time.Time, ids ...int64) error
 	// MarkFailed counts a failed attempt and makes the message due again at retryAt.
 	MarkFailed(ctx context.Context, id int64, retryAt time.Time) error
 	// Claim moves an unsent message's RetryAt from from (as Pending read it) to until and

@@ -74,19 +74,21 @@ func (o outbox) Pending(_ context.Context, now time.Time, limit int, topics ...s
 }
 
 // MarkSent ignores an unknown id as it ignores a second call: there is nothing left to send.
-func (o outbox) MarkSent(_ context.Context, id int64, at time.Time) error {
+func (o outbox) MarkSent(_ context.Context, at time.Time, ids ...int64) error {
 	release, err := o.s.acquire()
 	if err != nil {
 		return err
 	}
 	defer release()
-	row, ok := o.s.data.outboxRows[id]
-	if !ok || row.sent {
-		return nil
+	for _, id := range ids {
+		row, ok := o.s.data.outboxRows[id]
+		if !ok || row.sent {
+			continue
+		}
+		row.sent, row.sentAt = true, at
+		put(o.s, o.s.data.outboxRows, id, row)
+		del(o.s, o.s.data.unsent, id)
 	}
-	row.sent, row.sentAt = true, at
-	put(o.s, o.s.data.outboxRows, id, row)
-	del(o.s, o.s.data.unsent, id)
 	return nil
 }
 

@@ -247,7 +247,7 @@ func TestLedgerRollbackLeavesNothing(t *testing.T) {
 				pending, _ := tx.Outbox().Pending(ctx, t0.AddDate(1, 0, 0), 1)
 				if len(pending) == 1 {
 					if rapid.Bool().Draw(rt, "sent") {
-						_ = tx.Outbox().MarkSent(ctx, pending[0].ID, t0)
+						_ = tx.Outbox().MarkSent(ctx, t0, pending[0].ID)
 					} else {
 						_ = tx.Outbox().MarkFailed(ctx, pending[0].ID, t0.Add(time.Minute))
 					}

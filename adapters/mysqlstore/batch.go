@@ -579,7 +579,7 @@ func (o recordedOutbox) Pending(context.Context, time.Time, int, ...string) ([]d
 	return nil, errNotBatchable
 }
 
-func (o recordedOutbox) MarkSent(context.Context, int64, time.Time) error {
+func (o recordedOutbox) MarkSent(context.Context, time.Time, ...int64) error {
 	o.r.refuse()
 	return errNotBatchable
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"cardshop/domain"
 )
 
@@ -81,10 +83,14 @@ func (o outbox) Pending(ctx context.Context, now time.Time, limit int, topics ..
 	return out, nil
 }
 
-// MarkSent keeps the first sent time; an unknown id is ignored, as there is nothing to send.
-func (o outbox) MarkSent(ctx context.Context, id int64, at time.Time) error {
-	_, err := o.s.exec(ctx, fmt.Sprintf("mark outbox message %d sent", id),
-		"UPDATE outbox SET sent_at = ? WHERE id = ? AND sent_at IS NULL", at.UTC(), id)
+// MarkSent is one UPDATE for all the ids; it keeps the first sent time, and an unknown id is
+// ignored, as there is nothing to send.
+func (o outbox) MarkSent(ctx context.Context, at time.Time, ids ...int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := o.s.exec(ctx, fmt.Sprintf("mark %d outbox messages sent", len(ids)),
+		"UPDATE outbox SET sent_at = ? WHERE id IN (?) AND sent_at IS NULL", at.UTC(), bun.List(ids))
 	return err
 }
 

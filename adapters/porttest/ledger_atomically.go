@@ -173,7 +173,7 @@ func runAtomically(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 		wantCounts(t, l, w.pool, domain.CardCounts{domain.CardUnsold: 2, domain.CardSold: 2})
 		for _, m := range pendingWithKey(t, l, w.key) {
-			_ = l.Outbox().MarkSent(c, m.ID, now())
+			_ = l.Outbox().MarkSent(c, now(), m.ID)
 		}
 	})
 

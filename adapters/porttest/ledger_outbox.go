@@ -50,10 +50,10 @@ func runOutbox(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 				t.Fatal(err)
 			}
 		}
-		if err := l.Outbox().MarkSent(t.Context(), first, now()); err != nil {
+		if err := l.Outbox().MarkSent(t.Context(), now(), first); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Outbox().MarkSent(t.Context(), first, now()); err != nil {
+		if err := l.Outbox().MarkSent(t.Context(), now(), first); err != nil {
 			t.Fatalf("second MarkSent: %v", err)
 		}
 		if got := backlog(t, l); got != before+2 {
@@ -63,13 +63,19 @@ func runOutbox(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		if len(mine) != 2 || mine[0].ID != second || mine[0].Attempts != 2 {
 			t.Fatalf("Pending after MarkSent/MarkFailed = %+v, want message %d with 2 attempts first", mine, second)
 		}
+		// Several at once, with one sent already and one unknown: one write, the rest ignored.
+		ids := []int64{first, 1 << 60}
 		for _, m := range mine {
-			if err := l.Outbox().MarkSent(t.Context(), m.ID, now()); err != nil {
-				t.Fatal(err)
-			}
+			ids = append(ids, m.ID)
+		}
+		if err := l.Outbox().MarkSent(t.Context(), now(), ids...); err != nil {
+			t.Fatal(err)
 		}
 		if got := backlog(t, l); got != before {
 			t.Fatalf("Backlog = %d after all sent, want %d", got, before)
+		}
+		if err := l.Outbox().MarkSent(t.Context(), now()); err != nil {
+			t.Fatalf("MarkSent of no message: %v", err)
 		}
 	})
 
@@ -125,7 +131,7 @@ func runOutbox(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			t.Fatalf("due now after adding a message due in an hour = %v, want still 2", got)
 		}
 		for _, m := range pendingWithKey(t, l, key) {
-			if err := l.Outbox().MarkSent(t.Context(), m.ID, now()); err != nil {
+			if err := l.Outbox().MarkSent(t.Context(), now(), m.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -168,7 +174,7 @@ func runOutbox(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		if ok, err := l.Outbox().Claim(t.Context(), m.ID, m.RetryAt, lease.Add(time.Hour)); err != nil || ok {
 			t.Fatalf("claim from a stale read = %v, %v; want false", ok, err)
 		}
-		if err := l.Outbox().MarkSent(t.Context(), m.ID, now()); err != nil {
+		if err := l.Outbox().MarkSent(t.Context(), now(), m.ID); err != nil {
 			t.Fatal(err)
 		}
 		if ok, err := l.Outbox().Claim(t.Context(), m.ID, lease, lease.Add(time.Hour)); err != nil || ok {
@@ -207,7 +213,7 @@ func runOutbox(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 
 		// Sent and failed messages are read with their state.
 		sentAt, retryAt := at.Add(time.Second), at.Add(time.Minute)
-		if err := l.Outbox().MarkSent(t.Context(), all[1].ID, sentAt); err != nil {
+		if err := l.Outbox().MarkSent(t.Context(), sentAt, all[1].ID); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Outbox().MarkFailed(t.Context(), all[2].ID, retryAt); err != nil {
