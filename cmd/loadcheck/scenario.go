@@ -583,7 +583,7 @@ func (e *env) pay(ctx context.Context, pid int64, res *scenarioResult) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * e.o.payConns, MaxConnsPerHost: 2 * e.o.payConns}}
 	accepted := make(map[string]bool, n)
 	var mu sync.Mutex
 	var refused, dupSent atomic.Int64
@@ -606,7 +606,7 @@ func (e *env) pay(ctx context.Context, pid int64, res *scenarioResult) (map[stri
 		resp.Body.Close()
 		return resp.StatusCode == 200 && bytes.Contains(b, []byte(`"result":"success"`))
 	}
-	for w := 0; w < 32; w++ {
+	for w := 0; w < e.o.payConns; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
