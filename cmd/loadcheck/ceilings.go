@@ -414,18 +414,12 @@ func warmPool(ctx context.Context, db *sql.DB, conns int) error {
 
 // insertCeiling measures single-row autocommit INSERTs/s into a scratch table of db with
 // conns goroutines (64 in the load check) for d. The table mirrors orders (its columns, its
-// primary key and secondary indexes), the service's hottest insert.
+// primary key and secondary indexes: TestInsertCeilingTableMirrorsOrders compares them with
+// the migrated table), the service's hottest insert.
 func insertCeiling(ctx context.Context, db *sql.DB, conns int, d time.Duration) (float64, error) {
 	table := scratchName("insert")
 	defer dropTables(ctx, db, table)
-	if _, err := db.ExecContext(ctx, "CREATE TABLE `"+table+"` ("+
-		"order_no VARCHAR(32) NOT NULL, buyer_id VARCHAR(64) NOT NULL, product_id BIGINT NOT NULL, "+
-		"qty INT NOT NULL, unit_price BIGINT NOT NULL, amount BIGINT NOT NULL, idem_key VARCHAR(64) NULL, "+
-		"status ENUM('PENDING','PAID','CLOSED','FAILED','REFUNDED','UNFULFILLED') NOT NULL, reason TEXT NOT NULL, "+
-		"created_at DATETIME(6) NOT NULL, expires_at DATETIME(6) NOT NULL, updated_at DATETIME(6) NOT NULL, "+
-		"PRIMARY KEY (order_no), UNIQUE KEY uk_buyer_idem (buyer_id, idem_key), "+
-		"KEY idx_expiry (status, expires_at), KEY idx_product_status (product_id, status)"+
-		") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"); err != nil {
+	if _, err := db.ExecContext(ctx, insertScratchDDL(table)); err != nil {
 		return 0, fmt.Errorf("insert ceiling: create %s: %w", table, err)
 	}
 	run := scratchName("") // distinct order numbers per measurement
@@ -443,6 +437,21 @@ func insertCeiling(ctx context.Context, db *sql.DB, conns int, d time.Duration) 
 		return 0, fmt.Errorf("insert ceiling: %w", err)
 	}
 	return rate, nil
+}
+
+// insertScratchDDL creates the insert ceiling's table: the orders table as the migrations
+// leave it.
+func insertScratchDDL(table string) string {
+	return "CREATE TABLE `" + table + "` (" +
+		"order_no VARCHAR(32) NOT NULL, buyer_id VARCHAR(64) NOT NULL, product_id BIGINT NOT NULL, " +
+		"qty INT NOT NULL, unit_price BIGINT NOT NULL, amount BIGINT NOT NULL, idem_key VARCHAR(64) NULL, " +
+		"status ENUM('PENDING','PAID','CLOSED','FAILED','REFUNDED','UNFULFILLED') NOT NULL, reason TEXT NOT NULL, " +
+		"payment_ref VARCHAR(128) NOT NULL DEFAULT '', created_at DATETIME(6) NOT NULL, expires_at DATETIME(6) NOT NULL, " +
+		"paid_at DATETIME(6) NULL, ended_at DATETIME(6) NULL, revealed_at DATETIME(6) NULL, updated_at DATETIME(6) NOT NULL, " +
+		"PRIMARY KEY (order_no), UNIQUE KEY uk_buyer_idem (buyer_id, idem_key), " +
+		"KEY idx_expiry (status, expires_at), KEY idx_buyer_created (buyer_id, created_at), " +
+		"KEY idx_product_status (product_id, status, created_at), KEY idx_created (created_at)" +
+		") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 }
 
 // payRowsPerSecond sizes the pay ceiling's seed: the scratch tables hold this many rows per

@@ -89,6 +89,46 @@ func TestInsertCeiling(t *testing.T) {
 	assertNoScratchTables(ctx, t)
 }
 
+// The insert ceiling's table has the orders table's columns and indexes, as migrated: a
+// migration that adds an index to orders must add it there too, or the ceiling flatters.
+func TestInsertCeilingTableMirrorsOrders(t *testing.T) {
+	db := testDB(t)
+	ctx := t.Context()
+	table := scratchName("insert")
+	if _, err := db.ExecContext(ctx, insertScratchDDL(table)); err != nil {
+		t.Fatal(err)
+	}
+	defer dropTables(ctx, db, table)
+	shape := func(name string) string {
+		var out []string
+		for _, q := range []string{
+			"SELECT CONCAT_WS(' ', column_name, column_type, is_nullable) FROM information_schema.columns " +
+				"WHERE table_schema = DATABASE() AND table_name = ? ORDER BY column_name",
+			"SELECT CONCAT_WS(' ', index_name, seq_in_index, column_name, non_unique) FROM information_schema.statistics " +
+				"WHERE table_schema = DATABASE() AND table_name = ? ORDER BY index_name, seq_in_index",
+		} {
+			rows, err := db.QueryContext(ctx, q, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var s string
+				if err := rows.Scan(&s); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, s)
+			}
+			if err := rows.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	if got, want := shape(table), shape("orders"); got != want || want == "" {
+		t.Fatalf("the insert ceiling's table:\n%s\n\nthe orders table:\n%s", got, want)
+	}
+}
+
 func TestPayTxCeiling(t *testing.T) {
 	db := testDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
