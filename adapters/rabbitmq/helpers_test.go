@@ -56,42 +56,17 @@ func dial(t testing.TB, cfg rabbitmq.Config) *rabbitmq.Broker {
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
-	queues, exchanges := b.Queues(), b.Exchanges()
-	t.Cleanup(func() { deleteTopology(t, queues, exchanges) })
+	t.Cleanup(func() {
+		if err := rabbitmq.DeleteTopology(context.Background(), cfg.URL, cfg.Prefix, cfg.Delays); err != nil {
+			t.Errorf("delete topology: %v", err)
+		}
+	})
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
 	return b
-}
-
-// deleteTopology removes a test's queues and exchanges.
-func deleteTopology(t testing.TB, queues, exchanges []string) {
-	t.Helper()
-	conn, err := amqp.Dial(porttest.AMQPURL)
-	if err != nil {
-		t.Errorf("delete topology: %v", err)
-		return
-	}
-	defer func() { _ = conn.Close() }()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Errorf("delete topology: %v", err)
-		return
-	}
-	for _, q := range queues {
-		if _, err := ch.QueueDelete(q, false, false, false); err != nil {
-			t.Errorf("delete queue %s: %v", q, err)
-			return
-		}
-	}
-	for _, ex := range exchanges {
-		if err := ch.ExchangeDelete(ex, false, false); err != nil {
-			t.Errorf("delete exchange %s: %v", ex, err)
-			return
-		}
-	}
 }
 
 // rawChannel opens a plain channel for the test to look at queues with.

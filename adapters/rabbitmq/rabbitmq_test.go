@@ -462,3 +462,32 @@ func TestQueueDepths(t *testing.T) {
 		t.Fatalf("QueueDepths on a closed broker: %v, want ErrUnavailable", err)
 	}
 }
+
+// DeleteTopology removes every queue and exchange of a prefix, with the closes scheduled in
+// them, and deleting again (nothing left) is no error.
+func TestDeleteTopologyRemovesEveryQueueAndItsMessages(t *testing.T) {
+	prefix := randomPrefix()
+	delays := []time.Duration{40 * time.Second}
+	b := dial(t, rabbitmq.Config{Prefix: prefix, Delays: delays})
+	ctx := t.Context()
+	if err := b.ScheduleClose(ctx, newOrderNo(), time.Now().Add(40*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	queues, exchanges := b.Queues(), b.Exchanges()
+	if err := rabbitmq.DeleteTopology(ctx, porttest.AMQPURL, prefix, delays); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queues {
+		if _, err := rawChannel(t).QueueDeclarePassive(q, true, false, false, false, nil); err == nil {
+			t.Fatalf("queue %s is still there", q)
+		}
+	}
+	for _, ex := range exchanges {
+		if err := rawChannel(t).ExchangeDeclarePassive(ex, "direct", true, false, false, false, nil); err == nil {
+			t.Fatalf("exchange %s is still there", ex)
+		}
+	}
+	if err := rabbitmq.DeleteTopology(ctx, porttest.AMQPURL, prefix, delays); err != nil {
+		t.Fatalf("deleting again: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -155,6 +156,38 @@ func (t topology) declare(conn *amqp.Connection) error {
 		})
 		if _, err := ch.QueueDeclare(name, true, false, false, false, args); err != nil {
 			return fmt.Errorf("declare queue %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// DeleteTopology deletes every queue and exchange a broker of prefix with the given extra
+// delays (Config.Delays) declares, with the messages in them; one that does not exist is no
+// error. It is for a prefix nothing uses any more: a test's, or a load run's before it starts
+// (a killed run leaves its scheduled closes behind, and they would reach the next run's
+// instances) and after it ends.
+func DeleteTopology(ctx context.Context, url, prefix string, delays []time.Duration) error {
+	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(10 * time.Second)})
+	if err != nil {
+		return fmt.Errorf("delete topology %s: %w", prefix, err)
+	}
+	defer func() { _ = conn.Close() }()
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("delete topology %s: %w", prefix, err)
+	}
+	t := newTopology(prefix, delays)
+	for _, q := range t.queues() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := ch.QueueDelete(q, false, false, false); err != nil {
+			return fmt.Errorf("delete queue %s: %w", q, err)
+		}
+	}
+	for _, ex := range t.exchanges() {
+		if err := ch.ExchangeDelete(ex, false, false); err != nil {
+			return fmt.Errorf("delete exchange %s: %w", ex, err)
 		}
 	}
 	return nil

@@ -46,7 +46,7 @@ func (e *env) startInstance(ctx context.Context, name string, pprofAddr string, 
 	in.cmd.Stdout, in.cmd.Stderr = logf, logf
 	in.cmd.Env = append(filteredEnviron(),
 		"CARDSHOP_ADAPTERS=real", "CARDSHOP_HTTP_ADDR="+addr, "CARDSHOP_MYSQL_DSN="+e.dsn,
-		"CARDSHOP_REDIS_ADDRS="+e.o.redisAddr, "CARDSHOP_AMQP_URL="+e.o.amqpURL, "CARDSHOP_AMQP_PREFIX=cardshop-load",
+		"CARDSHOP_REDIS_ADDRS="+e.o.redisAddr, "CARDSHOP_AMQP_URL="+e.o.amqpURL, "CARDSHOP_AMQP_PREFIX="+amqpPrefix,
 		"CARDSHOP_MIGRATE=true", "CARDSHOP_ADMIN_TOKEN="+e.secrets.admin, "CARDSHOP_PAYMENT_SECRET="+e.secrets.payment,
 		"CARDSHOP_TOKEN_SECRET="+e.secrets.token, "CARDSHOP_CODE_KEYS="+e.secrets.codeKeys,
 		"CARDSHOP_CODE_HASH_KEY="+e.secrets.codeHash, "CARDSHOP_ORDER_TIMEOUT="+e.o.orderTimeout.String(),

@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"cardshop/adapters/mysqlstore"
+	"cardshop/adapters/rabbitmq"
 )
 
 //go:embed script.lua
@@ -118,6 +119,20 @@ func main() {
 	}
 }
 
+// amqpPrefix is the instances' queue prefix (CARDSHOP_AMQP_PREFIX).
+const amqpPrefix = "cardshop-load"
+
+// deleteQueues deletes the instances' queues and exchanges, with the delay queues of both
+// order timeouts the load check uses (full and short form) and of this run's.
+func (e *env) deleteQueues(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := rabbitmq.DeleteTopology(ctx, e.o.amqpURL, amqpPrefix, []time.Duration{40 * time.Second, 12 * time.Second, e.o.orderTimeout}); err != nil {
+		return fmt.Errorf("RabbitMQ: %w", err)
+	}
+	return nil
+}
+
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -198,6 +213,13 @@ func run(ctx context.Context, o options) (checks, failed int, err error) {
 		defer e.dropDatabase()
 	}
 	if o.targets == "" {
+		// The instances' queues start empty and are removed at the end: closes scheduled by a
+		// run that was killed would otherwise reach this run's instances (a read of an order
+		// that no longer exists, each), and the broker would keep every run's leftovers.
+		if err := e.deleteQueues(ctx); err != nil {
+			return 0, 0, err
+		}
+		defer func() { _ = e.deleteQueues(context.WithoutCancel(ctx)) }()
 		if err := e.startStripe(); err != nil {
 			return 0, 0, err
 		}
