@@ -1,5 +1,7 @@
 package redisgate
 
+import "cardshop/domain"
+
 // Internals the external tests need to look at the keys and to run the scripts directly.
 var (
 	StockKey     = stockKey
@@ -16,3 +18,15 @@ var (
 	HeldKey      = heldKey
 	HoldBuyerKey = holdBuyerKey
 )
+
+// MaxCachedProducts bounds the gate's cache of key names.
+const MaxCachedProducts = maxCachedProducts
+
+// CachedReserveArgs are reserve.lua's KEYS and ARGV for r as Reserve builds them, through g's
+// cache of key names.
+func CachedReserveArgs(g *Gate, r domain.Reservation) ([]string, []any) {
+	return reserveArgsOf(g.keysOf(r.Product), r)
+}
+
+// CachedProducts counts the products whose key names g keeps.
+func CachedProducts(g *Gate) int64 { return g.cached.Load() }

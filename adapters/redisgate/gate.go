@@ -31,6 +31,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -97,6 +99,38 @@ type Gate struct {
 	c redis.UniversalClient
 	// hot runs reserve.lua: the client itself, or its auto-pipeliner (WithAutoPipeline).
 	hot redis.Scripter
+	// keys holds each product's key names (*productKeys), built once instead of on every
+	// reservation (the sold-out answer's hot path); at most maxCachedProducts of them.
+	keys   sync.Map
+	cached atomic.Int64
+}
+
+// maxCachedProducts bounds the key-name cache: products beyond it get their names built per
+// call, as before the cache.
+const maxCachedProducts = 4096
+
+// productKeys are the key names of one product that reserve.lua takes.
+type productKeys struct {
+	tag, stock, sold, frozen, holds, holdInfo, fence, rules, held, holdBuyer string
+}
+
+func newProductKeys(p domain.ProductID) *productKeys {
+	return &productKeys{tag: productTag(p), stock: stockKey(p), sold: soldKey(p), frozen: frozenKey(p), holds: holdsKey(p),
+		holdInfo: holdInfoKey(p), fence: fenceKey(p), rules: rulesKey(p), held: heldKey(p), holdBuyer: holdBuyerKey(p)}
+}
+
+// keysOf returns p's key names, from the cache when it has them.
+func (g *Gate) keysOf(p domain.ProductID) *productKeys {
+	if k, ok := g.keys.Load(p); ok {
+		return k.(*productKeys)
+	}
+	k := newProductKeys(p)
+	if g.cached.Load() < maxCachedProducts {
+		if _, loaded := g.keys.LoadOrStore(p, k); !loaded {
+			g.cached.Add(1)
+		}
+	}
+	return k
 }
 
 var _ domain.StockGate = (*Gate)(nil)
@@ -138,11 +172,14 @@ func frozenKey(p domain.ProductID) string { return "frozen:product:" + productTa
 // claimKey names a reservation's idempotency claim. Buyers' claims live under idem:order: and
 // keyless ones under idem:ref:, so a Ref can never take a buyer's key or the reverse; within
 // idem:order: the buyer cannot contain ':' (checkClaim), so <buyer>:<key> splits one way only.
-func claimKey(r domain.Reservation) string {
+func claimKey(r domain.Reservation) string { return claimKeyOf(productTag(r.Product), r) }
+
+// claimKeyOf is claimKey with the product's hash tag given.
+func claimKeyOf(tag string, r domain.Reservation) string {
 	if r.Key == "" {
-		return "idem:ref:" + productTag(r.Product) + ":" + r.Ref
+		return "idem:ref:" + tag + ":" + r.Ref
 	}
-	return "idem:order:" + productTag(r.Product) + ":" + string(r.Buyer) + ":" + string(r.Key)
+	return "idem:order:" + tag + ":" + string(r.Buyer) + ":" + string(r.Key)
 }
 
 func markerKey(c domain.GateChange) string {
@@ -157,9 +194,10 @@ func heldKey(p domain.ProductID) string      { return "held:" + productTag(p) }
 func holdBuyerKey(p domain.ProductID) string { return "holdbuyer:" + productTag(p) }
 
 // budgetKey names a buyer's budget for a product; like claims, it relies on buyers without ':'.
-func budgetKey(p domain.ProductID, b domain.BuyerID) string {
-	return "budget:" + productTag(p) + ":" + string(b)
-}
+func budgetKey(p domain.ProductID, b domain.BuyerID) string { return budgetKeyOf(productTag(p), b) }
+
+// budgetKeyOf is budgetKey with the product's hash tag given.
+func budgetKeyOf(tag string, b domain.BuyerID) string { return "budget:" + tag + ":" + string(b) }
 
 // checkClaim refuses what cannot be stored as a claim unambiguously.
 func checkClaim(r domain.Reservation) error {
@@ -190,6 +228,11 @@ func checkBudget(r domain.Reservation) error {
 // (the script scores it by Redis's own clock); a keyed one with a BuyerCap also counts against
 // the buyer's budget.
 func reserveArgs(r domain.Reservation) (keys []string, args []any) {
+	return reserveArgsOf(newProductKeys(r.Product), r)
+}
+
+// reserveArgsOf is reserveArgs with the product's key names given.
+func reserveArgsOf(k *productKeys, r domain.Reservation) (keys []string, args []any) {
 	ttl := r.KeyTTL
 	if ttl <= 0 {
 		ttl = DefaultKeyTTL
@@ -207,9 +250,8 @@ func reserveArgs(r domain.Reservation) (keys []string, args []any) {
 	if r.Key != "" {
 		enforce = "1"
 	}
-	return []string{stockKey(r.Product), soldKey(r.Product), frozenKey(r.Product), claimKey(r),
-			holdsKey(r.Product), holdInfoKey(r.Product), budgetKey(r.Product, r.Buyer), fenceKey(r.Product),
-			rulesKey(r.Product), heldKey(r.Product), holdBuyerKey(r.Product)},
+	return []string{k.stock, k.sold, k.frozen, claimKeyOf(k.tag, r), k.holds, k.holdInfo,
+			budgetKeyOf(k.tag, r.Buyer), k.fence, k.rules, k.held, k.holdBuyer},
 		[]any{qty, claim, strconv.FormatInt(ms, 10), track, capacity, window, string(r.Buyer), enforce}
 }
 
@@ -228,7 +270,7 @@ func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.Reserv
 	if err := checkBudget(r); err != nil {
 		return domain.ReserveResult{}, err
 	}
-	keys, args := reserveArgs(r)
+	keys, args := reserveArgsOf(g.keysOf(r.Product), r)
 	reply, err := reserveScript.Run(ctx, g.hot, keys, args...).Slice()
 	if err != nil {
 		return domain.ReserveResult{}, wrap("reserve", err)

@@ -852,3 +852,54 @@ func TestSweeperOnAClockAheadLeavesYoungHolds(t *testing.T) {
 		wantLevels(t, g, p.ID(), domain.GateLevels{Stock: 5})
 	})
 }
+
+// BenchmarkReserveSoldOut measures the sold-out answer's gate call as the service makes it:
+// parallel buyers of a sold-out product, through the auto-pipeliner.
+func BenchmarkReserveSoldOut(b *testing.B) {
+	c := standalone(b)
+	ap, err := redisgate.AutoPipeliner(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, p := redisgate.New(c).WithAutoPipeline(ap), porttest.NewProductID()
+	if err := g.Rebuild(b.Context(), p, domain.GateLevels{Stock: 0}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetParallelism(32) // many requests in flight, as under a flash sale
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := g.Reserve(context.Background(), newReservation(p, 1))
+			if err != nil || res.Outcome != domain.SoldOut {
+				b.Errorf("Reserve = %+v, %v", res, err)
+				return
+			}
+		}
+	})
+}
+
+// The reservation's key names built from the gate's cache are those built afresh, for every
+// kind of reservation, and products past the cache's bound still get theirs.
+func TestCachedKeyNamesAreTheSame(t *testing.T) {
+	c := standalone(t)
+	g := redisgate.New(c)
+	for i := range redisgate.MaxCachedProducts + 10 {
+		p := domain.ProductID(int64(i) + 1)
+		keyed := newReservation(p, 2)
+		keyed.BuyerCap, keyed.BuyerWindow = 3, time.Hour
+		ref := domain.Reservation{Product: p, Buyer: "b", Ref: "order-1:7", Qty: 1, OrderNo: "order-1", Fingerprint: "late"}
+		for _, r := range []domain.Reservation{keyed, ref} {
+			k1, a1 := redisgate.ReserveArgs(r)
+			for range 2 { // the first call fills the cache, the second reads it
+				k2, a2 := redisgate.CachedReserveArgs(g, r)
+				if fmt.Sprint(k1, a1) != fmt.Sprint(k2, a2) {
+					t.Fatalf("product %d: cached %v %v, built %v %v", p, k2, a2, k1, a1)
+				}
+			}
+		}
+	}
+	if n := redisgate.CachedProducts(g); n != redisgate.MaxCachedProducts {
+		t.Fatalf("%d products cached, want the bound %d", n, redisgate.MaxCachedProducts)
+	}
+}
