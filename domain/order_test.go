@@ -3,6 +3,8 @@ package domain_test
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -261,5 +263,28 @@ func TestMarkRevealed(t *testing.T) {
 		if err := o.Refund(later, "operator"); err != nil || !o.RevealedAt().Equal(first) {
 			t.Fatalf("refund: %v, revealed at %v; want the first time kept", err, o.RevealedAt())
 		}
+	}
+}
+
+// NewOrderNo's hand-made digits are exactly the format it documents: yyMMddHHmmss, the
+// buyer's FNV-1a digest mod 10,000 in 4 digits, the random number mod 10^12 in 12.
+func TestNewOrderNoFormat(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 10000 {
+		at := time.Unix(r.Int64N(4_000_000_000), r.Int64N(1e9)).In(time.FixedZone("x", 3600*int(r.IntN(25)-12)))
+		buyer := domain.BuyerID(fmt.Sprintf("buyer-%d-%x", i, r.Uint64()))
+		random := r.Uint64()
+		if i%7 == 0 {
+			random %= 1000 // leading zeros
+		}
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(buyer))
+		want := fmt.Sprintf("%s%04d%012d", at.UTC().Format("060102150405"), h.Sum32()%10000, random%1000000000000)
+		if got := domain.NewOrderNo(at, buyer, random); string(got) != want {
+			t.Fatalf("NewOrderNo(%s, %s, %d) = %s, want %s", at, buyer, random, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = domain.NewOrderNo(time.Now(), "buyer", 42) }); n > 1 {
+		t.Fatalf("NewOrderNo allocates %.0f times, want at most 1 (the string)", n)
 	}
 }
