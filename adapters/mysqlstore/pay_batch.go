@@ -47,10 +47,12 @@ const (
 // member's own transaction would, and reports each member's outcome (in the members' order;
 // valid only when the error is nil).
 //
-//  1. The members' order rows are locked in one SELECT … FOR UPDATE (in primary-key order) and
-//     each member's conditional transition is decided on its row, as Transition's UPDATE
-//     would: same status, same identity, revealed exactly when the member's order is. A member
-//     whose order is a repeat of an earlier member's runs alone.
+//  1. The members' order rows are locked in one SELECT … FOR UPDATE SKIP LOCKED (in
+//     primary-key order) and each member's conditional transition is decided on its row, as
+//     Transition's UPDATE would: same status, same identity, revealed exactly when the member's
+//     order is. A member whose order is a repeat of an earlier member's runs alone, and so does
+//     one whose row another transaction holds (the same callback sent twice, in another lane's
+//     batch; a refund): the batch does not wait for it, the member alone does.
 //  2. Per product, the codes of all winners are taken with one SELECT … FOR UPDATE SKIP LOCKED
 //     LIMIT Σqty in Allocate's order, and handed out in member order; a winner left without
 //     all its codes runs alone (Allocate then tells a real shortage from locked codes).
@@ -104,7 +106,7 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 	}
 	var rows []payRow
 	if err := s.get(ctx, op, &rows, "SELECT order_no, status, buyer_id, product_id, qty, idem_key, revealed_at IS NOT NULL AS revealed "+
-		"FROM orders FORCE INDEX (PRIMARY) WHERE order_no IN (?) ORDER BY order_no FOR UPDATE", bun.List(nos)); err != nil {
+		"FROM orders FORCE INDEX (PRIMARY) WHERE order_no IN (?) ORDER BY order_no FOR UPDATE SKIP LOCKED", bun.List(nos)); err != nil {
 		return nil, err
 	}
 	byNo := make(map[string]payRow, len(rows))

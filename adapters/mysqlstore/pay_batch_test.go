@@ -1,6 +1,7 @@
 package mysqlstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -367,5 +368,38 @@ func TestPayBatchOfClosesNeedsNoCodes(t *testing.T) {
 		if out[i] != mysqlstore.PayStored || got.Status() != domain.StatusClosed {
 			t.Fatalf("%s: outcome %v, %s", o.No(), out[i], got.Status())
 		}
+	}
+}
+
+// TestPayBatchDoesNotWaitForALockedOrder: while another transaction holds one member's order
+// row, the batch stores the others at once and leaves that member to run alone (where it
+// waits for the lock, as its own transaction would).
+func TestPayBatchDoesNotWaitForALockedOrder(t *testing.T) {
+	l := newLedger(t)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	p := createProduct(t, l)
+	importN(t, l, p, 4)
+	a, b := newPendingOrder(t, l, p, 1), newPendingOrder(t, l, p, 1)
+	holder, err := rawDB(t).BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback() }()
+	var status string
+	if err := holder.QueryRowContext(ctx, "SELECT status FROM orders WHERE order_no = ? FOR UPDATE", string(a.No())).Scan(&status); err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Second) // far below innodb_lock_wait_timeout
+	defer cancel()
+	out, err := l.PayBatch(bctx, []mysqlstore.PayMember{payMember(t, a, domain.StatusPending), payMember(t, b, domain.StatusPending)})
+	if err != nil {
+		t.Fatalf("batch beside a held row: %v", err)
+	}
+	if out[0] != mysqlstore.PayAlone || out[1] != mysqlstore.PayStored {
+		t.Fatalf("outcomes %v, want the held order alone and the other stored", out)
+	}
+	if got, _ := l.Orders().Order(ctx, a.No()); got.Status() != domain.StatusPending {
+		t.Fatalf("the held order is %s", got.Status())
 	}
 }

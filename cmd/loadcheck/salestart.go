@@ -43,9 +43,9 @@ func (e *env) saleRules(ctx context.Context, sc scenario) (string, time.Time, er
 }
 
 // clockInstanceConns is the MariaDB pool of each clock instance. They run beside the shared
-// instances, whose pools (48 each, kept open 5 minutes after a load) may still hold ~140 of
-// MariaDB's 151 connections in a full run: 48 more each would pass it. A thousand orders need
-// few; the refusals before the start need none.
+// instance the scenario loads, whose pool (48, kept open 5 minutes after a load) may still be
+// full, and the harness's: 48 more each would come close to MariaDB's 151 connections. A
+// thousand orders need few; the refusals before the start need none.
 const clockInstanceConns = 8
 
 // startClockInstances starts one instance per clock offset, for this scenario only (the
