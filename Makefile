@@ -108,11 +108,11 @@ bench: ## Go benchmarks of the use cases on the memory adapters
 	$(GO) test -run '^$$' -bench . -benchmem ./application/
 
 .PHONY: loadcheck
-loadcheck: services ## the load proof: 9 wrk scenarios on the real adapters, ceilings, every invariant (~18 min)
+loadcheck: services ## the load proof: 9 wrk scenarios on the real adapters, ceilings, every invariant (~13 min)
 	$(GO) run ./cmd/loadcheck
 
 .PHONY: loadcheck-ab
-loadcheck-ab: services ## A/B of group commit: scenarios 2 and 1, ROUNDS (default 3) rounds with batching off and on alternately (~25 min)
+loadcheck-ab: services ## A/B of group commit: scenarios 2 and 1, ROUNDS (default 3) rounds with batching off and on alternately (~20 min)
 	$(GO) run ./cmd/loadcheck -ab $(or $(ROUNDS),3)
 
 .PHONY: loadcheck-short
