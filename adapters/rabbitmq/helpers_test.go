@@ -57,7 +57,7 @@ func dial(t testing.TB, cfg rabbitmq.Config) *rabbitmq.Broker {
 		t.Fatalf("Dial: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := rabbitmq.DeleteTopology(context.Background(), cfg.URL, cfg.Prefix, cfg.Delays); err != nil {
+		if err := rabbitmq.DeleteTopology(context.Background(), porttest.AMQPURL, cfg.Prefix, cfg.Delays); err != nil { // the broker itself: cfg.URL may be a proxy the test closed
 			t.Errorf("delete topology: %v", err)
 		}
 	})
