@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/uptrace/bun"
 
 	"cardshop/adapters/mysqlstore"
-	"cardshop/adapters/porttest"
 	"cardshop/domain"
 )
 
@@ -299,19 +297,7 @@ func TestBatchMemberCancelledAfterBeingTakenGetsTheOutcome(t *testing.T) {
 // ErrCommitUnknown with ErrUnavailable, and every order is in fact stored — so each caller
 // reads back before giving its reservation back.
 func TestBatchLostCommitReplyIsCommitUnknownForEveryMember(t *testing.T) {
-	openDB(t)
-	cfg, err := mysql.ParseDSN(shared.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := porttest.NewProxy(t, cfg.Addr)
-	cfg.Addr = proxy.Addr()
-	db, err := mysqlstore.Open(cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	db.SetMaxOpenConns(1)
+	db, proxy := proxiedDB(t)
 	b, obs := batching(t, db, 1)
 	var size atomic.Int64
 	h, r := make(chan struct{}), make(chan struct{})

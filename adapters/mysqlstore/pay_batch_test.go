@@ -21,8 +21,14 @@ func payMember(t testing.TB, o domain.Order, from domain.OrderStatus) mysqlstore
 	if err := paid.MarkPaid(now, o.Amount(), "pay-"+string(o.No())); err != nil {
 		t.Fatal(err)
 	}
-	return mysqlstore.PayMember{Paid: paid, From: from, Codes: true,
-		Flows:  []domain.FlowEntry{{ProductID: o.Product(), Ref: string(o.No()), Type: domain.FlowPay, Qty: int64(o.Qty()), At: now}},
+	return moveMember(o, paid, from, true, domain.FlowPay, now)
+}
+
+// moveMember is the batch member that moves o to moved from status from: with its codes or
+// none, its flow row of type t and one test message.
+func moveMember(o, moved domain.Order, from domain.OrderStatus, codes bool, t domain.FlowType, now time.Time) mysqlstore.PayMember {
+	return mysqlstore.PayMember{Paid: moved, From: from, Codes: codes,
+		Flows:  []domain.FlowEntry{{ProductID: o.Product(), Ref: string(o.No()), Type: t, Qty: int64(o.Qty()), At: now}},
 		Outbox: []domain.OutboxMessage{{Topic: "test.delivered", Key: string(o.No()), Payload: []byte("{}"), At: now}}}
 }
 
@@ -279,10 +285,7 @@ func closeMember(t testing.TB, o domain.Order) mysqlstore.PayMember {
 	if err := closed.Close(o.ExpiresAt().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UTC()
-	return mysqlstore.PayMember{Paid: closed, From: domain.StatusPending,
-		Flows:  []domain.FlowEntry{{ProductID: o.Product(), Ref: string(o.No()), Type: domain.FlowTimeoutRestore, Qty: int64(o.Qty()), At: now}},
-		Outbox: []domain.OutboxMessage{{Topic: "test.delivered", Key: string(o.No()), Payload: []byte("{}"), At: now}}}
+	return moveMember(o, closed, domain.StatusPending, false, domain.FlowTimeoutRestore, time.Now().UTC())
 }
 
 // TestPayBatchMixesPaymentsAndCloses: closes take no codes and are stored beside the

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/uptrace/bun"
 
 	"cardshop/adapters/mysqlstore"
 	"cardshop/domain"
@@ -456,19 +457,7 @@ func TestSessionsRunAtReadCommitted(t *testing.T) {
 // ErrCommitUnknown with ErrUnavailable, not a plain failure, and the order is in fact stored —
 // the case in which placing an order must read back before giving its reservation back.
 func TestLostCommitReplyIsCommitUnknown(t *testing.T) {
-	openDB(t)
-	cfg, err := mysql.ParseDSN(shared.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := porttest.NewProxy(t, cfg.Addr)
-	cfg.Addr = proxy.Addr()
-	db, err := mysqlstore.Open(cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	db.SetMaxOpenConns(1)
+	db, proxy := proxiedDB(t)
 	l := mysqlstore.New(db, keyring(t, testKeyOld))
 	ctx := context.Background()
 	p := createProduct(t, l)
@@ -517,4 +506,24 @@ func closeExpired(ctx context.Context, l domain.Ledger, o domain.Order) error {
 		}
 		return tx.Outbox().Add(ctx, domain.OutboxMessage{Topic: "test.delivered", Key: string(o.No()), Payload: []byte("{}"), At: now})
 	})
+}
+
+// proxiedDB opens the test database on one connection through a TCP proxy, which the test can
+// tell to swallow replies.
+func proxiedDB(t *testing.T) (*bun.DB, *porttest.Proxy) {
+	t.Helper()
+	openDB(t)
+	cfg, err := mysql.ParseDSN(shared.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := porttest.NewProxy(t, cfg.Addr)
+	cfg.Addr = proxy.Addr()
+	db, err := mysqlstore.Open(cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(1)
+	return db, proxy
 }
