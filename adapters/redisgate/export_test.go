@@ -9,7 +9,6 @@ var (
 	FrozenKey    = frozenKey
 	ClaimKey     = claimKey
 	MarkerKey    = markerKey
-	ReserveArgs  = reserveArgs
 	HoldsKey     = holdsKey
 	HoldInfoKey  = holdInfoKey
 	BudgetKey    = budgetKey
@@ -22,10 +21,15 @@ var (
 // MaxCachedProducts bounds the gate's cache of key names.
 const MaxCachedProducts = maxCachedProducts
 
+// ReserveArgs are reserve.lua's KEYS and ARGV for r, its key names built afresh.
+func ReserveArgs(r domain.Reservation) ([]string, []any) {
+	return reserveArgs(newProductKeys(r.Product), r)
+}
+
 // CachedReserveArgs are reserve.lua's KEYS and ARGV for r as Reserve builds them, through g's
 // cache of key names.
 func CachedReserveArgs(g *Gate, r domain.Reservation) ([]string, []any) {
-	return reserveArgsOf(g.keysOf(r.Product), r)
+	return reserveArgs(g.keysOf(r.Product), r)
 }
 
 // CachedProducts counts the products whose key names g keeps.

@@ -224,15 +224,10 @@ func checkBudget(r domain.Reservation) error {
 	return nil
 }
 
-// reserveArgs are reserve.lua's KEYS and ARGV for r. Every reservation is tracked as a hold
-// (the script scores it by Redis's own clock); a keyed one with a BuyerCap also counts against
-// the buyer's budget.
-func reserveArgs(r domain.Reservation) (keys []string, args []any) {
-	return reserveArgsOf(newProductKeys(r.Product), r)
-}
-
-// reserveArgsOf is reserveArgs with the product's key names given.
-func reserveArgsOf(k *productKeys, r domain.Reservation) (keys []string, args []any) {
+// reserveArgs are reserve.lua's KEYS and ARGV for r, whose product's key names are k. Every
+// reservation is tracked as a hold (the script scores it by Redis's own clock); a keyed one
+// with a BuyerCap also counts against the buyer's budget.
+func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []any) {
 	ttl := r.KeyTTL
 	if ttl <= 0 {
 		ttl = DefaultKeyTTL
@@ -270,7 +265,7 @@ func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.Reserv
 	if err := checkBudget(r); err != nil {
 		return domain.ReserveResult{}, err
 	}
-	keys, args := reserveArgsOf(g.keysOf(r.Product), r)
+	keys, args := reserveArgs(g.keysOf(r.Product), r)
 	reply, err := reserveScript.Run(ctx, g.hot, keys, args...).Slice()
 	if err != nil {
 		return domain.ReserveResult{}, wrap("reserve", err)
