@@ -73,7 +73,7 @@ func main() {
 	flag.IntVar(&o.conns, "conns", 200, "wrk connections")
 	flag.BoolVar(&o.short, "short", false, "CI form: 3 s per scenario, smaller stock, short ceilings")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (default all)")
-	flag.DurationVar(&o.orderTimeout, "order-timeout", 40*time.Second, "the service's order timeout (unpaid orders close after it)")
+	flag.DurationVar(&o.orderTimeout, "order-timeout", fullOrderTimeout, "the service's order timeout (unpaid orders close after it)")
 	flag.Float64Var(&o.payShare, "pay", 0.8, "share of the orders that get paid")
 	flag.IntVar(&o.payConns, "pay-conns", 128, "callbacks in flight at once (a provider's concurrent deliveries); the raw pay\n"+
 		"transaction's ceiling is measured at 32 connections and at this many, and the better one is the ceiling")
@@ -99,7 +99,7 @@ func main() {
 		o.only = "2,1"
 	}
 	if o.short {
-		o.duration, o.orderTimeout = 3*time.Second, 12*time.Second
+		o.duration, o.orderTimeout = 3*time.Second, shortOrderTimeout
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -122,12 +122,18 @@ func main() {
 // amqpPrefix is the instances' queue prefix (CARDSHOP_AMQP_PREFIX).
 const amqpPrefix = "cardshop-load"
 
+// The instances' order timeout in the full and the short form (-order-timeout's defaults).
+const (
+	fullOrderTimeout  = 40 * time.Second
+	shortOrderTimeout = 12 * time.Second
+)
+
 // deleteQueues deletes the instances' queues and exchanges, with the delay queues of both
 // order timeouts the load check uses (full and short form) and of this run's.
 func (e *env) deleteQueues(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := rabbitmq.DeleteTopology(ctx, e.o.amqpURL, amqpPrefix, []time.Duration{40 * time.Second, 12 * time.Second, e.o.orderTimeout}); err != nil {
+	if err := rabbitmq.DeleteTopology(ctx, e.o.amqpURL, amqpPrefix, []time.Duration{fullOrderTimeout, shortOrderTimeout, e.o.orderTimeout}); err != nil {
 		return fmt.Errorf("RabbitMQ: %w", err)
 	}
 	return nil
