@@ -96,11 +96,11 @@ type relayRun struct {
 
 // relayTopics sends the due messages of r.topics page by page, up to r.parallel at once, and
 // records each outcome: failed with its next attempt pushed back as it happens, and the page's
-// sent messages in one write once the page is done (before the next page is read). It returns
-// how many were sent and how many failed. A relay that dies before that write leaves the
-// page's sent messages unsent, to be sent again: delivery is at least once, and each topic's
-// receiver drops a repeat (the gate by the change's Ref, consumers and storefronts by the
-// event's ID).
+// sent messages in one write once the page is done, before the next page is read (a claimed
+// message is marked as soon as it is sent, see relayOne). It returns how many were sent and
+// how many failed. A relay that dies before that write leaves the page's sent messages unsent,
+// to be sent again: delivery is at least once, and each topic's receiver drops a repeat (the
+// gate by the change's Ref, consumers and storefronts by the event's ID).
 func (s *Shop) relayTopics(ctx context.Context, r relayRun) (sent, failedAll int, _ error) {
 	batch := r.batch
 	for {
@@ -113,12 +113,12 @@ func (s *Shop) relayTopics(ctx context.Context, r relayRun) (sent, failedAll int
 			return sent, failedAll, fmt.Errorf("read outbox: %w", err)
 		}
 		var (
-			mu       sync.Mutex
-			failed   int
-			sentIDs  []int64
-			firstErr error
-			wg       sync.WaitGroup
-			slots    = make(chan struct{}, r.parallel)
+			mu             sync.Mutex
+			failed, okHere int
+			sentIDs        []int64
+			firstErr       error
+			wg             sync.WaitGroup
+			slots          = make(chan struct{}, r.parallel)
 		)
 		for _, m := range msgs {
 			slots <- struct{}{}
@@ -131,10 +131,12 @@ func (s *Shop) relayTopics(ctx context.Context, r relayRun) (sent, failedAll int
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
-				switch outcome {
-				case relaySent:
+				switch {
+				case outcome == relaySent && r.lease > 0:
+					okHere++ // marked by relayOne
+				case outcome == relaySent:
 					sentIDs = append(sentIDs, m.ID)
-				case relayFailed:
+				case outcome == relayFailed:
 					failed++
 				}
 			}()
@@ -147,6 +149,7 @@ func (s *Shop) relayTopics(ctx context.Context, r relayRun) (sent, failedAll int
 				sent += len(sentIDs)
 			}
 		}
+		sent += okHere
 		failedAll += failed
 		if firstErr != nil {
 			return sent, failedAll, firstErr
@@ -168,9 +171,10 @@ const (
 	relayLeft                // another relay claimed it first
 )
 
-// relayOne claims m when r says so, sends it and records a failure (a message sent is marked
-// with its page). The error is the ledger's, when the claim or the failure could not be
-// recorded.
+// relayOne claims m when r says so, sends it and records a failure. A message sent under a
+// claim is marked at once (its page may outlast the claim: slow webhooks, and another relay
+// would send it again); any other is marked with its page. The error is the ledger's, when the
+// claim or the outcome could not be recorded.
 func (s *Shop) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRun) (relayOutcome, error) {
 	if r.lease > 0 {
 		won, err := s.ledger.Outbox().Claim(ctx, m.ID, m.RetryAt, s.clock.Now().Add(r.lease))
@@ -189,6 +193,11 @@ func (s *Shop) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRun)
 			return relayFailed, fmt.Errorf("count outbox failure: %w", err)
 		}
 		return relayFailed, nil
+	}
+	if r.lease > 0 {
+		if err := s.ledger.Outbox().MarkSent(ctx, s.clock.Now(), m.ID); err != nil {
+			return relayFailed, fmt.Errorf("mark outbox message sent: %w", err)
+		}
 	}
 	return relaySent, nil
 }
