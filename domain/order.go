@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -291,7 +292,12 @@ func (o Order) Revealed() bool { return !o.revealedAt.IsZero() }
 func (o Order) Fingerprint() string { return RequestFingerprint(o.product, o.qty) }
 
 // RequestFingerprint is the fingerprint of an order request.
-func RequestFingerprint(p ProductID, qty int) string { return fmt.Sprintf("%d:%d", p, qty) }
+func RequestFingerprint(p ProductID, qty int) string {
+	var b [41]byte // two int64 and the colon
+	out := strconv.AppendInt(b[:0], int64(p), 10)
+	out = append(out, ':')
+	return string(strconv.AppendInt(out, int64(qty), 10))
+}
 
 func (o *Order) move(to OrderStatus, at time.Time) error {
 	if !CanTransition(o.status, to) {

@@ -151,6 +151,23 @@ func TestNewOrder(t *testing.T) {
 	}
 }
 
+// The fingerprint is stored in claims and orders: its format is "<product>:<qty>", in decimal,
+// whatever builds it.
+func TestRequestFingerprintFormat(t *testing.T) {
+	for _, tt := range []struct {
+		p    domain.ProductID
+		qty  int
+		want string
+	}{
+		{1, 1, "1:1"}, {1001, 12, "1001:12"}, {math.MaxInt64, math.MaxInt32, "9223372036854775807:2147483647"},
+		{-5, 0, "-5:0"}, {math.MinInt64, -1, "-9223372036854775808:-1"},
+	} {
+		if got := domain.RequestFingerprint(tt.p, tt.qty); got != tt.want {
+			t.Errorf("RequestFingerprint(%d, %d) = %q, want %q", tt.p, tt.qty, got, tt.want)
+		}
+	}
+}
+
 func TestMoneyTimes(t *testing.T) {
 	tests := []struct {
 		m    domain.Money
