@@ -127,7 +127,10 @@ type StockGate interface {
 	// It returns an outcome, not an error, for replay, missing product, frozen, buyer limit and
 	// sold out (checked in that order); a qty below 1, neither Key nor Ref, or a BuyerCap without
 	// a positive BuyerWindow is a ValidationError; other errors mean the gate could not be
-	// reached (wrapping ErrUnavailable).
+	// reached (wrapping ErrUnavailable). A gate may keep a sold-out product sold out to keyed
+	// reservations for a bounded time after units come back (a sold-out lease, answering
+	// SoldOut with Left 0): a claimed key is still Replayed, and keyless reservations are never
+	// held back so.
 	Reserve(ctx context.Context, r Reservation) (ReserveResult, error)
 	// Cancel undoes a Reserve whose order could not be written: if the claim for r.Key (or
 	// r.Ref) still exists, points at r.OrderNo with r.Fingerprint, and the hold that claim made

@@ -71,3 +71,9 @@ var Unfence string
 //
 //go:embed rules.lua
 var Rules string
+
+// SoldOut is soldout.lua: grant a sold-out lease on a product whose stock is gone (new orders
+// are refused until it ends) and hand over the bitmap of its buyers' claims.
+//
+//go:embed soldout.lua
+var SoldOut string

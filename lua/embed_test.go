@@ -12,7 +12,8 @@ import (
 func TestScriptsOpenWithTheirContract(t *testing.T) {
 	scripts := map[string]string{"reserve.lua": lua.Reserve, "cancel.lua": lua.Cancel,
 		"apply.lua": lua.Apply, "rebuild.lua": lua.Rebuild, "holds.lua": lua.Holds, "forget.lua": lua.Forget,
-		"release.lua": lua.Release, "fence.lua": lua.Fence, "finish.lua": lua.Finish, "unfence.lua": lua.Unfence}
+		"release.lua": lua.Release, "fence.lua": lua.Fence, "finish.lua": lua.Finish, "unfence.lua": lua.Unfence,
+		"rules.lua": lua.Rules, "soldout.lua": lua.SoldOut}
 	for name, src := range scripts {
 		t.Run(name, func(t *testing.T) {
 			if !strings.HasPrefix(src, "-- "+name+":") {

@@ -14,6 +14,11 @@
 -- KEYS[10] held:{<pid>}             hash: buyer -> units held in PENDING and PAID orders and in
 --                                   reservations; kept only while the product has a limit
 -- KEYS[11] holdbuyer:{<pid>}        hash: order no -> buyer, for every tracked hold
+-- KEYS[12] soldout:{<pid>}          present while a sold-out lease (soldout.lua) stands: new
+--                                   orders are sold out until it expires, whatever the stock
+-- KEYS[13] claimbits:v1:{<pid>}     bitmap: bit ARGV[9] is set for every claim of a buyer's key,
+--                                   so that an instance holding a lease can tell that a key was
+--                                   never claimed without asking
 -- ARGV[1]  qty: a positive integer
 -- ARGV[2]  the claim's value: <order no>|<fingerprint>|<qty> (qty equal to ARGV[1], so that
 --          cancel.lua returns exactly what this script took)
@@ -25,9 +30,12 @@
 -- ARGV[7]  the buyer (may be empty)
 -- ARGV[8]  "1" to enforce the sale window and the buyer's limit (a new order), "" not to (a late
 --          payment's re-reservation: the buyer has paid; its units still count as held)
--- KEYS[5..11] and ARGV[4..8] may be left out together (4 keys, 3 arguments): then nothing is
--- tracked, there is no cap, no rule and no fence check (the load check's script ceiling, on a
--- scratch product). The gate always sends all of them, and tracks every reservation.
+-- ARGV[9]  the claim's bit in KEYS[13]: an integer in [0, 131072) (the gate hashes the claim
+--          key, so Redis never has to)
+-- KEYS[5..13] and ARGV[4..9] may be left out together (4 keys, 3 arguments): then nothing is
+-- tracked, there is no cap, no rule, no lease and no fence check (the load check's script
+-- ceiling, on a scratch product). The gate always sends all of them, and tracks every
+-- reservation.
 --
 -- Returns {code, claim, left}, checked in this order:
 --   {2, <existing claim value>, stock or 0}  Replayed: KEYS[4] is already claimed; nothing changed
@@ -38,17 +46,24 @@
 --   {8, <ms until the start>, stock}         NotStarted: Redis's TIME is before starts (ARGV[8]
 --                                            only); nothing changed
 --   {9, "", stock}                           Ended: TIME is at or after ends (ARGV[8] only)
+--   {3, "", 0}                               SoldOut under a lease: KEYS[12] exists (ARGV[8]
+--                                            only: a late payment is not fenced); nothing changed
 --   {10, "", stock}                          HoldingLimit: held + qty > limit (ARGV[8] only)
 --   {6, "", stock}                           BuyerLimit: budget + qty > cap; nothing changed
 --   {3, "", stock}                           SoldOut: stock < qty; nothing changed
 --   {1, "", stock after}                     Reserved: stock -= qty, sold += qty, claim set; with
 --                                            the hold flag, the order is added to KEYS[5] and
---                                            KEYS[6] (and the buyer in KEYS[11]); with a cap,
+--                                            KEYS[6] (and the buyer in KEYS[11]); a buyer's claim
+--                                            (ARGV[8]) sets bit ARGV[9] of KEYS[13], which then
+--                                            lives at least as long as the claim; with a cap,
 --                                            KEYS[7] += qty and, if it has no expiry yet, it
 --                                            expires after ARGV[6] ms; with a limit, the buyer's
 --                                            count in KEYS[10] += qty
 -- An error reply, before anything is read or written, when ARGV is malformed: a bad qty must
 -- never reach DECRBY, where a negative number would add stock.
+--
+-- A sold-out lease (soldout.lua) is checked after the window, so that an answer given under it
+-- is the one an instance holding the lease gives without asking: SoldOut, for any buyer.
 --
 -- The sale window is judged by Redis's clock, so every instance agrees at the instant of the
 -- start whatever its own clock says.
@@ -67,12 +82,15 @@
 
 local qty, claim, ttl = ARGV[1], ARGV[2], ARGV[3]
 local score, cap, window = ARGV[4], ARGV[5], ARGV[6]
-local buyer, enforce = ARGV[7], ARGV[8]
-local full = #KEYS == 11
+local buyer, enforce, bit = ARGV[7], ARGV[8], ARGV[9]
+local full = #KEYS == 13
 if #KEYS == 4 and #ARGV == 3 then
-  score, cap, window, buyer, enforce = '', '0', '0', '', ''
+  score, cap, window, buyer, enforce, bit = '', '0', '0', '', '', '0'
 elseif not full then
-  return redis.error_reply('ERR reserve.lua: want 11 keys (or 4 with 3 arguments), got ' .. #KEYS)
+  return redis.error_reply('ERR reserve.lua: want 13 keys (or 4 with 3 arguments), got ' .. #KEYS)
+end
+if not (bit and string.match(bit, '^%d+$') and #bit <= 6 and tonumber(bit) < 131072) then
+  return redis.error_reply('ERR reserve.lua: the claim bit must be an integer in [0, 131072)')
 end
 if not (buyer and enforce and (enforce == '' or enforce == '1')) then
   return redis.error_reply('ERR reserve.lua: want a buyer and an enforce flag ("1" or empty)')
@@ -137,6 +155,9 @@ if full then
       return {9, '', left}
     end
   end
+  if enforce == '1' and redis.call('EXISTS', KEYS[12]) == 1 then
+    return {3, '', 0}
+  end
   if enforce == '1' and limit > 0 and buyer ~= '' then
     local held = tonumber(redis.call('HGET', KEYS[10], buyer) or '0')
     if not held then
@@ -162,6 +183,12 @@ end
 left = redis.call('DECRBY', KEYS[1], qty)
 redis.call('INCRBY', KEYS[2], qty)
 redis.call('SET', KEYS[4], claim, 'PX', ttl)
+if full and enforce == '1' then
+  redis.call('SETBIT', KEYS[13], bit, 1)
+  if redis.call('PTTL', KEYS[13]) < tonumber(ttl) then
+    redis.call('PEXPIRE', KEYS[13], ttl)
+  end
+end
 if score ~= '' then
   -- Redis's clock, not the caller's: an instance whose clock is behind must not make its
   -- reservations look old to another instance's orphan sweep.

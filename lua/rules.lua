@@ -12,7 +12,7 @@
 -- ledger (finish.lua), which writes the rules and the counts in one step. An error reply,
 -- writing nothing, when ARGV is malformed.
 --
--- Why a script: the three fields and the counts change in one step, so a reservation never
+-- Why atomic: the three fields and the counts change in one step, so a reservation never
 -- sees a new start with an old end, or a limit with counts that were just deleted.
 
 if #KEYS ~= 3 then

@@ -16,7 +16,13 @@ var (
 	RulesKey     = rulesKey
 	HeldKey      = heldKey
 	HoldBuyerKey = holdBuyerKey
+	SoldOutKey   = soldOutKey
+	ClaimBitsKey = claimBitsKey
+	BitSet       = bitSet
 )
+
+// ClaimBit is r's bit in its product's claim bitmap.
+func ClaimBit(r domain.Reservation) int { return claimBit(productTag(r.Product), r) }
 
 // MaxCachedProducts bounds the gate's cache of key names.
 const MaxCachedProducts = maxCachedProducts
@@ -34,3 +40,7 @@ func CachedReserveArgs(g *Gate, r domain.Reservation) ([]string, []any) {
 
 // CachedProducts counts the products whose key names g keeps.
 func CachedProducts(g *Gate) int64 { return g.cached.Load() }
+
+// SyncLeases makes g take a sold-out lease before Reserve returns the SoldOut that asks for
+// it, so that a test knows the lease stands (or was refused) when Reserve returns.
+func SyncLeases(g *Gate) *Gate { g.leaseSync = true; return g }

@@ -21,6 +21,8 @@
 //	held:{<pid>}                       hash: buyer -> units held against the limit (only while
 //	                                   the limit is above 0)
 //	holdbuyer:{<pid>}                  hash: order no -> buyer of each tracked hold
+//	soldout:{<pid>}                    a sold-out lease: present until it ends (lease.go)
+//	claimbits:v1:{<pid>}               bitmap: a bit set for each buyer's claim (lease.go)
 //
 // It imports the domain, package lua and go-redis.
 package redisgate
@@ -103,20 +105,31 @@ type Gate struct {
 	// reservation (the sold-out answer's hot path); at most maxCachedProducts of them.
 	keys   sync.Map
 	cached atomic.Int64
+	// lease is the sold-out lease period (WithSoldOutLease; 0: no leases), leaseObs what
+	// observes them, start the origin of the gate's monotonic clock (now).
+	lease    time.Duration
+	leaseObs LeaseObserver
+	// leaseSync takes leases before Reserve returns (tests, so that a lease is certain).
+	leaseSync bool
+	start     time.Time
 }
 
 // maxCachedProducts bounds the key-name cache: products beyond it get their names built per
-// call, as before the cache.
+// call, and take no sold-out lease.
 const maxCachedProducts = 4096
 
 // productKeys are the key names of one product that reserve.lua takes.
 type productKeys struct {
-	tag, stock, sold, frozen, holds, holdInfo, fence, rules, held, holdBuyer string
+	tag, stock, sold, frozen, holds, holdInfo, fence, rules, held, holdBuyer, soldOut, claimBits string
+	// lease is this instance's copy of the product's sold-out lease; nil for names built for
+	// one call (the cache was full).
+	lease *soldOutLease
 }
 
 func newProductKeys(p domain.ProductID) *productKeys {
 	return &productKeys{tag: productTag(p), stock: stockKey(p), sold: soldKey(p), frozen: frozenKey(p), holds: holdsKey(p),
-		holdInfo: holdInfoKey(p), fence: fenceKey(p), rules: rulesKey(p), held: heldKey(p), holdBuyer: holdBuyerKey(p)}
+		holdInfo: holdInfoKey(p), fence: fenceKey(p), rules: rulesKey(p), held: heldKey(p), holdBuyer: holdBuyerKey(p),
+		soldOut: soldOutKey(p), claimBits: claimBitsKey(p)}
 }
 
 // keysOf returns p's key names, from the cache when it has them.
@@ -126,9 +139,12 @@ func (g *Gate) keysOf(p domain.ProductID) *productKeys {
 	}
 	k := newProductKeys(p)
 	if g.cached.Load() < maxCachedProducts {
-		if _, loaded := g.keys.LoadOrStore(p, k); !loaded {
+		k.lease = &soldOutLease{}
+		got, loaded := g.keys.LoadOrStore(p, k)
+		if !loaded {
 			g.cached.Add(1)
 		}
+		return got.(*productKeys)
 	}
 	return k
 }
@@ -137,7 +153,9 @@ var _ domain.StockGate = (*Gate)(nil)
 
 // New returns a gate on c, a standalone, failover or Cluster client. The gate does not own c:
 // closing it is the caller's business.
-func New(c redis.UniversalClient) *Gate { return &Gate{c: c, hot: c} }
+func New(c redis.UniversalClient) *Gate {
+	return &Gate{c: c, hot: c, leaseObs: noLeaseObserver{}, start: time.Now()}
+}
 
 // WithAutoPipeline makes Reserve, the hot path, run through ap: concurrent reservations share
 // one pipelined round trip instead of a write and a read syscall each. The other operations
@@ -192,6 +210,8 @@ func fenceKey(p domain.ProductID) string     { return "rebuild:" + productTag(p)
 func rulesKey(p domain.ProductID) string     { return "rules:" + productTag(p) }
 func heldKey(p domain.ProductID) string      { return "held:" + productTag(p) }
 func holdBuyerKey(p domain.ProductID) string { return "holdbuyer:" + productTag(p) }
+func soldOutKey(p domain.ProductID) string   { return "soldout:" + productTag(p) }
+func claimBitsKey(p domain.ProductID) string { return "claimbits:v1:" + productTag(p) }
 
 // budgetKey names a buyer's budget for a product; like claims, it relies on buyers without ':'.
 func budgetKey(p domain.ProductID, b domain.BuyerID) string { return budgetKeyOf(productTag(p), b) }
@@ -245,16 +265,23 @@ func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []an
 	if r.Key != "" {
 		enforce = "1"
 	}
+	bit := "0"
+	if r.Key != "" {
+		bit = strconv.Itoa(claimBit(k.tag, r))
+	}
 	return []string{k.stock, k.sold, k.frozen, claimKeyOf(k.tag, r), k.holds, k.holdInfo,
-			budgetKeyOf(k.tag, r.Buyer), k.fence, k.rules, k.held, k.holdBuyer},
-		[]any{qty, claim, strconv.FormatInt(ms, 10), track, capacity, window, string(r.Buyer), enforce}
+			budgetKeyOf(k.tag, r.Buyer), k.fence, k.rules, k.held, k.holdBuyer, k.soldOut, k.claimBits},
+		[]any{qty, claim, strconv.FormatInt(ms, 10), track, capacity, window, string(r.Buyer), enforce, bit}
 }
 
 // Reserve claims the reservation's key (or Ref) and takes its units in one atomic step
 // (reserve.lua), tracking a keyed reservation's hold and buyer budget in the same step. Replay,
 // a missing product, frozen, buyer limit and sold out are outcomes; a qty below 1, a
 // reservation with neither key nor Ref, or a BuyerCap without a positive BuyerWindow is a
-// domain.ValidationError; an error reaching Redis wraps domain.ErrUnavailable.
+// domain.ValidationError; an error reaching Redis wraps domain.ErrUnavailable. With sold-out
+// leases (WithSoldOutLease), a new order whose claim bit is clear is answered SoldOut (Left 0)
+// without Redis while this instance's copy of the product's lease lasts, and a SoldOut from
+// Redis makes the gate ask for one.
 func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
 	if r.Qty < 1 {
 		return domain.ReserveResult{}, domain.Invalid("qty", "must be at least 1")
@@ -265,7 +292,13 @@ func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.Reserv
 	if err := checkBudget(r); err != nil {
 		return domain.ReserveResult{}, err
 	}
-	keys, args := reserveArgs(g.keysOf(r.Product), r)
+	k := g.keysOf(r.Product)
+	leased := g.lease > 0 && r.Key != ""
+	if leased && g.soldOutUnderLease(k, r) {
+		g.leaseObs.GateLeaseAnswer()
+		return domain.ReserveResult{Outcome: domain.SoldOut}, nil
+	}
+	keys, args := reserveArgs(k, r)
 	reply, err := reserveScript.Run(ctx, g.hot, keys, args...).Slice()
 	if err != nil {
 		return domain.ReserveResult{}, wrap("reserve", err)
@@ -273,6 +306,9 @@ func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.Reserv
 	res, err := decodeReserve(reply)
 	if err != nil {
 		return domain.ReserveResult{}, fmt.Errorf("redis gate reserve: %w", err)
+	}
+	if leased && res.Outcome == domain.SoldOut {
+		g.askLease(k)
 	}
 	return res, nil
 }

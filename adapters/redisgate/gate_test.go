@@ -532,21 +532,25 @@ func TestScriptsRejectMalformedArgs(t *testing.T) {
 			{"1", "no-separators", good[2]}, // the claim has no order number to match
 			{"1", claim("1"), "0"},          // a claim that never expires
 			{"1", claim("1"), "-1000"},
-			{"1", claim("1")},                              // ARGV[3] missing
-			{"1", claim("1"), good[2], "-5", "0", "0"},     // a negative hold score
-			{"1", claim("1"), good[2], "1.5", "0", "0"},    // a fractional hold score
-			{"1", claim("1"), good[2], good[3], "-1", "0"}, // a negative cap
-			{"1", claim("1"), good[2], good[3], "x", "0"},  // a cap that is no number
-			{"1", claim("1"), good[2], good[3], "5", "0"},  // a cap without a window
-			{"1", claim("1"), good[2], good[3], "5", "-1"}, // a negative window
-			{"1", claim("1"), good[2], good[3], "5"},       // ARGV[6] missing
+			{"1", claim("1")},                                                                 // ARGV[3] missing
+			{"1", claim("1"), good[2], "-5", "0", "0"},                                        // a negative hold score
+			{"1", claim("1"), good[2], "1.5", "0", "0"},                                       // a fractional hold score
+			{"1", claim("1"), good[2], good[3], "-1", "0"},                                    // a negative cap
+			{"1", claim("1"), good[2], good[3], "x", "0"},                                     // a cap that is no number
+			{"1", claim("1"), good[2], good[3], "5", "0"},                                     // a cap without a window
+			{"1", claim("1"), good[2], good[3], "5", "-1"},                                    // a negative window
+			{"1", claim("1"), good[2], good[3], "5"},                                          // ARGV[6] missing
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7]},           // the claim bit missing
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], "-1"},     // a negative claim bit
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], "131072"}, // past the bitmap
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], "x"},
 		} {
 			err := reserveScript.Run(t.Context(), c, keys, args...).Err()
 			if err == nil || errors.Is(err, domain.ErrUnavailable) || !strings.Contains(err.Error(), "reserve.lua") {
 				t.Errorf("reserve.lua %q = %v, want its error reply", args, err)
 			}
 		}
-		// 7 keys and 6 arguments, or the short form of 4 keys and 3 arguments (no hold, no cap).
+		// 13 keys and 9 arguments, or the short form of 4 keys and 3 arguments (no hold, no cap).
 		if err := reserveScript.Run(t.Context(), c, keys[:5], good...).Err(); err == nil || !strings.Contains(err.Error(), "reserve.lua") {
 			t.Errorf("reserve.lua with 5 keys = %v, want its error reply", err)
 		}
