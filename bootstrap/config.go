@@ -57,11 +57,13 @@ type Config struct {
 	RedisAddrs []string   // CARDSHOP_REDIS_ADDRS (comma-separated; several = cluster)
 	// RedisAutoPipeline is CARDSHOP_REDIS_AUTOPIPELINE: batch concurrent reservations.
 	RedisAutoPipeline bool
-	AMQPURL           ConnString // CARDSHOP_AMQP_URL
-	AMQPPrefix        string     // CARDSHOP_AMQP_PREFIX: name prefix of every exchange and queue
-	Migrate           bool       // CARDSHOP_MIGRATE: apply migrations at start
-	CodeKeys          Secret     // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
-	CodeHash          Secret     // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
+	// SoldOutLease is CARDSHOP_SOLDOUT_LEASE: the period of the gate's sold-out leases (0: none).
+	SoldOutLease time.Duration
+	AMQPURL      ConnString // CARDSHOP_AMQP_URL
+	AMQPPrefix   string     // CARDSHOP_AMQP_PREFIX: name prefix of every exchange and queue
+	Migrate      bool       // CARDSHOP_MIGRATE: apply migrations at start
+	CodeKeys     Secret     // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
+	CodeHash     Secret     // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
 
 	// LedgerBatch is CARDSHOP_LEDGER_BATCH: write concurrent placed orders in shared
 	// transactions (group commit); LedgerBatchWait (CARDSHOP_LEDGER_BATCH_WAIT) is how long a
@@ -118,6 +120,10 @@ type Config struct {
 // maxWebhookTimeout bounds CARDSHOP_WEBHOOK_TIMEOUT: an attempt must end before the relay's
 // claim on the message (application.WebhookLease) does, or another instance could send it too.
 const maxWebhookTimeout = time.Minute
+
+// defaultSoldOutLease is CARDSHOP_SOLDOUT_LEASE's default: units given back while a product
+// is sold out become reservable within 0.625 s.
+const defaultSoldOutLease = 500 * time.Millisecond
 
 // serviceBuyerCap is the service's CARDSHOP_BUYER_CAP default. The service caps each buyer
 // (stock-lock abuse); application.DefaultConfig, for library users, has no cap.
@@ -244,6 +250,17 @@ func settings(c *Config) []setting {
 			return nil
 		}},
 		boolVar(&c.RedisAutoPipeline, "CARDSHOP_REDIS_AUTOPIPELINE", true),
+		{"CARDSHOP_SOLDOUT_LEASE", formatDuration(defaultSoldOutLease), func(v string) error {
+			// A lease lasts up to 1.25 periods, and must end before a product the gate lost is
+			// rebuilt (RebuildDelay after the loss is seen): Redis restarted empty forgets it.
+			most := app.RebuildDelay * 4 / 5
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > most {
+				return fmt.Errorf("want a duration from 0 (no leases) to %s (a lease must end before a lost product is rebuilt), got %q", most, v)
+			}
+			c.SoldOutLease = d
+			return nil
+		}},
 		connVar(&c.AMQPURL, "CARDSHOP_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"),
 		{"CARDSHOP_AMQP_PREFIX", "cardshop", func(v string) error {
 			if !validPrefix(v) {

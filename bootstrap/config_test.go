@@ -44,7 +44,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		RelayInterval: time.Second, StockEventsInterval: time.Second, ConsoleTimeZone: time.UTC, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second, SaleStartMargin: 2 * time.Second,
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop",
-		RedisAutoPipeline: true, MySQLConns: 64, BuyerCap: 100, LedgerBatch: true, LedgerBatchMax: 128,
+		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, MySQLConns: 64, BuyerCap: 100, LedgerBatch: true, LedgerBatchMax: 128,
 		OrphanAfter: 2 * time.Minute, RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
 		WebhookTimeout: 10 * time.Second, WebhookMaxBackoff: 10 * time.Minute,
 		Currency: domain.Currency{Code: "CNY", Exponent: 2}, PublicURL: "http://127.0.0.1:8080",
@@ -102,6 +102,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"ledger batch wait over 2ms", env("CARDSHOP_LEDGER_BATCH_WAIT=3ms"), "CARDSHOP_LEDGER_BATCH_WAIT"},
 		{"negative ledger batch wait", env("CARDSHOP_LEDGER_BATCH_WAIT=-1ms"), "CARDSHOP_LEDGER_BATCH_WAIT"},
 		{"ledger batch of none", env("CARDSHOP_LEDGER_BATCH_MAX=0"), "CARDSHOP_LEDGER_BATCH_MAX"},
+		{"sold-out lease outliving a lost product's rebuild", env("CARDSHOP_SOLDOUT_LEASE=900ms"), "CARDSHOP_SOLDOUT_LEASE"},
+		{"negative sold-out lease", env("CARDSHOP_SOLDOUT_LEASE=-1ms"), "CARDSHOP_SOLDOUT_LEASE"},
 		{"bad bool", env("CARDSHOP_MIGRATE=maybe"), "CARDSHOP_MIGRATE"},
 		{"negative buyer cap", env("CARDSHOP_BUYER_CAP=-1"), "CARDSHOP_BUYER_CAP"},
 		{"buyer cap not a number", env("CARDSHOP_BUYER_CAP=lots"), "CARDSHOP_BUYER_CAP"},
@@ -216,6 +218,8 @@ func validValue(name string) string {
 		return "16"
 	case name == "CARDSHOP_LEDGER_BATCH":
 		return "off"
+	case name == "CARDSHOP_SOLDOUT_LEASE":
+		return "250ms"
 	case name == "CARDSHOP_LEDGER_BATCH_WAIT":
 		return "1ms"
 	case name == "CARDSHOP_LEDGER_BATCH_MAX":

@@ -91,10 +91,11 @@ func newRedisClient(lc fx.Lifecycle, cfg Config) (redis.UniversalClient, error) 
 }
 
 // newGate builds the Redis gate; with CARDSHOP_REDIS_AUTOPIPELINE the hot reserve script runs
-// through go-redis's auto-pipeliner, so concurrent reservations share round trips
+// through go-redis's auto-pipeliner, so concurrent reservations share round trips, and with
+// CARDSHOP_SOLDOUT_LEASE a sold-out product's new orders are answered without one
 // (docs/BENCHMARKS.md has the numbers).
-func newGate(cfg Config, c redis.UniversalClient) (*redisgate.Gate, error) {
-	g := redisgate.New(c)
+func newGate(cfg Config, c redis.UniversalClient, m *metrics.Metrics) (*redisgate.Gate, error) {
+	g := redisgate.New(c).WithSoldOutLease(cfg.SoldOutLease, m)
 	if !cfg.RedisAutoPipeline {
 		return g, nil
 	}

@@ -5,7 +5,7 @@
 // It measures what operators page on: orders and payment callbacks by outcome, HTTP latency
 // by route, the time each gate operation and each ledger transaction takes, the ledger's
 // transaction retries, the sizes, waits and fallbacks of its group-committed order writes,
-// the outbox backlog and the in-memory delay queue, the differences reconciliation finds,
+// the gate's sold-out leases, the outbox backlog and the in-memory delay queue, the differences reconciliation finds,
 // and the Go runtime and process.
 //
 // Labels take values from small fixed sets only (an outcome, a Fiber route pattern, a method,

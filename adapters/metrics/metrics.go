@@ -43,6 +43,8 @@ type Metrics struct {
 	reconcileDs prometheus.Counter
 	webhooks    *prometheus.CounterVec
 	webhookTime prometheus.Histogram
+	leaseAnswer prometheus.Counter
+	leaseGrants *prometheus.CounterVec
 }
 
 // New returns the collectors on a new registry, with the Go runtime and process collectors.
@@ -98,7 +100,16 @@ func New() *Metrics {
 		Help:    "Duration of webhook attempts, failed ones included.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 	})
+	m.leaseAnswer = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "cardshop_gate_lease_answers_total",
+		Help: "New orders the gate answered sold out under a sold-out lease, without a Redis round trip.",
+	})
+	m.leaseGrants = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cardshop_gate_leases_total",
+		Help: "Sold-out leases asked of Redis by result: granted, or refused (the product has stock again, is frozen, fenced or outside its sale window).",
+	}, []string{"result"})
 	m.reg.MustRegister(m.orders, m.callbacks, m.requests, m.gate, m.ledgerTx, m.batchSize, m.batchWait, m.batchFalls, m.reconcileDs, m.webhooks, m.webhookTime,
+		m.leaseAnswer, m.leaseGrants,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every outcome is exported from the start (at 0), so that rate() and alerts see a series
 	// before its first event.
@@ -114,6 +125,8 @@ func New() *Metrics {
 	for _, r := range BatchFallbackReasons {
 		m.batchFalls.WithLabelValues(r)
 	}
+	m.leaseGrants.WithLabelValues("granted")
+	m.leaseGrants.WithLabelValues("refused")
 	return m
 }
 
@@ -145,6 +158,18 @@ func (m *Metrics) LedgerBatchWait(d time.Duration) { m.batchWait.Observe(d.Secon
 // LedgerBatchFallback counts one batch written one order at a time; reason is one of
 // BatchFallbackReasons.
 func (m *Metrics) LedgerBatchFallback(reason string) { m.batchFalls.WithLabelValues(reason).Inc() }
+
+// GateLeaseAnswer counts one new order answered sold out under a sold-out lease.
+func (m *Metrics) GateLeaseAnswer() { m.leaseAnswer.Inc() }
+
+// GateLeaseGrant counts one sold-out lease asked of Redis: granted or refused.
+func (m *Metrics) GateLeaseGrant(granted bool) {
+	if granted {
+		m.leaseGrants.WithLabelValues("granted").Inc()
+	} else {
+		m.leaseGrants.WithLabelValues("refused").Inc()
+	}
+}
 
 // ReconcileDifferences adds the differences one reconciliation found.
 func (m *Metrics) ReconcileDifferences(n int) {

@@ -309,3 +309,36 @@ cardshop_ledger_batch_fallbacks_total{reason="unavailable"} 0
 		t.Error(err)
 	}
 }
+
+// The gate's sold-out leases: answers given under one, and leases granted or refused (both
+// results exported at 0 from the start).
+func TestGateLeaseMeasurements(t *testing.T) {
+	m := metrics.New()
+	want := `
+# HELP cardshop_gate_leases_total Sold-out leases asked of Redis by result: granted, or refused (the product has stock again, is frozen, fenced or outside its sale window).
+# TYPE cardshop_gate_leases_total counter
+cardshop_gate_leases_total{result="granted"} 0
+cardshop_gate_leases_total{result="refused"} 0
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "cardshop_gate_leases_total"); err != nil {
+		t.Fatal(err)
+	}
+	m.GateLeaseGrant(true)
+	m.GateLeaseGrant(false)
+	m.GateLeaseGrant(false)
+	for range 5 {
+		m.GateLeaseAnswer()
+	}
+	want = `
+# HELP cardshop_gate_lease_answers_total New orders the gate answered sold out under a sold-out lease, without a Redis round trip.
+# TYPE cardshop_gate_lease_answers_total counter
+cardshop_gate_lease_answers_total 5
+# HELP cardshop_gate_leases_total Sold-out leases asked of Redis by result: granted, or refused (the product has stock again, is frozen, fenced or outside its sale window).
+# TYPE cardshop_gate_leases_total counter
+cardshop_gate_leases_total{result="granted"} 1
+cardshop_gate_leases_total{result="refused"} 2
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "cardshop_gate_lease_answers_total", "cardshop_gate_leases_total"); err != nil {
+		t.Error(err)
+	}
+}
