@@ -99,6 +99,12 @@ type scenarioResult struct {
 	// and over the sold-out run (not measured in the kill and storm scenarios, whose load also
 	// goes to a process or an endpoint the figure would not be about, nor with -target).
 	loadCPU, soldOutCPU cpuUse
+	// helloAround is the hello ceiling measured again right before and right after the
+	// sold-out run: the machine's speed drifts over minutes, so the sold-out answer is compared
+	// with a hello measured under the same conditions (the run's first ceiling is minutes older).
+	// Empty in the short form, whose 12 s order timeout leaves no room for them before the
+	// payments (the comparison then falls back to the first ceiling).
+	helloAround []helloResult
 	// idleCPUPerSec is the instances' CPU seconds per second while idle, right before the
 	// load (sweeper, relay, stock watch, runtime): measured in the sold-out scenario only.
 	idleCPUPerSec float64
@@ -272,12 +278,26 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		if err != nil {
 			return res, err
 		}
+		leasedBefore, err := leaseAnswers(ctx, insts)
+		if err != nil {
+			return res, err
+		}
+		if err := e.helloAround(ctx, &res); err != nil {
+			return res, err
+		}
 		soBefore := sampleCPU(pids)
 		so, err := e.load(ctx, sc, insts, pid, e.o.duration, "soldout")
 		if err != nil {
 			return res, err
 		}
 		res.soldOutCPU = cpuBetween(soBefore, sampleCPU(pids), pids, so.Requests)
+		if err := e.helloAround(ctx, &res); err != nil {
+			return res, err
+		}
+		leasedAfter, err := leaseAnswers(ctx, insts)
+		if err != nil {
+			return res, err
+		}
 		after, err := readCounters(ctx, e.db)
 		if err != nil {
 			return res, err
@@ -287,7 +307,14 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 			num(so.RPS), so.RPS/e.ceil.hello.RPS, ms(so.P50), ms(so.P99), statusMix(so.Status))
 		fmt.Printf("             MariaDB statements during it: %s (idle baseline over the same time: %s) → %.5f per request\n",
 			res.soldOutDB, res.idleDB, float64(res.soldOutDB.total()-res.idleDB.total())/float64(max(so.Requests, 1)))
+		fmt.Printf("             answered under a sold-out lease (no Redis round trip): %s of %s\n",
+			num(float64(leasedAfter-leasedBefore)), num(float64(so.Requests)))
 		fmt.Printf("             %s\n", cpuLine(res.soldOutCPU))
+		if len(res.helloAround) == 2 {
+			h := pooledHello(res.helloAround, e.ceil.hello)
+			fmt.Printf("             the hello server right before and after it: %s and %s req/s · %s\n",
+				num(res.helloAround[0].RPS), num(res.helloAround[1].RPS), cpuLine(h.cpu))
+		}
 		if u := res.soldOutCPU; u.measured && u.requests > 0 {
 			fmt.Printf("             idle before the load: %.1f ms of CPU per second → %.1f µs per answer over the run's %s is the idle share\n",
 				res.idleCPUPerSec*1e3, res.idleCPUPerSec*e.o.duration.Seconds()/float64(u.requests)*1e6, e.o.duration)
@@ -770,4 +797,49 @@ func (e *env) countLogLines(text string) int {
 		n += strings.Count(string(b), text)
 	}
 	return n
+}
+
+// leaseAnswers sums the instances' count of new orders answered under a sold-out lease.
+func leaseAnswers(ctx context.Context, insts []*instance) (int64, error) {
+	var n int64
+	for _, in := range insts {
+		v, err := in.metric(ctx, "cardshop_gate_lease_answers_total", "")
+		if err != nil {
+			return 0, err
+		}
+		n += v
+	}
+	return n, nil
+}
+
+// helloAround measures the hello ceiling again (same wrk command, a quarter of the scenario's
+// duration: the sale's orders are still to be paid, and the order timeout runs) and appends it
+// to res.helloAround. It does nothing in the short form.
+func (e *env) helloAround(ctx context.Context, res *scenarioResult) error {
+	if e.o.short {
+		return nil
+	}
+	h, err := helloCeiling(ctx, WrkRun{Threads: e.o.threads, Conns: e.o.conns, Duration: max(e.o.duration/4, time.Second), Script: e.helloLua})
+	if err != nil {
+		return err
+	}
+	res.helloAround = append(res.helloAround, h)
+	return nil
+}
+
+// pooledHello is the hello runs taken as one: the mean of their rates, and their CPU seconds
+// over their answers; first (the run's first ceiling) when there are none.
+func pooledHello(runs []helloResult, first helloResult) helloResult {
+	if len(runs) == 0 {
+		return first
+	}
+	var out helloResult
+	out.cpu.measured = len(runs) > 0
+	for _, h := range runs {
+		out.RPS += h.RPS / float64(len(runs))
+		out.cpu.seconds += h.cpu.seconds
+		out.cpu.requests += h.cpu.requests
+		out.cpu.measured = out.cpu.measured && h.cpu.measured
+	}
+	return out
 }

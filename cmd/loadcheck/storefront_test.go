@@ -152,17 +152,29 @@ func TestParseWrkCounts(t *testing.T) {
 	}
 }
 
-func TestGateOpCount(t *testing.T) {
+func TestSeriesValue(t *testing.T) {
 	exposition := `# TYPE cardshop_gate_duration_seconds histogram
 cardshop_gate_duration_seconds_bucket{op="LevelsMany",le="0.0001"} 3
 cardshop_gate_duration_seconds_sum{op="LevelsMany"} 0.004
 cardshop_gate_duration_seconds_count{op="Levels"} 99
 cardshop_gate_duration_seconds_count{op="LevelsMany"} 12
+# TYPE cardshop_gate_lease_answers_total counter
+cardshop_gate_lease_answers_total 1.314416e+06
+cardshop_gate_lease_answers_total_extra 5
 `
-	for op, want := range map[string]int64{"LevelsMany": 12, "Levels": 99, "Reserve": 0} {
-		got, err := gateOpCount(strings.NewReader(exposition), op)
-		if err != nil || got != want {
-			t.Errorf("gateOpCount(%s) = %d, %v; want %d", op, got, err, want)
+	for _, tt := range []struct {
+		name, label string
+		want        int64
+	}{
+		{"cardshop_gate_duration_seconds_count", `op="LevelsMany"`, 12},
+		{"cardshop_gate_duration_seconds_count", `op="Levels"`, 99},
+		{"cardshop_gate_duration_seconds_count", `op="Reserve"`, 0},
+		{"cardshop_gate_lease_answers_total", "", 1314416},
+		{"cardshop_gate_leases_total", `result="granted"`, 0},
+	} {
+		got, err := seriesValue(strings.NewReader(exposition), tt.name, tt.label)
+		if err != nil || got != tt.want {
+			t.Errorf("seriesValue(%s{%s}) = %d, %v; want %d", tt.name, tt.label, got, err, tt.want)
 		}
 	}
 }

@@ -358,6 +358,11 @@ func waitCatalogued(ctx context.Context, in *instance, path string) error {
 
 // gateReads reads the instance's count of LevelsMany calls from its /metrics.
 func (in *instance) gateReads(ctx context.Context) (int64, error) {
+	return in.metric(ctx, "cardshop_gate_duration_seconds_count", `op="LevelsMany"`)
+}
+
+// metric reads one series of the instance's /metrics (see seriesValue).
+func (in *instance) metric(ctx context.Context, name, label string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, in.base+"/metrics", nil)
 	if err != nil {
 		return 0, err
@@ -370,18 +375,18 @@ func (in *instance) gateReads(ctx context.Context) (int64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("%s /metrics answered %d", in.name, resp.StatusCode)
 	}
-	return gateOpCount(resp.Body, "LevelsMany")
+	return seriesValue(resp.Body, name, label)
 }
 
-// gateOpCount reads cardshop_gate_duration_seconds_count{op="<op>"} from a Prometheus text
-// exposition; a series not yet observed is absent, and counts 0.
-func gateOpCount(r io.Reader, op string) (int64, error) {
+// seriesValue reads the value of the series name{…label…} (label "" for a series without
+// labels) from a Prometheus text exposition; a series not yet observed is absent, and counts 0.
+func seriesValue(r io.Reader, name, label string) (int64, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	label := `op="` + op + `"`
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "cardshop_gate_duration_seconds_count{") || !strings.Contains(line, label) {
+		series, _, _ := strings.Cut(line, " ")
+		if label == "" && series != name || label != "" && (!strings.HasPrefix(series, name+"{") || !strings.Contains(series, label)) {
 			continue
 		}
 		f := strings.Fields(line)
