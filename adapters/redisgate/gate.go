@@ -112,6 +112,10 @@ type Gate struct {
 	// leaseSync takes leases before Reserve returns (tests, so that a lease is certain).
 	leaseSync bool
 	start     time.Time
+	// replicas is how many replicas must acknowledge a reservation within replicaWait
+	// (WithReplicaAcks; 0: none).
+	replicas    int
+	replicaWait time.Duration
 }
 
 // maxCachedProducts bounds the key-name cache: products beyond it get their names built per
@@ -299,13 +303,23 @@ func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.Reserv
 		return domain.ReserveResult{Outcome: domain.SoldOut}, nil
 	}
 	keys, args := reserveArgs(k, r)
-	reply, err := reserveScript.Run(ctx, g.hot, keys, args...).Slice()
+	var reply []any
+	var acked int64
+	var err error
+	if g.replicas > 0 {
+		reply, acked, err = g.reserveReplicated(ctx, keys, args)
+	} else {
+		reply, err = reserveScript.Run(ctx, g.hot, keys, args...).Slice()
+	}
 	if err != nil {
 		return domain.ReserveResult{}, wrap("reserve", err)
 	}
 	res, err := decodeReserve(reply)
 	if err != nil {
 		return domain.ReserveResult{}, fmt.Errorf("redis gate reserve: %w", err)
+	}
+	if err := g.checkReplicated(res, acked); err != nil {
+		return domain.ReserveResult{}, err
 	}
 	if leased && res.Outcome == domain.SoldOut {
 		g.askLease(k)

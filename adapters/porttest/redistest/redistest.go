@@ -1,7 +1,8 @@
 // Package redistest gives the integration tests of the Redis adapters (the gate, the rate
 // limiter) their clients: a standalone one on a database of their own and a Cluster one, each
 // stopping the test as porttest.RequireService says when Redis cannot be reached (skipped
-// locally, failed with CI=true).
+// locally, failed with CI=true); and a primary, replica and Sentinel of a test's own
+// (StartFailover) for the failover tests.
 //
 // It imports go-redis, porttest and the standard library.
 package redistest
