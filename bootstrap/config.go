@@ -57,6 +57,13 @@ type Config struct {
 	RedisAddrs []string   // CARDSHOP_REDIS_ADDRS (comma-separated; several = cluster)
 	// RedisAutoPipeline is CARDSHOP_REDIS_AUTOPIPELINE: batch concurrent reservations.
 	RedisAutoPipeline bool
+	// RedisMaster is CARDSHOP_REDIS_MASTER: the Sentinel master name; with it RedisAddrs are
+	// the Sentinels' addresses and the client follows failovers.
+	RedisMaster string
+	// RedisReplicaAcks is CARDSHOP_REDIS_REPLICA_ACKS: how many replicas must acknowledge a
+	// reservation within RedisReplicaWait (CARDSHOP_REDIS_REPLICA_WAIT) before it is answered.
+	RedisReplicaAcks int
+	RedisReplicaWait time.Duration
 	// SoldOutLease is CARDSHOP_SOLDOUT_LEASE: the period of the gate's sold-out leases (0: none).
 	SoldOutLease time.Duration
 	AMQPURL      ConnString // CARDSHOP_AMQP_URL
@@ -250,6 +257,21 @@ func settings(c *Config) []setting {
 			return nil
 		}},
 		boolVar(&c.RedisAutoPipeline, "CARDSHOP_REDIS_AUTOPIPELINE", true),
+		stringVar(&c.RedisMaster, "CARDSHOP_REDIS_MASTER", ""),
+		{"CARDSHOP_REDIS_REPLICA_ACKS", "auto", func(v string) error {
+			if v == "auto" {
+				c.RedisReplicaAcks = autoReplicaAcks
+				return nil
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 16 {
+				return fmt.Errorf("want auto (1 with CARDSHOP_REDIS_MASTER, else 0) or a number of replicas from 0 to 16, got %q", v)
+			}
+			c.RedisReplicaAcks = n
+			return nil
+		}},
+		durationUpTo(&c.RedisReplicaWait, "CARDSHOP_REDIS_REPLICA_WAIT", 100*time.Millisecond, time.Second,
+			"a reservation waits it for its replicas at most"),
 		{"CARDSHOP_SOLDOUT_LEASE", formatDuration(defaultSoldOutLease), func(v string) error {
 			// A lease lasts up to 1.25 periods, and must end before a product the gate lost is
 			// rebuilt (RebuildDelay after the loss is seen): Redis restarted empty forgets it.
@@ -491,11 +513,23 @@ func LoadConfig(environ []string) (Config, error) {
 			}
 		}
 	}
+	if c.RedisReplicaAcks == autoReplicaAcks {
+		c.RedisReplicaAcks = 0
+		if c.RedisMaster != "" {
+			c.RedisReplicaAcks = 1
+		}
+	}
+	if c.RedisReplicaAcks > 0 && c.RedisMaster == "" && len(c.RedisAddrs) > 1 {
+		return Config{}, fmt.Errorf("CARDSHOP_REDIS_REPLICA_ACKS needs a standalone Redis or CARDSHOP_REDIS_MASTER: WAIT names no key, a Redis Cluster cannot route it")
+	}
 	if c.Adapters == AdaptersReal && (c.CodeKeys == "" || c.CodeHash == "") {
 		return Config{}, fmt.Errorf("CARDSHOP_CODE_KEYS and CARDSHOP_CODE_HASH_KEY must be set with CARDSHOP_ADAPTERS=real (codes are encrypted at rest; see README)")
 	}
 	return c, nil
 }
+
+// autoReplicaAcks is CARDSHOP_REDIS_REPLICA_ACKS=auto until LoadConfig resolves it.
+const autoReplicaAcks = -1
 
 func validPrefix(s string) bool {
 	if len(s) == 0 || len(s) > 64 {

@@ -44,7 +44,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		RelayInterval: time.Second, StockEventsInterval: time.Second, ConsoleTimeZone: time.UTC, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second, SaleStartMargin: 2 * time.Second,
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop",
-		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, MySQLConns: 64, BuyerCap: 100, LedgerBatch: true, LedgerBatchMax: 128,
+		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, BuyerCap: 100, LedgerBatch: true, LedgerBatchMax: 128,
 		OrphanAfter: 2 * time.Minute, RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
 		WebhookTimeout: 10 * time.Second, WebhookMaxBackoff: 10 * time.Minute,
 		Currency: domain.Currency{Code: "CNY", Exponent: 2}, PublicURL: "http://127.0.0.1:8080",
@@ -78,6 +78,27 @@ func TestLoadConfigValues(t *testing.T) {
 	}
 }
 
+// CARDSHOP_REDIS_REPLICA_ACKS=auto asks one replica's acknowledgement behind Sentinel and none
+// of a standalone Redis or a Cluster; a number is taken as given.
+func TestRedisReplicaAcks(t *testing.T) {
+	for _, tc := range []struct {
+		given []string
+		want  int
+	}{
+		{nil, 0},
+		{[]string{"CARDSHOP_REDIS_MASTER=shop", "CARDSHOP_REDIS_ADDRS=s1:26379,s2:26379"}, 1},
+		{[]string{"CARDSHOP_REDIS_MASTER=shop", "CARDSHOP_REDIS_ADDRS=s1:26379,s2:26379", "CARDSHOP_REDIS_REPLICA_ACKS=2"}, 2},
+		{[]string{"CARDSHOP_REDIS_MASTER=shop", "CARDSHOP_REDIS_REPLICA_ACKS=0"}, 0},
+		{[]string{"CARDSHOP_REDIS_ADDRS=a:1,b:2,c:3"}, 0},
+		{[]string{"CARDSHOP_REDIS_REPLICA_ACKS=1"}, 1},
+	} {
+		c, err := bootstrap.LoadConfig(env(tc.given...))
+		if err != nil || c.RedisReplicaAcks != tc.want {
+			t.Errorf("%v: replica acks %d, %v; want %d", tc.given, c.RedisReplicaAcks, err, tc.want)
+		}
+	}
+}
+
 func TestLoadConfigErrors(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -104,6 +125,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"ledger batch of none", env("CARDSHOP_LEDGER_BATCH_MAX=0"), "CARDSHOP_LEDGER_BATCH_MAX"},
 		{"sold-out lease outliving a lost product's rebuild", env("CARDSHOP_SOLDOUT_LEASE=900ms"), "CARDSHOP_SOLDOUT_LEASE"},
 		{"negative sold-out lease", env("CARDSHOP_SOLDOUT_LEASE=-1ms"), "CARDSHOP_SOLDOUT_LEASE"},
+		{"replica acks with a Cluster", env("CARDSHOP_REDIS_ADDRS=a:1,b:2", "CARDSHOP_REDIS_REPLICA_ACKS=1"), "CARDSHOP_REDIS_REPLICA_ACKS"},
+		{"replica acks not a number", env("CARDSHOP_REDIS_REPLICA_ACKS=all"), "CARDSHOP_REDIS_REPLICA_ACKS"},
+		{"replica wait of nothing", env("CARDSHOP_REDIS_REPLICA_WAIT=0s"), "CARDSHOP_REDIS_REPLICA_WAIT"},
+		{"replica wait over a second", env("CARDSHOP_REDIS_REPLICA_WAIT=2s"), "CARDSHOP_REDIS_REPLICA_WAIT"},
 		{"bad bool", env("CARDSHOP_MIGRATE=maybe"), "CARDSHOP_MIGRATE"},
 		{"negative buyer cap", env("CARDSHOP_BUYER_CAP=-1"), "CARDSHOP_BUYER_CAP"},
 		{"buyer cap not a number", env("CARDSHOP_BUYER_CAP=lots"), "CARDSHOP_BUYER_CAP"},
@@ -185,6 +210,10 @@ func validValue(name string) string {
 		return "1m"
 	case name == "CARDSHOP_CLOCK_OFFSET":
 		return "-3s"
+	case name == "CARDSHOP_REDIS_REPLICA_ACKS":
+		return "1"
+	case name == "CARDSHOP_REDIS_REPLICA_WAIT":
+		return "50ms"
 	case name == "CARDSHOP_SALE_START_MARGIN":
 		return "1s"
 	case name == "CARDSHOP_AMQP_PREFIX":

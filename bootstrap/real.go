@@ -77,8 +77,9 @@ func newKeyring(cfg Config) (*mysqlstore.Keyring, error) {
 }
 
 func newRedisClient(lc fx.Lifecycle, cfg Config) (redis.UniversalClient, error) {
-	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: cfg.RedisAddrs, IsClusterMode: len(cfg.RedisAddrs) > 1,
-		PoolSize: 256, MinIdleConns: 32, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: cfg.RedisAddrs, MasterName: cfg.RedisMaster,
+		IsClusterMode: cfg.RedisMaster == "" && len(cfg.RedisAddrs) > 1,
+		PoolSize:      256, MinIdleConns: 32, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -93,9 +94,10 @@ func newRedisClient(lc fx.Lifecycle, cfg Config) (redis.UniversalClient, error) 
 // newGate builds the Redis gate; with CARDSHOP_REDIS_AUTOPIPELINE the hot reserve script runs
 // through go-redis's auto-pipeliner, so concurrent reservations share round trips, and with
 // CARDSHOP_SOLDOUT_LEASE a sold-out product's new orders are answered without one
-// (docs/BENCHMARKS.md has the numbers).
+// (docs/BENCHMARKS.md has the numbers); with CARDSHOP_REDIS_REPLICA_ACKS a reservation is
+// answered only once that many replicas have it (a failover then loses none).
 func newGate(cfg Config, c redis.UniversalClient, m *metrics.Metrics) (*redisgate.Gate, error) {
-	g := redisgate.New(c).WithSoldOutLease(cfg.SoldOutLease, m)
+	g := redisgate.New(c).WithSoldOutLease(cfg.SoldOutLease, m).WithReplicaAcks(cfg.RedisReplicaAcks, cfg.RedisReplicaWait)
 	if !cfg.RedisAutoPipeline {
 		return g, nil
 	}
