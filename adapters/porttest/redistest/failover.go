@@ -22,34 +22,47 @@ const FailoverMaster = "cardshop"
 
 // Failover is a Redis primary, one replica and one Sentinel of the test's own (own ports, own
 // directory, nothing on disk), stopped with the test: killing its primary harms nothing else.
-// The replica replicates through Link, a TCP proxy, so that a test can cut replication and
-// write what the replica will never see.
 type Failover struct {
 	Primary, Replica, Sentinel string // host:port of each
-	Link                       *porttest.Proxy
-	procs                      map[string]*exec.Cmd
+	// Link, in a partitionable set, is a TCP proxy in front of the primary: the replica and the
+	// Sentinel know the primary by its address only (so the Sentinel never "fixes" the
+	// replica's master), and Link.Cut partitions the primary from both while a client on
+	// Primary keeps writing to it, what the replica will never see. Nil otherwise.
+	Link  *porttest.Proxy
+	procs map[string]*exec.Cmd
 }
 
 // StartFailover starts the set and waits until the Sentinel monitors the primary and knows the
 // replica. It stops the test as porttest.RequireService says when redis-server is missing.
-func StartFailover(t testing.TB) *Failover {
+func StartFailover(t testing.TB, partitionable bool) *Failover {
 	t.Helper()
 	_, err := exec.LookPath("redis-server")
 	porttest.RequireService(t, "redis-server (for a Sentinel set of the test's own)", err)
 	dir := t.TempDir()
 	f := &Failover{procs: map[string]*exec.Cmd{}}
+	for _, d := range []string{"primary", "replica"} { // a full sync writes its RDB there
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.Primary, f.Replica, f.Sentinel = freePort(t), freePort(t), freePort(t)
-	f.start(t, dir, "primary", "--port", port(f.Primary), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	f.start(t, dir, "primary", "--port", port(f.Primary), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", filepath.Join(dir, "primary"))
 	waitPing(t, f.Primary)
-	f.Link = porttest.NewProxy(t, f.Primary)
-	linkHost, linkPort, _ := net.SplitHostPort(f.Link.Addr())
+	known := f.Primary // the primary's address the replica and the Sentinel use
+	if partitionable {
+		f.Link = porttest.NewProxy(t, f.Primary)
+		known = f.Link.Addr()
+	}
+	linkHost, linkPort, _ := net.SplitHostPort(known)
 	f.start(t, dir, "replica", "--port", port(f.Replica), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", filepath.Join(dir, "replica"),
 		"--replicaof", linkHost, linkPort, "--replica-announce-ip", "127.0.0.1", "--replica-announce-port", port(f.Replica))
 	waitPing(t, f.Replica)
 	conf := filepath.Join(dir, "sentinel.conf")
 	body := fmt.Sprintf("port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor %s 127.0.0.1 %s 1\n"+
 		"sentinel down-after-milliseconds %s 500\nsentinel failover-timeout %s 5000\n",
-		port(f.Sentinel), dir, FailoverMaster, port(f.Primary), FailoverMaster, FailoverMaster)
+		port(f.Sentinel), dir, FailoverMaster, port(known), FailoverMaster, FailoverMaster)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
