@@ -115,6 +115,14 @@ loadcheck: services ## the load proof: 9 wrk scenarios on the real adapters, cei
 loadcheck-ab: services ## A/B of group commit: scenarios 2 and 1, ROUNDS (default 3) rounds with batching off and on alternately (~20 min)
 	$(GO) run ./cmd/loadcheck -ab $(or $(ROUNDS),3)
 
+.PHONY: chaos
+chaos: services ## faults under load: Redis and MariaDB of the load check's own killed mid-sale, every invariant after (~8 min)
+	$(GO) run ./cmd/loadcheck -chaos
+
+.PHONY: chaos-short
+chaos-short: services ## the chaos mode in CI form: 6 s per scenario (~2 min)
+	$(GO) run ./cmd/loadcheck -chaos -short
+
 .PHONY: loadcheck-short
 loadcheck-short: services ## the load proof in CI form: a few seconds per scenario, same invariants
 	$(GO) run ./cmd/loadcheck -short

@@ -74,6 +74,10 @@ fi
 command -v wrk >/dev/null 2>&1 && echo "ok: wrk" || { echo "NOT INSTALLED: wrk"; failed+=(wrk); }
 command -v redis-benchmark >/dev/null 2>&1 && echo "ok: redis-benchmark" || { echo "NOT INSTALLED: redis-benchmark"; failed+=(redis-benchmark); }
 command -v chromium >/dev/null 2>&1 && echo "ok: chromium" || { echo "NOT INSTALLED: chromium"; failed+=(chromium); }
+# The chaos mode starts a MariaDB and a Redis of its own from the machine's binaries.
+for tool in mariadb-install-db mariadbd redis-server; do
+  command -v "$tool" >/dev/null 2>&1 && echo "ok: $tool" || { echo "NOT INSTALLED: $tool"; failed+=("$tool"); }
+done
 
 if ((${#failed[@]})); then
   echo "unreachable: ${failed[*]}"

@@ -28,6 +28,8 @@ type instance struct {
 	base string
 	cmd  *exec.Cmd
 	log  string
+	// pprof is the address of its pprof endpoint (CARDSHOP_PPROF_ADDR), "" if none.
+	pprof string
 }
 
 // startInstance starts `cardshop serve` on the real adapters with a free port; extraEnv
@@ -37,7 +39,7 @@ func (e *env) startInstance(ctx context.Context, name string, pprofAddr string, 
 	if err != nil {
 		return nil, err
 	}
-	in := &instance{name: name, addr: addr, base: "http://" + addr, log: filepath.Join(e.dir, name+".log")}
+	in := &instance{name: name, addr: addr, base: "http://" + addr, log: filepath.Join(e.dir, name+".log"), pprof: pprofAddr}
 	logf, err := os.Create(in.log)
 	if err != nil {
 		return nil, err

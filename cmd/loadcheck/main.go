@@ -43,6 +43,7 @@ type options struct {
 	threads      int
 	conns        int
 	short        bool
+	chaos        bool
 	only         string
 	orderTimeout time.Duration
 	payShare     float64
@@ -72,6 +73,8 @@ func main() {
 	flag.IntVar(&o.threads, "threads", 2, "wrk threads")
 	flag.IntVar(&o.conns, "conns", 200, "wrk connections")
 	flag.BoolVar(&o.short, "short", false, "CI form: 3 s per scenario, smaller stock, short ceilings")
+	flag.BoolVar(&o.chaos, "chaos", false, "chaos mode: the fault scenarios (11, 12) on a MariaDB and a Redis of the load check's own,\n"+
+		"a fault injected into one of them a third of the way into each sale (15 s per scenario, -short 6 s)")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (default all)")
 	flag.DurationVar(&o.orderTimeout, "order-timeout", fullOrderTimeout, "the service's order timeout (unpaid orders close after it)")
 	flag.Float64Var(&o.payShare, "pay", 0.8, "share of the orders that get paid")
@@ -100,6 +103,16 @@ func main() {
 	}
 	if o.short {
 		o.duration, o.orderTimeout = 3*time.Second, shortOrderTimeout
+	}
+	if o.chaos {
+		if o.targets != "" || o.ab > 0 {
+			fmt.Fprintln(os.Stderr, "loadcheck: -chaos starts its own services and instances: not with -target or -ab")
+			os.Exit(2)
+		}
+		o.duration = 15 * time.Second
+		if o.short {
+			o.duration = 6 * time.Second
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -171,6 +184,8 @@ type env struct {
 	buyerTokens map[string]string
 	// stripe is the Stripe simulator the started instances pay through; nil with -target.
 	stripe *stripeEnv
+	// own are the chaos mode's own MariaDB and Redis; nil outside it.
+	own *ownServices
 }
 
 type secrets struct{ admin, payment, token, codeKeys, codeHash string }
@@ -210,6 +225,14 @@ func run(ctx context.Context, o options) (checks, failed int, err error) {
 			return 0, 0, err
 		}
 	}
+	if o.chaos {
+		own, err := startOwnServices(ctx, filepath.Join(dir, "services"))
+		if err != nil {
+			return 0, 0, err
+		}
+		defer own.stop()
+		e.own, e.o.mysqlServer, e.o.redisAddr = own, own.serverDSN(), own.redisAddr
+	}
 	if err := e.openStores(ctx); err != nil {
 		return 0, 0, err
 	}
@@ -243,7 +266,11 @@ func run(ctx context.Context, o options) (checks, failed int, err error) {
 		return e.runAB(ctx)
 	}
 	var results []scenarioResult
-	for _, sc := range scenarios(o) {
+	list := scenarios(o)
+	if o.chaos {
+		list = chaosScenarios(o)
+	}
+	for _, sc := range list {
 		if o.only != "" && !strings.Contains(","+o.only+",", fmt.Sprintf(",%d,", sc.num)) {
 			continue
 		}

@@ -44,6 +44,9 @@ type scenario struct {
 	startsIn     time.Duration
 	clockOffsets []string
 	buyerLimit   int // the product's buyer_limit: units one buyer may hold in PENDING+PAID orders
+
+	// fault is the chaos scenario's fault (chaos.go), injected a third of the way into the load.
+	fault string
 }
 
 // tallyCodes says whether the wrk script tallies refusals by error code and Retry-After:
@@ -99,6 +102,8 @@ type scenarioResult struct {
 	// and over the sold-out run (not measured in the kill and storm scenarios, whose load also
 	// goes to a process or an endpoint the figure would not be about, nor with -target).
 	loadCPU, soldOutCPU cpuUse
+	// chaos is what a chaos scenario measured around its fault; nil in the others.
+	chaos *chaosResult
 	// helloAround is the hello ceiling measured again right before and right after the
 	// sold-out run: the machine's speed drifts over minutes, so the sold-out answer is compared
 	// with a hello measured under the same conditions (the run's first ceiling is minutes older).
@@ -233,6 +238,8 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		load, err = e.loadAndKill(ctx, sc, pid)
 	case sc.storm:
 		load, err = e.refreshStorm(ctx, sc, insts, pid, &res)
+	case sc.fault != "":
+		load, err = e.loadWithFault(ctx, sc, insts, pid, &res)
 	case !startsAt.IsZero():
 		load, err = e.loadAcrossStart(ctx, sc, insts, pid, startsAt, &res)
 	default:
@@ -382,6 +389,9 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	if stripeCheck != nil {
 		res.checks = append(res.checks, *stripeCheck)
+	}
+	if res.chaos != nil {
+		res.checks = append(res.checks, chaosChecks(res.chaos)...)
 	}
 	if sc.buyerLimit > 0 {
 		c, err := e.holdingCheck(ctx, pid, sc.buyerLimit, "after the payments and the expiry")

@@ -2,13 +2,17 @@
 -- idempotency key. Arguments (after "--"): product id, max qty (1 = always 1), duplicates
 -- (each key is sent this many times in a row, i.e. concurrently on different connections),
 -- tokens file (one buyer token per line), run tag (keeps keys unique across runs), and
--- optionally "codes".
+-- optionally "codes", "seconds" or "codes,seconds".
 -- It counts response codes and prints "status <code> <count>" lines when done. With "codes" it
 -- also tallies each refusal (status >= 400) by the error code of its body, and whether it
 -- carried a Retry-After header of whole seconds, as "count <status>:<code> <n>",
 -- "count retry-after:<status>:<code> <n>", "count bad-retry-after:<status>:<code> <n>" and
 -- "count max:retry-after <seconds>" lines (the storefront scenarios check them; the others
--- leave it off, so that their hot path parses no body).
+-- leave it off, so that their hot path parses no body). With "seconds" it also tallies each
+-- answer by the wall-clock second it arrived in and its status, as "count sec:<unix s>:<status>
+-- <n>" lines (the chaos scenarios split their run into before, during and after the fault),
+-- and writes the order number of every 201 answer to the file "<7th argument>-<thread>",
+-- one per line (the chaos scenarios check that each of them is in the ledger).
 local threads = {}
 local nthreads = 0
 
@@ -27,7 +31,10 @@ function init(args)
   for line in io.lines(args[4]) do
     if #line > 0 then tokens[#tokens + 1] = line end
   end
-  codes = args[6] == "codes"
+  local mode = args[6] or ""
+  codes = string.find(mode, "codes", 1, true) ~= nil
+  seconds = string.find(mode, "seconds", 1, true) ~= nil
+  if seconds and args[7] then created = io.open(args[7] .. "-" .. id, "w") end
   counter = 0
   statuses = {}
   counts = {}
@@ -50,6 +57,11 @@ end
 function response(status, headers, body)
   statuses[status] = (statuses[status] or 0) + 1
   if codes and status >= 400 then tally(status, headers, body) end
+  if seconds then add("sec:" .. os.time() .. ":" .. status, 1) end
+  if created and status == 201 then
+    created:write((string.match(body, '"order_no":"([^"]*)"') or "?"), "\n")
+    created:flush()
+  end
 end
 
 -- header returns the value of the header name (lower case) whatever its case on the wire.

@@ -24,6 +24,10 @@ func (e *env) printSummary(results []scenarioResult) {
 		fmt.Printf("   %-3d %-52s %10s %9s %9s %9s %8d %8d %6s\n", r.sc.num, trim(r.sc.name, 52), num(r.load.RPS),
 			ms(r.load.P50), ms(r.load.P90), ms(r.load.P99), r.created, r.codesSold, verdict)
 	}
+	if e.o.chaos {
+		e.printChaos(results)
+		return
+	}
 	fmt.Println()
 	e.printResources(results)
 	fmt.Println()

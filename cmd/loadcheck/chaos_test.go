@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A run of 10 s: orders placed in seconds 1-3 (and some 409s, which count neither way), the
+// fault from 4 to 6 (503s only), refusals and orders mixed in second 7, orders only from 8.
+func TestChaosSplit(t *testing.T) {
+	start := time.Unix(1000, 0)
+	counts := map[string]int64{"status 201": 999} // other tallies are ignored
+	for s := int64(0); s < 10; s++ {
+		sec := fmt.Sprintf("sec:%d:", 1000+s)
+		switch {
+		case s < 4:
+			counts[sec+"201"], counts[sec+"409"] = 100, 10
+		case s < 7:
+			counts[sec+"503"] = 50
+		case s == 7:
+			counts[sec+"503"], counts[sec+"201"] = 5, 20
+		default:
+			counts[sec+"201"] = 80
+		}
+	}
+	cr := &chaosResult{injected: time.Unix(1004, 300e6), back: time.Unix(1006, 100e6), refusedMix: map[int]int64{}}
+	cr.split(counts, start, start.Add(10*time.Second))
+	if got := cr.firstOK.Unix(); got != 1008 {
+		t.Errorf("first second with orders only = %d, want 1008", got)
+	}
+	if cr.refused != 155 || cr.refusedMix[503] != 155 {
+		t.Errorf("refused %d (%v), want 155 503s", cr.refused, cr.refusedMix)
+	}
+	// before: seconds 1-3 (the first is taken as partial); during: 5 (4 and 6 straddle the fault's
+	// start and end); after: 8 and 9.
+	for _, c := range []struct {
+		name string
+		r    rate
+		want rate
+	}{
+		{"before", cr.before, rate{3, 300}}, {"during", cr.during, rate{1, 0}}, {"after", cr.after, rate{2, 160}},
+	} {
+		if c.r != c.want {
+			t.Errorf("%s = %+v, want %+v", c.name, c.r, c.want)
+		}
+	}
+}
+
+func TestChaosSplitNeverRecovered(t *testing.T) {
+	start := time.Unix(1000, 0)
+	counts := map[string]int64{"sec:1001:201": 10, "sec:1005:503": 7, "sec:1008:503": 3}
+	cr := &chaosResult{injected: time.Unix(1004, 0), back: time.Unix(1006, 0), refusedMix: map[int]int64{}}
+	cr.split(counts, start, start.Add(10*time.Second))
+	if !cr.firstOK.IsZero() || cr.refused != 10 || cr.after.seconds != 0 {
+		t.Errorf("firstOK %v, refused %d, after %+v: want never, 10, none", cr.firstOK, cr.refused, cr.after)
+	}
+	if c := chaosChecks(cr); c[2].OK {
+		t.Errorf("%s passed without a recovery", c[2].Name)
+	}
+}
+
+func TestWrkTimeouts(t *testing.T) {
+	for line, want := range map[string]int64{
+		"": 0,
+		"Socket errors: connect 0, read 12, write 0, timeout 37":    37,
+		"Socket errors: connect 3, read 0, write 0, timeout 0":      0,
+		"Socket errors: connect 0, read 0, write 0, timeout 5, x 1": 5,
+	} {
+		if got := wrkTimeouts(line); got != want {
+			t.Errorf("wrkTimeouts(%q) = %d, want %d", line, got, want)
+		}
+	}
+}
