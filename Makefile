@@ -116,7 +116,7 @@ loadcheck-ab: services ## A/B of group commit: scenarios 2 and 1, ROUNDS (defaul
 	$(GO) run ./cmd/loadcheck -ab $(or $(ROUNDS),3)
 
 .PHONY: chaos
-chaos: services ## faults under load: Redis and MariaDB of the load check's own killed mid-sale, every invariant after (~8 min)
+chaos: services ## faults under load: its own Redis (restarted empty; a Sentinel failover) and MariaDB killed mid-sale, every invariant after (~8 min)
 	$(GO) run ./cmd/loadcheck -chaos
 
 .PHONY: chaos-short

@@ -38,6 +38,8 @@ func chaosScenarios(o options) []scenario {
 	return []scenario{
 		{num: 11, name: "Redis SIGKILLed mid-sale and restarted empty", codes: codes, qtyMax: 1, dup: 1, instances: 1, fault: faultRedisEmpty},
 		{num: 12, name: "MariaDB SIGKILLed mid-sale and restarted (crash recovery)", codes: codes, qtyMax: 1, dup: 1, instances: 1, fault: faultMariaDBKill},
+		{num: 13, name: "Redis primary SIGKILLed mid-sale, Sentinel promotes a replica", codes: codes, qtyMax: 1, dup: 1, instances: 1,
+			fault: faultRedisFailover},
 	}
 }
 
@@ -194,6 +196,15 @@ func (r rate) perSecond() float64 {
 	return float64(r.answers) / float64(r.seconds)
 }
 
+// String is the rate, or "—" when the stretch had no whole second (a short run's fault that
+// ended near the run's end).
+func (r rate) String() string {
+	if r.seconds == 0 {
+		return "—"
+	}
+	return num(r.perSecond())
+}
+
 // loadWithFault runs the scenario's wrk load and injects its fault a third of the way in.
 func (e *env) loadWithFault(ctx context.Context, sc scenario, insts []*instance, pid int64, res *scenarioResult) (WrkResult, error) {
 	in := insts[0]
@@ -238,7 +249,7 @@ func (e *env) loadWithFault(ctx context.Context, sc scenario, insts []*instance,
 		sc.fault, cr.injected.Sub(start).Round(100*time.Millisecond), cr.back.Sub(cr.injected).Round(100*time.Millisecond),
 		recovery(cr))
 	fmt.Printf("   around it %s orders placed/s before · %s during · %s after · refused meanwhile: %d (%s) · /readyz not ready for %s\n",
-		num(cr.before.perSecond()), num(cr.during.perSecond()), num(cr.after.perSecond()), cr.refused, statusMix(cr.refusedMix),
+		cr.before, cr.during, cr.after, cr.refused, statusMix(cr.refusedMix),
 		cr.unready.Round(100*time.Millisecond))
 	fmt.Printf("   instance  goroutines %d → %d → %d · open files %d → %d → %d (before, during, after the fault)\n",
 		cr.goroutines[0], cr.goroutines[1], cr.goroutines[2], cr.fds[0], cr.fds[1], cr.fds[2])
@@ -262,6 +273,15 @@ func (e *env) inject(ctx context.Context, fault string, cr *chaosResult, in *ins
 		sleepCtx(ctx, time.Second)
 		cr.goroutines[1], cr.fds[1] = e.instanceLoad(ctx, in)
 		if err := s.startRedis(ctx); err != nil {
+			return err
+		}
+	case faultRedisFailover:
+		cr.goroutines[1], cr.fds[1] = -1, -1
+		done := make(chan error, 1)
+		go func() { done <- e.sentinels.failOver(ctx) }()
+		sleepCtx(ctx, 500*time.Millisecond)
+		cr.goroutines[1], cr.fds[1] = e.instanceLoad(ctx, in)
+		if err := <-done; err != nil {
 			return err
 		}
 	case faultMariaDBKill:
@@ -510,7 +530,7 @@ func (e *env) printChaos(results []scenarioResult) {
 			rec = max(cr.firstOK.Sub(cr.back), 0).Round(time.Second).String()
 		}
 		fmt.Printf("   %-3d %-14s %9s %9s %9s %8d %9s %7d %6d %8s %9s %5s %5s %6d %5s\n",
-			r.sc.num, cr.fault, num(cr.before.perSecond()), num(cr.during.perSecond()), num(cr.after.perSecond()),
+			r.sc.num, cr.fault, cr.before, cr.during, cr.after,
 			cr.refused, rec, r.created, r.paid, failedIn(r, "no oversell"), failedIn(r, "idempotency"),
 			failedIn(r, "no lost order"), failedIn(r, "no leak"), cr.hung, fmt.Sprintf("%d/%d", len(cr.created)-len(cr.missing), len(cr.created)))
 	}

@@ -73,7 +73,7 @@ func main() {
 	flag.IntVar(&o.threads, "threads", 2, "wrk threads")
 	flag.IntVar(&o.conns, "conns", 200, "wrk connections")
 	flag.BoolVar(&o.short, "short", false, "CI form: 3 s per scenario, smaller stock, short ceilings")
-	flag.BoolVar(&o.chaos, "chaos", false, "chaos mode: the fault scenarios (11, 12) on a MariaDB and a Redis of the load check's own,\n"+
+	flag.BoolVar(&o.chaos, "chaos", false, "chaos mode: the fault scenarios (11-13) on a MariaDB and Redis servers of the load check's own,\n"+
 		"a fault injected into one of them a third of the way into each sale (15 s per scenario, -short 6 s)")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (default all)")
 	flag.DurationVar(&o.orderTimeout, "order-timeout", fullOrderTimeout, "the service's order timeout (unpaid orders close after it)")
@@ -186,6 +186,8 @@ type env struct {
 	stripe *stripeEnv
 	// own are the chaos mode's own MariaDB and Redis; nil outside it.
 	own *ownServices
+	// sentinels is the Sentinel set of the chaos mode's failover scenario while it runs.
+	sentinels *sentinelSet
 }
 
 type secrets struct{ admin, payment, token, codeKeys, codeHash string }

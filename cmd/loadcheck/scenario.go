@@ -171,6 +171,14 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		_ = in
 	}
 	insts := e.instances[:sc.instances]
+	if sc.fault == faultRedisFailover {
+		in, restore, err := e.useSentinelSet(ctx)
+		if err != nil {
+			return res, err
+		}
+		defer restore()
+		insts = []*instance{in}
+	}
 	if len(sc.clockOffsets) > 0 {
 		// The shared instances this scenario does not load are stopped first (a later scenario
 		// starts them again): each keeps its MariaDB pool open for minutes after a load, up to
