@@ -138,8 +138,11 @@ func (s *Shop) rebuildPlan(ctx context.Context, id domain.ProductID, holds []dom
 // it keeps nothing on disk). Orders for the product are refused meanwhile (ErrGateNotReady,
 // never "unlimited"); once per product at a time, after RebuildDelay lets the requests that
 // reserved before the loss finish writing their orders, the gate is rebuilt from the ledger
-// exactly as Reconcile with repair does (outbox drained first). An operator can do the same at
-// once with POST /admin/products/{id}/reconcile?repair=true.
+// exactly as Reconcile with repair does (outbox drained first). A gate that lost one product
+// has usually lost them all (a restart): every other catalogue product it lacks is then
+// rebuilt too, one after the other, rather than when each is next ordered (until then the
+// readiness check reports the gate not ready). An operator can do the same at once with
+// POST /admin/products/{id}/reconcile?repair=true.
 func (s *Shop) rebuildGateLater(p domain.ProductID) {
 	if _, busy := s.rebuilding.LoadOrStore(p, true); busy {
 		return
@@ -147,24 +150,51 @@ func (s *Shop) rebuildGateLater(p domain.ProductID) {
 	s.background.Add(1)
 	go func() {
 		defer s.background.Done()
-		defer s.rebuilding.Delete(p)
 		time.Sleep(s.cfg.RebuildDelay)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, ok, err := s.gate.Levels(ctx, p); err != nil || ok {
-			return // unreachable (a later request tries again) or rebuilt meanwhile
-		}
-		rep, err := s.Reconcile(ctx, p, true)
-		if err != nil {
-			s.log.ErrorContext(ctx, "automatic gate rebuild failed", "product", p, "err", err)
+		rebuilt := s.rebuildLost(p)
+		s.rebuilding.Delete(p)
+		if !rebuilt {
 			return
 		}
-		s.alerts.Alert(ctx, domain.Alert{Kind: "gate_rebuilt", Product: p,
-			Message: "the gate had lost this product (Redis restart or flush) and was rebuilt from the ledger"})
-		if !rep.OK() {
-			s.log.WarnContext(ctx, "gate rebuilt, reconciliation still reports differences", "product", p, "differences", rep.Differences)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		products, err := s.ledger.Products().Products(ctx)
+		cancel()
+		if err != nil {
+			s.log.Error("listing the products to rebuild after a gate loss failed", "err", err)
+			return
+		}
+		for _, q := range products {
+			if q.ID() == p {
+				continue
+			}
+			if _, busy := s.rebuilding.LoadOrStore(q.ID(), true); busy {
+				continue
+			}
+			s.rebuildLost(q.ID())
+			s.rebuilding.Delete(q.ID())
 		}
 	}()
+}
+
+// rebuildLost rebuilds p's gate from the ledger if the gate does not know p, with a
+// gate_rebuilt alert, and reports whether it did.
+func (s *Shop) rebuildLost(p domain.ProductID) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, ok, err := s.gate.Levels(ctx, p); err != nil || ok {
+		return false // unreachable (a later request tries again) or rebuilt meanwhile
+	}
+	rep, err := s.Reconcile(ctx, p, true)
+	if err != nil {
+		s.log.ErrorContext(ctx, "automatic gate rebuild failed", "product", p, "err", err)
+		return false
+	}
+	s.alerts.Alert(ctx, domain.Alert{Kind: "gate_rebuilt", Product: p,
+		Message: "the gate had lost this product (Redis restart or flush) and was rebuilt from the ledger"})
+	if !rep.OK() {
+		s.log.WarnContext(ctx, "gate rebuilt, reconciliation still reports differences", "product", p, "differences", rep.Differences)
+	}
+	return true
 }
 
 // WaitBackground waits for background work started by use cases (automatic gate rebuilds).

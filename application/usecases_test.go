@@ -750,6 +750,39 @@ func TestPlaceOrderWithALostCommitReply(t *testing.T) {
 // Redis loses its keys mid-sale: orders are refused (never oversold on a missing key), the gate
 // is rebuilt from the ledger by itself, sales resume, and the invariants hold — replays of
 // orders placed before the loss still answer the original order.
+// A gate that lost one product has lost them all when Redis restarted empty: the first order
+// that finds its product missing has the other lost products rebuilt too, without waiting
+// for an order of each (the readiness check reports the gate not ready until then).
+func TestGateLossRebuildsEveryLostProduct(t *testing.T) {
+	var g *memory.Gate
+	f := newFixture(t, withGate(func(m *memory.Gate) domain.StockGate { g = m; return m }),
+		withConfig(func(c *application.Config) { c.RebuildDelay = 10 * time.Millisecond }))
+	p := f.createProduct(t, 3, 10)
+	q := f.createProduct(t, 3, 4)
+	empty := f.createProduct(t, 3, 0)
+	f.mustPlace(t, "bob", q.ID(), 1)
+
+	g.Flush()
+	_, err := f.place("carol", p.ID(), 1, f.newKey())
+	is(t, "place while the gate has lost the product", err, domain.ErrGateNotReady)
+	f.shop.WaitBackground()
+
+	for _, c := range []struct {
+		id          domain.ProductID
+		stock, sold int64
+	}{{p.ID(), 10, 0}, {q.ID(), 3, 1}, {empty.ID(), 0, 0}} {
+		if lv := f.levels(t, c.id); lv.Stock != c.stock || lv.Sold != c.sold {
+			t.Errorf("product %d rebuilt as %+v, want stock %d sold %d", c.id, lv, c.stock, c.sold)
+		}
+	}
+	if n := f.alertCount("gate_rebuilt"); n != 3 {
+		t.Fatalf("gate_rebuilt alerts: %d, want 3 (one per product)", n)
+	}
+	f.mustPlace(t, "dave", q.ID(), 3)
+	f.assertInvariants(t, p.ID())
+	f.assertInvariants(t, q.ID())
+}
+
 func TestGateLostMidSaleIsRebuiltByItself(t *testing.T) {
 	var g *memory.Gate
 	f := newFixture(t, withGate(func(m *memory.Gate) domain.StockGate { g = m; return m }),
