@@ -163,3 +163,32 @@ func BenchmarkReserveFailoverSet(b *testing.B) {
 		})
 	}
 }
+
+// With replica acks, a reservation that finds its own claim (go-redis re-sent the pipeline
+// after a lost reply, so the first run reserved) cannot know that the first run reached a
+// replica: WAIT on the re-sent pipeline's connection covers only that connection's writes,
+// and it wrote nothing. It is refused as not replicated (the application gives it back);
+// the replay of another order's claim (a buyer's retry) still answers Replayed.
+func TestReplicaAcksRefuseAReplayOfTheirOwnClaim(t *testing.T) {
+	c := standalone(t)
+	ctx := t.Context()
+	p := porttest.NewProductID()
+	if err := redisgate.New(c).Rebuild(ctx, p, domain.GateLevels{Stock: 5}); err != nil {
+		t.Fatal(err)
+	}
+	r := newReservation(p, 1)
+	if res, err := redisgate.New(c).Reserve(ctx, r); err != nil || res.Outcome != domain.Reserved {
+		t.Fatalf("first run: %+v, %v", res, err)
+	}
+	acked := redisgate.New(c).WithReplicaAcks(1, 10*time.Millisecond)
+	_, err := acked.Reserve(ctx, r)
+	if !errors.Is(err, redisgate.ErrNotReplicated) || !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("re-sent run with replica acks: %v, want ErrNotReplicated wrapping ErrUnavailable", err)
+	}
+	retry := r
+	retry.OrderNo = r.OrderNo + "-retry"
+	res, err := acked.Reserve(ctx, retry)
+	if err != nil || res.Outcome != domain.Replayed || res.ExistingOrder != r.OrderNo {
+		t.Fatalf("a buyer's retry with replica acks: %+v, %v; want Replayed of %s", res, err, r.OrderNo)
+	}
+}

@@ -265,13 +265,11 @@ func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []an
 		capacity = strconv.FormatInt(r.BuyerCap, 10)
 		window = strconv.FormatInt(max(r.BuyerWindow.Milliseconds(), 1), 10)
 	}
-	enforce := "" // a late payment's re-reservation: past the window and the limit, still counted
+	// A late payment's re-reservation (no key) is past the window and the limit, still
+	// counted, and sets no claim bit.
+	enforce, bit := "", "0"
 	if r.Key != "" {
-		enforce = "1"
-	}
-	bit := "0"
-	if r.Key != "" {
-		bit = strconv.Itoa(claimBit(k.tag, r))
+		enforce, bit = "1", strconv.Itoa(claimBit(k.tag, r))
 	}
 	return []string{k.stock, k.sold, k.frozen, claimKeyOf(k.tag, r), k.holds, k.holdInfo,
 			budgetKeyOf(k.tag, r.Buyer), k.fence, k.rules, k.held, k.holdBuyer, k.soldOut, k.claimBits},
@@ -318,7 +316,7 @@ func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.Reserv
 	if err != nil {
 		return domain.ReserveResult{}, fmt.Errorf("redis gate reserve: %w", err)
 	}
-	if err := g.checkReplicated(res, acked); err != nil {
+	if err := g.checkReplicated(r, res, acked); err != nil {
 		return domain.ReserveResult{}, err
 	}
 	if leased && res.Outcome == domain.SoldOut {

@@ -60,18 +60,24 @@ func (g *Gate) reserveReplicated(ctx context.Context, keys []string, args []any)
 	if err != nil {
 		return nil, 0, err
 	}
-	acked, werr := wait.Int64()
-	if werr != nil {
-		acked = 0
-	}
+	acked, _ := wait.Int64() // an error reply counts no acknowledgement
 	return reply, acked, nil
 }
 
 // checkReplicated turns a reservation that wrote without enough acknowledgements into an
-// error; replies that wrote nothing pass.
-func (g *Gate) checkReplicated(res domain.ReserveResult, acked int64) error {
-	if res.Outcome != domain.Reserved || acked >= int64(g.replicas) {
+// error; replies that wrote nothing pass. A replay of r's own claim (go-redis re-sent the
+// pipeline after a lost reply: the first run reserved) is an error too, whatever WAIT said:
+// WAIT covers the writes of its own connection, and the re-sent pipeline's connection wrote
+// nothing, so its count says nothing of the first run's reservation, which the application
+// would otherwise carry on with as reserved.
+func (g *Gate) checkReplicated(r domain.Reservation, res domain.ReserveResult, acked int64) error {
+	switch {
+	case g.replicas == 0:
 		return nil
+	case res.Outcome == domain.Reserved && acked < int64(g.replicas):
+		return fmt.Errorf("redis gate reserve: %w (%d of %d within %s): %w", ErrNotReplicated, acked, g.replicas, g.replicaWait, domain.ErrUnavailable)
+	case res.Outcome == domain.Replayed && res.ExistingOrder == r.OrderNo:
+		return fmt.Errorf("redis gate reserve: %w (a re-sent reservation found its own claim): %w", ErrNotReplicated, domain.ErrUnavailable)
 	}
-	return fmt.Errorf("redis gate reserve: %w (%d of %d within %s): %w", ErrNotReplicated, acked, g.replicas, g.replicaWait, domain.ErrUnavailable)
+	return nil
 }
