@@ -86,21 +86,29 @@ func port(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:]
 
 // startRedis starts Redis with nothing on disk: a restart comes back empty.
 func (s *ownServices) startRedis(ctx context.Context) error {
-	logf, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	var err error
+	s.redis, s.redisExit, err = startRedisServer(ctx, filepath.Join(s.dir, "redis.log"), "own Redis", s.redisAddr,
+		"--port", port(s.redisAddr), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir, "--maxclients", "10000")
+	return err
+}
+
+// startRedisServer starts redis-server with args, its output appended to log, and waits until
+// addr answers PING; exited is closed when the process ends.
+func startRedisServer(ctx context.Context, log, name, addr string, args ...string) (cmd *exec.Cmd, exited chan struct{}, err error) {
+	logf, err := os.OpenFile(log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	cmd := exec.Command("redis-server", "--port", port(s.redisAddr), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--maxclients", "10000")
+	cmd = exec.Command("redis-server", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return fmt.Errorf("redis-server: %w", err)
+		return nil, nil, fmt.Errorf("redis-server (%s): %w", name, err)
 	}
-	s.redis, s.redisExit = cmd, waitExit(cmd, logf)
-	c := redis.NewClient(&redis.Options{Addr: s.redisAddr})
+	exited = waitExit(cmd, logf)
+	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	return waitUntil(ctx, 20*time.Second, "own Redis "+s.redisAddr, func() error { return c.Ping(ctx).Err() })
+	return cmd, exited, waitUntil(ctx, 20*time.Second, name+" on "+addr, func() error { return c.Ping(ctx).Err() })
 }
 
 // startMaria starts MariaDB on the chaos data directory: durable commits (the defaults), no
@@ -264,38 +272,34 @@ func recovery(cr *chaosResult) string {
 }
 
 // inject makes the fault happen, waits for the dependency to answer again and records when.
+// The instance's goroutines and open files are sampled while the dependency is down.
 func (e *env) inject(ctx context.Context, fault string, cr *chaosResult, in *instance) error {
 	s := e.own
-	cr.injected = time.Now()
-	switch fault {
-	case faultRedisEmpty:
-		kill(s.redis, s.redisExit)
+	// restartAfter kills a process, leaves it down for a second, then starts it again.
+	restartAfter := func(stop func(), start func(context.Context) error) error {
+		stop()
 		sleepCtx(ctx, time.Second)
 		cr.goroutines[1], cr.fds[1] = e.instanceLoad(ctx, in)
-		if err := s.startRedis(ctx); err != nil {
-			return err
-		}
+		return start(ctx)
+	}
+	cr.injected = time.Now()
+	var err error
+	switch fault {
+	case faultRedisEmpty:
+		err = restartAfter(func() { kill(s.redis, s.redisExit) }, s.startRedis)
+	case faultMariaDBKill:
+		err = restartAfter(func() { kill(s.maria, s.mariaExit) }, s.startMaria)
 	case faultRedisFailover:
-		cr.goroutines[1], cr.fds[1] = -1, -1
 		done := make(chan error, 1)
 		go func() { done <- e.sentinels.failOver(ctx) }()
 		sleepCtx(ctx, 500*time.Millisecond)
 		cr.goroutines[1], cr.fds[1] = e.instanceLoad(ctx, in)
-		if err := <-done; err != nil {
-			return err
-		}
-	case faultMariaDBKill:
-		kill(s.maria, s.mariaExit)
-		sleepCtx(ctx, time.Second)
-		cr.goroutines[1], cr.fds[1] = e.instanceLoad(ctx, in)
-		if err := s.startMaria(ctx); err != nil {
-			return err
-		}
+		err = <-done
 	default:
-		return fmt.Errorf("unknown fault %q", fault)
+		err = fmt.Errorf("unknown fault %q", fault)
 	}
 	cr.back = time.Now()
-	return nil
+	return err
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -101,20 +101,11 @@ func startSentinelSet(ctx context.Context, dir string) (*sentinelSet, error) {
 }
 
 func (s *sentinelSet) start(ctx context.Context, log, name, addr string, args ...string) error {
-	logf, err := os.Create(log)
-	if err != nil {
-		return err
+	cmd, exited, err := startRedisServer(ctx, log, name, addr, args...)
+	if cmd != nil {
+		s.procs[name], s.exits[name] = cmd, exited
 	}
-	cmd := exec.Command("redis-server", args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("redis-server (%s): %w", name, err)
-	}
-	s.procs[name], s.exits[name] = cmd, waitExit(cmd, logf)
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	return waitUntil(ctx, 20*time.Second, "redis-server "+name, func() error { return c.Ping(ctx).Err() })
+	return err
 }
 
 func (s *sentinelSet) stop() {
