@@ -381,7 +381,12 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 			e.countLogLines("orphan_reservation_released"))
 	}
 
+	var commitUnknown int64
+	if sc.fault == faultMariaDBKill {
+		commitUnknown = int64(e.o.conns)
+	}
 	res.checks, err = checkInvariants(ctx, e.db, e.rdb, Expect{ProductID: pid, Created: res.created, InFlight: int64(e.o.conns),
+		CommitUnknown: commitUnknown,
 		AcceptedPayments: accepted, ExpiryGrace: 5 * time.Second, Provider: provider})
 	if err != nil {
 		return res, err
