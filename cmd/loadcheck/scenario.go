@@ -386,7 +386,7 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		commitUnknown = int64(e.o.conns)
 	}
 	res.checks, err = checkInvariants(ctx, e.db, e.rdb, Expect{ProductID: pid, Created: res.created, InFlight: int64(e.o.conns),
-		CommitUnknown: commitUnknown,
+		CommitUnknown:    commitUnknown,
 		AcceptedPayments: accepted, ExpiryGrace: 5 * time.Second, Provider: provider})
 	if err != nil {
 		return res, err
