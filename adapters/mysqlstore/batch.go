@@ -69,9 +69,11 @@ type BatchingLedger struct {
 	next  atomic.Uint32 // where the search for an idle lane starts
 
 	// Test hooks, nil in production: taken runs when a batch has taken its members, before it
-	// writes; beforeCommit runs inside the batch's transaction after its INSERTs.
+	// writes; beforeCommit runs inside the batch's transaction after its INSERTs; alone when a
+	// member batched first runs its own transaction.
 	taken        func(n int)
 	beforeCommit func()
+	alone        func()
 }
 
 var _ domain.Ledger = (*BatchingLedger)(nil)
@@ -111,7 +113,8 @@ func (b *BatchingLedger) Atomically(ctx context.Context, fn func(tx domain.Store
 		return b.Ledger.Atomically(ctx, fn)
 	}
 	m.ctx, m.queued, m.done = ctx, time.Now(), make(chan batchResult, 1)
-	ln := b.pick()
+	m.fn = fn
+	ln := b.pick(m)
 	ln.join(b, m)
 	var r batchResult
 	select {
@@ -122,10 +125,42 @@ func (b *BatchingLedger) Atomically(ctx context.Context, fn func(tx domain.Store
 		}
 		r = <-m.done
 	}
+	if r.lost {
+		if err, ok := b.lose(m); ok {
+			return err
+		}
+	}
 	if r.alone {
+		if b.alone != nil {
+			b.alone()
+		}
 		return b.Ledger.Atomically(ctx, fn)
 	}
 	return r.err
+}
+
+// lose runs a member the batch found to have lost its transition (PayLost) once more, against
+// a store whose only answer is that Transition lost, and returns fn's result: what its own
+// transaction would have returned, without one. ok is false when fn makes any other call
+// first or after (its transaction would do more than answer the lost race): the member then
+// runs alone.
+func (b *BatchingLedger) lose(m *member) (err error, ok bool) {
+	rec := &recorder{lose: m.pay}
+	err = func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, stop := r.(notBatchable); !stop {
+					panic(r)
+				}
+				err = errNotBatchable
+			}
+		}()
+		return m.fn(rec)
+	}()
+	if rec.refused || rec.moved == nil {
+		return nil, false
+	}
+	return err, true
 }
 
 // notBatchable is the panic with which the recording store stops fn at its first call that is
@@ -170,9 +205,17 @@ func (b *BatchingLedger) record(fn func(tx domain.Store) error) (m *member, ok b
 
 var errNotBatchable = errors.New("mysqlstore: transaction is not an order insert nor a payment")
 
-// pick returns an idle lane when there is one (a member alone starts at once), else the lane
-// with the shortest queue.
-func (b *BatchingLedger) pick() *lane {
+// pick returns the lane m queues in. A status change (PayBatch's member) goes to its order's
+// lane, so that changes of one order (one callback sent twice at once, a payment and its
+// order's expiry) meet in one lane, one batch after the other or as repeats in one batch, and
+// the later one is decided on the row the earlier one left (PayLost) instead of finding it
+// locked by another lane's batch and running alone behind that lock. Placed orders, which
+// never share a row, take an idle lane when there is one (a member alone starts at once), else
+// the lane with the shortest queue.
+func (b *BatchingLedger) pick(m *member) *lane {
+	if m.pay != nil {
+		return b.lanes[laneOf(m.pay.Paid.No(), len(b.lanes))]
+	}
 	start := int(b.next.Add(1))
 	var best *lane
 	bestLen := 0
@@ -191,6 +234,15 @@ func (b *BatchingLedger) pick() *lane {
 	return best
 }
 
+// laneOf spreads order numbers over n lanes (FNV-1a of the number).
+func laneOf(no domain.OrderNo, n int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(no); i++ {
+		h = (h ^ uint32(no[i])) * 16777619
+	}
+	return int(h % uint32(n))
+}
+
 // member is one Atomically call waiting for a batch.
 type member struct {
 	ctx    context.Context
@@ -199,16 +251,18 @@ type member struct {
 	// pay is a payment's writes (PayBatch's member) when the transaction is a payment; orders
 	// and flows are then empty.
 	pay    *PayMember
+	fn     func(tx domain.Store) error // the transaction, run again when the batch found it lost
 	queued time.Time
 	taken  bool // set by the lane, under its lock, when a batch takes the member
 	done   chan batchResult
 }
 
 // batchResult is a batch's outcome for one member: err, or alone when the member must run
-// its transaction by itself.
+// its transaction by itself, or lost when its transition lost (PayLost).
 type batchResult struct {
 	err   error
 	alone bool
+	lost  bool
 }
 
 // lane is a queue of members with at most one batch running: members that arrive while it
@@ -323,6 +377,8 @@ func (b *BatchingLedger) writePayments(batch []*member) {
 			m.done <- batchResult{err: err}
 		case err != nil || out[i] == PayAlone:
 			m.done <- batchResult{alone: true}
+		case out[i] == PayLost:
+			m.done <- batchResult{lost: true, alone: true}
 		default:
 			m.done <- batchResult{}
 		}
@@ -413,6 +469,10 @@ type recorder struct {
 	moved   *PayMember  // the one Transition recorded (a payment's), answered as won
 	taken   *allocation // the one Allocate recorded, answered with no codes
 	refused bool
+	// lose, when set, makes this the store of a member whose transition lost (PayLost): its
+	// first call must be Transition of lose's order from lose's status, answered lost; any
+	// other call stops fn.
+	lose *PayMember
 }
 
 // allocation is an Allocate the recording store answered.
@@ -434,6 +494,14 @@ func (r *recorder) refuse() {
 	panic(notBatchable{})
 }
 
+// writes stops fn in a lost member's store: after a lost transition only an answer is left to
+// give, and a write before it would change what fn's own transaction does.
+func (r *recorder) writes() {
+	if r.lose != nil {
+		r.refuse()
+	}
+}
+
 func (r *recorder) Products() domain.ProductCatalog       { r.refuse(); return nil }
 func (r *recorder) Orders() domain.OrderRepo              { return recordedOrders{r} }
 func (r *recorder) Cards() domain.CardVault               { return recordedCards{r} }
@@ -449,6 +517,7 @@ func (r *recorder) Alerts() domain.AlertLog               { r.refuse(); return n
 type recordedOrders struct{ r *recorder }
 
 func (o recordedOrders) Insert(_ context.Context, ord domain.Order) error {
+	o.r.writes()
 	o.r.orders = append(o.r.orders, ord)
 	return nil
 }
@@ -467,11 +536,20 @@ func (o recordedOrders) OrderByKey(context.Context, domain.BuyerID, domain.Idemp
 // answers it won: the batch
 // decides it on the order's locked row (PayBatch), and a member it cannot decide so runs alone,
 // where Transition answers for real. A second transition stops fn.
+//
+// In a lost member's store (lose set) it answers lost, the answer the batch found on the
+// member's locked row, for the same order and status only.
 func (o recordedOrders) Transition(_ context.Context, ord domain.Order, from domain.OrderStatus) (bool, error) {
 	if o.r.moved != nil {
 		o.r.refuse()
 	}
 	o.r.moved = &PayMember{Paid: ord, From: from}
+	if l := o.r.lose; l != nil {
+		if ord.No() != l.Paid.No() || from != l.From {
+			o.r.refuse()
+		}
+		return false, nil
+	}
 	return true, nil
 }
 
@@ -509,6 +587,7 @@ func (o recordedOrders) Search(context.Context, domain.OrderFilter) ([]domain.Or
 type recordedFlows struct{ r *recorder }
 
 func (f recordedFlows) Append(_ context.Context, e domain.FlowEntry) error {
+	f.r.writes()
 	f.r.flows = append(f.r.flows, e)
 	return nil
 }
@@ -534,7 +613,7 @@ func (f recordedFlows) PerInterval(context.Context, domain.ProductID, domain.Flo
 type recordedCards struct{ r *recorder }
 
 func (c recordedCards) Allocate(_ context.Context, p domain.ProductID, no domain.OrderNo, qty int) ([]domain.Card, error) {
-	if c.r.taken != nil || qty < 1 {
+	if c.r.taken != nil || qty < 1 || c.r.lose != nil {
 		c.r.refuse()
 	}
 	c.r.taken = &allocation{product: p, no: no, qty: qty}
@@ -570,6 +649,7 @@ func (c recordedCards) Void(context.Context, domain.ProductID, []domain.CardCode
 type recordedOutbox struct{ r *recorder }
 
 func (o recordedOutbox) Add(_ context.Context, m domain.OutboxMessage) error {
+	o.r.writes()
 	o.r.outbox = append(o.r.outbox, m)
 	return nil
 }

@@ -605,3 +605,146 @@ func TestBatchedClosesAndPaymentsDecideEachOrderOnce(t *testing.T) {
 		}
 	}
 }
+
+// A payment whose order moved before its batch (paid already), and the second of one
+// callback's two copies in the same batch, get the lost race from the batch itself, as their own
+// transactions would answer, without running one; the first copy is stored.
+func TestBatchAnswersLostPaymentsWithoutTheirOwnTransaction(t *testing.T) {
+	b, _ := batching(t, openDB(t), 1)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	var alone atomic.Int32
+	mysqlstore.SetAloneHook(b, func() { alone.Add(1) })
+	p := createProduct(t, b)
+	importN(t, b, p, 4)
+	first, paidBefore, twice := newPendingOrder(t, b, p, 1), newPendingOrder(t, b, p, 1), newPendingOrder(t, b, p, 1)
+	if _, err := pay(ctx, b, paidBefore, true); err != nil {
+		t.Fatal(err)
+	}
+	held, release := holdFirstBatch(b, nil)
+	defer release()
+	errs := make(chan error, 4)
+	go func() { _, err := pay(ctx, b, first, true); errs <- err }()
+	<-held
+	for _, o := range []domain.Order{paidBefore, twice, twice} {
+		go func() { _, err := pay(ctx, b, o, true); errs <- err }()
+	}
+	waitQueued(t, b, 3)
+	release()
+	won, lost := 0, 0
+	for range 4 {
+		switch err := <-errs; {
+		case err == nil:
+			won++
+		case errors.Is(err, errLostRace):
+			lost++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if won != 2 || lost != 2 {
+		t.Fatalf("%d won, %d lost; want 2 and 2", won, lost)
+	}
+	if n := alone.Load(); n != 0 {
+		t.Fatalf("%d members ran their own transaction, want none", n)
+	}
+	for _, o := range []domain.Order{first, paidBefore, twice} {
+		got, _ := b.Orders().Order(ctx, o.No())
+		cards, _ := b.Cards().Cards(ctx, o.No())
+		flows, _ := b.Flows().Entries(ctx, string(o.No()))
+		if got.Status() != domain.StatusPaid || len(cards) != 1 || len(flows) != 1 {
+			t.Fatalf("%s: %s with %d codes and %d flow rows", o.No(), got.Status(), len(cards), len(flows))
+		}
+	}
+}
+
+// A lost member whose transaction does more than answer the lost race (here: it writes a flow
+// row before its transition) runs alone, and gets the outcome its own transaction gives.
+func TestBatchRunsALostMemberThatWritesFirstAlone(t *testing.T) {
+	b, _ := batching(t, openDB(t), 1)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	var alone atomic.Int32
+	mysqlstore.SetAloneHook(b, func() { alone.Add(1) })
+	p := createProduct(t, b)
+	importN(t, b, p, 2)
+	o := newPendingOrder(t, b, p, 1)
+	if _, err := pay(ctx, b, o, true); err != nil {
+		t.Fatal(err)
+	}
+	closed := o
+	if err := closed.Close(o.ExpiresAt().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Atomically(ctx, func(tx domain.Store) error {
+		if err := tx.Flows().Append(ctx, domain.FlowEntry{ProductID: p, Ref: string(o.No()), Type: domain.FlowTimeoutRestore,
+			Qty: 1, At: time.Now()}); err != nil {
+			return err
+		}
+		won, err := tx.Orders().Transition(ctx, closed, domain.StatusPending)
+		if err != nil {
+			return err
+		}
+		if !won {
+			return errLostRace
+		}
+		return nil
+	})
+	if !errors.Is(err, errLostRace) || alone.Load() != 1 {
+		t.Fatalf("lost member writing first: %v, %d alone runs; want the lost race from one alone run", err, alone.Load())
+	}
+	if flows, _ := b.Flows().Entries(ctx, string(o.No())); len(flows) != 1 {
+		t.Fatalf("flow rows %+v, want only the pay row", flows)
+	}
+}
+
+// The same callback sent twice at once, for many orders, through four lanes: the two copies
+// of an order meet in its lane, so the second is decided on the row the first left and loses
+// there; no copy finds its row locked by another lane's batch and runs alone behind the lock.
+func TestBothCopiesOfAPaymentMeetInOneLane(t *testing.T) {
+	b, _ := batching(t, openDB(t), 4)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	var alone atomic.Int32
+	mysqlstore.SetAloneHook(b, func() { alone.Add(1) })
+	const orders = 48
+	p := createProduct(t, b)
+	importN(t, b, p, orders)
+	var os []domain.Order
+	for range orders {
+		os = append(os, newPendingOrder(t, b, p, 1))
+	}
+	errs := make([][2]error, orders)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, o := range os {
+		for c := range 2 {
+			wg.Go(func() {
+				<-start
+				_, errs[i][c] = pay(ctx, b, o, true)
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	for i, o := range os {
+		won, lost := 0, 0
+		for _, err := range errs[i] {
+			switch {
+			case err == nil:
+				won++
+			case errors.Is(err, errLostRace):
+				lost++
+			default:
+				t.Fatalf("pay %s: %v", o.No(), err)
+			}
+		}
+		cards, _ := b.Cards().Cards(ctx, o.No())
+		if won != 1 || lost != 1 || len(cards) != 1 {
+			t.Fatalf("%s: %d won, %d lost, %d codes", o.No(), won, lost, len(cards))
+		}
+	}
+	if n := alone.Load(); n != 0 {
+		t.Fatalf("%d copies ran their own transaction, want none", n)
+	}
+}

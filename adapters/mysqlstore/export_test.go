@@ -40,6 +40,10 @@ func SetBatchHooks(b *BatchingLedger, taken func(n int), beforeCommit func()) {
 	b.taken, b.beforeCommit = taken, beforeCommit
 }
 
+// SetAloneHook sets b's test hook that runs each time a member batched first runs its own
+// transaction. Set it before the first Atomically.
+func SetAloneHook(b *BatchingLedger, alone func()) { b.alone = alone }
+
 // Queued counts the members waiting in b's lanes, not yet taken by a batch.
 func Queued(b *BatchingLedger) int {
 	n := 0

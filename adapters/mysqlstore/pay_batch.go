@@ -41,6 +41,12 @@ const (
 	// or locked by another transaction). It must run alone, the normal way, which decides it
 	// exactly as before (a lost race, ErrInsufficientCards after waiting for locked codes, ...).
 	PayAlone
+	// PayLost: nothing of the member was written, because its conditional transition lost, as
+	// Transition would have answered it on the same locked row: the order's status (or its
+	// revealed mark) is no longer the member's From, either as committed before the batch or
+	// after an earlier member of the batch moved the same order. Valid only when the batch
+	// commits: the member's own transaction would have found the same row.
+	PayLost
 )
 
 // PayBatch writes, in one transaction and one COMMIT, every member it can decide as that
@@ -50,9 +56,12 @@ const (
 //  1. The members' order rows are locked in one SELECT … FOR UPDATE SKIP LOCKED (in
 //     primary-key order) and each member's conditional transition is decided on its row, as
 //     Transition's UPDATE would: same status, same identity, revealed exactly when the member's
-//     order is. A member whose order is a repeat of an earlier member's runs alone, and so does
-//     one whose row another transaction holds (the same callback sent twice, in another lane's
-//     batch; a refund): the batch does not wait for it, the member alone does.
+//     order is. A row in another status (or revealed otherwise) is a lost race (PayLost), as
+//     Transition answers it; so is a repeat of an earlier member whose change the batch
+//     stores, when that change leaves the row in another status than the repeat's From (the
+//     same callback sent twice at once). Any other repeat runs alone, and so does a member
+//     whose row another transaction holds (the same callback in another lane's batch; a
+//     refund): the batch does not wait for it, the member alone does.
 //  2. Per product, the codes of all winners are taken with one SELECT … FOR UPDATE SKIP LOCKED
 //     LIMIT Σqty in Allocate's order, and handed out in member order; a winner left without
 //     all its codes runs alone (Allocate then tells a real shortage from locked codes).
@@ -113,21 +122,32 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 	for _, r := range rows {
 		byNo[r.No] = r
 	}
-	taken := make(map[string]bool, len(members))
+	holder := make(map[string]int, len(members)) // order no -> the member that moves it
+	var repeats []int
 	need := map[domain.ProductID]int{}
 	for i, m := range members {
 		out[i] = PayAlone
 		rec := m.Paid.Record()
 		r, ok := byNo[string(rec.No)]
+		if !ok {
+			continue // no such order, or locked by another transaction
+		}
+		if _, taken := holder[r.No]; taken {
+			repeats = append(repeats, i)
+			continue
+		}
+		if r.Status != m.From.String() || r.Revealed != m.Paid.Revealed() {
+			out[i] = PayLost // Transition's UPDATE matches no row and its read finds it moved
+			continue
+		}
 		key := ""
 		if r.Key != nil {
 			key = *r.Key
 		}
-		if !ok || taken[r.No] || r.Status != m.From.String() || r.Revealed != m.Paid.Revealed() ||
-			r.Buyer != string(rec.Buyer) || r.Product != int64(rec.Product) || r.Qty != rec.Qty || key != string(rec.IdemKey) {
-			continue
+		if r.Buyer != string(rec.Buyer) || r.Product != int64(rec.Product) || r.Qty != rec.Qty || key != string(rec.IdemKey) {
+			continue // Transition refuses a change of identity: alone, it says so
 		}
-		taken[r.No] = true
+		holder[r.No] = i
 		out[i] = PayStored
 		if m.Codes {
 			need[rec.Product] += rec.Qty
@@ -164,6 +184,16 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 			cardIDs = append(cardIDs, id)
 		}
 		codes[p] = codes[p][q:]
+	}
+	// A repeat loses to the earlier member that moves its order, once that one is stored and
+	// leaves the row in another status than the repeat expects (the row's revealed mark does
+	// not move); any other repeat runs alone.
+	for _, i := range repeats {
+		m := members[i]
+		r := byNo[string(m.Paid.No())]
+		if j := holder[r.No]; out[j] == PayStored && (members[j].Paid.Status() != m.From || r.Revealed != m.Paid.Revealed()) {
+			out[i] = PayLost
+		}
 	}
 	// 3. The writes of the members stored.
 	var (

@@ -33,9 +33,9 @@ func moveMember(o, moved domain.Order, from domain.OrderStatus, codes bool, t do
 }
 
 // TestPayBatchDecidesEachMemberAsItsOwnTransactionWould: of one batch, the members whose order
-// is still PENDING and whose codes are free are stored together; an order paid already, a
-// repeat of a member and a member the pool cannot serve any more are left to run alone, with
-// nothing of them written.
+// is still PENDING and whose codes are free are stored together; an order paid already and a
+// repeat of a stored member lost their race, as their own Transition would answer; a member
+// the pool cannot serve any more is left to run alone; nothing of those is written.
 func TestPayBatchDecidesEachMemberAsItsOwnTransactionWould(t *testing.T) {
 	l := newLedger(t)
 	ctx := t.Context()
@@ -60,10 +60,10 @@ func TestPayBatchDecidesEachMemberAsItsOwnTransactionWould(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 1+2+1+2+1 = 7 codes for the first five; the sixth (3) finds none left; the repeat of
-	// the first and the order paid before run alone.
+	// 1+2+1+2+1 = 7 codes for the first five; the sixth (3) finds none left and runs alone;
+	// the repeat of the first and the order paid before lost.
 	want := []mysqlstore.PayOutcome{mysqlstore.PayStored, mysqlstore.PayStored, mysqlstore.PayStored, mysqlstore.PayStored,
-		mysqlstore.PayStored, mysqlstore.PayAlone, mysqlstore.PayAlone, mysqlstore.PayAlone}
+		mysqlstore.PayStored, mysqlstore.PayAlone, mysqlstore.PayLost, mysqlstore.PayLost}
 	if fmt.Sprint(out) != fmt.Sprint(want) {
 		t.Fatalf("outcomes %v, want %v", out, want)
 	}
@@ -304,7 +304,7 @@ func TestPayBatchMixesPaymentsAndCloses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []mysqlstore.PayOutcome{mysqlstore.PayStored, mysqlstore.PayStored, mysqlstore.PayAlone, mysqlstore.PayStored, mysqlstore.PayAlone}
+	want := []mysqlstore.PayOutcome{mysqlstore.PayStored, mysqlstore.PayStored, mysqlstore.PayAlone, mysqlstore.PayStored, mysqlstore.PayLost}
 	if fmt.Sprint(out) != fmt.Sprint(want) {
 		t.Fatalf("outcomes %v, want %v", out, want)
 	}
@@ -339,7 +339,7 @@ func TestPayBatchMixesPaymentsAndCloses(t *testing.T) {
 			t.Fatalf("%s closed as %+v", x.o.No(), got.Record())
 		}
 	}
-	// The member left alone runs the normal way and gets its real answer.
+	// The member that lost would have lost alone too.
 	if err := closeExpired(ctx, l, a); !errors.Is(err, errLostRace) {
 		t.Fatalf("closing the paid order alone: %v, want the lost race", err)
 	}
@@ -404,5 +404,30 @@ func TestPayBatchDoesNotWaitForALockedOrder(t *testing.T) {
 	}
 	if got, _ := l.Orders().Order(ctx, a.No()); got.Status() != domain.StatusPending {
 		t.Fatalf("the held order is %s", got.Status())
+	}
+}
+
+// TestPayBatchRepeatOfAMemberLeftAloneRunsAlone: a repeat loses only to a member the batch
+// stores; when that member is left alone (the pool is short for it), so is the repeat, whose
+// own transaction may still win.
+func TestPayBatchRepeatOfAMemberLeftAloneRunsAlone(t *testing.T) {
+	l := newLedger(t)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	p := createProduct(t, l)
+	importN(t, l, p, 1)
+	a := newPendingOrder(t, l, p, 2)
+	out, err := l.PayBatch(ctx, []mysqlstore.PayMember{payMember(t, a, domain.StatusPending), closeMember(t, a)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []mysqlstore.PayOutcome{mysqlstore.PayAlone, mysqlstore.PayAlone}; fmt.Sprint(out) != fmt.Sprint(want) {
+		t.Fatalf("outcomes %v, want %v", out, want)
+	}
+	if got, _ := l.Orders().Order(ctx, a.No()); got.Status() != domain.StatusPending {
+		t.Fatalf("order after the batch: %s", got.Status())
+	}
+	if err := closeExpired(ctx, l, a); err != nil {
+		t.Fatalf("the repeat alone: %v, want it to win", err)
 	}
 }
