@@ -75,10 +75,12 @@ type Config struct {
 	// LedgerBatch is CARDSHOP_LEDGER_BATCH: write concurrent placed orders in shared
 	// transactions (group commit); LedgerBatchWait (CARDSHOP_LEDGER_BATCH_WAIT) is how long a
 	// batch that found others queued waits for more, LedgerBatchMax (CARDSHOP_LEDGER_BATCH_MAX)
-	// the most orders one batch writes.
-	LedgerBatch     bool
-	LedgerBatchWait time.Duration
-	LedgerBatchMax  int
+	// the most orders one batch writes, LedgerBatchLanes (CARDSHOP_LEDGER_BATCH_LANES) how many
+	// batches may run at once.
+	LedgerBatch      bool
+	LedgerBatchWait  time.Duration
+	LedgerBatchMax   int
+	LedgerBatchLanes int
 
 	RatePerIP    int           // CARDSHOP_RATE_PER_IP: requests per window per client IP on /api (0 = off)
 	RatePerBuyer int           // CARDSHOP_RATE_PER_BUYER: orders per window per buyer (0 = off)
@@ -242,6 +244,14 @@ func settings(c *Config) []setting {
 				return fmt.Errorf("want a number from 1 to %d, got %q", mysqlstore.MaxBatchSize, v)
 			}
 			c.LedgerBatchMax = n
+			return nil
+		}},
+		{"CARDSHOP_LEDGER_BATCH_LANES", "2", func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 16 {
+				return fmt.Errorf("want a number from 1 to 16, got %q", v)
+			}
+			c.LedgerBatchLanes = n
 			return nil
 		}},
 		{"CARDSHOP_REDIS_ADDRS", "127.0.0.1:6379", func(v string) error {

@@ -44,7 +44,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		RelayInterval: time.Second, StockEventsInterval: time.Second, ConsoleTimeZone: time.UTC, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second, SaleStartMargin: 2 * time.Second,
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop",
-		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, BuyerCap: 100, LedgerBatch: true, LedgerBatchMax: 128,
+		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, BuyerCap: 100, LedgerBatch: true, LedgerBatchMax: 128, LedgerBatchLanes: 2,
 		OrphanAfter: 2 * time.Minute, RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
 		WebhookTimeout: 10 * time.Second, WebhookMaxBackoff: 10 * time.Minute,
 		Currency: domain.Currency{Code: "CNY", Exponent: 2}, PublicURL: "http://127.0.0.1:8080",
@@ -123,6 +123,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"ledger batch wait over 2ms", env("CARDSHOP_LEDGER_BATCH_WAIT=3ms"), "CARDSHOP_LEDGER_BATCH_WAIT"},
 		{"negative ledger batch wait", env("CARDSHOP_LEDGER_BATCH_WAIT=-1ms"), "CARDSHOP_LEDGER_BATCH_WAIT"},
 		{"ledger batch of none", env("CARDSHOP_LEDGER_BATCH_MAX=0"), "CARDSHOP_LEDGER_BATCH_MAX"},
+		{"no ledger batch lane", env("CARDSHOP_LEDGER_BATCH_LANES=0"), "CARDSHOP_LEDGER_BATCH_LANES"},
+		{"17 ledger batch lanes", env("CARDSHOP_LEDGER_BATCH_LANES=17"), "CARDSHOP_LEDGER_BATCH_LANES"},
 		{"sold-out lease outliving a lost product's rebuild", env("CARDSHOP_SOLDOUT_LEASE=900ms"), "CARDSHOP_SOLDOUT_LEASE"},
 		{"negative sold-out lease", env("CARDSHOP_SOLDOUT_LEASE=-1ms"), "CARDSHOP_SOLDOUT_LEASE"},
 		{"replica acks with a Cluster", env("CARDSHOP_REDIS_ADDRS=a:1,b:2", "CARDSHOP_REDIS_REPLICA_ACKS=1"), "CARDSHOP_REDIS_REPLICA_ACKS"},
@@ -253,6 +255,8 @@ func validValue(name string) string {
 		return "1ms"
 	case name == "CARDSHOP_LEDGER_BATCH_MAX":
 		return "64"
+	case name == "CARDSHOP_LEDGER_BATCH_LANES":
+		return "3"
 	case name == "CARDSHOP_BUYER_CAP":
 		return "25"
 	case name == "CARDSHOP_RATE_PER_IP", name == "CARDSHOP_RATE_PER_BUYER":

@@ -53,14 +53,19 @@ func RealAdapters() fx.Option {
 }
 
 // newLedger is the ledger port: the MySQL ledger, group-committing the writes of concurrent
-// placed orders when CARDSHOP_LEDGER_BATCH is on, in lanes of a quarter of the connection
-// pool (at most 4), so that batches run side by side and leave connections to the rest.
+// placed orders and status changes when CARDSHOP_LEDGER_BATCH is on, in batchLanes lanes.
 func newLedger(cfg Config, l *mysqlstore.Ledger, m *metrics.Metrics) domain.Ledger {
 	if !cfg.LedgerBatch {
 		return l
 	}
 	return mysqlstore.NewBatching(l, mysqlstore.BatchConfig{Max: cfg.LedgerBatchMax, Wait: cfg.LedgerBatchWait,
-		Lanes: max(1, min(4, cfg.MySQLConns/4)), Observer: m})
+		Lanes: batchLanes(cfg), Observer: m})
+}
+
+// batchLanes is CARDSHOP_LEDGER_BATCH_LANES, at most a quarter of the pool (at least 1), so
+// that the batches leave connections to the rest.
+func batchLanes(cfg Config) int {
+	return max(1, min(cfg.LedgerBatchLanes, cfg.MySQLConns/4))
 }
 
 // logAlerter raises alerts as ERROR log lines with kind "alert", for the log pipeline to page on.

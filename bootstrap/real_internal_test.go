@@ -31,6 +31,15 @@ func TestLedgerBatchSettingPicksTheLedger(t *testing.T) {
 	}
 }
 
+// CARDSHOP_LEDGER_BATCH_LANES sets the lanes, up to a quarter of the connection pool.
+func TestBatchLanesAreBoundedByThePool(t *testing.T) {
+	for _, c := range []struct{ lanes, conns, want int }{{2, 64, 2}, {16, 64, 16}, {16, 48, 12}, {4, 8, 2}, {3, 2, 1}} {
+		if got := batchLanes(Config{LedgerBatchLanes: c.lanes, MySQLConns: c.conns}); got != c.want {
+			t.Errorf("%d lanes, %d connections: %d lanes, want %d", c.lanes, c.conns, got, c.want)
+		}
+	}
+}
+
 // The metrics' fallback reasons, exported at 0 from the start, are the ones the ledger gives.
 func TestBatchFallbackReasonsAreTheLedgers(t *testing.T) {
 	want := []string{mysqlstore.FallbackDuplicateKey, mysqlstore.FallbackUnavailable, mysqlstore.FallbackError}
