@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -89,7 +90,18 @@ func (s *Server) placeOrder(c *fiber.Ctx) error {
 		c.Set(HeaderReplayed, "true")
 		status = fiber.StatusOK
 	}
-	return c.Status(status).JSON(s.orderResponse(res.Order, nil, false))
+	return sendOrder(c.Status(status), s.orderResponse(res.Order, nil, false))
+}
+
+// sendOrder answers r as JSON: appended by hand when it can be (appendJSON), else encoded.
+func sendOrder(c *fiber.Ctx, r orderResponse) error {
+	b, ok := r.appendJSON(make([]byte, 0, 256))
+	if !ok {
+		return c.JSON(r)
+	}
+	c.Response().SetBodyRaw(b)
+	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
+	return nil
 }
 
 func (s *Server) getOrder(c *fiber.Ctx) error {
@@ -126,3 +138,50 @@ func (s *Server) paymentCallback(c *fiber.Ctx) error {
 	}
 	return c.JSON(callbackResponse{Result: "success", OrderNo: string(o.No()), Status: o.Status().String()})
 }
+
+// appendJSON appends r exactly as encoding/json encodes it, for the answer to a new order (no
+// reason, no end, no admin field, no code, texts that need no escaping, years 0-9999); ok is
+// false for any other order, which the caller encodes with encoding/json. That answer is on the
+// hot path of a sale: encoding/json's reflection was 5% of the service's CPU per successful
+// order (TestOrderJSONIsEncodingJSONs compares the two).
+func (r *orderResponse) appendJSON(b []byte) (_ []byte, ok bool) {
+	if r.Reason != "" || r.PaidAt != nil || r.EndedAt != nil || r.BuyerID != "" || r.PaymentRef != "" || r.RevealedAt != nil ||
+		r.Codes != nil || !plainJSON(r.OrderNo) || !plainJSON(r.Currency) || !plainJSON(r.Status) ||
+		!jsonYear(r.CreatedAt) || !jsonYear(r.ExpiresAt) {
+		return b, false
+	}
+	b = append(b, `{"order_no":"`...)
+	b = append(b, r.OrderNo...)
+	b = append(b, `","product_id":`...)
+	b = strconv.AppendInt(b, r.ProductID, 10)
+	b = append(b, `,"qty":`...)
+	b = strconv.AppendInt(b, int64(r.Qty), 10)
+	b = append(b, `,"unit_price":`...)
+	b = strconv.AppendInt(b, r.UnitPrice, 10)
+	b = append(b, `,"amount":`...)
+	b = strconv.AppendInt(b, r.Amount, 10)
+	b = append(b, `,"currency":"`...)
+	b = append(b, r.Currency...)
+	b = append(b, `","status":"`...)
+	b = append(b, r.Status...)
+	b = append(b, `","created_at":"`...)
+	b = r.CreatedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","expires_at":"`...)
+	b = r.ExpiresAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `"}`...)
+	return b, true
+}
+
+// plainJSON reports whether encoding/json writes s as it is between quotes: printable ASCII
+// other than the quote, the backslash and the characters it escapes for HTML (<, >, &).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonYear reports whether encoding/json can encode t (it refuses years outside 0-9999).
+func jsonYear(t time.Time) bool { return t.Year() >= 0 && t.Year() <= 9999 }

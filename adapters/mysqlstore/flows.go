@@ -3,7 +3,6 @@ package mysqlstore
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"cardshop/domain"
@@ -29,20 +28,29 @@ func (f flowLog) Append(ctx context.Context, e domain.FlowEntry) error {
 // appendFlows writes entries with one multi-row INSERT: all of them, or none when one is
 // refused (ErrDuplicateFlow for a (ref, type) that exists, not saying which row).
 func appendFlows(ctx context.Context, s *store, op string, entries []domain.FlowEntry) error {
-	values := make([]string, 0, len(entries))
-	args := make([]any, 0, 5*len(entries))
-	for _, e := range entries {
+	v := sqlValues{b: make([]byte, 0, 96+96*len(entries)), d: s.db.Dialect()}
+	v.raw("INSERT INTO stock_flow (product_id, order_no, change_type, qty, created_at) VALUES ")
+	for i, e := range entries {
 		if !e.Type.Valid() {
 			return domain.Invalid("type", fmt.Sprintf("unknown flow type %d", int(e.Type)))
 		}
 		if e.Ref == "" {
 			return domain.Invalid("ref", "required")
 		}
-		values = append(values, "(?, ?, ?, ?, ?)")
-		args = append(args, int64(e.ProductID), e.Ref, int(e.Type), e.Qty, e.At.UTC())
+		v.sep(i)
+		v.raw("(")
+		v.int(int64(e.ProductID))
+		v.raw(", ")
+		v.str(e.Ref)
+		v.raw(", ")
+		v.int(int64(e.Type))
+		v.raw(", ")
+		v.int(e.Qty)
+		v.raw(", ")
+		v.time(e.At)
+		v.raw(")")
 	}
-	_, err := s.exec(ctx, op, "INSERT INTO stock_flow (product_id, order_no, change_type, qty, created_at) VALUES "+
-		strings.Join(values, ", "), args...)
+	_, err := s.exec(ctx, op, string(v.b))
 	if _, dup := duplicateKey(err); dup {
 		return fmt.Errorf("%s: %w", op, domain.ErrDuplicateFlow)
 	}

@@ -53,28 +53,54 @@ func (r orderRepo) Insert(ctx context.Context, o domain.Order) error {
 	return insertOrders(ctx, r.s, fmt.Sprintf("insert order %s", o.No()), []domain.Order{o})
 }
 
-// orderPlaceholders is one row of VALUES for orderColumns.
-const orderPlaceholders = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-
 // insertOrders stores orders with one multi-row INSERT: all of them, or none when one is
 // refused. A taken number is ErrDuplicateOrder and a taken buyer key
 // ErrDuplicateIdempotencyKey, as the key the server names tells (with several rows, not
 // which row).
 func insertOrders(ctx context.Context, s *store, op string, orders []domain.Order) error {
-	values := make([]string, 0, len(orders))
-	args := make([]any, 0, 16*len(orders))
-	for _, o := range orders {
+	v := sqlValues{b: make([]byte, 0, 96+320*len(orders)), d: s.db.Dialect()}
+	v.raw("INSERT INTO orders (" + orderColumns + ") VALUES ")
+	for i, o := range orders {
 		if o.No() == "" {
 			return domain.Invalid("order_no", "required")
 		}
 		rec := o.Record()
-		values = append(values, orderPlaceholders)
-		args = append(args, string(rec.No), string(rec.Buyer), int64(rec.Product), rec.Qty, int64(rec.UnitPrice), int64(rec.Amount),
-			nullString(string(rec.IdemKey)), rec.Status.String(), rec.Reason, rec.PaymentRef,
-			rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC(),
-			nullTime(rec.RevealedAt))
+		v.sep(i)
+		v.raw("(")
+		v.str(string(rec.No))
+		v.raw(", ")
+		v.str(string(rec.Buyer))
+		v.raw(", ")
+		v.int(int64(rec.Product))
+		v.raw(", ")
+		v.int(int64(rec.Qty))
+		v.raw(", ")
+		v.int(int64(rec.UnitPrice))
+		v.raw(", ")
+		v.int(int64(rec.Amount))
+		v.raw(", ")
+		v.nullStr(string(rec.IdemKey))
+		v.raw(", ")
+		v.str(rec.Status.String())
+		v.raw(", ")
+		v.str(rec.Reason)
+		v.raw(", ")
+		v.str(rec.PaymentRef)
+		v.raw(", ")
+		v.time(rec.CreatedAt)
+		v.raw(", ")
+		v.time(rec.ExpiresAt)
+		v.raw(", ")
+		v.nullTime(rec.PaidAt)
+		v.raw(", ")
+		v.nullTime(rec.EndedAt)
+		v.raw(", ")
+		v.time(rec.UpdatedAt)
+		v.raw(", ")
+		v.nullTime(rec.RevealedAt)
+		v.raw(")")
 	}
-	_, err := s.exec(ctx, op, "INSERT INTO orders ("+orderColumns+") VALUES "+strings.Join(values, ", "), args...)
+	_, err := s.exec(ctx, op, string(v.b))
 	if key, dup := duplicateKey(err); dup {
 		// Told apart by the key the server names: the number is the primary key.
 		if key == "uk_buyer_idem" {
