@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"cardshop/adapters/httpapi"
 	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/webhook"
 	"cardshop/application"
@@ -39,6 +40,7 @@ type Config struct {
 	CallbackWindow time.Duration // CARDSHOP_CALLBACK_WINDOW
 	LogLevel       slog.Level    // CARDSHOP_LOG_LEVEL: debug | info | warn | error
 	ShutdownGrace  time.Duration // CARDSHOP_SHUTDOWN_GRACE
+	RequestTimeout time.Duration // CARDSHOP_REQUEST_TIMEOUT: the deadline of every /api request
 	// SaleStartMargin is CARDSHOP_SALE_START_MARGIN: refuse orders locally this long before a
 	// sale starts (by the instance's clock); closer to the start, Redis's clock decides.
 	SaleStartMargin time.Duration
@@ -190,6 +192,8 @@ func settings(c *Config) []setting {
 			return nil
 		}},
 		durationVar(&c.ShutdownGrace, "CARDSHOP_SHUTDOWN_GRACE", 10*time.Second),
+		durationUpTo(&c.RequestTimeout, "CARDSHOP_REQUEST_TIMEOUT", httpapi.DefaultRequestTimeout, time.Minute,
+			"a buyer or a provider waits it for an answer"),
 		{"CARDSHOP_SALE_START_MARGIN", formatDuration(app.SaleStartMargin), func(v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil || d < 0 || d > time.Hour {

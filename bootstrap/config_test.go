@@ -41,7 +41,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Adapters: bootstrap.AdaptersMemory, HTTPAddr: "127.0.0.1:8080",
 		AdminToken: adminToken, PaymentSecret: paymentSecret, TokenSecret: tokenSecret,
 		OrderTimeout: 15 * time.Minute, IdempotencyTTL: 10 * time.Minute, SweepInterval: 30 * time.Second,
-		RelayInterval: time.Second, StockEventsInterval: time.Second, ConsoleTimeZone: time.UTC, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second, SaleStartMargin: 2 * time.Second,
+		RelayInterval: time.Second, StockEventsInterval: time.Second, ConsoleTimeZone: time.UTC, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second, RequestTimeout: 5 * time.Second, SaleStartMargin: 2 * time.Second,
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop",
 		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, BuyerCap: 100, LedgerBatch: true, LedgerBatchMax: 128, LedgerBatchLanes: 2,

@@ -149,6 +149,7 @@ func newHTTP(in httpIn) *fiber.App {
 	hc.RateLimits = httpapi.RateLimits{PerIP: in.Cfg.RatePerIP, PerBuyer: in.Cfg.RatePerBuyer, Window: in.Cfg.RateWindow, Limiter: in.Limiter}
 	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
 	hc.DevPay = in.Payments.dev
+	hc.RequestTimeout = in.Cfg.RequestTimeout
 	app := httpapi.New(hc, in.Shop, in.Tokens, in.Clock, in.Log)
 	// The operator console shares the API's app (and its middleware) under /console; its
 	// login attempts are limited per client IP by the API's limiter (on Redis with the real

@@ -84,7 +84,9 @@ func newKeyring(cfg Config) (*mysqlstore.Keyring, error) {
 func newRedisClient(lc fx.Lifecycle, cfg Config) (redis.UniversalClient, error) {
 	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: cfg.RedisAddrs, MasterName: cfg.RedisMaster,
 		IsClusterMode: cfg.RedisMaster == "" && len(cfg.RedisAddrs) > 1,
-		PoolSize:      256, MinIdleConns: 32, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+		PoolSize:      256, MinIdleConns: 32, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+		// A call ends at its context's deadline (the request's) when that comes before the 2 s.
+		ContextTimeoutEnabled: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {

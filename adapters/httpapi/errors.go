@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +60,8 @@ var errorTable = []struct {
 	{errRateLimited, apiError{429, "rate_limited", "too many requests; retry after the seconds in Retry-After"}},
 	{domain.ErrGateNotReady, apiError{503, "stock_gate_not_ready", "stock for this product is being rebuilt; retry shortly"}},
 	{domain.ErrUnavailable, apiError{503, "service_unavailable", "a dependency is unavailable; retry shortly"}},
+	// The request's deadline (Config.RequestTimeout) passed while a dependency had not answered.
+	{context.DeadlineExceeded, apiError{503, "service_unavailable", "a dependency is unavailable; retry shortly"}},
 }
 
 // ErrBodyTooLarge is a body over its limit (413 body_too_large); the console's file upload

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -335,4 +336,49 @@ func TestStoredValuesOutliveTheRequest(t *testing.T) {
 	if again.OrderNo != o.OrderNo {
 		t.Fatalf("the stored idempotency key no longer matches: %s", r)
 	}
+}
+
+// stallingLedger is a ledger whose transactions stall until their context ends, as a MariaDB
+// that stopped answering.
+type stallingLedger struct {
+	domain.Ledger
+	stalled atomic.Bool
+}
+
+func (l *stallingLedger) Atomically(ctx context.Context, fn func(tx domain.Store) error) error {
+	if l.stalled.Load() {
+		<-ctx.Done()
+		return fmt.Errorf("record: %w", ctx.Err())
+	}
+	return l.Ledger.Atomically(ctx, fn)
+}
+
+// A stalled dependency costs a request its deadline (Config.RequestTimeout), not more: the
+// order answers 503 service_unavailable with Retry-After when the deadline passes, its
+// reservation is given back, and the same key orders normally once the ledger answers again.
+func TestPlaceOrderAnswersAtItsDeadlineWhenTheLedgerStalls(t *testing.T) {
+	var ledger *stallingLedger
+	h := newHarnessWith(t, func(d *application.Deps) {
+		ledger = &stallingLedger{Ledger: d.Ledger}
+		d.Ledger = ledger
+	}, func(c *httpapi.Config) { c.RequestTimeout = 300 * time.Millisecond })
+	h.createProduct(1, 100, 5)
+	h.importCodes(1, codes("D", 3)...)
+	alice := h.token("alice")
+	ledger.stalled.Store(true)
+	began := time.Now()
+	r := h.order(alice, "key-d0000001", `{"product_id":1,"qty":2}`)
+	took := time.Since(began)
+	wantError(t, r, 503, "service_unavailable")
+	if r.header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	if took < 300*time.Millisecond || took > 5*time.Second {
+		t.Errorf("answered after %s, want at its 300ms deadline", took)
+	}
+	ledger.stalled.Store(false)
+	if o := h.placeOrder(alice, "key-d0000001", 1, 2); o.Qty != 2 {
+		t.Fatalf("the retry placed %+v", o)
+	}
+	h.placeOrder(h.token("bob"), "key-d0000002", 1, 1) // the first attempt's 2 units came back
 }

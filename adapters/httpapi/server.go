@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
@@ -39,13 +40,24 @@ type Config struct {
 	// DevPay, when set, serves the built-in dev provider's pay pages (GET /dev/pay/{order_no}
 	// and POST /dev/pay/{order_no}/confirm); nil: those paths do not exist.
 	DevPay DevPages
+	// RequestTimeout is the deadline of every /api request (0: none): each call it makes to a
+	// dependency (Redis, MariaDB, RabbitMQ, a payment provider) ends by then at the latest, and
+	// a request that reaches it answers 503 with Retry-After. Work that must finish whatever the
+	// request does (giving a reservation back, a batch its member joined) runs on its own
+	// bounded context.
+	RequestTimeout time.Duration
 }
 
 // DefaultConfig returns the default body limits, with no rate limits.
 func DefaultConfig(adminToken string) Config {
 	return Config{AdminToken: adminToken, MaxBodyBytes: 64 << 10, MaxImportBytes: 1 << 30,
-		ReadinessTimeout: DefaultReadinessTimeout}
+		ReadinessTimeout: DefaultReadinessTimeout, RequestTimeout: DefaultRequestTimeout}
 }
+
+// DefaultRequestTimeout is Config.RequestTimeout's default: under the 10 s after which a load
+// balancer or a storefront commonly gives up, and above the slowest dependency call a healthy
+// request makes (a payment provider's API, a batch's COMMIT under load).
+const DefaultRequestTimeout = 5 * time.Second
 
 // Server holds the handlers' dependencies.
 type Server struct {
@@ -57,6 +69,17 @@ type Server struct {
 
 	limiterWarnings limiterWarnings
 	rendered        atomic.Pointer[renderedCatalogue] // the public catalogue, encoded
+}
+
+// deadline gives the request's context the API's deadline (Config.RequestTimeout).
+func (s *Server) deadline(c *fiber.Ctx) error {
+	if s.cfg.RequestTimeout <= 0 {
+		return c.Next()
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
+	defer cancel()
+	c.SetUserContext(ctx)
+	return c.Next()
 }
 
 // New builds the Fiber app with every route. The app streams request bodies (so a large code
@@ -106,7 +129,7 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 	// The per-IP limit is on each buyer route rather than on the group, so that the payment
 	// callback is left out by construction (see RateLimits); it runs before the token check,
 	// so guessing tokens is limited too.
-	api := app.Group("/api")
+	api := app.Group("/api", s.deadline)
 	// The public catalogue: no token, and no per-IP limit. An answer costs a look-up in memory
 	// (the snapshot refreshes by time, never per request), so refusing a burst saves nothing,
 	// while a limit would refuse a storefront's servers or a CDN's edges that share addresses
