@@ -129,21 +129,23 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 	// The per-IP limit is on each buyer route rather than on the group, so that the payment
 	// callback is left out by construction (see RateLimits); it runs before the token check,
 	// so guessing tokens is limited too.
-	api := app.Group("/api", s.deadline)
+	api := app.Group("/api")
 	// The public catalogue: no token, and no per-IP limit. An answer costs a look-up in memory
 	// (the snapshot refreshes by time, never per request), so refusing a burst saves nothing,
 	// while a limit would refuse a storefront's servers or a CDN's edges that share addresses
 	// during the very rush it is meant for.
 	api.Get("/products", s.listCatalogue)
 	api.Get("/products/:id", s.getCatalogueProduct)
-	api.Post("/order", s.limitIP, s.buyer, s.limitBuyer, s.placeOrder)
-	api.Get("/orders/:order_no", s.limitIP, s.buyer, s.getOrder)
-	api.Post("/orders/:order_no/payment", s.limitIP, s.buyer, s.createPayment)
-	api.Post("/payments/callback", s.paymentCallback)
+	// Every route that calls a dependency runs under the request's deadline (the catalogue
+	// answers from memory).
+	api.Post("/order", s.deadline, s.limitIP, s.buyer, s.limitBuyer, s.placeOrder)
+	api.Get("/orders/:order_no", s.deadline, s.limitIP, s.buyer, s.getOrder)
+	api.Post("/orders/:order_no/payment", s.deadline, s.limitIP, s.buyer, s.createPayment)
+	api.Post("/payments/callback", s.deadline, s.paymentCallback)
 	// A provider's notifications, by whatever method it uses (epay usually GET); never rate
 	// limited, like the callback.
-	api.Get("/payments/:provider/notify", s.providerNotify)
-	api.Post("/payments/:provider/notify", s.providerNotify)
+	api.Get("/payments/:provider/notify", s.deadline, s.providerNotify)
+	api.Post("/payments/:provider/notify", s.deadline, s.providerNotify)
 
 	if cfg.DevPay != nil {
 		app.Get("/dev/pay/:order_no", s.devPayPage)
