@@ -219,10 +219,17 @@ func (s *Shop) replayFromLedger(ctx context.Context, buyer domain.BuyerID, key d
 
 // orderStored reads back whether an order was stored after a commit of unknown outcome,
 // retrying briefly while the ledger is unreachable. known is false when it could not tell.
+// The read-back ends by the request's deadline when it has one (a stalled database must not
+// keep the buyer past it: unknown keeps the units held, and the orphan sweep settles them).
 func (s *Shop) orderStored(ctx context.Context, no domain.OrderNo) (stored, known bool) {
-	ctx, cancel := detached(ctx)
+	var cancel context.CancelFunc
+	if dl, ok := ctx.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl)
+	} else {
+		ctx, cancel = detached(ctx)
+	}
 	defer cancel()
-	for i := 0; i < 5; i++ {
+	for i := 0; i < 5 && ctx.Err() == nil; i++ {
 		_, err := s.ledger.Orders().Order(ctx, no)
 		switch {
 		case err == nil:
@@ -230,7 +237,10 @@ func (s *Shop) orderStored(ctx context.Context, no domain.OrderNo) (stored, know
 		case errors.Is(err, domain.ErrOrderNotFound):
 			return false, true
 		}
-		time.Sleep(time.Duration(i+1) * 100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(i+1) * 100 * time.Millisecond):
+		}
 	}
 	return false, false
 }

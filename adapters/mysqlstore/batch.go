@@ -106,7 +106,10 @@ func NewBatching(l *Ledger, cfg BatchConfig) *BatchingLedger {
 // members runs alone, so each gets exactly the outcome it would have had without batching.
 // A lost COMMIT answer is domain.ErrCommitUnknown for every member. A member whose ctx ends
 // while it is queued leaves the queue and returns the context's error, writing nothing; once
-// its batch has taken it, it waits for the batch's outcome, which its ctx does not affect.
+// its batch has taken it, its ctx does not affect the batch: a cancelled member waits for the
+// batch's outcome, and one whose deadline passes returns domain.ErrCommitUnknown (with
+// ErrUnavailable) at its deadline, since the batch, which runs to the latest deadline of its
+// members, may still commit it.
 func (b *BatchingLedger) Atomically(ctx context.Context, fn func(tx domain.Store) error) error {
 	m, ok := b.record(fn)
 	if !ok {
@@ -123,7 +126,18 @@ func (b *BatchingLedger) Atomically(ctx context.Context, fn func(tx domain.Store
 		if ln.leave(m) {
 			return wrapErr("wait for a batch", ctx.Err())
 		}
-		r = <-m.done
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			r = <-m.done // cancelled: nobody waits for the answer, the exact outcome costs nothing
+			break
+		}
+		select {
+		case r = <-m.done:
+		default:
+			// The member's deadline passed while its batch runs (a stalled database): it is
+			// answered now, as a COMMIT whose reply was lost, because the batch may still
+			// commit it — the caller must not give anything back on this answer.
+			return fmt.Errorf("wait for a batch: %w: %w: %w", domain.ErrUnavailable, domain.ErrCommitUnknown, ctx.Err())
+		}
 	}
 	if r.lost {
 		if err, ok := b.lose(m); ok {

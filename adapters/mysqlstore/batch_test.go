@@ -748,3 +748,43 @@ func TestBothCopiesOfAPaymentMeetInOneLane(t *testing.T) {
 		t.Fatalf("%d copies ran their own transaction, want none", n)
 	}
 }
+
+// A member whose deadline passes while its batch runs (the database stalled) is answered at
+// its deadline with ErrCommitUnknown, not when the batch ends; the batch goes on and commits
+// it, which is why the answer must be "unknown" (the caller gives nothing back on it).
+func TestBatchMemberPastItsDeadlineIsAnsweredCommitUnknown(t *testing.T) {
+	b, _ := batching(t, openDB(t), 1)
+	var commits atomic.Int32
+	held, release := holdFirstBatch(b, func() {
+		if commits.Add(1) == 2 { // the second batch stalls a second before its COMMIT
+			time.Sleep(time.Second)
+		}
+	})
+	defer release()
+	orders := newOrders(t, b, createProduct(t, b), 3)
+	blocker := startHeld(t, b, held, orders[0])
+	withoutDeadline := placeAll(t.Context(), b, orders[1:2])
+	ctx, cancel := context.WithTimeout(t.Context(), 400*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	late := make(chan error, 1)
+	go func() { late <- place(ctx, b, orders[2]) }()
+	waitQueued(t, b, 2)
+	release()
+	if err := <-blocker; err != nil {
+		t.Fatal(err)
+	}
+	err := <-late
+	took := time.Since(began)
+	if !errors.Is(err, domain.ErrCommitUnknown) || !errors.Is(err, domain.ErrUnavailable) || took > 900*time.Millisecond {
+		t.Fatalf("the member past its deadline: %v after %s; want ErrCommitUnknown at its 400ms deadline", err, took)
+	}
+	if err := withoutDeadline()[0]; err != nil {
+		t.Fatalf("the member without a deadline: %v, want its batch's outcome", err)
+	}
+	for _, o := range orders[1:] {
+		if n, f := stored(t, o); n != 1 || f != 1 {
+			t.Errorf("%s: %d order rows, %d flow rows; want both stored by the batch", o.No(), n, f)
+		}
+	}
+}

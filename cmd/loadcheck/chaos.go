@@ -35,12 +35,12 @@ func chaosScenarios(o options) []scenario {
 	if o.short {
 		codes = 100000
 	}
-	return []scenario{
+	return append([]scenario{
 		{num: 11, name: "Redis SIGKILLed mid-sale and restarted empty", codes: codes, qtyMax: 1, dup: 1, instances: 1, fault: faultRedisEmpty},
 		{num: 12, name: "MariaDB SIGKILLed mid-sale and restarted (crash recovery)", codes: codes, qtyMax: 1, dup: 1, instances: 1, fault: faultMariaDBKill},
 		{num: 13, name: "Redis primary SIGKILLed mid-sale, Sentinel promotes a replica", codes: codes, qtyMax: 1, dup: 1, instances: 1,
 			fault: faultRedisFailover},
-	}
+	}, stallScenarios(codes)...)
 }
 
 // ownServices are the MariaDB and Redis processes the chaos mode starts for itself (own data
@@ -189,6 +189,7 @@ type chaosResult struct {
 	missing               []string // order numbers answered 201 that the ledger does not hold
 	goroutines, fds       [3]int   // the instance's, before, during and after the fault
 	unready               time.Duration
+	slowest               time.Duration // the slowest answer of the run (wrk)
 }
 
 // rate is the orders placed (201) per second over a stretch of the run.
@@ -221,14 +222,15 @@ func (e *env) loadWithFault(ctx context.Context, sc scenario, insts []*instance,
 	prefix := filepath.Join(e.dir, fmt.Sprintf("created-%d", sc.num))
 	args := []string{strconv.FormatInt(pid, 10), strconv.Itoa(sc.qtyMax), strconv.Itoa(sc.dup), e.tokensFile,
 		fmt.Sprintf("chaos%d-%d", sc.num, time.Now().UnixNano()), "seconds", prefix}
-	run := WrkRun{Threads: e.o.threads, Conns: e.o.conns, Duration: e.o.duration, URL: in.base, Script: e.orderLua, Args: args}
+	d := e.o.duration + e.faultFor(sc.fault)
+	run := WrkRun{Threads: e.o.threads, Conns: e.o.conns, Duration: d, URL: in.base, Script: e.orderLua, Args: args}
 	cr.goroutines[0], cr.fds[0] = e.instanceLoad(ctx, in)
 
 	probe := startReadyProbe(ctx, in.base)
 	faultDone := make(chan error, 1)
 	go func() {
 		select {
-		case <-time.After(e.o.duration / 3):
+		case <-time.After(d / 3):
 		case <-ctx.Done():
 			faultDone <- ctx.Err()
 			return
@@ -246,7 +248,8 @@ func (e *env) loadWithFault(ctx context.Context, sc scenario, insts []*instance,
 	}
 	cr.goroutines[2], cr.fds[2] = e.instanceLoad(ctx, in)
 	cr.hung = wrkTimeouts(w.SocketErrors)
-	cr.split(w.Counts, start, start.Add(e.o.duration))
+	cr.split(w.Counts, start, start.Add(d))
+	cr.slowest = w.Max
 	if cr.created, err = readLines(prefix + "-*"); err != nil {
 		return w, err
 	}
@@ -289,6 +292,8 @@ func (e *env) inject(ctx context.Context, fault string, cr *chaosResult, in *ins
 		err = restartAfter(func() { kill(s.redis, s.redisExit) }, s.startRedis)
 	case faultMariaDBKill:
 		err = restartAfter(func() { kill(s.maria, s.mariaExit) }, s.startMaria)
+	case faultRedisSlow, faultMariaDBStall, faultRedisCut, faultMariaDBCut:
+		err = e.injectStall(ctx, fault, cr, in)
 	case faultRedisFailover:
 		done := make(chan error, 1)
 		go func() { done <- e.sentinels.failOver(ctx) }()
@@ -521,9 +526,9 @@ func (p *readyProbe) stop() time.Duration { close(p.stopc); return <-p.done }
 // invariants found.
 func (e *env) printChaos(results []scenarioResult) {
 	fmt.Println("\n== faults under load (each a fault injected a third of the way into the sale; invariants after it settled)")
-	fmt.Printf("   %-3s %-14s %9s %9s %9s %8s %9s %7s %6s %8s %9s %5s %5s %6s %5s\n",
+	fmt.Printf("   %-3s %-14s %9s %9s %9s %8s %9s %7s %6s %8s %9s %5s %5s %6s %5s %8s %s\n",
 		"#", "fault", "before/s", "during/s", "after/s", "refused", "recovery", "orders", "paid",
-		"oversold", "duplicate", "lost", "leaked", "hung", "201s")
+		"oversold", "duplicate", "lost", "leaked", "hung", "201s", "slowest", "goroutines")
 	for _, r := range results {
 		cr := r.chaos
 		if cr == nil {
@@ -533,15 +538,18 @@ func (e *env) printChaos(results []scenarioResult) {
 		if !cr.firstOK.IsZero() {
 			rec = max(cr.firstOK.Sub(cr.back), 0).Round(time.Second).String()
 		}
-		fmt.Printf("   %-3d %-14s %9s %9s %9s %8d %9s %7d %6d %8s %9s %5s %5s %6d %5s\n",
+		fmt.Printf("   %-3d %-14s %9s %9s %9s %8d %9s %7d %6d %8s %9s %5s %5s %6d %5s %8s %d→%d→%d\n",
 			r.sc.num, cr.fault, cr.before, cr.during, cr.after,
 			cr.refused, rec, r.created, r.paid, failedIn(r, "no oversell"), failedIn(r, "idempotency"),
-			failedIn(r, "no lost order"), failedIn(r, "no leak"), cr.hung, fmt.Sprintf("%d/%d", len(cr.created)-len(cr.missing), len(cr.created)))
+			failedIn(r, "no lost order"), failedIn(r, "no leak"), cr.hung, fmt.Sprintf("%d/%d", len(cr.created)-len(cr.missing), len(cr.created)),
+			cr.slowest.Round(10*time.Millisecond), cr.goroutines[0], cr.goroutines[1], cr.goroutines[2])
 	}
 	fmt.Println("   before/during/after: orders placed (201) per second; refused: other answers than 201 and 409 from the fault")
 	fmt.Println("   to the recovery; recovery: from the dependency answering again to the first second with orders placed and")
 	fmt.Println("   none refused; oversold, duplicate, lost, leaked: invariant checks of that family that failed (0 = all PASS);")
-	fmt.Println("   hung: requests with no answer within wrk's 10 s; 201s: order numbers answered 201 found in the ledger / answered")
+	fmt.Println("   hung: requests with no answer within wrk's 10 s; 201s: order numbers answered 201 found in the ledger / answered;")
+	fmt.Printf("   slowest: the slowest answer of the run (the stall scenarios check it against the request deadline, %s);\n", e.stallDeadline())
+	fmt.Println("   goroutines: the instance's, before → during → after the fault")
 }
 
 // failedIn counts the scenario's failed checks whose name starts with family.

@@ -190,6 +190,8 @@ type env struct {
 	own *ownServices
 	// sentinels is the Sentinel set of the chaos mode's failover scenario while it runs.
 	sentinels *sentinelSet
+	// proxies stand between the stall scenarios' instance and the own services while one runs.
+	proxies *proxies
 }
 
 type secrets struct{ admin, payment, token, codeKeys, codeHash string }

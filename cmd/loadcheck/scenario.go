@@ -179,6 +179,14 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		defer restore()
 		insts = []*instance{in}
 	}
+	if stallFault(sc.fault) {
+		in, restore, err := e.useProxiedInstance(ctx)
+		if err != nil {
+			return res, err
+		}
+		defer restore()
+		insts = []*instance{in}
+	}
 	if len(sc.clockOffsets) > 0 {
 		// The shared instances this scenario does not load are stopped first (a later scenario
 		// starts them again): each keeps its MariaDB pool open for minutes after a load, up to
@@ -382,7 +390,10 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 
 	var commitUnknown int64
-	if sc.fault == faultMariaDBKill {
+	switch sc.fault {
+	case faultMariaDBKill, faultMariaDBStall, faultMariaDBCut:
+		// A COMMIT whose reply the fault swallowed (the request answered 503) may have landed:
+		// held by a stalled link and passed on after the client gave up, or cut after it ran.
 		commitUnknown = int64(e.o.conns)
 	}
 	res.checks, err = checkInvariants(ctx, e.db, e.rdb, Expect{ProductID: pid, Created: res.created, InFlight: int64(e.o.conns),
@@ -405,6 +416,9 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	if res.chaos != nil {
 		res.checks = append(res.checks, chaosChecks(res.chaos)...)
+	}
+	if res.chaos != nil && stallFault(sc.fault) {
+		res.checks = append(res.checks, stallChecks(res.chaos, res.chaos.slowest, e.stallDeadline())...)
 	}
 	if sc.buyerLimit > 0 {
 		c, err := e.holdingCheck(ctx, pid, sc.buyerLimit, "after the payments and the expiry")
@@ -558,7 +572,7 @@ func mergeRuns(runs []WrkResult) WrkResult {
 	for _, r := range runs {
 		out.RPS += r.RPS
 		out.Requests += r.Requests
-		out.P50, out.P90, out.P99 = maxDur(out.P50, r.P50), maxDur(out.P90, r.P90), maxDur(out.P99, r.P99)
+		out.P50, out.P90, out.P99, out.Max = maxDur(out.P50, r.P50), maxDur(out.P90, r.P90), maxDur(out.P99, r.P99), maxDur(out.Max, r.Max)
 		for c, n := range r.Status {
 			out.Status[c] += n
 		}

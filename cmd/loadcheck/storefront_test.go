@@ -381,3 +381,17 @@ func TestTrimCutsRunes(t *testing.T) {
 		t.Error("a short name is changed")
 	}
 }
+
+func TestParseWrkMaxLatency(t *testing.T) {
+	out := "Running 10s test @ http://127.0.0.1:8080\n  2 threads and 200 connections\n" +
+		"  Thread Stats   Avg      Stdev     Max   +/- Stdev\n    Latency     5.62ms    3.01ms   1.20s    87.38%\n" +
+		"    Req/Sec    18.12k     1.23k   21.00k    70.00%\n  Latency Distribution\n     50%    5.10ms\n     99%   40.00ms\n" +
+		"Requests/sec: 10.0\n100 requests in 1.00s\n"
+	r, err := parseWrk(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Max != 1200*time.Millisecond || r.P50 != 5100*time.Microsecond || r.P99 != 40*time.Millisecond {
+		t.Errorf("max %s, p50 %s, p99 %s; want 1.2s, 5.1ms, 40ms", r.Max, r.P50, r.P99)
+	}
+}

@@ -17,6 +17,7 @@ type WrkResult struct {
 	RPS           float64
 	Requests      int64
 	P50, P90, P99 time.Duration
+	Max           time.Duration // the slowest answer (wrk's thread stats)
 	Status        map[int]int64 // response-code mix, counted by the Lua script's response()
 	// Counts are the script's other tallies, "count <name> <n>" lines (script.lua's error codes
 	// and Retry-After headers, etag.lua's revalidations), summed over the runs of a scenario.
@@ -38,6 +39,7 @@ var (
 	reRPS     = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
 	reTotal   = regexp.MustCompile(`(\d+) requests in`)
 	reLatency = regexp.MustCompile(`(?m)^\s+(50|90|99)%\s+([\d.]+)(us|ms|s)\s*$`)
+	reMax     = regexp.MustCompile(`(?m)^\s+Latency\s+\S+\s+\S+\s+([\d.]+)(us|ms|s)\s`)
 	reStatus  = regexp.MustCompile(`(?m)^status (\d+) (\d+)$`)
 	reCount   = regexp.MustCompile(`(?m)^count (\S+) (\d+)$`)
 	reSocket  = regexp.MustCompile(`Socket errors:.*`)
@@ -74,10 +76,11 @@ func parseWrk(s string) (WrkResult, error) {
 	if m := reTotal.FindStringSubmatch(s); m != nil {
 		res.Requests, _ = strconv.ParseInt(m[1], 10, 64)
 	}
+	if m := reMax.FindStringSubmatch(s); m != nil {
+		res.Max = wrkDuration(m[1], m[2])
+	}
 	for _, m := range reLatency.FindAllStringSubmatch(s, -1) {
-		v, _ := strconv.ParseFloat(m[2], 64)
-		unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[m[3]]
-		d := time.Duration(v * float64(unit))
+		d := wrkDuration(m[2], m[3])
 		switch m[1] {
 		case "50":
 			res.P50 = d
@@ -98,6 +101,12 @@ func parseWrk(s string) (WrkResult, error) {
 	}
 	res.SocketErrors = reSocket.FindString(s)
 	return res, nil
+}
+
+// wrkDuration is a latency of wrk's report: a number and its unit (us, ms or s).
+func wrkDuration(v, unit string) time.Duration {
+	f, _ := strconv.ParseFloat(v, 64)
+	return time.Duration(f * float64(map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[unit]))
 }
 
 // ensureWrk installs wrk (and redis-benchmark, from redis-tools) from Debian's packages when
