@@ -613,8 +613,7 @@ func TestBatchAnswersLostPaymentsWithoutTheirOwnTransaction(t *testing.T) {
 	b, _ := batching(t, openDB(t), 1)
 	ctx := t.Context()
 	t.Cleanup(func() { markTestMessagesSent(t) })
-	var alone atomic.Int32
-	mysqlstore.SetAloneHook(b, func() { alone.Add(1) })
+	alone := countAlone(b)
 	p := createProduct(t, b)
 	importN(t, b, p, 4)
 	first, paidBefore, twice := newPendingOrder(t, b, p, 1), newPendingOrder(t, b, p, 1), newPendingOrder(t, b, p, 1)
@@ -664,8 +663,7 @@ func TestBatchRunsALostMemberThatWritesFirstAlone(t *testing.T) {
 	b, _ := batching(t, openDB(t), 1)
 	ctx := t.Context()
 	t.Cleanup(func() { markTestMessagesSent(t) })
-	var alone atomic.Int32
-	mysqlstore.SetAloneHook(b, func() { alone.Add(1) })
+	alone := countAlone(b)
 	p := createProduct(t, b)
 	importN(t, b, p, 2)
 	o := newPendingOrder(t, b, p, 1)
@@ -705,8 +703,7 @@ func TestBothCopiesOfAPaymentMeetInOneLane(t *testing.T) {
 	b, _ := batching(t, openDB(t), 4)
 	ctx := t.Context()
 	t.Cleanup(func() { markTestMessagesSent(t) })
-	var alone atomic.Int32
-	mysqlstore.SetAloneHook(b, func() { alone.Add(1) })
+	alone := countAlone(b)
 	const orders = 48
 	p := createProduct(t, b)
 	importN(t, b, p, orders)
@@ -787,4 +784,11 @@ func TestBatchMemberPastItsDeadlineIsAnsweredCommitUnknown(t *testing.T) {
 			t.Errorf("%s: %d order rows, %d flow rows; want both stored by the batch", o.No(), n, f)
 		}
 	}
+}
+
+// countAlone counts the members of b that run their own transaction after being batched.
+func countAlone(b *mysqlstore.BatchingLedger) *atomic.Int32 {
+	var n atomic.Int32
+	mysqlstore.SetAloneHook(b, func() { n.Add(1) })
+	return &n
 }

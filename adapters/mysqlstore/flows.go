@@ -30,25 +30,20 @@ func (f flowLog) Append(ctx context.Context, e domain.FlowEntry) error {
 func appendFlows(ctx context.Context, s *store, op string, entries []domain.FlowEntry) error {
 	v := sqlValues{b: make([]byte, 0, 96+96*len(entries)), d: s.db.Dialect()}
 	v.raw("INSERT INTO stock_flow (product_id, order_no, change_type, qty, created_at) VALUES ")
-	for i, e := range entries {
+	for _, e := range entries {
 		if !e.Type.Valid() {
 			return domain.Invalid("type", fmt.Sprintf("unknown flow type %d", int(e.Type)))
 		}
 		if e.Ref == "" {
 			return domain.Invalid("ref", "required")
 		}
-		v.sep(i)
-		v.raw("(")
+		v.row()
 		v.int(int64(e.ProductID))
-		v.raw(", ")
 		v.str(e.Ref)
-		v.raw(", ")
 		v.int(int64(e.Type))
-		v.raw(", ")
 		v.int(e.Qty)
-		v.raw(", ")
 		v.time(e.At)
-		v.raw(")")
+		v.end()
 	}
 	_, err := s.exec(ctx, op, string(v.b))
 	if _, dup := duplicateKey(err); dup {

@@ -60,45 +60,29 @@ func (r orderRepo) Insert(ctx context.Context, o domain.Order) error {
 func insertOrders(ctx context.Context, s *store, op string, orders []domain.Order) error {
 	v := sqlValues{b: make([]byte, 0, 96+320*len(orders)), d: s.db.Dialect()}
 	v.raw("INSERT INTO orders (" + orderColumns + ") VALUES ")
-	for i, o := range orders {
+	for _, o := range orders {
 		if o.No() == "" {
 			return domain.Invalid("order_no", "required")
 		}
 		rec := o.Record()
-		v.sep(i)
-		v.raw("(")
+		v.row()
 		v.str(string(rec.No))
-		v.raw(", ")
 		v.str(string(rec.Buyer))
-		v.raw(", ")
 		v.int(int64(rec.Product))
-		v.raw(", ")
 		v.int(int64(rec.Qty))
-		v.raw(", ")
 		v.int(int64(rec.UnitPrice))
-		v.raw(", ")
 		v.int(int64(rec.Amount))
-		v.raw(", ")
 		v.nullStr(string(rec.IdemKey))
-		v.raw(", ")
 		v.str(rec.Status.String())
-		v.raw(", ")
 		v.str(rec.Reason)
-		v.raw(", ")
 		v.str(rec.PaymentRef)
-		v.raw(", ")
 		v.time(rec.CreatedAt)
-		v.raw(", ")
 		v.time(rec.ExpiresAt)
-		v.raw(", ")
 		v.nullTime(rec.PaidAt)
-		v.raw(", ")
 		v.nullTime(rec.EndedAt)
-		v.raw(", ")
 		v.time(rec.UpdatedAt)
-		v.raw(", ")
 		v.nullTime(rec.RevealedAt)
-		v.raw(")")
+		v.end()
 	}
 	_, err := s.exec(ctx, op, string(v.b))
 	if key, dup := duplicateKey(err); dup {

@@ -39,6 +39,23 @@ func echo(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// echoThroughProxy starts an echo server, a proxy to it and a connection through the proxy;
+// all end with the test.
+func echoThroughProxy(t *testing.T) (*Proxy, net.Conn, *bufio.Reader) {
+	t.Helper()
+	p, err := StartProxy(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return p, c, bufio.NewReader(c)
+}
+
 // roundTrip sends a line through c and waits up to limit for its echo; ok false on timeout.
 func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, limit time.Duration) (took time.Duration, ok bool) {
 	t.Helper()
@@ -63,17 +80,7 @@ func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, limit time.Duration) (
 // A stalled proxy moves nothing, with the connection open, until Resume, and then delivers
 // what it held; a delay makes each reply that late; Cut closes and refuses.
 func TestProxyStallsDelaysAndCuts(t *testing.T) {
-	p, err := StartProxy(echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	p, c, r := echoThroughProxy(t)
 	if _, ok := roundTrip(t, c, r, 2*time.Second); !ok {
 		t.Fatal("no echo through the proxy")
 	}
@@ -101,17 +108,7 @@ func TestProxyStallsDelaysAndCuts(t *testing.T) {
 // A delay is a latency: pipelined requests' replies all arrive about one delay later, not one
 // delay each after the other.
 func TestProxyDelayKeepsRepliesPipelined(t *testing.T) {
-	p, err := StartProxy(echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := bufio.NewReader(c)
+	p, c, r := echoThroughProxy(t)
 	p.SetDelay(200 * time.Millisecond)
 	began := time.Now()
 	for range 5 {
