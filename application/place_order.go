@@ -222,12 +222,7 @@ func (s *Shop) replayFromLedger(ctx context.Context, buyer domain.BuyerID, key d
 // The read-back ends by the request's deadline when it has one (a stalled database must not
 // keep the buyer past it: unknown keeps the units held, and the orphan sweep settles them).
 func (s *Shop) orderStored(ctx context.Context, no domain.OrderNo) (stored, known bool) {
-	var cancel context.CancelFunc
-	if dl, ok := ctx.Deadline(); ok {
-		ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl)
-	} else {
-		ctx, cancel = detached(ctx)
-	}
+	ctx, cancel := withinDeadline(ctx)
 	defer cancel()
 	for i := 0; i < 5 && ctx.Err() == nil; i++ {
 		_, err := s.ledger.Orders().Order(ctx, no)

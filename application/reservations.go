@@ -50,9 +50,10 @@ func (s *Shop) cancelReservation(ctx context.Context, r domain.Reservation) {
 
 // tryCancelReservation makes one attempt to give back a reservation whose outcome is unknown.
 // Unlike cancelReservation it neither waits nor alerts: the gate is probably down, and the
-// orphan sweep (or a rebuild from the ledger) returns anything left behind.
+// orphan sweep (or a rebuild from the ledger) returns anything left behind. It ends by the
+// request's deadline: a stalled or unreachable gate must not keep the buyer past it.
 func (s *Shop) tryCancelReservation(ctx context.Context, r domain.Reservation) {
-	ctx, cancel := detached(ctx)
+	ctx, cancel := withinDeadline(ctx)
 	defer cancel()
 	if _, err := s.gate.Cancel(ctx, r); err != nil {
 		s.log.WarnContext(ctx, "reservation of unknown outcome not given back; the orphan sweep returns it",

@@ -238,6 +238,17 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
 
+// withinDeadline is ctx without its cancellation, ending at its deadline when it has one
+// (detached's 10 s when it has none): for best-effort work after a failure whose outcome a
+// sweep settles anyway (a read-back, giving back a reservation of unknown outcome), which
+// must not keep the request past its deadline when a dependency stalls.
+func withinDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), dl)
+	}
+	return detached(ctx)
+}
+
 // gateChangeMessage builds the outbox message that carries c to the gate after commit.
 func gateChangeMessage(c domain.GateChange, at time.Time) (domain.OutboxMessage, error) {
 	payload, err := encodeGateChange(c)

@@ -1,8 +1,10 @@
 package application_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -814,4 +816,38 @@ func TestGateLostMidSaleIsRebuiltByItself(t *testing.T) {
 		t.Fatalf("gate_rebuilt alerts: %d, want 1", f.alertCount("gate_rebuilt"))
 	}
 	f.assertInvariants(t, p.ID())
+}
+
+// unreachableGate fails every reservation at once and stalls every cancel until its context
+// ends, as a gate whose network was cut while a give-back retries.
+type unreachableGate struct {
+	domain.StockGate
+	cancels atomic.Int32
+}
+
+func (g *unreachableGate) Reserve(context.Context, domain.Reservation) (domain.ReserveResult, error) {
+	return domain.ReserveResult{}, fmt.Errorf("dial redis: %w", domain.ErrUnavailable)
+}
+
+func (g *unreachableGate) Cancel(ctx context.Context, _ domain.Reservation) (bool, error) {
+	g.cancels.Add(1)
+	<-ctx.Done()
+	return false, fmt.Errorf("cancel: %w: %w", domain.ErrUnavailable, ctx.Err())
+}
+
+// The give-back of a reservation of unknown outcome ends by the request's deadline: a gate
+// that cannot be reached does not keep the buyer past it (the orphan sweep settles the rest).
+func TestPlaceOrderWithAnUnreachableGateAnswersByItsDeadline(t *testing.T) {
+	g := &unreachableGate{}
+	f := newFixture(t, withGate(func(m *memory.Gate) domain.StockGate { g.StockGate = m; return g }))
+	p := f.createProduct(t, 3, 5)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := f.shop.PlaceOrder(ctx, application.PlaceOrder{Buyer: "alice", Product: p.ID(), Qty: 1, IdempotencyKey: f.newKey()})
+	took := time.Since(began)
+	is(t, "place with the gate unreachable", err, domain.ErrUnavailable)
+	if g.cancels.Load() != 1 || took > time.Second {
+		t.Fatalf("%d give-backs tried, answered after %s; want one, ended by the 200ms deadline", g.cancels.Load(), took)
+	}
 }
