@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -143,6 +144,7 @@ func (b *BatchingLedger) Atomically(ctx context.Context, fn func(tx domain.Store
 		if err, ok := b.lose(m); ok {
 			return err
 		}
+		r.alone = true // fn does more than answer the lost race: its own transaction decides
 	}
 	if r.alone {
 		if b.alone != nil {
@@ -160,17 +162,7 @@ func (b *BatchingLedger) Atomically(ctx context.Context, fn func(tx domain.Store
 // runs alone.
 func (b *BatchingLedger) lose(m *member) (err error, ok bool) {
 	rec := &recorder{lose: m.pay}
-	err = func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				if _, stop := r.(notBatchable); !stop {
-					panic(r)
-				}
-				err = errNotBatchable
-			}
-		}()
-		return m.fn(rec)
-	}()
+	err = rec.run(m.fn)
 	if rec.refused || rec.moved == nil {
 		return nil, false
 	}
@@ -187,18 +179,7 @@ type notBatchable struct{}
 func (b *BatchingLedger) record(fn func(tx domain.Store) error) (m *member, ok bool) {
 	rec := &recorder{}
 	m = &member{}
-	err := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				if _, stop := r.(notBatchable); !stop {
-					panic(r)
-				}
-				err = errNotBatchable
-			}
-		}()
-		return fn(rec)
-	}()
-	if err != nil || rec.refused {
+	if err := rec.run(fn); err != nil || rec.refused {
 		return nil, false
 	}
 	switch {
@@ -248,14 +229,13 @@ func (b *BatchingLedger) pick(m *member) *lane {
 	return best
 }
 
-// laneOf spreads order numbers over n lanes (FNV-1a of the number).
+// laneOf spreads order numbers over n lanes.
 func laneOf(no domain.OrderNo, n int) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(no); i++ {
-		h = (h ^ uint32(no[i])) * 16777619
-	}
-	return int(h % uint32(n))
+	return int(maphash.String(laneSeed, string(no)) % uint64(n))
 }
+
+// laneSeed seeds laneOf: one seed for the process, so one order always maps to one lane.
+var laneSeed = maphash.MakeSeed()
 
 // member is one Atomically call waiting for a batch.
 type member struct {
@@ -392,7 +372,7 @@ func (b *BatchingLedger) writePayments(batch []*member) {
 		case err != nil || out[i] == PayAlone:
 			m.done <- batchResult{alone: true}
 		case out[i] == PayLost:
-			m.done <- batchResult{lost: true, alone: true}
+			m.done <- batchResult{lost: true}
 		default:
 			m.done <- batchResult{}
 		}
@@ -500,6 +480,19 @@ type allocation struct {
 // qty, to the order moved to PAID.
 func (a *allocation) matches(paid domain.Order) bool {
 	return paid.Status() == domain.StatusPaid && a.product == paid.Product() && a.no == paid.No() && a.qty == paid.Qty()
+}
+
+// run runs fn against r, turning the notBatchable panic that stops it into errNotBatchable.
+func (r *recorder) run(fn func(tx domain.Store) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if _, stop := p.(notBatchable); !stop {
+				panic(p)
+			}
+			err = errNotBatchable
+		}
+	}()
+	return fn(r)
 }
 
 // refuse stops fn: its transaction is not batchable.
