@@ -40,7 +40,7 @@ func chaosScenarios(o options) []scenario {
 		{num: 12, name: "MariaDB SIGKILLed mid-sale and restarted (crash recovery)", codes: codes, qtyMax: 1, dup: 1, instances: 1, fault: faultMariaDBKill},
 		{num: 13, name: "Redis primary SIGKILLed mid-sale, Sentinel promotes a replica", codes: codes, qtyMax: 1, dup: 1, instances: 1,
 			fault: faultRedisFailover},
-	}, stallScenarios(codes)...)
+	}, append(stallScenarios(codes), lbScenario(codes))...)
 }
 
 // ownServices are the MariaDB and Redis processes the chaos mode starts for itself (own data
@@ -190,6 +190,7 @@ type chaosResult struct {
 	goroutines, fds       [3]int   // the instance's, before, during and after the fault
 	unready               time.Duration
 	slowest               time.Duration // the slowest answer of the run (wrk)
+	live                  *livePayments // the payments made while the orders ran
 }
 
 // rate is the orders placed (201) per second over a stretch of the run.
@@ -227,6 +228,11 @@ func (e *env) loadWithFault(ctx context.Context, sc scenario, insts []*instance,
 	cr.goroutines[0], cr.fds[0] = e.instanceLoad(ctx, in)
 
 	probe := startReadyProbe(ctx, in.base)
+	live, stopPaying, err := e.startLivePayments(ctx, pid, insts)
+	if err != nil {
+		return WrkResult{}, err
+	}
+	cr.live = live
 	faultDone := make(chan error, 1)
 	go func() {
 		select {
@@ -242,6 +248,7 @@ func (e *env) loadWithFault(ctx context.Context, sc scenario, insts []*instance,
 	if ferr := <-faultDone; ferr != nil && err == nil {
 		err = ferr
 	}
+	stopPaying()
 	cr.unready = probe.stop()
 	if err != nil {
 		return w, err
@@ -262,6 +269,7 @@ func (e *env) loadWithFault(ctx context.Context, sc scenario, insts []*instance,
 	fmt.Printf("   around it %s orders placed/s before · %s during · %s after · refused meanwhile: %d (%s) · /readyz not ready for %s\n",
 		cr.before, cr.during, cr.after, cr.refused, statusMix(cr.refusedMix),
 		cr.unready.Round(100*time.Millisecond))
+	fmt.Printf("   paying    %s\n", live.summary(cr))
 	fmt.Printf("   instance  goroutines %d → %d → %d · open files %d → %d → %d (before, during, after the fault)\n",
 		cr.goroutines[0], cr.goroutines[1], cr.goroutines[2], cr.fds[0], cr.fds[1], cr.fds[2])
 	return w, nil
@@ -294,6 +302,8 @@ func (e *env) inject(ctx context.Context, fault string, cr *chaosResult, in *ins
 		err = restartAfter(func() { kill(s.maria, s.mariaExit) }, s.startMaria)
 	case faultRedisSlow, faultMariaDBStall, faultRedisCut, faultMariaDBCut:
 		err = e.injectStall(ctx, fault, cr, in)
+	case faultLB:
+		err = e.injectLB(ctx, cr)
 	case faultRedisFailover:
 		done := make(chan error, 1)
 		go func() { done <- e.sentinels.failOver(ctx) }()
@@ -342,6 +352,7 @@ func (cr *chaosResult) split(counts map[string]int64, start, end time.Time) {
 		case 201:
 			secs[t].ok += n
 		case 409: // sold out, or a key's copy in progress: neither placed nor refused
+		case 200: // a replay: the key's order, placed by an earlier try (a retrying load balancer's)
 		default:
 			secs[t].other += n
 			secs[t].mix[status] += n
@@ -544,7 +555,7 @@ func (e *env) printChaos(results []scenarioResult) {
 			failedIn(r, "no lost order"), failedIn(r, "no leak"), cr.hung, fmt.Sprintf("%d/%d", len(cr.created)-len(cr.missing), len(cr.created)),
 			cr.slowest.Round(10*time.Millisecond), cr.goroutines[0], cr.goroutines[1], cr.goroutines[2])
 	}
-	fmt.Println("   before/during/after: orders placed (201) per second; refused: other answers than 201 and 409 from the fault")
+	fmt.Println("   before/during/after: orders placed (201) per second; refused: other answers than 201, 200 (replay) and 409 from the fault")
 	fmt.Println("   to the recovery; recovery: from the dependency answering again to the first second with orders placed and")
 	fmt.Println("   none refused; oversold, duplicate, lost, leaked: invariant checks of that family that failed (0 = all PASS);")
 	fmt.Println("   hung: requests with no answer within wrk's 10 s; 201s: order numbers answered 201 found in the ledger / answered;")

@@ -50,6 +50,9 @@ func stallFault(f string) bool {
 // a third of the way in, ends with load still running after it.
 func (e *env) faultFor(f string) time.Duration {
 	switch {
+	case f == faultLB:
+		// the stall, a second, and a new process in the killed one's place (about 2 s)
+		return e.lbStallFor() + 3*time.Second
 	case !stallFault(f):
 		return 0
 	case e.o.short:

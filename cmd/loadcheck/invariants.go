@@ -27,10 +27,11 @@ type Expect struct {
 	// InFlight bounds the orders created by requests still in flight when wrk stopped (wrk
 	// drops their answers uncounted): at most one per connection.
 	InFlight int64
-	// CommitUnknown bounds the orders stored by requests that were answered 503 because
-	// MariaDB died under their COMMIT (ErrCommitUnknown, read back in vain: the buyer's retry
-	// with the key finds the order): at most one per connection at the kill, in the chaos
-	// mode's MariaDB scenario; 0 elsewhere.
+	// CommitUnknown bounds the orders stored whose buyer was not answered 201 because of the
+	// fault: answered 503 because MariaDB died or stalled under their COMMIT (ErrCommitUnknown,
+	// read back in vain: the buyer's retry with the key finds the order), at most one per
+	// connection; or, behind the retrying load balancer, answered with a replay (200) or not
+	// at all while another try placed the order. 0 outside the chaos mode.
 	CommitUnknown    int64
 	AcceptedPayments map[string]bool // order numbers whose "paid" callback was answered 200 success
 	ExpiryGrace      time.Duration   // how long past expires_at a PENDING order may still be open
@@ -437,7 +438,7 @@ func (s *snapshot) checks(e Expect) []Check {
 	detail := fmt.Sprintf("orders of the product %d, 201 answers %d, in flight at most %d (%d orders whose answer wrk dropped at its stop)",
 		nOrders, e.Created, e.InFlight, nOrders-e.Created)
 	if e.CommitUnknown > 0 {
-		detail = fmt.Sprintf("orders of the product %d, 201 answers %d, in flight at most %d at wrk's stop and %d at MariaDB's kill (%d orders without a 201)",
+		detail = fmt.Sprintf("orders of the product %d, 201 answers %d, in flight at most %d at wrk's stop and %d whose 201 the fault took (%d orders without a 201)",
 			nOrders, e.Created, e.InFlight, e.CommitUnknown, nOrders-e.Created)
 	}
 	add(chkIdemCreated, okCreated, "%s", detail)

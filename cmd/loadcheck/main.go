@@ -111,9 +111,9 @@ func main() {
 			fmt.Fprintln(os.Stderr, "loadcheck: -chaos starts its own services and instances: not with -target or -ab")
 			os.Exit(2)
 		}
-		o.duration = 15 * time.Second
+		o.duration, o.orderTimeout = 15*time.Second, chaosOrderTimeout
 		if o.short {
-			o.duration = 6 * time.Second
+			o.duration, o.orderTimeout = 6*time.Second, chaosShortOrderTimeout
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -141,14 +141,19 @@ const amqpPrefix = "cardshop-load"
 const (
 	fullOrderTimeout  = 40 * time.Second
 	shortOrderTimeout = 12 * time.Second
+	// The chaos mode's are shorter than its load, so that unpaid orders expire while the
+	// orders run and the fault meets the expiries too.
+	chaosOrderTimeout      = 10 * time.Second
+	chaosShortOrderTimeout = 5 * time.Second
 )
 
 // deleteQueues deletes the instances' queues and exchanges, with the delay queues of both
-// order timeouts the load check uses (full and short form) and of this run's.
+// order timeouts the load check uses (full, short and chaos forms) and of this run's.
 func (e *env) deleteQueues(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := rabbitmq.DeleteTopology(ctx, e.o.amqpURL, amqpPrefix, []time.Duration{fullOrderTimeout, shortOrderTimeout, e.o.orderTimeout}); err != nil {
+	if err := rabbitmq.DeleteTopology(ctx, e.o.amqpURL, amqpPrefix, []time.Duration{fullOrderTimeout, shortOrderTimeout,
+		chaosOrderTimeout, chaosShortOrderTimeout, e.o.orderTimeout}); err != nil {
 		return fmt.Errorf("RabbitMQ: %w", err)
 	}
 	return nil
@@ -192,6 +197,10 @@ type env struct {
 	sentinels *sentinelSet
 	// proxies stand between the stall scenarios' instance and the own services while one runs.
 	proxies *proxies
+	// lb and lbPair are the retrying load balancer and its two instances while the load
+	// balancer's scenario (19) runs.
+	lb     *retryingLB
+	lbPair [2]*instance
 }
 
 type secrets struct{ admin, payment, token, codeKeys, codeHash string }

@@ -179,6 +179,14 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		defer restore()
 		insts = []*instance{in}
 	}
+	if sc.fault == faultLB {
+		in, restore, err := e.useLBPair(ctx)
+		if err != nil {
+			return res, err
+		}
+		defer restore()
+		insts = []*instance{in}
+	}
 	if stallFault(sc.fault) {
 		in, restore, err := e.useProxiedInstance(ctx)
 		if err != nil {
@@ -365,6 +373,13 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		}
 		fmt.Printf("   payments  %d paid (%d callbacks sent twice at once) · %s callbacks/s (%.2f of the pay-tx ceiling) · %d refused\n",
 			res.paid, res.dupSent, num(res.payRate), res.payRate/e.ceil.payTx, res.payErrors)
+		if res.chaos != nil && res.chaos.live != nil {
+			// The payments made while the orders ran are accepted payments too.
+			for no := range res.chaos.live.accepted {
+				accepted[no] = true
+			}
+			res.paid = len(accepted)
+		}
 	}
 	if err := e.settle(ctx, pid); err != nil {
 		return res, err
@@ -395,6 +410,11 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		// A COMMIT whose reply the fault swallowed (the request answered 503) may have landed:
 		// held by a stalled link and passed on after the client gave up, or cut after it ran.
 		commitUnknown = int64(e.o.conns)
+	case faultLB:
+		// Orders whose buyer got no 201 for them: answered 200 (a replay) to a retry while the
+		// try that placed the order was given up on, or placed by a stalled instance's late run
+		// after the buyer was answered 409 or 502. Every answer, late ones too, names its order.
+		commitUnknown = max(int64(len(e.lb.tally().orders))-res.created, 0)
 	}
 	res.checks, err = checkInvariants(ctx, e.db, e.rdb, Expect{ProductID: pid, Created: res.created, InFlight: int64(e.o.conns),
 		CommitUnknown:    commitUnknown,
@@ -416,6 +436,16 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	if res.chaos != nil {
 		res.checks = append(res.checks, chaosChecks(res.chaos)...)
+	}
+	if res.chaos != nil && res.chaos.live != nil {
+		res.checks = append(res.checks, res.chaos.live.checks()...)
+	}
+	if sc.fault == faultLB {
+		cs, err := e.lbChecks(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.checks = append(res.checks, cs...)
 	}
 	if res.chaos != nil && stallFault(sc.fault) {
 		res.checks = append(res.checks, stallChecks(res.chaos, res.chaos.slowest, e.stallDeadline())...)
@@ -650,33 +680,16 @@ func (e *env) pay(ctx context.Context, pid int64, res *scenarioResult) (map[stri
 	n := int(float64(len(all)) * e.o.payShare)
 	rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	toPay := all[:n]
-	signer, err := paysig.New(e.secrets.payment, 0)
+	cb, err := e.newCallbacks(e.o.payConns)
 	if err != nil {
 		return nil, err
 	}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * e.o.payConns, MaxConnsPerHost: 2 * e.o.payConns}}
 	accepted := make(map[string]bool, n)
 	var mu sync.Mutex
 	var refused, dupSent atomic.Int64
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	send := func(d due, inst *instance) bool {
-		body, ts, sig, err := signer.SignedBody(paysig.Notice{OrderNo: d.no, Status: "paid", Amount: d.amount, PaymentRef: "lc-" + d.no}, time.Now())
-		if err != nil {
-			return false
-		}
-		req, _ := http.NewRequestWithContext(ctx, "POST", inst.base+"/api/payments/callback", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(paysig.HeaderTimestamp, ts)
-		req.Header.Set(paysig.HeaderSignature, sig)
-		resp, err := client.Do(req)
-		if err != nil {
-			return false
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode == 200 && bytes.Contains(b, []byte(`"result":"success"`))
-	}
+	send := func(d due, inst *instance) bool { return cb.send(ctx, d, inst) == 200 }
 	for w := 0; w < e.o.payConns; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -714,7 +727,7 @@ func (e *env) pay(ctx context.Context, pid int64, res *scenarioResult) (map[stri
 	var warm sync.WaitGroup
 	for w := range e.o.payConns {
 		warm.Go(func() {
-			if resp, err := client.Get(e.instances[w%len(e.instances)].base + "/healthz"); err == nil {
+			if resp, err := cb.client.Get(e.instances[w%len(e.instances)].base + "/healthz"); err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
@@ -733,6 +746,46 @@ func (e *env) pay(ctx context.Context, pid int64, res *scenarioResult) (map[stri
 		res.payRate = float64(n) / elapsed.Seconds()
 	}
 	return accepted, nil
+}
+
+// callbacks sends the signed "paid" callbacks of the signed-callback flow, as its provider
+// does.
+type callbacks struct {
+	signer *paysig.Signer
+	client *http.Client
+}
+
+// newCallbacks is a sender with connections for conns callbacks in flight at once.
+func (e *env) newCallbacks(conns int) (*callbacks, error) {
+	signer, err := paysig.New(e.secrets.payment, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &callbacks{signer: signer, client: &http.Client{Timeout: 30 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 2 * conns, MaxConnsPerHost: 2 * conns}}}, nil
+}
+
+// send delivers d's "paid" callback to inst and returns 200 when the service acknowledged it
+// (200 with result success), the answer's status otherwise, or 0 when no answer came.
+func (c *callbacks) send(ctx context.Context, d due, inst *instance) int {
+	body, ts, sig, err := c.signer.SignedBody(paysig.Notice{OrderNo: d.no, Status: "paid", Amount: d.amount, PaymentRef: "lc-" + d.no}, time.Now())
+	if err != nil {
+		return 0
+	}
+	req, _ := http.NewRequestWithContext(ctx, "POST", inst.base+"/api/payments/callback", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(paysig.HeaderTimestamp, ts)
+	req.Header.Set(paysig.HeaderSignature, sig)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode == 200 && !bytes.Contains(b, []byte(`"result":"success"`)) {
+		return 502 // a 200 that does not acknowledge: the provider would resend
+	}
+	return resp.StatusCode
 }
 
 // settle waits until the product has no PENDING order (the rest expired and were closed) and
