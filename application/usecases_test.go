@@ -749,6 +749,70 @@ func TestPlaceOrderWithALostCommitReply(t *testing.T) {
 	}
 }
 
+// A lost reply to a payment's COMMIT (a batch member answered at its deadline, a connection
+// cut after the COMMIT was sent): the callback answers unavailable, so the provider resends.
+// Whether the commit happened or not, the resend settles the order PAID with its codes once,
+// and nothing is held twice: for a late payment (a CLOSED order) the reservation of the lost
+// attempt is kept, and the orphan sweep forgets it (committed: its units follow the PAID order)
+// or returns it (not committed: the resend after the sweep takes the units again).
+func TestPaymentWithALostCommitReplyIsSettledByTheResend(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		for _, committed := range []bool{true, false} {
+			t.Run(fmt.Sprintf("late=%v/committed=%v", late, committed), func(t *testing.T) {
+				var l *unknownCommitLedger
+				f := newFixture(t, withConfig(func(c *application.Config) { c.ReplayWait = 50 * time.Millisecond }),
+					withLedger(func(m *memory.Ledger) domain.Ledger {
+						l = &unknownCommitLedger{Ledger: m, commit: committed}
+						return l
+					}))
+				p := f.createProduct(t, 2, 4)
+				o := f.mustPlace(t, "alice", p.ID(), 2)
+				want := domain.StatusPending
+				if late {
+					f.clock.Advance(f.cfg.OrderTimeout + time.Second)
+					is(t, "timeout", f.shop.CloseExpired(f.ctx, o.No()), nil)
+					want = domain.StatusClosed
+				}
+				l.remaining.Store(1)
+				_, err := f.payByCallback(t, o.No())
+				is(t, "the payment whose COMMIT reply was lost", err, domain.ErrUnavailable)
+				if committed {
+					want = domain.StatusPaid
+				}
+				if got := f.order(t, o.No()); got.Status() != want {
+					t.Fatalf("after the lost reply the order is %s, want %s", got.Status(), want)
+				}
+				if late && !committed {
+					// The lost attempt's late reservation is kept (it may have been used): the
+					// resend waits on it and answers unavailable until the sweep returns it.
+					_, err := f.payByCallback(t, o.No())
+					is(t, "a resend while the lost attempt's reservation is held", err, domain.ErrUnavailable)
+					f.clock.Advance(f.cfg.OrphanAfter + time.Second)
+					if n, err := f.shop.SweepOrphans(f.ctx); err != nil || n != 1 {
+						t.Fatalf("SweepOrphans = %d, %v; want the lost attempt's reservation returned", n, err)
+					}
+				}
+				got, err := f.payByCallback(t, o.No())
+				is(t, "the provider's resend", err, nil)
+				if got.Status() != domain.StatusPaid || len(f.soldCards(t, o.No())) != 2 {
+					t.Fatalf("after the resend: %s with %d codes, want PAID with 2", got.Status(), len(f.soldCards(t, o.No())))
+				}
+				if d := f.deliveries(t)[o.No()]; d > 1 {
+					t.Fatalf("%d delivery events for one payment", d)
+				}
+				f.clock.Advance(f.cfg.OrphanAfter + time.Second)
+				if _, err := f.shop.SweepOrphans(f.ctx); err != nil {
+					t.Fatal(err)
+				}
+				if lv := f.levels(t, p.ID()); lv.Stock != 2 || lv.Sold != 2 {
+					t.Fatalf("gate %+v, want stock 2 sold 2: the order's units held once", lv)
+				}
+				f.assertInvariants(t, p.ID())
+			})
+		}
+	}
+}
+
 // Redis loses its keys mid-sale: orders are refused (never oversold on a missing key), the gate
 // is rebuilt from the ledger by itself, sales resume, and the invariants hold — replays of
 // orders placed before the loss still answer the original order.
