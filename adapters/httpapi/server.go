@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
@@ -76,8 +75,8 @@ func (s *Server) deadline(c *fiber.Ctx) error {
 	if s.cfg.RequestTimeout <= 0 {
 		return c.Next()
 	}
-	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
-	defer cancel()
+	ctx := withLazyDeadline(c.UserContext(), s.cfg.RequestTimeout)
+	defer ctx.release()
 	c.SetUserContext(ctx)
 	return c.Next()
 }
