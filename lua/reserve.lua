@@ -115,7 +115,16 @@ if capped and not (window and string.match(window, '^[1-9]%d*$')) then
   return redis.error_reply('ERR reserve.lua: budget window must be a positive integer of milliseconds')
 end
 
-local stock = redis.call('GET', KEYS[1])
+-- The string keys this script reads, in one call (each redis.call costs the script about as
+-- much as a small command): stock, claim, frozen, and in the full form the rebuild fence and
+-- the sold-out lease. They are only ever written as strings, so a value means "present".
+local got
+if full then
+  got = redis.call('MGET', KEYS[1], KEYS[4], KEYS[3], KEYS[8], KEYS[12])
+else
+  got = redis.call('MGET', KEYS[1], KEYS[4], KEYS[3])
+end
+local stock, existing, frozen, fenced, leased = got[1], got[2], got[3], got[4], got[5]
 local left = 0
 if stock then
   left = tonumber(stock)
@@ -124,17 +133,16 @@ if stock then
   end
 end
 
-local existing = redis.call('GET', KEYS[4])
 if existing then
   return {2, existing, left}
 end
-if full and redis.call('EXISTS', KEYS[8]) == 1 then
+if fenced then
   return {7, '', left}
 end
 if not stock then
   return {5, '', 0}
 end
-if redis.call('EXISTS', KEYS[3]) == 1 then
+if frozen then
   return {4, '', left}
 end
 local limit = 0
@@ -155,7 +163,7 @@ if full then
       return {9, '', left}
     end
   end
-  if enforce == '1' and redis.call('EXISTS', KEYS[12]) == 1 then
+  if enforce == '1' and leased then
     return {3, '', 0}
   end
   if enforce == '1' and limit > 0 and buyer ~= '' then
@@ -185,8 +193,11 @@ redis.call('INCRBY', KEYS[2], qty)
 redis.call('SET', KEYS[4], claim, 'PX', ttl)
 if full and enforce == '1' then
   redis.call('SETBIT', KEYS[13], bit, 1)
-  if redis.call('PTTL', KEYS[13]) < tonumber(ttl) then
-    redis.call('PEXPIRE', KEYS[13], ttl)
+  -- The bitmap must outlive every claim it marks. Extended by a tenth more than needed, so
+  -- that the claims of the next tenth of a TTL find it long enough and skip the PEXPIRE.
+  local need = tonumber(ttl)
+  if redis.call('PTTL', KEYS[13]) < need then
+    redis.call('PEXPIRE', KEYS[13], need + math.floor(need / 10))
   end
 end
 if score ~= '' then
