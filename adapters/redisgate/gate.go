@@ -99,8 +99,12 @@ const fenced = -1
 // Gate is a domain.StockGate on Redis. It is safe for concurrent use.
 type Gate struct {
 	c redis.UniversalClient
-	// hot runs reserve.lua: the client itself, or its auto-pipeliner (WithAutoPipeline).
+	// hot runs reserve.lua when ap is nil: the client itself, or a blocking auto-pipeliner
+	// (WithAutoPipeline).
 	hot redis.Scripter
+	// ap is the deferred auto-pipeliner Reserve queues reserve.lua on (WithAutoPipeline), waiting
+	// for each reply only as long as its caller's context allows; nil: Reserve runs it on hot.
+	ap *redis.AutoPipeliner
 	// keys holds each product's key names (*productKeys), built once instead of on every
 	// reservation (the sold-out answer's hot path); at most maxCachedProducts of them.
 	keys   sync.Map
@@ -159,25 +163,6 @@ var _ domain.StockGate = (*Gate)(nil)
 // closing it is the caller's business.
 func New(c redis.UniversalClient) *Gate {
 	return &Gate{c: c, hot: c, leaseObs: noLeaseObserver{}, start: time.Now()}
-}
-
-// WithAutoPipeline makes Reserve, the hot path, run through ap: concurrent reservations share
-// one pipelined round trip instead of a write and a read syscall each. The other operations
-// keep the plain client.
-func (g *Gate) WithAutoPipeline(ap redis.Scripter) *Gate { g.hot = ap; return g }
-
-// AutoPipeliner returns the blocking auto-pipeliner of a standalone or cluster client (go-redis
-// marks it experimental; the gate's contract suite runs through it too). Each caller still
-// waits for its own reply, and one goroutine's commands keep their order.
-func AutoPipeliner(c redis.UniversalClient) (*redis.AutoPipeliner, error) {
-	switch cc := c.(type) {
-	case *redis.Client:
-		return cc.AutoPipeline()
-	case *redis.ClusterClient:
-		return cc.AutoPipeline()
-	default:
-		return nil, fmt.Errorf("auto-pipelining needs a *redis.Client or *redis.ClusterClient, got %T", c)
-	}
 }
 
 // Ping checks that Redis answers; its error wraps domain.ErrUnavailable.
@@ -280,10 +265,11 @@ func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []an
 // (reserve.lua), tracking a keyed reservation's hold and buyer budget in the same step. Replay,
 // a missing product, frozen, buyer limit and sold out are outcomes; a qty below 1, a
 // reservation with neither key nor Ref, or a BuyerCap without a positive BuyerWindow is a
-// domain.ValidationError; an error reaching Redis wraps domain.ErrUnavailable. With sold-out
-// leases (WithSoldOutLease), a new order whose claim bit is clear is answered SoldOut (Left 0)
-// without Redis while this instance's copy of the product's lease lasts, and a SoldOut from
-// Redis makes the gate ask for one.
+// domain.ValidationError; an error reaching Redis wraps domain.ErrUnavailable, and so does a
+// ctx that ends before the reply, through the auto-pipeliner too (reservePipelined). With
+// sold-out leases (WithSoldOutLease), a new order whose claim bit is clear is answered SoldOut
+// (Left 0) without Redis while this instance's copy of the product's lease lasts, and a SoldOut
+// from Redis makes the gate ask for one.
 func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
 	if r.Qty < 1 {
 		return domain.ReserveResult{}, domain.Invalid("qty", "must be at least 1")
@@ -304,9 +290,12 @@ func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.Reserv
 	var reply []any
 	var acked int64
 	var err error
-	if g.replicas > 0 {
+	switch {
+	case g.replicas > 0:
 		reply, acked, err = g.reserveReplicated(ctx, keys, args)
-	} else {
+	case g.ap != nil:
+		reply, err = g.reservePipelined(ctx, keys, args)
+	default:
 		reply, err = reserveScript.Run(ctx, g.hot, keys, args...).Slice()
 	}
 	if err != nil {
