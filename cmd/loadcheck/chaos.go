@@ -35,12 +35,19 @@ func chaosScenarios(o options) []scenario {
 	if o.short {
 		codes = 100000
 	}
+	more := append(stallScenarios(codes), lbScenario(codes))
+	if strings.Contains(","+o.only+",", fmt.Sprintf(",%d,", rabbitScenarioNum)) {
+		// Only when asked for by number: it fails today (unpaid orders close late while the
+		// broker is down: the sweeper closes one order at a time; see docs/RELIABILITY.md), and
+		// a red scenario in every run would hide the others.
+		more = append(more, rabbitScenario(codes))
+	}
 	return append([]scenario{
 		{num: 11, name: "Redis SIGKILLed mid-sale and restarted empty", codes: codes, qtyMax: 1, dup: 1, instances: 1, fault: faultRedisEmpty},
 		{num: 12, name: "MariaDB SIGKILLed mid-sale and restarted (crash recovery)", codes: codes, qtyMax: 1, dup: 1, instances: 1, fault: faultMariaDBKill},
 		{num: 13, name: "Redis primary SIGKILLed mid-sale, Sentinel promotes a replica", codes: codes, qtyMax: 1, dup: 1, instances: 1,
 			fault: faultRedisFailover},
-	}, append(stallScenarios(codes), lbScenario(codes))...)
+	}, more...)
 }
 
 // ownServices are the MariaDB and Redis processes the chaos mode starts for itself (own data
@@ -51,6 +58,8 @@ type ownServices struct {
 	redis, maria         *exec.Cmd
 	redisExit, mariaExit chan struct{}
 	mariaData, mariaSock string
+	// rabbit is the own RabbitMQ node while the RabbitMQ scenario runs (chaos_rabbit.go), else nil.
+	rabbit *ownRabbit
 }
 
 func startOwnServices(ctx context.Context, dir string) (*ownServices, error) {
@@ -156,6 +165,7 @@ func kill(cmd *exec.Cmd, exited chan struct{}) {
 func (s *ownServices) stop() {
 	kill(s.redis, s.redisExit)
 	kill(s.maria, s.mariaExit)
+	s.rabbit.stop()
 }
 
 func waitUntil(ctx context.Context, limit time.Duration, what string, ok func() error) error {
@@ -304,6 +314,8 @@ func (e *env) inject(ctx context.Context, fault string, cr *chaosResult, in *ins
 		err = e.injectStall(ctx, fault, cr, in)
 	case faultLB:
 		err = e.injectLB(ctx, cr)
+	case faultRabbitRestart:
+		err = e.injectRabbitRestart(ctx, cr, in)
 	case faultRedisFailover:
 		done := make(chan error, 1)
 		go func() { done <- e.sentinels.failOver(ctx) }()

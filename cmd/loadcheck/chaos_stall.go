@@ -53,6 +53,8 @@ func (e *env) faultFor(f string) time.Duration {
 	case f == faultLB:
 		// the stall, a second, and a new process in the killed one's place (about 2 s)
 		return e.lbStallFor() + 3*time.Second
+	case f == faultRabbitRestart:
+		return e.rabbitFaultFor()
 	case !stallFault(f):
 		return 0
 	case e.o.short:

@@ -75,8 +75,9 @@ func main() {
 	flag.IntVar(&o.threads, "threads", 2, "wrk threads")
 	flag.IntVar(&o.conns, "conns", 200, "wrk connections")
 	flag.BoolVar(&o.short, "short", false, "CI form: 3 s per scenario, smaller stock, short ceilings")
-	flag.BoolVar(&o.chaos, "chaos", false, "chaos mode: the fault scenarios (11-13) on a MariaDB and Redis servers of the load check's own,\n"+
-		"a fault injected into one of them a third of the way into each sale (15 s per scenario, -short 6 s)")
+	flag.BoolVar(&o.chaos, "chaos", false, "chaos mode: the fault scenarios (11-17, 19; 18, the RabbitMQ restart, only with -only 18) on MariaDB,\n"+
+		"Redis and RabbitMQ servers of the load check's own, a fault injected a third of the way into each sale\n"+
+		"(15 s per scenario, -short 6 s, plus the fault's length)")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenario numbers to run (default all)")
 	flag.DurationVar(&o.orderTimeout, "order-timeout", fullOrderTimeout, "the service's order timeout (unpaid orders close after it)")
 	flag.Float64Var(&o.payShare, "pay", 0.8, "share of the orders that get paid")

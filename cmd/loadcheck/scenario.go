@@ -195,6 +195,14 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		defer restore()
 		insts = []*instance{in}
 	}
+	if sc.fault == faultRabbitRestart {
+		in, restore, err := e.useOwnRabbit(ctx)
+		if err != nil {
+			return res, err
+		}
+		defer restore()
+		insts = []*instance{in}
+	}
 	if len(sc.clockOffsets) > 0 {
 		// The shared instances this scenario does not load are stopped first (a later scenario
 		// starts them again): each keeps its MariaDB pool open for minutes after a load, up to
@@ -449,6 +457,13 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	if res.chaos != nil && stallFault(sc.fault) {
 		res.checks = append(res.checks, stallChecks(res.chaos, res.chaos.slowest, e.stallDeadline())...)
+	}
+	if sc.fault == faultRabbitRestart {
+		cs, err := e.rabbitChecks(ctx, pid, res.chaos)
+		if err != nil {
+			return res, err
+		}
+		res.checks = append(res.checks, cs...)
 	}
 	if sc.buyerLimit > 0 {
 		c, err := e.holdingCheck(ctx, pid, sc.buyerLimit, "after the payments and the expiry")
