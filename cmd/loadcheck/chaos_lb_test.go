@@ -109,14 +109,10 @@ func TestRetryingLBRetriesARefusedConnectionAndAnswers502WhenBothFail(t *testing
 	}
 }
 
-func TestPayShareOfIsStableAndNearTheShare(t *testing.T) {
+func TestPayShareOfIsNearTheShare(t *testing.T) {
 	n := 0
 	for i := range 10000 {
-		no := fmt.Sprintf("ORD-%d", i)
-		if payShareOf(no, 0.8) != payShareOf(no, 0.8) {
-			t.Fatalf("payShareOf(%q) changed its answer", no)
-		}
-		if payShareOf(no, 0.8) {
+		if payShareOf(fmt.Sprintf("ORD-%d", i), 0.8) {
 			n++
 		}
 	}
