@@ -20,15 +20,28 @@ import (
 // (settle's limit) or a provider could not close its payment yet: the next delivery finds it
 // settled.
 func (s *Shop) CloseExpired(ctx context.Context, no domain.OrderNo) error {
+	return s.closeExpired(ctx, no, nil)
+}
+
+// closeExpired is CloseExpired with the order as the caller last read it (read, nil if it did
+// not), which the first attempt uses instead of reading it again: the sweeper has just listed
+// it. A stale copy is safe: the close is a conditional change from PENDING, which loses to any
+// change made since (errLostRace), and the next attempt reads the order afresh.
+func (s *Shop) closeExpired(ctx context.Context, no domain.OrderNo, read *domain.Order) error {
 	_, err := settle(ctx, s.cfg.ReplayWait, "close expired order", func() (struct{}, error) {
-		return struct{}{}, s.closeOnce(ctx, no)
+		o := read
+		read = nil
+		return struct{}{}, s.closeOnce(ctx, no, o)
 	})
 	return err
 }
 
-// closeOnce reads the order and, if it is PENDING and due, closes it with one conditional
-// change (errLostRace when another change won).
-func (s *Shop) closeOnce(ctx context.Context, no domain.OrderNo) error {
+// closeOnce reads the order unless o is given and, if it is PENDING and due, closes it with
+// one conditional change (errLostRace when another change won).
+func (s *Shop) closeOnce(ctx context.Context, no domain.OrderNo, known *domain.Order) error {
+	if known != nil {
+		return s.closeRead(ctx, *known)
+	}
 	o, err := s.ledger.Orders().Order(ctx, no)
 	if errors.Is(err, domain.ErrOrderNotFound) {
 		s.log.WarnContext(ctx, "timeout for an unknown order dropped", "order_no", no)
@@ -37,6 +50,12 @@ func (s *Shop) closeOnce(ctx context.Context, no domain.OrderNo) error {
 	if err != nil {
 		return fmt.Errorf("load order: %w", err)
 	}
+	return s.closeRead(ctx, o)
+}
+
+// closeRead closes o, as read from the ledger, if it is PENDING and due.
+func (s *Shop) closeRead(ctx context.Context, o domain.Order) error {
+	no := o.No()
 	if o.Status() != domain.StatusPending {
 		return nil
 	}

@@ -43,6 +43,7 @@ type options struct {
 	ledger func(*memory.Ledger) domain.Ledger
 	gate   func(*memory.Gate) domain.StockGate
 	hook   domain.Notifier // the storefront's webhook; nil: none
+	pub    func(*memory.Publisher) domain.EventPublisher
 	pay    []domain.PaymentGateway
 }
 
@@ -65,6 +66,11 @@ func withGate(fn func(*memory.Gate) domain.StockGate) option {
 }
 
 func withNotifier(n domain.Notifier) option { return func(o *options) { o.hook = n } }
+
+// withPublisher puts fn's publisher in front of the fixture's (which f.deliveries reads).
+func withPublisher(fn func(*memory.Publisher) domain.EventPublisher) option {
+	return func(o *options) { o.pub = fn }
+}
 
 func withGateways(g ...domain.PaymentGateway) option {
 	return func(o *options) { o.pay = append(o.pay, g...) }
@@ -126,11 +132,15 @@ func newFixture(t tester, opts ...option) *fixture {
 		alerts: memory.NewAlerts(quiet), signer: signer,
 		orders: make(map[domain.OrderNo]domain.ProductID), imported: make(map[domain.ProductID]int64)}
 	var gate domain.StockGate = f.gate
+	var pub domain.EventPublisher = f.pub
+	if o.pub != nil {
+		pub = o.pub(f.pub)
+	}
 	if o.gate != nil {
 		gate = o.gate(f.gate)
 	}
 	f.shop, err = application.New(o.cfg, application.Deps{Ledger: l, Gate: gate, Queue: queue,
-		Publisher: f.pub, Notifier: o.hook, Verifier: signer, Gateways: o.pay, Alerter: f.alerts, Clock: clock, Logger: quiet})
+		Publisher: pub, Notifier: o.hook, Verifier: signer, Gateways: o.pay, Alerter: f.alerts, Clock: clock, Logger: quiet})
 	if err != nil {
 		t.Fatalf("new shop: %v", err)
 	}

@@ -41,7 +41,7 @@ const (
 	pingTimeout      = 5 * time.Second        // Ping's wait when the caller's context has no deadline
 	prefetch         = 32                     // unacked deliveries the consumer holds
 	workers          = 8                      // deliveries handled at once
-	handlers         = 8                      // handler calls running at once, over all deliveries
+	handlers         = 32                     // handler calls running at once, over all deliveries
 	handlerTimeout   = 30 * time.Second       // bound on one handler call
 	nackPause        = time.Second            // pause before a requeue when even the reschedule failed
 	republishTimeout = 5 * time.Second        // bound on the consumer's own publishes
