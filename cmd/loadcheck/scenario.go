@@ -47,7 +47,24 @@ type scenario struct {
 
 	// fault is the chaos scenario's fault (chaos.go), injected a third of the way into the load.
 	fault string
+	// pace, when set, holds the orders to about this many a second (each connection pauses
+	// before each request, see pauseFor) instead of as many as the service answers.
+	pace int
 }
+
+// pacedAppendix turns the order script into its paced form: wrk calls delay before each
+// request, and waits that many milliseconds (the script's 8th argument). A separate script,
+// because wrk arms a timer for every request of a script that has delay at all.
+const pacedAppendix = `
+function delay()
+  return pause
+end
+`
+
+// pauseFor is the pause, in milliseconds, that holds conns connections to about perSecond
+// requests a second: each connection sends one request per pause plus its answer's latency,
+// so the rate stays a little under perSecond.
+func pauseFor(conns, perSecond int) int { return max(1, conns*1000/perSecond) }
 
 // tallyCodes says whether the wrk script tallies refusals by error code and Retry-After:
 // the scenarios whose checks read them.

@@ -12,7 +12,9 @@
 -- answer by the wall-clock second it arrived in and its status, as "count sec:<unix s>:<status>
 -- <n>" lines (the chaos scenarios split their run into before, during and after the fault),
 -- and writes the order number of every 201 answer to the file "<7th argument>-<thread>",
--- one per line (the chaos scenarios check that each of them is in the ledger).
+-- one per line (the chaos scenarios check that each of them is in the ledger). An 8th
+-- argument is the pause in milliseconds each connection makes before each request, which the
+-- paced form of the script (the same script with a delay function, see pacedAppendix) uses.
 local threads = {}
 local nthreads = 0
 
@@ -35,6 +37,7 @@ function init(args)
   codes = string.find(mode, "codes", 1, true) ~= nil
   seconds = string.find(mode, "seconds", 1, true) ~= nil
   if seconds and args[7] then created = io.open(args[7] .. "-" .. id, "w") end
+  pause = tonumber(args[8] or "0") or 0
   counter = 0
   statuses = {}
   counts = {}
