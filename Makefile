@@ -116,11 +116,11 @@ loadcheck-ab: services ## A/B of group commit: scenarios 2 and 1, ROUNDS (defaul
 	$(GO) run ./cmd/loadcheck -ab $(or $(ROUNDS),3)
 
 .PHONY: chaos
-chaos: services ## faults under load: its own Redis and MariaDB killed, failed over, slowed, stalled and cut mid-sale, every invariant after (~16 min)
+chaos: services ## faults under load: its own Redis, MariaDB and RabbitMQ killed, failed over, slowed, stalled and cut mid-sale, two instances behind a retrying load balancer, every invariant after (~13 min)
 	$(GO) run ./cmd/loadcheck -chaos
 
 .PHONY: chaos-short
-chaos-short: services ## the chaos mode in CI form: 6 s per scenario, 2 s faults (~5 min)
+chaos-short: services ## the chaos mode in CI form: 6 s per scenario, 2 s faults (~8 min)
 	$(GO) run ./cmd/loadcheck -chaos -short
 
 .PHONY: loadcheck-short
