@@ -60,7 +60,9 @@ type meetingLedger struct {
 	m *meeting
 }
 
-func (l meetingLedger) Payments() domain.PaymentRepo { return meetingPayments{l.Ledger.Payments(), l.m} }
+func (l meetingLedger) Payments() domain.PaymentRepo {
+	return meetingPayments{l.Ledger.Payments(), l.m}
+}
 
 type meetingPayments struct {
 	domain.PaymentRepo
