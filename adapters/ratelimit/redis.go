@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,6 +23,9 @@ var script = redis.NewScript(lua.RateLimit)
 // is safe for concurrent use.
 type Redis struct {
 	run redis.Scripter
+	// ap is the deferred auto-pipeliner Allow queues its script on (WithAutoPipeline), waiting
+	// for the reply only while its caller's context lasts; nil runs it on run.
+	ap *redis.AutoPipeliner
 }
 
 // NewRedis returns a limiter on c, a standalone, failover or Cluster client. It does not own c:
@@ -30,8 +34,67 @@ func NewRedis(c redis.UniversalClient) *Redis { return &Redis{run: c} }
 
 // WithAutoPipeline makes Allow run through ap (the client's auto-pipeliner, see
 // redisgate.AutoPipeliner): under load, concurrent checks share round trips instead of costing
-// a write and a read syscall each, as the gate's reservations do.
-func (r *Redis) WithAutoPipeline(ap redis.Scripter) *Redis { r.run = ap; return r }
+// a write and a read syscall each, as the gate's reservations do. Through a deferred
+// auto-pipeliner Allow answers by its caller's deadline or cancellation; a blocking one works
+// too, but keeps each caller until its batch ends (go-redis runs a batch on a context of its
+// own), which on a stalled link is the client's socket timeouts and retries.
+func (r *Redis) WithAutoPipeline(ap *redis.AutoPipeliner) *Redis {
+	if ap.IsBlocking() {
+		r.run, r.ap = ap, nil
+	} else {
+		r.ap = ap
+	}
+	return r
+}
+
+// digest is ratelimit.lua's SHA1, the name EVALSHA runs it by.
+var digest = script.Hash()
+
+// runScript runs ratelimit.lua with keys and args: on the plain client (or a blocking
+// auto-pipeliner) through Script.Run, which honours ctx as the client does; through the
+// deferred auto-pipeliner as Script.Run would (EVALSHA, then EVAL on NOSCRIPT), waiting for
+// each reply only while ctx lasts. What ends is the wait: a script already in a batch still
+// runs when the batch reaches Redis, and charges its request, which did not go ahead (the
+// limiter failed open for it or the request ended): one request's worth of a buyer's budget,
+// the same as a reply lost on the plain client.
+func (r *Redis) runScript(ctx context.Context, keys []string, args ...any) ([]int64, error) {
+	if r.ap == nil {
+		return script.Run(ctx, r.run, keys, args...).Int64Slice()
+	}
+	// A request that has already ended sends nothing: it would only charge the budget.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cmd, err := r.evalPipelined(ctx, "evalsha", digest, keys, args)
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd, err = r.evalPipelined(ctx, "eval", lua.RateLimit, keys, args)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cmd.Int64Slice()
+}
+
+// evalPipelined queues EVALSHA or EVAL (name) of src on r.ap and waits for the reply while ctx
+// lasts. It builds the command as go-redis's own EvalSha and Eval do, because Submit, the one
+// way to get a wait that ends with ctx, takes a command rather than making one.
+func (r *Redis) evalPipelined(ctx context.Context, name, src string, keys []string, args []any) (*redis.Cmd, error) {
+	cmdArgs := make([]any, 3, 3+len(keys)+len(args))
+	cmdArgs[0], cmdArgs[1], cmdArgs[2] = name, src, len(keys)
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	cmd.SetFirstKeyPos(3) // a Cluster routes it by its key
+	if err := r.ap.Submit(ctx, cmd).WaitContext(ctx); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+			return nil, fmt.Errorf("stopped waiting for the reply: %w", err)
+		}
+		return nil, err
+	}
+	return cmd, nil
+}
 
 // redisKey names the Redis key that holds the limit of key.
 func redisKey(key string) string { return "rl:{" + key + "}" }
@@ -41,13 +104,14 @@ func redisKey(key string) string { return "rl:{" + key + "}" }
 // until one would be allowed. A limit below 1 or a window under a microsecond per request is an
 // error; every failure to get an answer from Redis wraps domain.ErrUnavailable (the caller
 // cannot act differently on "unreachable" and "answered with an error": either way it has no
-// verdict).
+// verdict). It answers by ctx's deadline or cancellation, through the deferred auto-pipeliner
+// too (then the error wraps ctx's error as well).
 func (r *Redis) Allow(ctx context.Context, key string, limit int, window time.Duration) (bool, time.Duration, error) {
 	interval, burst, err := rate(limit, window)
 	if err != nil {
 		return false, 0, err
 	}
-	reply, err := script.Run(ctx, r.run, []string{redisKey(key)}, interval.Microseconds(), burst.Microseconds()).Int64Slice()
+	reply, err := r.runScript(ctx, []string{redisKey(key)}, interval.Microseconds(), burst.Microseconds())
 	if err != nil {
 		return false, 0, fmt.Errorf("redis rate limit: %w: %w", domain.ErrUnavailable, err)
 	}
