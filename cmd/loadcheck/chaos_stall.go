@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,10 +32,6 @@ func (e *env) stallDeadline() time.Duration {
 	}
 	return 5 * time.Second
 }
-
-// stallRateBudget is the stall instance's rate limits per minute (the most the configuration
-// takes): a burst of a million requests from one IP, then 16,667/s.
-const stallRateBudget = 1_000_000
 
 // redisSlowBy is the Redis latency of faultRedisSlow.
 const redisSlowBy = 200 * time.Millisecond
@@ -112,10 +107,6 @@ func (e *env) useProxiedInstance(ctx context.Context) (*instance, func(), error)
 	}
 	in, err := e.startInstance(ctx, "proxied-instance", "127.0.0.1:6092", "CARDSHOP_REDIS_ADDRS="+r.Addr(),
 		"CARDSHOP_REQUEST_TIMEOUT="+e.stallDeadline().String(),
-		// The rate limits on, as in production, but with a budget no scenario reaches (all the
-		// load comes from one IP): each order then runs the limiter's two Redis checks too, so
-		// "every answer within the request's deadline" covers them on a stalled Redis.
-		"CARDSHOP_RATE_PER_IP="+strconv.Itoa(stallRateBudget), "CARDSHOP_RATE_PER_BUYER="+strconv.Itoa(stallRateBudget),
 		"CARDSHOP_MYSQL_DSN="+strings.Replace(e.dsn, e.own.mariaAddr, m.Addr(), 1))
 	if err != nil {
 		restore()
