@@ -54,6 +54,10 @@ func (e *env) faultFor(f string) time.Duration {
 		return e.lbStallFor() + 3*time.Second
 	case f == faultRabbitRestart:
 		return e.rabbitFaultFor()
+	case f == faultRedisFailover && e.o.short:
+		// The promotion (~2 s) and the orders' return after it (~2 s) outlast the short
+		// form's 4 s after the fault: without more, "placed again" could fall past the end.
+		return 3 * time.Second
 	case !stallFault(f):
 		return 0
 	case e.o.short:
