@@ -17,7 +17,8 @@
 // The interval is counted in whole microseconds (window/limit rounded down, so the limit is
 // never looser than asked); a window shorter than a microsecond per request is an error.
 //
-// It imports the domain (ErrUnavailable), package lua (the script) and go-redis.
+// It imports the domain (ErrUnavailable), package lua (the script), adapters/redispipe and
+// go-redis.
 package ratelimit
 
 import (

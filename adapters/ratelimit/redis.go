@@ -2,12 +2,12 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"cardshop/adapters/redispipe"
 	"cardshop/domain"
 	"cardshop/lua"
 )
@@ -47,53 +47,25 @@ func (r *Redis) WithAutoPipeline(ap *redis.AutoPipeliner) *Redis {
 	return r
 }
 
-// digest is ratelimit.lua's SHA1, the name EVALSHA runs it by.
-var digest = script.Hash()
+// pipelined is ratelimit.lua to run through the auto-pipeliner (redispipe).
+var pipelined = redispipe.NewScript(lua.RateLimit)
 
 // runScript runs ratelimit.lua with keys and args: on the plain client (or a blocking
 // auto-pipeliner) through Script.Run, which honours ctx as the client does; through the
-// deferred auto-pipeliner as Script.Run would (EVALSHA, then EVAL on NOSCRIPT), waiting for
-// each reply only while ctx lasts. What ends is the wait: a script already in a batch still
-// runs when the batch reaches Redis, and charges its request, which did not go ahead (the
-// limiter failed open for it or the request ended): one request's worth of a buyer's budget,
-// the same as a reply lost on the plain client.
+// deferred auto-pipeliner with redispipe.Run, which waits for the reply only while ctx lasts
+// and sends nothing for a request that has already ended (it would only charge the budget).
+// A script already in a batch still runs when the batch reaches Redis, and charges its
+// request, which did not go ahead (the limiter failed open for it or the request ended): one
+// request's worth of a buyer's budget, the same as a reply lost on the plain client.
 func (r *Redis) runScript(ctx context.Context, keys []string, args ...any) ([]int64, error) {
 	if r.ap == nil {
 		return script.Run(ctx, r.run, keys, args...).Int64Slice()
 	}
-	// A request that has already ended sends nothing: it would only charge the budget.
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	cmd, err := r.evalPipelined(ctx, "evalsha", digest, keys, args)
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd, err = r.evalPipelined(ctx, "eval", lua.RateLimit, keys, args)
-	}
+	cmd, err := redispipe.Run(ctx, r.ap, pipelined, keys, args...)
 	if err != nil {
 		return nil, err
 	}
 	return cmd.Int64Slice()
-}
-
-// evalPipelined queues EVALSHA or EVAL (name) of src on r.ap and waits for the reply while ctx
-// lasts. It builds the command as go-redis's own EvalSha and Eval do, because Submit, the one
-// way to get a wait that ends with ctx, takes a command rather than making one.
-func (r *Redis) evalPipelined(ctx context.Context, name, src string, keys []string, args []any) (*redis.Cmd, error) {
-	cmdArgs := make([]any, 3, 3+len(keys)+len(args))
-	cmdArgs[0], cmdArgs[1], cmdArgs[2] = name, src, len(keys)
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
-	}
-	cmdArgs = append(cmdArgs, args...)
-	cmd := redis.NewCmd(ctx, cmdArgs...)
-	cmd.SetFirstKeyPos(3) // a Cluster routes it by its key
-	if err := r.ap.Submit(ctx, cmd).WaitContext(ctx); err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-			return nil, fmt.Errorf("stopped waiting for the reply: %w", err)
-		}
-		return nil, err
-	}
-	return cmd, nil
 }
 
 // redisKey names the Redis key that holds the limit of key.

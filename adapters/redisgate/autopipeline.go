@@ -2,11 +2,11 @@ package redisgate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
+	"cardshop/adapters/redispipe"
 	"cardshop/lua"
 )
 
@@ -46,13 +46,12 @@ func AutoPipeliner(c redis.UniversalClient) (*redis.AutoPipeliner, error) {
 	}
 }
 
-// reserveDigest is reserve.lua's SHA1, the name EVALSHA runs it by.
-var reserveDigest = reserveScript.Hash()
+// reservePipelined is reserve.lua to run through the auto-pipeliner (redispipe).
+var reservePipelined = redispipe.NewScript(lua.Reserve)
 
-// reservePipelined runs reserve.lua through g.ap as Script.Run would (EVALSHA, and EVAL when
-// Redis answers NOSCRIPT), but waits for each reply only while ctx lasts. go-redis ignores the
-// deadline of a command in a batch: without this, a stalled link would keep the caller until
-// the client's socket timeouts (and its retries) ended the batch.
+// reserveThrough runs reserve.lua through g.ap, waiting for the reply only while ctx lasts
+// (redispipe.Run); a request that has already ended sends nothing, since what it reserved
+// would only be an orphan.
 //
 // The wait is all that ends: the script is in a batch already, and runs if the batch reaches
 // Redis, its reply dropped. That is a reservation of unknown outcome, as a timeout on the
@@ -60,38 +59,10 @@ var reserveDigest = reserveScript.Hash()
 // the application then tries to give it back (Cancel, which changes nothing if the script has
 // not run yet), and if the script runs after that, the hold it makes (every reservation makes
 // one) is what the orphan sweep finds and releases.
-func (g *Gate) reservePipelined(ctx context.Context, keys []string, args []any) ([]any, error) {
-	// A request that has already ended sends nothing: what it reserved would only be an orphan.
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	cmd, err := g.evalPipelined(ctx, "evalsha", reserveDigest, keys, args)
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd, err = g.evalPipelined(ctx, "eval", lua.Reserve, keys, args)
-	}
+func (g *Gate) reserveThrough(ctx context.Context, keys []string, args []any) ([]any, error) {
+	cmd, err := redispipe.Run(ctx, g.ap, reservePipelined, keys, args...)
 	if err != nil {
 		return nil, err
 	}
 	return cmd.Slice()
-}
-
-// evalPipelined queues EVALSHA or EVAL (name) of script on g.ap and waits for the reply while
-// ctx lasts. It builds the command as go-redis's own EvalSha and Eval do, because Submit, the
-// one way to get a wait that ends with ctx, takes a command rather than making one.
-func (g *Gate) evalPipelined(ctx context.Context, name, script string, keys []string, args []any) (*redis.Cmd, error) {
-	cmdArgs := make([]any, 3, 3+len(keys)+len(args))
-	cmdArgs[0], cmdArgs[1], cmdArgs[2] = name, script, len(keys)
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
-	}
-	cmdArgs = append(cmdArgs, args...)
-	cmd := redis.NewCmd(ctx, cmdArgs...)
-	cmd.SetFirstKeyPos(3) // a Cluster routes it by its first key, the product's
-	if err := g.ap.Submit(ctx, cmd).WaitContext(ctx); err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-			return nil, fmt.Errorf("stopped waiting for the reply, the script may still run: %w", err)
-		}
-		return nil, err
-	}
-	return cmd, nil
 }

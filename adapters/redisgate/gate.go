@@ -24,7 +24,7 @@
 //	soldout:{<pid>}                    a sold-out lease: present until it ends (lease.go)
 //	claimbits:v1:{<pid>}               bitmap: a bit set for each buyer's claim (lease.go)
 //
-// It imports the domain, package lua and go-redis.
+// It imports the domain, package lua, adapters/redispipe and go-redis.
 package redisgate
 
 import (
@@ -266,7 +266,7 @@ func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []an
 // a missing product, frozen, buyer limit and sold out are outcomes; a qty below 1, a
 // reservation with neither key nor Ref, or a BuyerCap without a positive BuyerWindow is a
 // domain.ValidationError; an error reaching Redis wraps domain.ErrUnavailable, and so does a
-// ctx that ends before the reply, through the auto-pipeliner too (reservePipelined). With
+// ctx that ends before the reply, through the auto-pipeliner too (reserveThrough). With
 // sold-out leases (WithSoldOutLease), a new order whose claim bit is clear is answered SoldOut
 // (Left 0) without Redis while this instance's copy of the product's lease lasts, and a SoldOut
 // from Redis makes the gate ask for one.
@@ -294,7 +294,7 @@ func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.Reserv
 	case g.replicas > 0:
 		reply, acked, err = g.reserveReplicated(ctx, keys, args)
 	case g.ap != nil:
-		reply, err = g.reservePipelined(ctx, keys, args)
+		reply, err = g.reserveThrough(ctx, keys, args)
 	default:
 		reply, err = reserveScript.Run(ctx, g.hot, keys, args...).Slice()
 	}
