@@ -30,8 +30,12 @@ type scenario struct {
 	dup       int
 	instances int
 	soldOut   bool // also measure the pure sold-out path after the sale
-	kill      bool // SIGKILL the instance under load half-way, then restart it
-	repair    bool // run reconcile?repair=true half-way through the load (the fenced rebuild)
+	// insertAround measures MariaDB's single-row INSERT ceiling again right before the order
+	// load (full form only), so that the successful orders are compared with a ceiling of the
+	// same minute: the machine's disk and CPU drift over minutes (see insertBefore).
+	insertAround bool
+	kill         bool // SIGKILL the instance under load half-way, then restart it
+	repair       bool // run reconcile?repair=true half-way through the load (the fenced rebuild)
 	// provider is the payment provider the buyers pay through, by its simulator ("stripe"),
 	// instead of the signed callback.
 	provider string
@@ -79,7 +83,7 @@ func scenarios(o options) []scenario {
 	}
 	return []scenario{
 		{num: 1, name: "flash sale: 1,000 codes, sells out", codes: 1000, qtyMax: 1, dup: 1, instances: 1, soldOut: true},
-		{num: 2, name: "deep stock: never sells out", codes: scale(120000, 30000), qtyMax: 1, dup: 1, instances: 1},
+		{num: 2, name: "deep stock: never sells out", codes: scale(120000, 30000), qtyMax: 1, dup: 1, instances: 1, insertAround: true},
 		{num: 3, name: "bulk buyers: qty 1-10, a repair half-way", codes: scale(150000, 40000), qtyMax: 10, dup: 1, instances: 1, repair: true},
 		{num: 4, name: "double submit ×4 at once, paid through Stripe", codes: scale(60000, 20000), qtyMax: 1, dup: 4, instances: 1,
 			provider: "stripe"},
@@ -122,11 +126,18 @@ type scenarioResult struct {
 	// chaos is what a chaos scenario measured around its fault; nil in the others.
 	chaos *chaosResult
 	// helloAround is the hello ceiling measured again right before and right after the
-	// sold-out run: the machine's speed drifts over minutes, so the sold-out answer is compared
-	// with a hello measured under the same conditions (the run's first ceiling is minutes older).
+	// sold-out run, or the refresh storm's catalogue-only run: the machine's speed drifts over
+	// minutes, so those answers are compared with a hello measured under the same conditions
+	// (the run's first ceiling is minutes older).
 	// Empty in the short form, whose 12 s order timeout leaves no room for them before the
 	// payments (the comparison then falls back to the first ceiling).
 	helloAround []helloResult
+	// insertBefore is MariaDB's single-row INSERT ceiling (rows/s) measured right before the
+	// order load, as the run's first one is (64 connections, the scenario's duration), in the
+	// scenarios with insertAround; 0 when not measured. The run's first ceiling is minutes
+	// older, and the INSERT rate is the most changeable of the ceilings here: 3,800 to 7,300
+	// rows/s from one run to the next in the same week.
+	insertBefore float64
 	// idleCPUPerSec is the instances' CPU seconds per second while idle, right before the
 	// load (sweeper, relay, stock watch, runtime): measured in the sold-out scenario only.
 	idleCPUPerSec float64
@@ -273,6 +284,13 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		if u := cpuBetween(idleBefore, sampleCPU(idlePIDs), idlePIDs, 0); u.measured {
 			res.idleCPUPerSec = u.seconds / time.Since(idleStart).Seconds()
 		}
+	}
+	if sc.insertAround && !e.o.short {
+		if res.insertBefore, err = e.insertAdjacent(ctx); err != nil {
+			return res, err
+		}
+		fmt.Printf("   ceiling   MariaDB single-row INSERT right before the load, 64 connections: %s rows/s (the run's first: %s)\n",
+			num(res.insertBefore), num(e.ceil.insert))
 	}
 	var load WrkResult
 	pids := pidsOf(insts)
@@ -947,6 +965,19 @@ func (e *env) helloAround(ctx context.Context, res *scenarioResult) error {
 	}
 	res.helloAround = append(res.helloAround, h)
 	return nil
+}
+
+// insertAdjacent measures the INSERT ceiling as the run's first measurement does (64
+// connections, the scenario's duration), with the harness's pool widened for it and put back.
+func (e *env) insertAdjacent(ctx context.Context) (float64, error) {
+	e.db.SetMaxOpenConns(64)
+	e.db.SetMaxIdleConns(64)
+	defer func() { e.db.SetMaxOpenConns(48); e.db.SetMaxIdleConns(harnessIdleConns) }()
+	rate, err := insertCeiling(ctx, e.db, 64, e.o.duration)
+	if err != nil {
+		return 0, fmt.Errorf("insert ceiling before the load: %w", err)
+	}
+	return rate, nil
 }
 
 // pooledHello is the hello runs taken as one: the mean of their rates, and their CPU seconds

@@ -83,6 +83,11 @@ func (e *env) refreshStorm(ctx context.Context, sc scenario, insts []*instance, 
 		return WrkResult{}, err
 	}
 
+	// The hello ceiling again right before and right after the catalogue-only run, as for the
+	// sold-out answers: the catalogue's target is judged against a hello of the same minutes.
+	if err := e.helloAround(ctx, res); err != nil {
+		return WrkResult{}, err
+	}
 	if st.idleDB, err = e.dbCounters(ctx, e.o.duration); err != nil {
 		return WrkResult{}, err
 	}
@@ -95,6 +100,9 @@ func (e *env) refreshStorm(ctx context.Context, sc scenario, insts []*instance, 
 		return WrkResult{}, err
 	}
 	st.aloneDB = after.db.minus(before.db)
+	if err := e.helloAround(ctx, res); err != nil {
+		return WrkResult{}, err
+	}
 	e.reportAlone(st, insts, before, after, products, res)
 
 	revalidate := WrkRun{Threads: e.o.threads, Conns: e.o.conns, Duration: revalidateFor, URL: insts[0].base + path,
@@ -151,9 +159,10 @@ func (e *env) catalogueStorm(ctx context.Context, insts []*instance, path string
 // reportAlone prints the catalogue-only phase and adds its checks.
 func (e *env) reportAlone(st *stormResult, insts []*instance, before, after meter, products int64, res *scenarioResult) {
 	a := st.alone
-	ratio := a.RPS / e.ceil.hello.RPS
-	fmt.Printf("   catalogue %s req/s alone on %s (%.2f of the hello ceiling, same wrk command) · p50 %s · p99 %s · %s\n",
-		num(a.RPS), insts[0].name, ratio, ms(a.P50), ms(a.P99), statusMix(a.Status))
+	hello := pooledHello(res.helloAround, e.ceil.hello)
+	ratio := a.RPS / hello.RPS
+	fmt.Printf("   catalogue %s req/s alone on %s (%.2f of %s, same wrk command; %.2f of the run's first) · p50 %s · p99 %s · %s\n",
+		num(a.RPS), insts[0].name, ratio, helloWhich(res.helloAround), a.RPS/e.ceil.hello.RPS, ms(a.P50), ms(a.P99), statusMix(a.Status))
 	l := after.since(before)
 	v := judgeStatements(st.idleDB.total(), e.o.duration, st.aloneDB.total(), l)
 	fmt.Printf("             MariaDB statements during it: %s; the idle baseline, %s over %s, scaled to the %s run: %.1f → %+.1f, %.5f per request\n",
@@ -168,8 +177,18 @@ func (e *env) reportAlone(st *stormResult, insts []*instance, before, after mete
 		// The CI form prints this ratio with the other targets (summary.go) without failing on
 		// it, as it does for every ceiling ratio; the full form checks it.
 		res.extra = append(res.extra, Check{Name: fmt.Sprintf("refresh storm: catalogue reads ≥ %.2f of the hello-world ceiling", stormShare),
-			OK: ratio >= stormShare, Detail: fmt.Sprintf("%s req/s = %.2f of %s", num(a.RPS), ratio, num(e.ceil.hello.RPS))})
+			OK: ratio >= stormShare, Detail: fmt.Sprintf("%s req/s = %.2f of %s, %s req/s (the run's first hello: %s req/s, %.2f)",
+				num(a.RPS), ratio, helloWhich(res.helloAround), num(hello.RPS), num(e.ceil.hello.RPS), a.RPS/e.ceil.hello.RPS)})
 	}
+}
+
+// helloWhich names the hello ceiling pooledHello picks from around: the runs right before
+// and after the measured run when there are any (the full form), else the run's first.
+func helloWhich(around []helloResult) string {
+	if len(around) > 0 {
+		return "the hello server right before and after it"
+	}
+	return "the hello ceiling"
 }
 
 // reportDuring prints the storm during the sale and adds its checks.
