@@ -3,11 +3,18 @@ package rabbitmq_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"cardshop/adapters/rabbitmq"
+	"cardshop/domain"
 )
 
 // BenchmarkScheduleClose measures confirmed ScheduleClose calls into a delay bucket from many
@@ -39,4 +46,73 @@ func BenchmarkScheduleClose(b *testing.B) {
 			b.ReportMetric(float64(b.N)/float64(max(msgs, 1)), "orders/msg")
 		})
 	}
+}
+
+// BenchmarkPublishInFlight publishes delivery events (confirmed, persistent, mandatory, into
+// the events exchange and its quorum queue) with 8 and with 64 in flight on a pool of 64
+// channels, as the outbox relay does, and reports what the broker spent on each: its CPU time
+// (utime+stime of the local beam.smp, read from /proc; the metric is left out when no local
+// broker process is readable) over the messages. A quorum queue's Raft log commits what
+// arrives together, so its CPU per message falls steeply with the messages in flight
+// (docs/BENCHMARKS.md: ~180-225 µs with 8, ~55 µs with 64, on 2 cores).
+func BenchmarkPublishInFlight(b *testing.B) {
+	for _, inFlight := range []int{8, 64} {
+		b.Run(fmt.Sprintf("in-flight=%d", inFlight), func(b *testing.B) {
+			br := dial(b, rabbitmq.Config{Channels: 64})
+			ctx := context.Background()
+			var next atomic.Int64
+			cpu0, cpuOK := brokerCPU()
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range inFlight {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						m := domain.OutboxMessage{ID: next.Load(), Topic: domain.TopicDelivered, Key: "bench",
+							Payload: []byte(`{"order_no":"2612040412341234123456789012","product_id":1,"qty":1}`)}
+						if err := br.Publish(ctx, m); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start).Seconds()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/elapsed, "msgs/s")
+			if cpu1, ok := brokerCPU(); cpuOK && ok {
+				b.ReportMetric((cpu1-cpu0)/float64(b.N)*1e6, "broker-µs/msg")
+			}
+		})
+	}
+}
+
+// brokerCPU is the CPU seconds the local RabbitMQ node (beam.smp) has used, if it can be read.
+func brokerCPU() (float64, bool) {
+	matches, _ := filepath.Glob("/proc/[0-9]*/comm")
+	for _, path := range matches {
+		comm, err := os.ReadFile(path)
+		if err != nil || strings.TrimSpace(string(comm)) != "beam.smp" {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(filepath.Dir(path), "stat"))
+		if err != nil {
+			return 0, false
+		}
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) < 13 {
+			return 0, false
+		}
+		utime, err1 := strconv.ParseFloat(f[11], 64)
+		stime, err2 := strconv.ParseFloat(f[12], 64)
+		if err1 != nil || err2 != nil {
+			return 0, false
+		}
+		return (utime + stime) / 100, true // USER_HZ is 100 on Linux
+	}
+	return 0, false
 }
