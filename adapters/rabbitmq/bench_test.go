@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/porttest"
 	"cardshop/adapters/rabbitmq"
 	"cardshop/domain"
 )
@@ -54,7 +55,7 @@ func BenchmarkScheduleClose(b *testing.B) {
 // (utime+stime of the local beam.smp, read from /proc; the metric is left out when no local
 // broker process is readable) over the messages. A quorum queue's Raft log commits what
 // arrives together, so its CPU per message falls steeply with the messages in flight
-// (docs/BENCHMARKS.md: ~180-225 µs with 8, ~55 µs with 64, on 2 cores).
+// (docs/BENCHMARKS.md: ~240 µs with 8, ~93 µs with 64, on 2 cores).
 func BenchmarkPublishInFlight(b *testing.B) {
 	for _, inFlight := range []int{8, 64} {
 		b.Run(fmt.Sprintf("in-flight=%d", inFlight), func(b *testing.B) {
@@ -98,21 +99,12 @@ func brokerCPU() (float64, bool) {
 		if err != nil || strings.TrimSpace(string(comm)) != "beam.smp" {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join(filepath.Dir(path), "stat"))
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
 		if err != nil {
 			return 0, false
 		}
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(f) < 13 {
-			return 0, false
-		}
-		utime, err1 := strconv.ParseFloat(f[11], 64)
-		stime, err2 := strconv.ParseFloat(f[12], 64)
-		if err1 != nil || err2 != nil {
-			return 0, false
-		}
-		return (utime + stime) / 100, true // USER_HZ is 100 on Linux
+		cpu, err := porttest.ProcCPU(pid)
+		return cpu, err == nil
 	}
 	return 0, false
 }

@@ -364,10 +364,8 @@ func (e *env) measureCeilings(ctx context.Context) error {
 	if e.ceil.redis, err = redisScriptCeiling(ctx, e.o.redisAddr, 50, n); err != nil {
 		return fmt.Errorf("redis ceiling: %w", err)
 	}
-	e.db.SetMaxOpenConns(64)
-	e.db.SetMaxIdleConns(64)
-	if e.ceil.insert, err = insertCeiling(ctx, e.db, 64, d); err != nil {
-		return fmt.Errorf("insert ceiling: %w", err)
+	if e.ceil.insert, err = e.measureInsert(ctx, d); err != nil {
+		return err
 	}
 	defer func() { e.db.SetMaxOpenConns(48); e.db.SetMaxIdleConns(harnessIdleConns) }()
 	// The raw pay transaction at 32 connections and at the callbacks' concurrency: the ceiling

@@ -1,50 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"cardshop/adapters/porttest"
 )
-
-// clockTicks is the kernel's USER_HZ (`getconf CLK_TCK`): the unit of utime and stime in
-// /proc/<pid>/stat. It is 100 on every Linux this runs on (the ABI fixes it for x86 and arm64).
-const clockTicks = 100
-
-// procCPU returns the CPU time the process pid has used so far, in seconds: its utime + stime
-// from /proc/<pid>/stat (user and kernel time of all its threads, not its children's).
-func procCPU(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(b)
-}
-
-// parseStatCPU reads utime + stime (fields 14 and 15) of a /proc/<pid>/stat line, in seconds.
-// The command name (field 2, in parentheses) may hold spaces and parentheses, so the fields are
-// counted from the last ')'.
-func parseStatCPU(b []byte) (float64, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc stat: no ')' in %q", b)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); utime is field 14, stime field 15.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc stat: %d fields after the name, want ≥ 13", len(f))
-	}
-	ut, err := strconv.ParseUint(f[11], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("/proc stat utime: %w", err)
-	}
-	st, err := strconv.ParseUint(f[12], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("/proc stat stime: %w", err)
-	}
-	return float64(ut+st) / clockTicks, nil
-}
 
 // procPeakRSS returns the process's peak resident set size in bytes: VmHWM from
 // /proc/<pid>/status (since it started, or since resetPeakRSS).
@@ -89,7 +52,7 @@ type cpuSample map[int]float64
 func sampleCPU(pids []int) cpuSample {
 	s := make(cpuSample, len(pids))
 	for _, p := range pids {
-		if c, err := procCPU(p); err == nil {
+		if c, err := porttest.ProcCPU(p); err == nil {
 			s[p] = c
 		}
 	}

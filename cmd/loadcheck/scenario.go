@@ -286,7 +286,7 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		}
 	}
 	if sc.insertAround && !e.o.short {
-		if res.insertBefore, err = e.insertAdjacent(ctx); err != nil {
+		if res.insertBefore, err = e.measureInsert(ctx, e.o.duration); err != nil {
 			return res, err
 		}
 		fmt.Printf("   ceiling   MariaDB single-row INSERT right before the load, 64 connections: %s rows/s (the run's first: %s)\n",
@@ -967,15 +967,16 @@ func (e *env) helloAround(ctx context.Context, res *scenarioResult) error {
 	return nil
 }
 
-// insertAdjacent measures the INSERT ceiling as the run's first measurement does (64
-// connections, the scenario's duration), with the harness's pool widened for it and put back.
-func (e *env) insertAdjacent(ctx context.Context) (float64, error) {
+// measureInsert measures MariaDB's single-row INSERT ceiling at 64 connections for d, with the
+// harness's pool widened for it and put back: at the start of the run, and again right before
+// the orders of a scenario with insertAround.
+func (e *env) measureInsert(ctx context.Context, d time.Duration) (float64, error) {
 	e.db.SetMaxOpenConns(64)
 	e.db.SetMaxIdleConns(64)
 	defer func() { e.db.SetMaxOpenConns(48); e.db.SetMaxIdleConns(harnessIdleConns) }()
-	rate, err := insertCeiling(ctx, e.db, 64, e.o.duration)
+	rate, err := insertCeiling(ctx, e.db, 64, d)
 	if err != nil {
-		return 0, fmt.Errorf("insert ceiling before the load: %w", err)
+		return 0, fmt.Errorf("insert ceiling: %w", err)
 	}
 	return rate, nil
 }

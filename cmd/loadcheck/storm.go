@@ -159,10 +159,13 @@ func (e *env) catalogueStorm(ctx context.Context, insts []*instance, path string
 // reportAlone prints the catalogue-only phase and adds its checks.
 func (e *env) reportAlone(st *stormResult, insts []*instance, before, after meter, products int64, res *scenarioResult) {
 	a := st.alone
-	hello := pooledHello(res.helloAround, e.ceil.hello)
-	ratio := a.RPS / hello.RPS
+	hello, which := e.ceil.hello.RPS, "the hello ceiling"
+	if near := helloNear(*res); near.rate > 0 {
+		hello, which = near.rate, "the hello server right before and after it"
+	}
+	ratio := a.RPS / hello
 	fmt.Printf("   catalogue %s req/s alone on %s (%.2f of %s, same wrk command; %.2f of the run's first) · p50 %s · p99 %s · %s\n",
-		num(a.RPS), insts[0].name, ratio, helloWhich(res.helloAround), a.RPS/e.ceil.hello.RPS, ms(a.P50), ms(a.P99), statusMix(a.Status))
+		num(a.RPS), insts[0].name, ratio, which, a.RPS/e.ceil.hello.RPS, ms(a.P50), ms(a.P99), statusMix(a.Status))
 	l := after.since(before)
 	v := judgeStatements(st.idleDB.total(), e.o.duration, st.aloneDB.total(), l)
 	fmt.Printf("             MariaDB statements during it: %s; the idle baseline, %s over %s, scaled to the %s run: %.1f → %+.1f, %.5f per request\n",
@@ -178,17 +181,8 @@ func (e *env) reportAlone(st *stormResult, insts []*instance, before, after mete
 		// it, as it does for every ceiling ratio; the full form checks it.
 		res.extra = append(res.extra, Check{Name: fmt.Sprintf("refresh storm: catalogue reads ≥ %.2f of the hello-world ceiling", stormShare),
 			OK: ratio >= stormShare, Detail: fmt.Sprintf("%s req/s = %.2f of %s, %s req/s (the run's first hello: %s req/s, %.2f)",
-				num(a.RPS), ratio, helloWhich(res.helloAround), num(hello.RPS), num(e.ceil.hello.RPS), a.RPS/e.ceil.hello.RPS)})
+				num(a.RPS), ratio, which, num(hello), num(e.ceil.hello.RPS), a.RPS/e.ceil.hello.RPS)})
 	}
-}
-
-// helloWhich names the hello ceiling pooledHello picks from around: the runs right before
-// and after the measured run when there are any (the full form), else the run's first.
-func helloWhich(around []helloResult) string {
-	if len(around) > 0 {
-		return "the hello server right before and after it"
-	}
-	return "the hello ceiling"
 }
 
 // reportDuring prints the storm during the sale and adds its checks.

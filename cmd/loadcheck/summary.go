@@ -41,17 +41,23 @@ func (e *env) printSummary(results []scenarioResult) {
 		fmt.Printf("   %-4s %s: %s %s = %.2f of %s (target ≥ %.2f) %s\n", verdictWord(verdict), name, num(got), unit,
 			got/ceiling, num(ceiling), share, strings.TrimPrefix(verdict, "PASS"))
 	}
+	// targetNear judges got against the ceiling measured next to it when there is one (c.rate >
+	// 0), printing its ratio to the run's first ceiling under it, else against the first.
+	targetNear := func(subject string, c nearCeiling, got, first, share float64, unit string) {
+		if c.rate <= 0 {
+			target(subject+" vs "+c.kind+" ceiling", got, first, share, unit)
+			return
+		}
+		target(subject+" vs "+c.kind+" ceiling measured "+c.when, got, c.rate, share, unit)
+		fmt.Printf("         (against the run's first %s ceiling, %s %s minutes earlier: %.2f)\n", c.short, num(first), c.unit, got/max(first, 1))
+	}
 	for _, r := range results {
 		if r.soldOut != nil {
 			around, adjacent, which := pooledHello(r.helloAround, e.ceil.hello), len(r.helloAround) > 0, "the hello server's"
 			if adjacent {
 				which = "the hello server's right before and after it"
-				target("sold-out answers vs the Fiber hello world measured right before and after them", r.soldOut.RPS, around.RPS, 0.5, "req/s")
-				fmt.Printf("         (against the run's first hello ceiling, %s req/s minutes earlier: %.2f)\n",
-					num(e.ceil.hello.RPS), r.soldOut.RPS/e.ceil.hello.RPS)
-			} else {
-				target("sold-out answers vs the Fiber hello-world ceiling", r.soldOut.RPS, around.RPS, 0.5, "req/s")
 			}
+			targetNear("sold-out answers", helloNear(r), r.soldOut.RPS, e.ceil.hello.RPS, 0.5, "req/s")
 			per := float64(r.soldOutDB.total()-r.idleDB.total()) / float64(max(r.soldOut.Requests, 1))
 			verdict := "PASS"
 			if per > 0.001 {
@@ -72,24 +78,12 @@ func (e *env) printSummary(results []scenarioResult) {
 			}
 		}
 		if st := r.storm; st != nil {
-			if len(r.helloAround) > 0 {
-				target("catalogue reads alone (refresh storm) vs the Fiber hello world measured right before and after them",
-					st.alone.RPS, pooledHello(r.helloAround, e.ceil.hello).RPS, stormShare, "req/s")
-				fmt.Printf("         (against the run's first hello ceiling, %s req/s minutes earlier: %.2f)\n",
-					num(e.ceil.hello.RPS), st.alone.RPS/e.ceil.hello.RPS)
-			} else {
-				target("catalogue reads alone (refresh storm) vs the Fiber hello-world ceiling", st.alone.RPS, e.ceil.hello.RPS, stormShare, "req/s")
-			}
+			targetNear("catalogue reads alone (refresh storm)", helloNear(r), st.alone.RPS, e.ceil.hello.RPS, stormShare, "req/s")
 		}
 		if r.sc.num == 2 {
 			ordersPerSec := float64(r.created) / e.o.duration.Seconds()
-			if r.insertBefore > 0 {
-				target("successful orders (deep stock) vs MariaDB's single-row INSERT ceiling measured right before them", ordersPerSec, r.insertBefore, ordersShare, "orders/s")
-				fmt.Printf("         (against the run's first INSERT ceiling, %s rows/s minutes earlier: %.2f)\n",
-					num(e.ceil.insert), ordersPerSec/max(e.ceil.insert, 1))
-			} else {
-				target("successful orders (deep stock) vs MariaDB's single-row INSERT ceiling", ordersPerSec, e.ceil.insert, ordersShare, "orders/s")
-			}
+			targetNear("successful orders (deep stock)", nearCeiling{kind: "MariaDB's single-row INSERT", short: "INSERT",
+				when: "right before them", rate: r.insertBefore, unit: "rows/s"}, ordersPerSec, e.ceil.insert, ordersShare, "orders/s")
 		}
 		if r.sc.num == 2 || r.sc.num == 1 {
 			target(fmt.Sprintf("payment callbacks on one hot product (scenario %d) vs the raw pay-transaction ceiling", r.sc.num),
@@ -110,6 +104,25 @@ func (e *env) printSummary(results []scenarioResult) {
 	}
 	fmt.Printf("   %-4s invariants: %d checks failed across %d scenarios (oversold, duplicates, lost, leaked all counted there)\n",
 		verdictWord(map[bool]string{true: "PASS", false: "FAIL"}[fails == 0]), fails, len(results))
+}
+
+// nearCeiling is a ceiling measured again next to what a target compares with it: its kind
+// and short name, when it was measured, its rate (0: not measured, the run's first counts) and
+// the rate's unit.
+type nearCeiling struct {
+	kind, short, when string
+	rate              float64
+	unit              string
+}
+
+// helloNear is the hello ceiling measured right before and after r's sold-out or catalogue-only
+// run, their mean; rate 0 when it was not measured (the short form).
+func helloNear(r scenarioResult) nearCeiling {
+	c := nearCeiling{kind: "the Fiber hello world", short: "hello", when: "right before and after them", unit: "req/s"}
+	if len(r.helloAround) > 0 {
+		c.rate = pooledHello(r.helloAround, helloResult{}).RPS
+	}
+	return c
 }
 
 // soldOutCPUShare is issue 16's bound on a sold-out answer's service CPU: at most this many
