@@ -941,14 +941,19 @@ func (k wechatKit) resend(no string) (delivered, bool) {
 
 func (k wechatKit) statusAfterClose() string { return "EXPIRED" }
 
-// settledThere: the order closed at WeChat Pay through its close API.
+// settledThere: the order is CLOSED at WeChat Pay, and WeChat Pay said so after the outage:
+// its close API answered 204, or a query answered the order CLOSED. The second happens when the
+// outage ends between one attempt's close (refused by the outage) and its query: by then the
+// order has lapsed at its time_expire, and WeChat Pay's answer is as final as a close.
 func (k wechatKit) settledThere(no string) bool {
 	o, ok := k.sim.OrderOf(no)
-	closed := false
+	said := false
 	for _, r := range k.sim.Requests() {
-		closed = closed || r.URI == "/v3/pay/transactions/out-trade-no/"+no+"/close" && r.Status == 204
+		closed := r.URI == "/v3/pay/transactions/out-trade-no/"+no+"/close" && r.Status == 204
+		queried := strings.HasPrefix(r.URI, "/v3/pay/transactions/out-trade-no/"+no+"?") && r.Status == 200
+		said = said || closed || queried
 	}
-	return ok && o.TradeState == "CLOSED" && closed
+	return ok && o.TradeState == "CLOSED" && said
 }
 
 func (k wechatKit) refunds(no string) []wechatsim.Refund {
