@@ -70,9 +70,12 @@ type Config struct {
 	SoldOutLease time.Duration
 	AMQPURL      ConnString // CARDSHOP_AMQP_URL
 	AMQPPrefix   string     // CARDSHOP_AMQP_PREFIX: name prefix of every exchange and queue
-	Migrate      bool       // CARDSHOP_MIGRATE: apply migrations at start
-	CodeKeys     Secret     // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
-	CodeHash     Secret     // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
+	// AMQPUnconfirmed is CARDSHOP_AMQP_UNCONFIRMED_CLOSES: how many placed orders may be
+	// answered before the message that schedules their close is confirmed (0: none).
+	AMQPUnconfirmed int
+	Migrate         bool   // CARDSHOP_MIGRATE: apply migrations at start
+	CodeKeys        Secret // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
+	CodeHash        Secret // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
 
 	// LedgerBatch is CARDSHOP_LEDGER_BATCH: write concurrent placed orders in shared
 	// transactions (group commit); LedgerBatchWait (CARDSHOP_LEDGER_BATCH_WAIT) is how long a
@@ -135,6 +138,10 @@ const maxWebhookTimeout = time.Minute
 // defaultSoldOutLease is CARDSHOP_SOLDOUT_LEASE's default: units given back while a product
 // is sold out become reservable within 0.625 s.
 const defaultSoldOutLease = 500 * time.Millisecond
+
+// maxUnconfirmedCloses bounds CARDSHOP_AMQP_UNCONFIRMED_CLOSES: each such order holds a few
+// hundred bytes until its confirm, and a bound far above any confirm backlog protects nothing.
+const maxUnconfirmedCloses = 1 << 20
 
 // serviceBuyerCap is the service's CARDSHOP_BUYER_CAP default. The service caps each buyer
 // (stock-lock abuse); application.DefaultConfig, for library users, has no cap.
@@ -303,6 +310,14 @@ func settings(c *Config) []setting {
 				return fmt.Errorf("want 1 to 64 characters of a-z 0-9 . _ -, got %q", v)
 			}
 			c.AMQPPrefix = v
+			return nil
+		}},
+		{"CARDSHOP_AMQP_UNCONFIRMED_CLOSES", "4096", func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > maxUnconfirmedCloses {
+				return fmt.Errorf("want a number from 0 (every order waits for its confirm) to %d, got %q", maxUnconfirmedCloses, v)
+			}
+			c.AMQPUnconfirmed = n
 			return nil
 		}},
 		boolVar(&c.Migrate, "CARDSHOP_MIGRATE", false),

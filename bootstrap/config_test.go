@@ -43,7 +43,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		OrderTimeout: 15 * time.Minute, IdempotencyTTL: 10 * time.Minute, SweepInterval: 30 * time.Second,
 		RelayInterval: time.Second, StockEventsInterval: time.Second, ConsoleTimeZone: time.UTC, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second, RequestTimeout: 5 * time.Second, SaleStartMargin: 2 * time.Second,
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
-		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop",
+		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop", AMQPUnconfirmed: 4096,
 		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, BuyerCap: 100, LedgerBatch: true, LedgerBatchMax: 128, LedgerBatchLanes: 2,
 		OrphanAfter: 2 * time.Minute, RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
 		WebhookTimeout: 10 * time.Second, WebhookMaxBackoff: 10 * time.Minute,
@@ -125,6 +125,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"ledger batch of none", env("CARDSHOP_LEDGER_BATCH_MAX=0"), "CARDSHOP_LEDGER_BATCH_MAX"},
 		{"no ledger batch lane", env("CARDSHOP_LEDGER_BATCH_LANES=0"), "CARDSHOP_LEDGER_BATCH_LANES"},
 		{"17 ledger batch lanes", env("CARDSHOP_LEDGER_BATCH_LANES=17"), "CARDSHOP_LEDGER_BATCH_LANES"},
+		{"negative unconfirmed closes", env("CARDSHOP_AMQP_UNCONFIRMED_CLOSES=-1"), "CARDSHOP_AMQP_UNCONFIRMED_CLOSES"},
+		{"unconfirmed closes past the bound", env("CARDSHOP_AMQP_UNCONFIRMED_CLOSES=1048577"), "CARDSHOP_AMQP_UNCONFIRMED_CLOSES"},
 		{"sold-out lease outliving a lost product's rebuild", env("CARDSHOP_SOLDOUT_LEASE=900ms"), "CARDSHOP_SOLDOUT_LEASE"},
 		{"negative sold-out lease", env("CARDSHOP_SOLDOUT_LEASE=-1ms"), "CARDSHOP_SOLDOUT_LEASE"},
 		{"replica acks with a Cluster", env("CARDSHOP_REDIS_ADDRS=a:1,b:2", "CARDSHOP_REDIS_REPLICA_ACKS=1"), "CARDSHOP_REDIS_REPLICA_ACKS"},
@@ -257,6 +259,8 @@ func validValue(name string) string {
 		return "64"
 	case name == "CARDSHOP_LEDGER_BATCH_LANES":
 		return "3"
+	case name == "CARDSHOP_AMQP_UNCONFIRMED_CLOSES":
+		return "0"
 	case name == "CARDSHOP_BUYER_CAP":
 		return "25"
 	case name == "CARDSHOP_RATE_PER_IP", name == "CARDSHOP_RATE_PER_BUYER":

@@ -41,7 +41,10 @@ func RealAdapters() fx.Option {
 		fx.Invoke(ensureGates),
 		// The delay queue's backlog: one channel and a passive declare per queue per scrape,
 		// nothing next to a scrape interval of seconds.
-		fx.Invoke(func(m *metrics.Metrics, b *rabbitmq.Broker) { m.WatchQueueDepths(b.QueueDepths) }),
+		fx.Invoke(func(m *metrics.Metrics, b *rabbitmq.Broker) {
+			m.WatchQueueDepths(b.QueueDepths)
+			m.WatchCloseConfirms(b.CloseConfirms)
+		}),
 		fx.Invoke(func(m *metrics.Metrics, l *mysqlstore.Ledger) {
 			m.WatchLedgerRetries(map[string]func() int64{
 				"deadlock":          func() int64 { return l.Stats().Deadlocks },
@@ -162,7 +165,7 @@ func newMySQL(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*bun.DB, error) {
 func newBroker(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*rabbitmq.Broker, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b, err := rabbitmq.Dial(ctx, rabbitmq.Config{URL: cfg.AMQPURL.Reveal(), Prefix: cfg.AMQPPrefix, Channels: 64, Delays: []time.Duration{cfg.OrderTimeout}, Logger: log})
+	b, err := rabbitmq.Dial(ctx, rabbitmq.Config{URL: cfg.AMQPURL.Reveal(), Prefix: cfg.AMQPPrefix, Channels: 64, Unconfirmed: cfg.AMQPUnconfirmed, Delays: []time.Duration{cfg.OrderTimeout}, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmq: %w", err)
 	}

@@ -360,4 +360,9 @@ func TestRealAdaptersReady(t *testing.T) {
 			t.Errorf("/metrics lacks the depth of the %s queue", q)
 		}
 	}
+	for _, m := range []string{"cardshop_close_schedule_unconfirmed ", "cardshop_close_schedule_lost_total 0"} {
+		if !strings.Contains(string(body), "\n"+m) {
+			t.Errorf("/metrics lacks %q", m)
+		}
+	}
 }

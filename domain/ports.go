@@ -493,7 +493,9 @@ type Ledger interface {
 // DelayQueue schedules the close of an unpaid order.
 type DelayQueue interface {
 	// ScheduleClose asks for CloseExpired(no) at (or soon after) due. Delivery is at least
-	// once; the consumer must tolerate duplicates.
+	// once; the consumer must tolerate duplicates. A nil error means the close was accepted,
+	// not necessarily stored yet: an adapter may confirm it after returning (and log a loss),
+	// because the sweeper closes every order past its expiry whether or not its close came.
 	ScheduleClose(ctx context.Context, no OrderNo, due time.Time) error
 }
 

@@ -191,6 +191,21 @@ func (m *Metrics) WatchLedgerRetries(reasons map[string]func() int64) {
 	}
 }
 
+// WatchCloseConfirms exports cardshop_close_schedule_unconfirmed (placed orders answered
+// before the broker confirmed the message that schedules their close, not confirmed yet) and
+// cardshop_close_schedule_lost_total (such orders whose message then failed: the sweeper closes
+// them), both read from confirms at scrape time.
+func (m *Metrics) WatchCloseConfirms(confirms func() (unconfirmed, lost int64)) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cardshop_close_schedule_unconfirmed",
+		Help: "Placed orders answered before the message scheduling their close was confirmed, still unconfirmed.",
+	}, func() float64 { u, _ := confirms(); return float64(u) }))
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "cardshop_close_schedule_lost_total",
+		Help: "Placed orders answered before their close message was confirmed whose message then failed; the sweeper closes them.",
+	}, func() float64 { _, l := confirms(); return float64(l) }))
+}
+
 // WatchOutboxBacklog exports cardshop_outbox_backlog, read at scrape time with a short
 // timeout; when backlog fails the gauge is left out of that scrape rather than reported wrong.
 func (m *Metrics) WatchOutboxBacklog(backlog func(context.Context) (int64, error)) {

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -280,6 +281,30 @@ cardshop_broker_queue_messages{queue="order-timeouts"} 2
 	if n, err := testutil.GatherAndCount(m.Registry(), "cardshop_broker_queue_messages"); err != nil || n != 0 {
 		t.Fatalf("with a failing read: %d series, %v", n, err)
 	}
+}
+
+// The close schedule's confirms are read at scrape time.
+func TestCloseConfirms(t *testing.T) {
+	m := metrics.New()
+	unconfirmed, lost := int64(7), int64(0)
+	m.WatchCloseConfirms(func() (int64, int64) { return unconfirmed, lost })
+	want := func(u, l int64) {
+		t.Helper()
+		exp := fmt.Sprintf(`
+# HELP cardshop_close_schedule_lost_total Placed orders answered before their close message was confirmed whose message then failed; the sweeper closes them.
+# TYPE cardshop_close_schedule_lost_total counter
+cardshop_close_schedule_lost_total %d
+# HELP cardshop_close_schedule_unconfirmed Placed orders answered before the message scheduling their close was confirmed, still unconfirmed.
+# TYPE cardshop_close_schedule_unconfirmed gauge
+cardshop_close_schedule_unconfirmed %d
+`, l, u)
+		if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(exp), "cardshop_close_schedule_unconfirmed", "cardshop_close_schedule_lost_total"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want(7, 0)
+	unconfirmed, lost = 0, 3
+	want(0, 3)
 }
 
 // The group commit's measurements: a batch's size, each member's wait, each fallback by

@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -25,7 +26,27 @@ type pendingClose struct {
 	no   domain.OrderNo
 	due  time.Time
 	ctx  context.Context // the caller's: bounds the publish, and an abandoned order is not sent
-	done chan error      // buffered: receives the publish result once
+	done chan error      // buffered: receives the publish result once (a waiting caller's)
+	// answered: the caller returned before the confirm (Config.Unconfirmed); ctx is then its
+	// own, detached from the caller's and bounded by publishTimeout, and release ends it.
+	answered bool
+	release  context.CancelFunc
+}
+
+// settle hands p the result of its publish: to its caller, or, for an order answered before the
+// confirm, to the broker's counters. It reports whether an answered order's message failed.
+func (b *Broker) settle(p *pendingClose, err error) (lost bool) {
+	if !p.answered {
+		p.done <- err
+		return false
+	}
+	p.release()
+	b.unconfirmed.Add(-1)
+	if err != nil {
+		b.lostCloses.Add(1)
+		return true
+	}
+	return false
 }
 
 // closeBatcher collects ScheduleClose calls until a batch is full or its linger has passed.
@@ -121,13 +142,19 @@ func (b *Broker) closeBatcher() {
 // groups (see groupByDue), one confirmed message per group, the groups in parallel.
 func (b *Broker) flush(items []*pendingClose) {
 	live := items[:0]
+	var lost []*pendingClose
 	for _, p := range items {
 		if err := p.ctx.Err(); err != nil {
-			p.done <- err // nobody reads it: the caller returned on its context already
+			// A waiting caller returned on its context already: nobody reads the result. An
+			// answered order's own deadline passed before its flush: it is lost.
+			if b.settle(p, err) {
+				lost = append(lost, p)
+			}
 			continue
 		}
 		live = append(live, p)
 	}
+	b.logLost(lost, errors.New("not published before its deadline"))
 	if len(live) == 0 {
 		return
 	}
@@ -187,9 +214,23 @@ func (b *Broker) publishGroup(g []*pendingClose) {
 	ctx, cancel := context.WithDeadline(context.Background(), groupDeadline(g))
 	err := b.publishTimeouts(ctx, nos, g[len(g)-1].due, newBatchID())
 	cancel()
+	var lost []*pendingClose
 	for _, p := range g {
-		p.done <- err
+		if b.settle(p, err) {
+			lost = append(lost, p)
+		}
 	}
+	b.logLost(lost, err)
+}
+
+// logLost reports, once per message, the orders answered before their confirm whose message
+// failed: their timeout will not come, and the sweeper closes them when they fall due.
+func (b *Broker) logLost(lost []*pendingClose, err error) {
+	if len(lost) == 0 {
+		return
+	}
+	b.log.Warn("timeout message of orders already answered not confirmed; the sweeper closes them",
+		"orders", len(lost), "first_order_no", lost[0].no, "err", err)
 }
 
 // groupDeadline bounds the publish of g's message: as long as the most patient of its callers

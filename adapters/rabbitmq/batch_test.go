@@ -325,6 +325,122 @@ func TestCloseFlushesQueuedOrders(t *testing.T) {
 
 // scheduleQueued starts n ScheduleClose calls due now and waits until all are queued; results
 // waits for them to return.
+// With Config.Unconfirmed, ScheduleClose answers as soon as its order is queued, up to that
+// many orders waiting for their confirm; past the bound a call waits for its confirm again. The
+// answered orders are published even though their callers' contexts have ended, Close flushes
+// them, and a message that fails is counted against its answered orders.
+func TestScheduleCloseAnsweredBeforeItsConfirm(t *testing.T) {
+	t.Run("connected", func(t *testing.T) {
+		b := dial(t, rabbitmq.Config{Unconfirmed: 3}) // no Consume: the orders stay in the timeouts queue
+		raw := rawChannel(t)
+		b.SetLinger(time.Hour) // only Close flushes: a call that waited for its confirm would not return
+		answered := map[domain.OrderNo]bool{}
+		for range 3 {
+			no := newOrderNo()
+			ctx, cancel := context.WithCancel(t.Context())
+			if err := b.ScheduleClose(ctx, no, time.Now()); err != nil {
+				t.Fatalf("ScheduleClose within the bound: %v", err)
+			}
+			cancel() // the request is answered and its context ends: the order is still sent
+			answered[no] = true
+		}
+		if u, lost := b.CloseConfirms(); u != 3 || lost != 0 {
+			t.Fatalf("CloseConfirms() = %d unconfirmed, %d lost; want 3, 0", u, lost)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		late := newOrderNo()
+		if err := b.ScheduleClose(ctx, late, time.Now()); !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("ScheduleClose past the bound, no flush before its deadline: %v, want it to wait and give up", err)
+		}
+		closeWithin(t, b, 5*time.Second)
+		if u, lost := b.CloseConfirms(); u != 0 || lost != 0 {
+			t.Fatalf("CloseConfirms() after Close = %d unconfirmed, %d lost; want 0, 0", u, lost)
+		}
+		got := map[domain.OrderNo]bool{}
+		for {
+			d, ok, err := raw.Get(b.OrderTimeoutsQueue(), true)
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if !ok {
+				break
+			}
+			nos, _ := rabbitmq.DecodeOrders(d.Body)
+			for _, no := range nos {
+				got[no] = true
+			}
+		}
+		if len(got) != len(answered) || got[late] {
+			t.Fatalf("queue holds %v, want exactly the answered orders %v", got, answered)
+		}
+		for no := range answered {
+			if !got[no] {
+				t.Fatalf("answered order %s missing from the queue (holds %v)", no, got)
+			}
+		}
+	})
+	t.Run("message fails", func(t *testing.T) {
+		p, url := proxied(t)
+		b := dial(t, rabbitmq.Config{URL: url, Unconfirmed: 10})
+		b.SetLinger(time.Hour)
+		for range 5 {
+			if err := b.ScheduleClose(t.Context(), newOrderNo(), time.Now()); err != nil {
+				t.Fatalf("ScheduleClose within the bound: %v", err)
+			}
+		}
+		p.cut() // Close's flush finds no connection
+		closeWithin(t, b, 5*time.Second)
+		if u, lost := b.CloseConfirms(); u != 0 || lost != 5 {
+			t.Fatalf("CloseConfirms() = %d unconfirmed, %d lost; want 0, 5", u, lost)
+		}
+	})
+	t.Run("many callers at once", func(t *testing.T) {
+		const callers, bound = 400, 50
+		b := dial(t, rabbitmq.Config{Unconfirmed: bound})
+		raw := rawChannel(t)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		scheduled := map[domain.OrderNo]bool{}
+		for range callers {
+			wg.Go(func() {
+				no := newOrderNo()
+				if err := b.ScheduleClose(t.Context(), no, time.Now()); err != nil {
+					t.Errorf("ScheduleClose: %v", err)
+					return
+				}
+				if u, _ := b.CloseConfirms(); u > bound {
+					t.Errorf("%d orders answered before their confirm, bound %d", u, bound)
+				}
+				mu.Lock()
+				scheduled[no] = true
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		closeWithin(t, b, 10*time.Second)
+		if u, lost := b.CloseConfirms(); u != 0 || lost != 0 {
+			t.Fatalf("CloseConfirms() = %d unconfirmed, %d lost; want 0, 0", u, lost)
+		}
+		for {
+			d, ok, err := raw.Get(b.OrderTimeoutsQueue(), true)
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if !ok {
+				break
+			}
+			nos, _ := rabbitmq.DecodeOrders(d.Body)
+			for _, no := range nos {
+				delete(scheduled, no)
+			}
+		}
+		if len(scheduled) != 0 {
+			t.Fatalf("%d of %d scheduled orders missing from the queue", len(scheduled), callers)
+		}
+	})
+}
+
 func scheduleQueued(t *testing.T, b *rabbitmq.Broker, n int) (results func() map[domain.OrderNo]error) {
 	t.Helper()
 	var mu sync.Mutex

@@ -25,7 +25,11 @@ type Config struct {
 	Delays     []time.Duration // delay buckets added to the default ladder; include the order timeout
 	RetryDelay time.Duration   // how far ahead an order is rescheduled when the handler fails, default 5s
 	Channels   int             // publisher channel pool size, default 8
-	Logger     *slog.Logger    // default slog.Default()
+	// Unconfirmed is how many ScheduleClose calls may return before the message that carries
+	// their order is confirmed, at once; past it a call waits for its confirm. 0: every call
+	// waits (see the package documentation, "Answering before the confirm").
+	Unconfirmed int
+	Logger      *slog.Logger // default slog.Default()
 }
 
 // Tuning that is not worth a configuration knob.
@@ -75,6 +79,8 @@ type Broker struct {
 	batch           closeBatcher  // ScheduleClose's group commit
 	handlerSlots    chan struct{} // bounds the handlers running at once, over all deliveries
 	timeoutMessages atomic.Int64  // timeout messages confirmed (batches and re-parks)
+	unconfirmed     atomic.Int64  // ScheduleClose calls answered whose message is not confirmed yet
+	lostCloses      atomic.Int64  // orders answered before their confirm whose message then failed
 
 	blocked atomic.Pointer[blocking] // set while the broker blocks the connection's publishes
 
@@ -444,4 +450,11 @@ func (b *Broker) QueueDepths(ctx context.Context) (map[string]int, error) {
 	case <-ctx.Done():
 		return nil, unavailable("queue depths", ctx.Err())
 	}
+}
+
+// CloseConfirms reports the ScheduleClose calls answered before their confirm
+// (Config.Unconfirmed) whose message is not confirmed yet, and how many such orders have had
+// their message fail since Dial (the sweeper closes those).
+func (b *Broker) CloseConfirms() (unconfirmed, lost int64) {
+	return b.unconfirmed.Load(), b.lostCloses.Load()
 }

@@ -56,6 +56,20 @@
 // flight before closing the connection. The price is latency: a call takes at least the linger
 // (5ms) plus one confirm, even alone.
 //
+// # Answering before the confirm
+//
+// With Config.Unconfirmed > 0, ScheduleClose returns nil as soon as its order is queued for a
+// batch, without waiting for the linger and the confirm, as long as fewer than Unconfirmed such
+// orders wait for their confirm; past that bound a call waits as above, so a slow broker slows
+// the callers down instead of piling orders up. The caller loses nothing it used: a failed
+// ScheduleClose is only logged by the service, because the sweeper closes every order past its
+// expiry whether or not its message came. What changes is who sees a failure: the broker logs
+// it (once per message, with the number of orders) and counts it (CloseConfirms), instead of
+// the caller. An answered order's publish is bounded by its own 10s deadline, not by the
+// caller's context, which usually ends when the request is answered. A call still fails at once
+// while the broker is disconnected, blocked or closed. Close flushes answered orders like
+// waiting ones and waits for their confirms, so a clean shutdown loses none.
+//
 // # Events
 //
 // Publish sends outbox events to the durable topic exchange <prefix>.events with the topic as

@@ -135,7 +135,8 @@ func (b *Broker) publish(ctx context.Context, exchange, key string, msg amqp.Pub
 }
 
 // ScheduleClose schedules the close of no at due and returns once the broker has confirmed the
-// message that carries it. The consumer hands no to the handler at or soon after due, never
+// message that carries it, or, with Config.Unconfirmed, once the order is queued for its batch
+// (as long as fewer than Config.Unconfirmed such orders wait for their confirm). The consumer hands no to the handler at or soon after due, never
 // before (a message that arrives early is re-published for the rest of the delay). Delivery is
 // at least once.
 //
@@ -157,8 +158,19 @@ func (b *Broker) ScheduleClose(ctx context.Context, no domain.OrderNo, due time.
 		return fmt.Errorf("schedule close of %s: %w", no, unavailable("publish", err))
 	}
 	p := &pendingClose{no: no, due: due, ctx: ctx, done: make(chan error, 1)}
+	if b.reserveAnswer() {
+		p.answered = true
+		p.ctx, p.release = context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	}
 	if err := b.enqueue(p); err != nil {
+		if p.answered {
+			p.release()
+			b.unconfirmed.Add(-1)
+		}
 		return fmt.Errorf("schedule close of %s: %w", no, unavailable("publish", err))
+	}
+	if p.answered {
+		return nil
 	}
 	select {
 	case err := <-p.done:
@@ -168,6 +180,21 @@ func (b *Broker) ScheduleClose(ctx context.Context, no domain.OrderNo, due time.
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("schedule close of %s: %w", no, unavailable("publish: wait for the batch", ctx.Err()))
+	}
+}
+
+// reserveAnswer takes one of the Config.Unconfirmed places of the orders answered before their
+// confirm; false when none is free (or the bound is 0): the caller waits for its confirm.
+func (b *Broker) reserveAnswer() bool {
+	limit := int64(b.cfg.Unconfirmed)
+	for {
+		n := b.unconfirmed.Load()
+		if n >= limit {
+			return false
+		}
+		if b.unconfirmed.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 

@@ -24,6 +24,15 @@ func TestContractRabbitMQ(t *testing.T) {
 	})
 }
 
+// The same contract with ScheduleClose answering before its confirm.
+func TestContractRabbitMQAnsweredBeforeConfirm(t *testing.T) {
+	porttest.RunDelayQueue(t, func(t *testing.T, handler func(context.Context, domain.OrderNo) error) domain.DelayQueue {
+		b := dial(t, rabbitmq.Config{RetryDelay: 200 * time.Millisecond, Unconfirmed: 64})
+		b.Consume(handler)
+		return b
+	})
+}
+
 func TestBucketFor(t *testing.T) {
 	ladder := rabbitmq.Ladder([]time.Duration{15 * time.Minute, 200 * time.Millisecond})
 	for _, c := range []struct {

@@ -20,23 +20,39 @@ type abSample struct {
 	orders, pays float64
 }
 
-// runAB runs the selected scenarios o.ab rounds with group commit off and on in turn (off
-// first in odd rounds, on first in even ones, so that neither arm always runs on a warmer
+// abSetting is -ab-var: the service setting an A/B compares and its two values.
+type abSetting struct{ name, a, b string }
+
+func (v *abSetting) String() string { return v.name + "=" + v.a + "," + v.b }
+
+func (v *abSetting) Set(s string) error {
+	name, values, ok := strings.Cut(s, "=")
+	a, b, two := strings.Cut(values, ",")
+	if !ok || !two || !strings.HasPrefix(name, "CARDSHOP_") || a == "" || b == "" || a == b || strings.Contains(b, ",") {
+		return fmt.Errorf("want CARDSHOP_NAME=A,B with two different values, got %q", s)
+	}
+	*v = abSetting{name: name, a: a, b: b}
+	return nil
+}
+
+// runAB runs the selected scenarios o.ab rounds with the A/B setting's two values in turn (A
+// first in odd rounds, B first in even ones, so that neither arm always runs on a warmer
 // database), each arm on instances of its own, checks every invariant of every run, and prints
 // each scenario's orders/s and payments/s per arm: the median and the spread of its rounds.
 func (e *env) runAB(ctx context.Context) (checks, failed int, err error) {
-	samples := map[string]map[int][]abSample{"off": {}, "on": {}}
+	v := e.o.abVar
+	samples := map[string]map[int][]abSample{v.a: {}, v.b: {}}
 	names := map[int]string{}
 	var order []int
 	for round := 1; round <= e.o.ab; round++ {
-		arms := []string{"off", "on"}
+		arms := []string{v.a, v.b}
 		if round%2 == 0 {
-			arms = []string{"on", "off"}
+			arms = []string{v.b, v.a}
 		}
 		for _, arm := range arms {
 			e.stopInstances() // the arm's setting is read when an instance starts
-			e.o.batch = arm
-			fmt.Printf("== A/B round %d of %d: CARDSHOP_LEDGER_BATCH=%s\n", round, e.o.ab, arm)
+			e.o.abArm = v.name + "=" + arm
+			fmt.Printf("== A/B round %d of %d: %s\n", round, e.o.ab, e.o.abArm)
 			for _, sc := range scenarios(e.o) {
 				if !strings.Contains(","+e.o.only+",", fmt.Sprintf(",%d,", sc.num)) {
 					continue
@@ -46,7 +62,7 @@ func (e *env) runAB(ctx context.Context) (checks, failed int, err error) {
 				}
 				res, err := e.runScenario(ctx, sc)
 				if err != nil {
-					return checks, failed, fmt.Errorf("A/B round %d, batching %s, scenario %d: %w", round, arm, sc.num, err)
+					return checks, failed, fmt.Errorf("A/B round %d, %s, scenario %d: %w", round, e.o.abArm, sc.num, err)
 				}
 				failed += res.failed()
 				checks += len(res.checks)
@@ -60,21 +76,22 @@ func (e *env) runAB(ctx context.Context) (checks, failed int, err error) {
 		}
 	}
 	e.stopInstances()
-	fmt.Printf("== A/B of group commit: %d rounds per arm, alternating; median [min – max]\n", e.o.ab)
-	fmt.Printf("   %-44s %-5s %-32s %-32s\n", "scenario", "batch", "successful orders/s", "payments/s")
+	e.o.abArm = ""
+	fmt.Printf("== A/B of %s: %d rounds per arm, alternating; median [min – max]\n", v.name, e.o.ab)
+	fmt.Printf("   %-44s %-8s %-32s %-32s\n", "scenario", "value", "successful orders/s", "payments/s")
 	for _, n := range order {
-		for _, arm := range []string{"off", "on"} {
+		for _, arm := range []string{v.a, v.b} {
 			s := samples[arm][n]
-			fmt.Printf("   %-44s %-5s %-32s %-32s\n", fmt.Sprintf("%d. %s", n, trim(names[n], 40)), arm,
+			fmt.Printf("   %-44s %-8s %-32s %-32s\n", fmt.Sprintf("%d. %s", n, trim(names[n], 40)), arm,
 				spread(s, func(x abSample) float64 { return x.orders }), spread(s, func(x abSample) float64 { return x.pays }))
 		}
-		on, off := median(samples["on"][n], func(x abSample) float64 { return x.orders }),
-			median(samples["off"][n], func(x abSample) float64 { return x.orders })
-		pon, poff := median(samples["on"][n], func(x abSample) float64 { return x.pays }),
-			median(samples["off"][n], func(x abSample) float64 { return x.pays })
-		fmt.Printf("   %-44s on/off: orders %.2f×, payments %.2f×\n", "", ratio(on, off), ratio(pon, poff))
-		fmt.Printf("   %-44s on vs ceilings: orders %.2f of the INSERT ceiling (target ≥ %.1f), payments %.2f of the pay transaction (target ≥ %.1f)\n",
-			"", on/max(e.ceil.insert, 1), ordersShare, pon/max(e.ceil.payTx, 1), payShare)
+		ob, oa := median(samples[v.b][n], func(x abSample) float64 { return x.orders }),
+			median(samples[v.a][n], func(x abSample) float64 { return x.orders })
+		pb, pa := median(samples[v.b][n], func(x abSample) float64 { return x.pays }),
+			median(samples[v.a][n], func(x abSample) float64 { return x.pays })
+		fmt.Printf("   %-44s %s/%s: orders %.2f×, payments %.2f×\n", "", v.b, v.a, ratio(ob, oa), ratio(pb, pa))
+		fmt.Printf("   %-44s %s vs ceilings: orders %.2f of the INSERT ceiling (target ≥ %.1f), payments %.2f of the pay transaction (target ≥ %.1f)\n",
+			"", v.b, ob/max(e.ceil.insert, 1), ordersShare, pb/max(e.ceil.payTx, 1), payShare)
 	}
 	fmt.Printf("\n   invariants: %d checks, %d failed across every run of both arms\n", checks, failed)
 	return checks, failed, nil

@@ -58,6 +58,9 @@ func (e *env) startInstance(ctx context.Context, name string, pprofAddr string, 
 	if e.o.batch != "" {
 		in.cmd.Env = append(in.cmd.Env, "CARDSHOP_LEDGER_BATCH="+e.o.batch)
 	}
+	if e.o.abArm != "" {
+		in.cmd.Env = append(in.cmd.Env, e.o.abArm)
+	}
 	if e.stripe != nil {
 		in.cmd.Env = append(in.cmd.Env, e.stripe.environ()...)
 	}

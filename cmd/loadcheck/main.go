@@ -57,9 +57,12 @@ type options struct {
 	redisAddr    string
 	amqpURL      string
 	// batch is the instances' CARDSHOP_LEDGER_BATCH ("" leaves the service's default); ab > 0
-	// runs the selected scenarios that many rounds with batching off and on, alternately.
+	// runs the selected scenarios that many rounds with abVar's two values, alternately
+	// (abArm, "NAME=value", is the value of the arm running).
 	batch string
 	ab    int
+	abVar abSetting
+	abArm string
 }
 
 func main() {
@@ -94,8 +97,10 @@ func main() {
 	flag.StringVar(&o.redisAddr, "redis", envOr("TEST_REDIS_ADDR", "127.0.0.1:6379"), "Redis address")
 	flag.StringVar(&o.amqpURL, "amqp", envOr("TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ URL")
 	flag.StringVar(&o.batch, "batch", "", "the instances' CARDSHOP_LEDGER_BATCH: on or off (default: the service's, on)")
-	flag.IntVar(&o.ab, "ab", 0, "A/B of group commit: run the selected scenarios (-only, default 2 and 1) this many rounds\n"+
-		"with batching off and on alternately, and print orders/s and payments/s per arm (medians and spread)")
+	flag.IntVar(&o.ab, "ab", 0, "A/B: run the selected scenarios (-only, default 2 and 1) this many rounds with -ab-var's\n"+
+		"two values alternately, and print orders/s and payments/s per arm (medians and spread)")
+	o.abVar = abSetting{name: "CARDSHOP_LEDGER_BATCH", a: "off", b: "on"}
+	flag.Var(&o.abVar, "ab-var", "the setting -ab compares, NAME=A,B (the instances' CARDSHOP_NAME set to A, then to B)")
 	flag.Parse()
 	if o.batch != "" && o.batch != "on" && o.batch != "off" {
 		fmt.Fprintf(os.Stderr, "loadcheck: -batch must be on or off, got %q\n", o.batch)
