@@ -191,10 +191,14 @@ type chaosResult struct {
 	hung                  int64 // requests wrk gave up on (no answer within its 10 s timeout)
 	created               []string
 	missing               []string // order numbers answered 201 that the ledger does not hold
-	goroutines, fds       [3]int   // the instance's, before, during and after the fault
-	unready               time.Duration
-	slowest               time.Duration // the slowest answer of the run (wrk)
-	live                  *livePayments // the payments made while the orders ran
+	// unanswered are the orders of the product no 201 named; retryBad those a retry with the
+	// order's key did not answer 200 with the order.
+	unanswered      []unanswered
+	retryBad        []string
+	goroutines, fds [3]int // the instance's, before, during and after the fault
+	unready         time.Duration
+	slowest         time.Duration // the slowest answer of the run (wrk)
+	live            *livePayments // the payments made while the orders ran
 }
 
 // rate is the orders placed (201) per second over a stretch of the run.
@@ -270,12 +274,18 @@ func (e *env) loadWithFault(ctx context.Context, sc scenario, insts []*instance,
 	if cr.missing, err = e.notInLedger(ctx, cr.created); err != nil {
 		return w, err
 	}
+	if cr.unanswered, err = e.ordersWithout201(ctx, pid, cr.created); err != nil {
+		return w, err
+	}
+	cr.retryBad = e.retryUnanswered(ctx, in.base, pid, cr.unanswered)
 	fmt.Printf("   fault     %s %s into the run; the dependency answered again %s later; orders placed again, none refused, %s after that\n",
 		sc.fault, cr.injected.Sub(start).Round(100*time.Millisecond), cr.back.Sub(cr.injected).Round(100*time.Millisecond),
 		recovery(cr))
 	fmt.Printf("   around it %s orders placed/s before · %s during · %s after · refused meanwhile: %d (%s) · /readyz not ready for %s\n",
 		cr.before, cr.during, cr.after, cr.refused, statusMix(cr.refusedMix),
 		cr.unready.Round(100*time.Millisecond))
+	fmt.Printf("   no 201    %d orders placed whose request got no 201 (answered 5xx: outcome unknown, retry; or dropped at wrk's stop): a retry with the key found %d of them\n",
+		len(cr.unanswered), len(cr.unanswered)-len(cr.retryBad))
 	fmt.Printf("   paying    %s\n", live.summary(cr))
 	fmt.Printf("   instance  goroutines %d → %d → %d · open files %d → %d → %d (before, during, after the fault)\n",
 		cr.goroutines[0], cr.goroutines[1], cr.goroutines[2], cr.fds[0], cr.fds[1], cr.fds[2])
@@ -596,6 +606,10 @@ func chaosChecks(cr *chaosResult) []Check {
 		{Name: "chaos: every request answered 201 has its order in the ledger",
 			Detail: fmt.Sprintf("201 answers %d, their order numbers missing from the ledger: %d %s", len(cr.created), len(cr.missing), missing),
 			OK:     len(cr.missing) == 0 && len(cr.created) > 0},
+		{Name: "chaos: every order placed without a 201 answer is found by a retry with its key",
+			Detail: fmt.Sprintf("orders without a 201: %d; answered 200 with their order to a retry with the same key and body: %d%s",
+				len(cr.unanswered), len(cr.unanswered)-len(cr.retryBad), examples(cr.retryBad)),
+			OK: len(cr.retryBad) == 0},
 		{Name: "chaos: no request hung (each got an answer within wrk's 10 s timeout)",
 			Detail: fmt.Sprintf("requests timed out: %d", cr.hung), OK: cr.hung == 0},
 		{Name: "chaos: orders are placed again after the fault",

@@ -55,9 +55,35 @@ func TestChaosSplitNeverRecovered(t *testing.T) {
 	if !cr.firstOK.IsZero() || cr.refused != 10 || cr.after.seconds != 0 {
 		t.Errorf("firstOK %v, refused %d, after %+v: want never, 10, none", cr.firstOK, cr.refused, cr.after)
 	}
-	if c := chaosChecks(cr); c[2].OK {
-		t.Errorf("%s passed without a recovery", c[2].Name)
+	if c := checkNamed(t, chaosChecks(cr), "chaos: orders are placed again after the fault"); c.OK {
+		t.Errorf("%s passed without a recovery", c.Name)
 	}
+}
+
+// An order placed without a 201 passes only when a retry with its key found it.
+func TestChaosRetryCheck(t *testing.T) {
+	const name = "chaos: every order placed without a 201 answer is found by a retry with its key"
+	us := []unanswered{{no: "A1"}, {no: "A2"}}
+	for _, c := range []struct {
+		bad  []string
+		want bool
+	}{{nil, true}, {[]string{`A2: 409 "" <nil>`}, false}} {
+		cr := &chaosResult{created: []string{"B1"}, unanswered: us, retryBad: c.bad}
+		if got := checkNamed(t, chaosChecks(cr), name); got.OK != c.want {
+			t.Errorf("retry failures %q: %v (%s), want %v", c.bad, got.OK, got.Detail, c.want)
+		}
+	}
+}
+
+func checkNamed(t *testing.T, cs []Check, name string) Check {
+	t.Helper()
+	for _, c := range cs {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check %q", name)
+	return Check{}
 }
 
 func TestWrkTimeouts(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -58,6 +59,11 @@ func (e *env) startInstance(ctx context.Context, name string, pprofAddr string, 
 	if e.o.batch != "" {
 		in.cmd.Env = append(in.cmd.Env, "CARDSHOP_LEDGER_BATCH="+e.o.batch)
 	}
+	if e.o.chaos {
+		// The rate limiter on, as in production (two Redis scripts before every order, under
+		// the same faults), with budgets the load never reaches: all of it comes from one IP.
+		in.cmd.Env = append(in.cmd.Env, "CARDSHOP_RATE_PER_IP="+strconv.Itoa(chaosRateBudget), "CARDSHOP_RATE_PER_BUYER="+strconv.Itoa(chaosRateBudget))
+	}
 	if e.o.abArm != "" {
 		in.cmd.Env = append(in.cmd.Env, e.o.abArm)
 	}
@@ -96,6 +102,10 @@ func (e *env) stopInstance(in *instance) {
 	in.terminate()
 	e.dropInstance(in)
 }
+
+// chaosRateBudget is the chaos mode's CARDSHOP_RATE_PER_IP and _PER_BUYER: the most the
+// service takes, a million requests a minute.
+const chaosRateBudget = 1_000_000
 
 // filteredEnviron is the environment without CARDSHOP_* variables (the service refuses
 // unknown ones, and the harness sets its own).

@@ -28,10 +28,12 @@ type Expect struct {
 	// drops their answers uncounted): at most one per connection.
 	InFlight int64
 	// CommitUnknown bounds the orders stored whose buyer was not answered 201 because of the
-	// fault: answered 503 because MariaDB died or stalled under their COMMIT (ErrCommitUnknown,
-	// read back in vain: the buyer's retry with the key finds the order), at most one per
-	// connection; or, behind the retrying load balancer, answered with a replay (200) or not
-	// at all while another try placed the order. 0 outside the chaos mode.
+	// fault: answered 5xx (MariaDB died or stalled under their COMMIT, or the COMMIT landed
+	// after the request's deadline: ErrCommitUnknown, read back in vain) or not at all, so the
+	// 5xx answers and the requests wrk gave up on; or, behind the retrying load balancer,
+	// answered with a replay (200) or not at all while another try placed the order. The chaos
+	// check "found by a retry with its key" holds each such order to the buyer's retry. 0
+	// outside the chaos mode.
 	CommitUnknown    int64
 	AcceptedPayments map[string]bool // order numbers whose "paid" callback was answered 200 success
 	ExpiryGrace      time.Duration   // how long past expires_at a PENDING order may still be open

@@ -448,16 +448,24 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 
 	var commitUnknown int64
-	switch sc.fault {
-	case faultMariaDBKill, faultMariaDBStall, faultMariaDBCut:
-		// A COMMIT whose reply the fault swallowed (the request answered 503) may have landed:
-		// held by a stalled link and passed on after the client gave up, or cut after it ran.
-		commitUnknown = int64(e.o.conns)
-	case faultLB:
+	switch {
+	case sc.fault == faultLB:
 		// Orders whose buyer got no 201 for them: answered 200 (a replay) to a retry while the
 		// try that placed the order was given up on, or placed by a stalled instance's late run
 		// after the buyer was answered 409 or 502. Every answer, late ones too, names its order.
 		commitUnknown = max(int64(len(e.lb.tally().orders))-res.created, 0)
+	case res.chaos != nil:
+		// An order whose request was answered 5xx or not at all may be stored: a COMMIT whose
+		// reply the fault swallowed (held by a stalled link and passed on after the client gave
+		// up, or cut after it ran), or one that landed after the request's deadline (a slow
+		// Redis or MariaDB used it up) and was answered 503, outcome unknown. The chaos check
+		// "found by a retry with its key" holds each of them to the buyer's retry.
+		for status, n := range res.load.Status {
+			if status >= 500 {
+				commitUnknown += n
+			}
+		}
+		commitUnknown += res.chaos.hung
 	}
 	res.checks, err = checkInvariants(ctx, e.db, e.rdb, Expect{ProductID: pid, Created: res.created, InFlight: int64(e.o.conns),
 		CommitUnknown:    commitUnknown,
