@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"cardshop/adapters/porttest"
 )
@@ -92,3 +96,37 @@ func cpuBetween(before, after cpuSample, pids []int, requests int64) cpuUse {
 
 // mib formats a byte count in MiB with one decimal.
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// liveHeap returns the Go heap an instance holds live: it asks its pprof endpoint (addr) for the
+// heap profile after a garbage collection (gc=1) and reads the runtime's HeapAlloc from it. A
+// peak RSS follows the load a scenario puts on the process (Go keeps the heap it grew to for a
+// while); the live heap after a collection is what would grow if the service kept something
+// per order.
+func liveHeap(ctx context.Context, addr string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1&debug=1", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	return parseHeapAlloc(b)
+}
+
+// parseHeapAlloc reads the "# HeapAlloc = N" line of a heap profile in its text form.
+func parseHeapAlloc(b []byte) (int64, error) {
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "# HeapAlloc = "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("heap profile without a HeapAlloc line")
+}

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -92,13 +97,41 @@ func TestRSSSpread(t *testing.T) {
 		{peakRSS: []int64{30}, rssNames: []string{"fresh"}}, // one scenario only: not compared
 		{peakRSS: []int64{70, 41}, rssNames: []string{"instance-1", "instance-2"}},
 	}
-	name, lo, hi, ok := rssSpread(results)
+	peaks := func(r scenarioResult) []int64 { return r.peakRSS }
+	name, lo, hi, ok := rssSpread(results, peaks)
 	if !ok || name != "instance-1" || lo != 50 || hi != 70 {
 		t.Fatalf("rssSpread = %s %d..%d %v, want instance-1 50..70", name, lo, hi, ok)
 	}
-	if _, _, _, ok := rssSpread(results[2:3]); ok {
+	if _, _, _, ok := rssSpread(results[2:3], peaks); ok {
 		t.Fatal("an instance of one scenario was compared with itself")
 	}
+	// Unknown values (negative) are left out: instance-2's live heap is known in one scenario only.
+	results[0].liveHeap, results[1].liveHeap, results[3].liveHeap = []int64{10, -1}, []int64{12}, []int64{11, 9}
+	name, lo, hi, ok = rssSpread(results, func(r scenarioResult) []int64 { return r.liveHeap })
+	if !ok || name != "instance-1" || lo != 10 || hi != 12 {
+		t.Fatalf("rssSpread of live heaps = %s %d..%d %v, want instance-1 10..12", name, lo, hi, ok)
+	}
+}
+
+// The live heap is the HeapAlloc line of the heap profile's text form; the harness reads it
+// from a Go process the same way (this test's own pprof handler).
+func TestLiveHeap(t *testing.T) {
+	if n, err := parseHeapAlloc([]byte("heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 5\n# HeapAlloc = 12345678\n# HeapSys = 9\n")); err != nil || n != 12345678 {
+		t.Fatalf("parseHeapAlloc = %d, %v", n, err)
+	}
+	if _, err := parseHeapAlloc([]byte("# Alloc = 5\n")); err == nil {
+		t.Fatal("a profile without HeapAlloc parsed")
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	keep := make([]byte, 32<<20)
+	n, err := liveHeap(t.Context(), strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil || n < 32<<20 {
+		t.Fatalf("liveHeap = %s, %v; want at least the 32 MiB this test holds", mib(n), err)
+	}
+	runtime.KeepAlive(keep)
 }
 
 // processCPU is this process's user and system CPU time so far, by getrusage.

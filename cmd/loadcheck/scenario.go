@@ -146,6 +146,9 @@ type scenarioResult struct {
 	// the process started).
 	peakRSS  []int64
 	rssNames []string
+	// liveHeap is each instance's live Go heap after a garbage collection at the scenario's
+	// end, in the order of rssNames; -1 where it could not be read.
+	liveHeap []int64
 	rssReset bool
 }
 
@@ -526,6 +529,13 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		}
 		if rss, err := procPeakRSS(in.cmd.Process.Pid); err == nil {
 			res.peakRSS, res.rssNames = append(res.peakRSS, rss), append(res.rssNames, in.name)
+			live := int64(-1)
+			if in.pprof != "" {
+				if n, err := liveHeap(ctx, in.pprof); err == nil {
+					live = n
+				}
+			}
+			res.liveHeap = append(res.liveHeap, live)
 		}
 	}
 	if len(res.peakRSS) > 0 {
@@ -535,7 +545,7 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		}
 		parts := make([]string, len(res.peakRSS))
 		for i, b := range res.peakRSS {
-			parts[i] = fmt.Sprintf("%s %s", res.rssNames[i], mib(b))
+			parts[i] = fmt.Sprintf("%s %s%s", res.rssNames[i], mib(b), liveNote(res.liveHeap[i]))
 		}
 		fmt.Printf("   rss       peak (VmHWM) %s: %s\n", since, strings.Join(parts, " · "))
 	}
