@@ -288,18 +288,8 @@ func TestCloseFlushesQueuedOrders(t *testing.T) {
 			confirmed[no] = true
 		}
 		// Everything confirmed is in the queue.
-		for {
-			d, ok, err := raw.Get(b.OrderTimeoutsQueue(), true)
-			if err != nil {
-				t.Fatalf("Get: %v", err)
-			}
-			if !ok {
-				break
-			}
-			nos, _ := rabbitmq.DecodeOrders(d.Body)
-			for _, no := range nos {
-				delete(confirmed, no)
-			}
+		for no := range queuedOrders(t, raw, b.OrderTimeoutsQueue()) {
+			delete(confirmed, no)
 		}
 		if len(confirmed) > 0 {
 			t.Fatalf("%d confirmed orders missing from the queue", len(confirmed))
@@ -357,20 +347,7 @@ func TestScheduleCloseAnsweredBeforeItsConfirm(t *testing.T) {
 		if u, lost := b.CloseConfirms(); u != 0 || lost != 0 {
 			t.Fatalf("CloseConfirms() after Close = %d unconfirmed, %d lost; want 0, 0", u, lost)
 		}
-		got := map[domain.OrderNo]bool{}
-		for {
-			d, ok, err := raw.Get(b.OrderTimeoutsQueue(), true)
-			if err != nil {
-				t.Fatalf("Get: %v", err)
-			}
-			if !ok {
-				break
-			}
-			nos, _ := rabbitmq.DecodeOrders(d.Body)
-			for _, no := range nos {
-				got[no] = true
-			}
-		}
+		got := queuedOrders(t, raw, b.OrderTimeoutsQueue())
 		if len(got) != len(answered) || got[late] {
 			t.Fatalf("queue holds %v, want exactly the answered orders %v", got, answered)
 		}
@@ -422,23 +399,32 @@ func TestScheduleCloseAnsweredBeforeItsConfirm(t *testing.T) {
 		if u, lost := b.CloseConfirms(); u != 0 || lost != 0 {
 			t.Fatalf("CloseConfirms() = %d unconfirmed, %d lost; want 0, 0", u, lost)
 		}
-		for {
-			d, ok, err := raw.Get(b.OrderTimeoutsQueue(), true)
-			if err != nil {
-				t.Fatalf("Get: %v", err)
-			}
-			if !ok {
-				break
-			}
-			nos, _ := rabbitmq.DecodeOrders(d.Body)
-			for _, no := range nos {
-				delete(scheduled, no)
-			}
+		for no := range queuedOrders(t, raw, b.OrderTimeoutsQueue()) {
+			delete(scheduled, no)
 		}
 		if len(scheduled) != 0 {
 			t.Fatalf("%d of %d scheduled orders missing from the queue", len(scheduled), callers)
 		}
 	})
+}
+
+// queuedOrders takes every message off queue and returns the orders they carry.
+func queuedOrders(t *testing.T, raw *amqp.Channel, queue string) map[domain.OrderNo]bool {
+	t.Helper()
+	got := map[domain.OrderNo]bool{}
+	for {
+		d, ok, err := raw.Get(queue, true)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		if !ok {
+			return got
+		}
+		nos, _ := rabbitmq.DecodeOrders(d.Body)
+		for _, no := range nos {
+			got[no] = true
+		}
+	}
 }
 
 func scheduleQueued(t *testing.T, b *rabbitmq.Broker, n int) (results func() map[domain.OrderNo]error) {
