@@ -40,8 +40,7 @@ func (b *Broker) settle(p *pendingClose, err error) (lost bool) {
 		p.done <- err
 		return false
 	}
-	p.release()
-	b.unconfirmed.Add(-1)
+	b.releaseAnswer(p)
 	if err != nil {
 		b.lostCloses.Add(1)
 		return true

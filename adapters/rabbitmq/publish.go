@@ -136,9 +136,9 @@ func (b *Broker) publish(ctx context.Context, exchange, key string, msg amqp.Pub
 
 // ScheduleClose schedules the close of no at due and returns once the broker has confirmed the
 // message that carries it, or, with Config.Unconfirmed, once the order is queued for its batch
-// (as long as fewer than Config.Unconfirmed such orders wait for their confirm). The consumer hands no to the handler at or soon after due, never
-// before (a message that arrives early is re-published for the rest of the delay). Delivery is
-// at least once.
+// (as long as fewer than Config.Unconfirmed such orders wait for their confirm). The consumer
+// hands no to the handler at or soon after due, never before (a message that arrives early is
+// re-published for the rest of the delay). Delivery is at least once.
 //
 // Calls are committed in groups: the order joins the current batch, which is flushed when it
 // holds maxBatch orders or defaultLinger after its first order, as one message per group of
@@ -164,8 +164,7 @@ func (b *Broker) ScheduleClose(ctx context.Context, no domain.OrderNo, due time.
 	}
 	if err := b.enqueue(p); err != nil {
 		if p.answered {
-			p.release()
-			b.unconfirmed.Add(-1)
+			b.releaseAnswer(p)
 		}
 		return fmt.Errorf("schedule close of %s: %w", no, unavailable("publish", err))
 	}
@@ -196,6 +195,12 @@ func (b *Broker) reserveAnswer() bool {
 			return true
 		}
 	}
+}
+
+// releaseAnswer gives back the place reserveAnswer took for p and ends p's own context.
+func (b *Broker) releaseAnswer(p *pendingClose) {
+	p.release()
+	b.unconfirmed.Add(-1)
 }
 
 // Publish sends the outbox message to the events exchange (persistent, application/json,

@@ -41,6 +41,7 @@ func (v *abSetting) Set(s string) error {
 // each scenario's orders/s and payments/s per arm: the median and the spread of its rounds.
 func (e *env) runAB(ctx context.Context) (checks, failed int, err error) {
 	v := e.o.abVar
+	defer func(s string) { e.o.setting = s }(e.o.setting)
 	samples := map[string]map[int][]abSample{v.a: {}, v.b: {}}
 	names := map[int]string{}
 	var order []int
@@ -51,8 +52,8 @@ func (e *env) runAB(ctx context.Context) (checks, failed int, err error) {
 		}
 		for _, arm := range arms {
 			e.stopInstances() // the arm's setting is read when an instance starts
-			e.o.abArm = v.name + "=" + arm
-			fmt.Printf("== A/B round %d of %d: %s\n", round, e.o.ab, e.o.abArm)
+			e.o.setting = v.name + "=" + arm
+			fmt.Printf("== A/B round %d of %d: %s\n", round, e.o.ab, e.o.setting)
 			for _, sc := range scenarios(e.o) {
 				if !strings.Contains(","+e.o.only+",", fmt.Sprintf(",%d,", sc.num)) {
 					continue
@@ -62,7 +63,7 @@ func (e *env) runAB(ctx context.Context) (checks, failed int, err error) {
 				}
 				res, err := e.runScenario(ctx, sc)
 				if err != nil {
-					return checks, failed, fmt.Errorf("A/B round %d, %s, scenario %d: %w", round, e.o.abArm, sc.num, err)
+					return checks, failed, fmt.Errorf("A/B round %d, %s, scenario %d: %w", round, e.o.setting, sc.num, err)
 				}
 				failed += res.failed()
 				checks += len(res.checks)
@@ -76,7 +77,6 @@ func (e *env) runAB(ctx context.Context) (checks, failed int, err error) {
 		}
 	}
 	e.stopInstances()
-	e.o.abArm = ""
 	fmt.Printf("== A/B of %s: %d rounds per arm, alternating; median [min – max]\n", v.name, e.o.ab)
 	fmt.Printf("   %-44s %-8s %-32s %-32s\n", "scenario", "value", "successful orders/s", "payments/s")
 	for _, n := range order {

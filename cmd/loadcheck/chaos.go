@@ -271,10 +271,7 @@ func (e *env) loadWithFault(ctx context.Context, sc scenario, insts []*instance,
 	if cr.created, err = readLines(prefix + "-*"); err != nil {
 		return w, err
 	}
-	if cr.missing, err = e.notInLedger(ctx, cr.created); err != nil {
-		return w, err
-	}
-	if cr.unanswered, err = e.ordersWithout201(ctx, pid, cr.created); err != nil {
+	if cr.missing, cr.unanswered, err = e.against201s(ctx, pid, cr.created); err != nil {
 		return w, err
 	}
 	cr.retryBad = e.retryUnanswered(ctx, in.base, pid, cr.unanswered)

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -21,28 +18,45 @@ type unanswered struct {
 	qty            int
 }
 
-// ordersWithout201 lists the orders of product pid whose numbers are not among created.
-func (e *env) ordersWithout201(ctx context.Context, pid int64, created []string) ([]unanswered, error) {
-	named := make(map[string]bool, len(created))
-	for _, no := range created {
-		named[no] = true
-	}
+// against201s reads product pid's orders once and holds them against the order numbers its
+// 201 answers named (created): missing are the numbers the product's orders do not hold,
+// without201 the orders no 201 named.
+func (e *env) against201s(ctx context.Context, pid int64, created []string) (missing []string, without201 []unanswered, err error) {
 	rows, err := e.db.QueryContext(ctx, "SELECT order_no, buyer_id, idem_key, qty FROM orders WHERE product_id = ?", pid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
-	var out []unanswered
+	stored := map[string]unanswered{}
 	for rows.Next() {
 		var u unanswered
 		if err := rows.Scan(&u.no, &u.buyer, &u.key, &u.qty); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if !named[u.no] {
-			out = append(out, u)
+		stored[u.no] = u
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	missing, without201 = split201s(stored, created)
+	return missing, without201, nil
+}
+
+// split201s holds the stored orders (by number) against the numbers 201 answers named.
+func split201s(stored map[string]unanswered, created []string) (missing []string, without201 []unanswered) {
+	named := make(map[string]bool, len(created))
+	for _, no := range created {
+		named[no] = true
+		if _, ok := stored[no]; !ok {
+			missing = append(missing, no)
 		}
 	}
-	return out, rows.Err()
+	for no, u := range stored {
+		if !named[no] {
+			without201 = append(without201, u)
+		}
+	}
+	return missing, without201
 }
 
 // retryUnanswered sends each order's request again, as its buyer with its key, to base, and
@@ -68,31 +82,17 @@ func (e *env) retryUnanswered(ctx context.Context, base string, pid int64, us []
 	return bad
 }
 
+// placeAgain sends u's order request again, as its buyer with its key, and returns the
+// answer's status and the order number it names.
 func (e *env) placeAgain(ctx context.Context, client *http.Client, base string, pid int64, u unanswered) (int, string, error) {
-	tok, ok := e.buyerTokens[u.buyer]
-	if !ok {
-		return 0, "", fmt.Errorf("no token of buyer %s", u.buyer)
-	}
-	body := fmt.Sprintf(`{"product_id":%d,"qty":%d}`, pid, u.qty)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/order", strings.NewReader(body))
+	status, b, err := e.asBuyer(ctx, client, u.buyer, http.MethodPost, base+"/api/order",
+		fmt.Sprintf(`{"product_id":%d,"qty":%d}`, pid, u.qty), "Idempotency-Key", u.key)
 	if err != nil {
-		return 0, "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Idempotency-Key", u.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err != nil {
-		return resp.StatusCode, "", err
+		return status, "", err
 	}
 	var o struct {
 		OrderNo string `json:"order_no"`
 	}
-	_ = json.NewDecoder(bytes.NewReader(b)).Decode(&o)
-	return resp.StatusCode, o.OrderNo, nil
+	_ = json.Unmarshal(b, &o)
+	return status, o.OrderNo, nil
 }

@@ -75,6 +75,16 @@ func TestChaosRetryCheck(t *testing.T) {
 	}
 }
 
+// The 201s are held against the product's stored orders: a number no order holds is missing
+// (named twice, still one order), an order no 201 named is to be retried.
+func TestSplit201s(t *testing.T) {
+	stored := map[string]unanswered{"A": {no: "A"}, "B": {no: "B", key: "kb"}, "C": {no: "C"}}
+	missing, without := split201s(stored, []string{"A", "C", "C", "X"})
+	if len(missing) != 1 || missing[0] != "X" || len(without) != 1 || without[0].key != "kb" {
+		t.Fatalf("missing %v, without a 201 %+v; want [X] and B", missing, without)
+	}
+}
+
 func checkNamed(t *testing.T, cs []Check, name string) Check {
 	t.Helper()
 	for _, c := range cs {

@@ -56,16 +56,13 @@ func (e *env) startInstance(ctx context.Context, name string, pprofAddr string, 
 		"CARDSHOP_SWEEP_INTERVAL=1s", "CARDSHOP_ORPHAN_AFTER=10s", "CARDSHOP_MYSQL_MAX_CONNS=48", "CARDSHOP_RELAY_INTERVAL=200ms", "CARDSHOP_LOG_LEVEL=warn",
 		"CARDSHOP_PPROF_ADDR="+pprofAddr, "CARDSHOP_BUYER_CAP=1000000", "CARDSHOP_RATE_PER_IP=0", "CARDSHOP_RATE_PER_BUYER=0",
 		"CARDSHOP_PUBLIC_URL="+in.base, "CARDSHOP_STOCK_EVENTS_INTERVAL="+stockWatchEvery.String())
-	if e.o.batch != "" {
-		in.cmd.Env = append(in.cmd.Env, "CARDSHOP_LEDGER_BATCH="+e.o.batch)
-	}
 	if e.o.chaos {
 		// The rate limiter on, as in production (two Redis scripts before every order, under
 		// the same faults), with budgets the load never reaches: all of it comes from one IP.
 		in.cmd.Env = append(in.cmd.Env, "CARDSHOP_RATE_PER_IP="+strconv.Itoa(chaosRateBudget), "CARDSHOP_RATE_PER_BUYER="+strconv.Itoa(chaosRateBudget))
 	}
-	if e.o.abArm != "" {
-		in.cmd.Env = append(in.cmd.Env, e.o.abArm)
+	if e.o.setting != "" {
+		in.cmd.Env = append(in.cmd.Env, e.o.setting)
 	}
 	if e.stripe != nil {
 		in.cmd.Env = append(in.cmd.Env, e.stripe.environ()...)
@@ -166,18 +163,37 @@ func buyerID(i int) string { return fmt.Sprintf("lc-buyer-%05d", i) }
 
 // admin calls an admin endpoint and decodes nothing; it returns the status and body.
 func (in *instance) admin(ctx context.Context, token, method, path string, body io.Reader) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, in.base+path, body)
+	return request(ctx, http.DefaultClient, method, in.base+path, body, "Authorization", "Bearer "+token)
+}
+
+// request sends one request with the given header pairs (name, value, …) and returns the
+// answer's status and body (up to 16 MiB: the service's own answers).
+func request(ctx context.Context, client *http.Client, method, url string, body io.Reader, header ...string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	return resp.StatusCode, b, err
+}
+
+// asBuyer sends a JSON request to the service as buyer (its token from tokensFile), with the
+// extra header pairs, and returns the answer's status and body.
+func (e *env) asBuyer(ctx context.Context, client *http.Client, buyer, method, url, body string, header ...string) (int, []byte, error) {
+	tok, ok := e.buyerTokens[buyer]
+	if !ok {
+		return 0, nil, fmt.Errorf("no token of buyer %s", buyer)
+	}
+	return request(ctx, client, method, url, strings.NewReader(body),
+		append([]string{"Authorization", "Bearer " + tok, "Content-Type", "application/json"}, header...)...)
 }
 
 func freeAddr() (string, error) {

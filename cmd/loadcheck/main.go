@@ -56,13 +56,14 @@ type options struct {
 	mysqlServer  string
 	redisAddr    string
 	amqpURL      string
-	// batch is the instances' CARDSHOP_LEDGER_BATCH ("" leaves the service's default); ab > 0
-	// runs the selected scenarios that many rounds with abVar's two values, alternately
-	// (abArm, "NAME=value", is the value of the arm running).
+	// batch is -batch, the instances' CARDSHOP_LEDGER_BATCH ("" leaves the service's default);
+	// ab > 0 runs the selected scenarios that many rounds with abVar's two values, alternately.
 	batch string
 	ab    int
 	abVar abSetting
-	abArm string
+	// setting is the "CARDSHOP_NAME=value" every instance gets on top of the harness's own
+	// (from -batch, or the A/B arm running), "" for none.
+	setting string
 }
 
 func main() {
@@ -105,6 +106,9 @@ func main() {
 	if o.batch != "" && o.batch != "on" && o.batch != "off" {
 		fmt.Fprintf(os.Stderr, "loadcheck: -batch must be on or off, got %q\n", o.batch)
 		os.Exit(2)
+	}
+	if o.batch != "" {
+		o.setting = "CARDSHOP_LEDGER_BATCH=" + o.batch
 	}
 	if o.ab > 0 && o.only == "" {
 		o.only = "2,1"

@@ -98,18 +98,18 @@ func TestRSSSpread(t *testing.T) {
 		{peakRSS: []int64{70, 41}, rssNames: []string{"instance-1", "instance-2"}},
 	}
 	peaks := func(r scenarioResult) []int64 { return r.peakRSS }
-	name, lo, hi, ok := rssSpread(results, peaks)
+	name, lo, hi, ok := growthOf(results, peaks)
 	if !ok || name != "instance-1" || lo != 50 || hi != 70 {
-		t.Fatalf("rssSpread = %s %d..%d %v, want instance-1 50..70", name, lo, hi, ok)
+		t.Fatalf("growthOf = %s %d..%d %v, want instance-1 50..70", name, lo, hi, ok)
 	}
-	if _, _, _, ok := rssSpread(results[2:3], peaks); ok {
+	if _, _, _, ok := growthOf(results[2:3], peaks); ok {
 		t.Fatal("an instance of one scenario was compared with itself")
 	}
 	// Unknown values (negative) are left out: instance-2's live heap is known in one scenario only.
 	results[0].liveHeap, results[1].liveHeap, results[3].liveHeap = []int64{10, -1}, []int64{12}, []int64{11, 9}
-	name, lo, hi, ok = rssSpread(results, func(r scenarioResult) []int64 { return r.liveHeap })
+	name, lo, hi, ok = growthOf(results, func(r scenarioResult) []int64 { return r.liveHeap })
 	if !ok || name != "instance-1" || lo != 10 || hi != 12 {
-		t.Fatalf("rssSpread of live heaps = %s %d..%d %v, want instance-1 10..12", name, lo, hi, ok)
+		t.Fatalf("growthOf of live heaps = %s %d..%d %v, want instance-1 10..12", name, lo, hi, ok)
 	}
 }
 

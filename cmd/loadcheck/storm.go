@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -376,19 +377,14 @@ func (in *instance) gateReads(ctx context.Context) (int64, error) {
 
 // metric reads one series of the instance's /metrics (see seriesValue).
 func (in *instance) metric(ctx context.Context, name, label string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, in.base+"/metrics", nil)
+	status, b, err := request(ctx, http.DefaultClient, http.MethodGet, in.base+"/metrics", nil)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
+	if status != http.StatusOK {
+		return 0, fmt.Errorf("%s /metrics answered %d", in.name, status)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s /metrics answered %d", in.name, resp.StatusCode)
-	}
-	return seriesValue(resp.Body, name, label)
+	return seriesValue(bytes.NewReader(b), name, label)
 }
 
 // seriesValue reads the value of the series name{…label…} (label "" for a series without

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -194,28 +193,12 @@ func (e *env) payStripe(ctx context.Context, pid int64, res *scenarioResult) (ma
 // createPayment asks inst for order d's Stripe payment as its buyer; it returns the answer's
 // status (201 created, 200 the existing one) and the session id, or why the answer is wrong.
 func (e *env) createPayment(ctx context.Context, client *http.Client, inst *instance, d due) (int, string, error) {
-	tok, ok := e.buyerTokens[d.buyer]
-	if !ok {
-		return 0, "", fmt.Errorf("no token of buyer %s", d.buyer)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, inst.base+"/api/orders/"+d.no+"/payment",
-		strings.NewReader(`{"provider":"stripe"}`))
+	status, b, err := e.asBuyer(ctx, client, d.buyer, http.MethodPost, inst.base+"/api/orders/"+d.no+"/payment", `{"provider":"stripe"}`)
 	if err != nil {
-		return 0, "", err
+		return status, "", err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	resp.Body.Close()
-	if err != nil {
-		return resp.StatusCode, "", err
-	}
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, "", fmt.Errorf("%s", bytes.TrimSpace(b))
+	if status != http.StatusCreated && status != http.StatusOK {
+		return status, "", fmt.Errorf("%s", bytes.TrimSpace(b))
 	}
 	var p struct {
 		OrderNo     string `json:"order_no"`
@@ -226,13 +209,13 @@ func (e *env) createPayment(ctx context.Context, client *http.Client, inst *inst
 		PayURL      string `json:"pay_url"`
 	}
 	if err := json.Unmarshal(b, &p); err != nil {
-		return resp.StatusCode, "", fmt.Errorf("payment answer: %w", err)
+		return status, "", fmt.Errorf("payment answer: %w", err)
 	}
 	if p.OrderNo != d.no || p.Provider != "stripe" || p.Status != "OPEN" || p.Amount != d.amount ||
 		!strings.HasPrefix(p.ProviderRef, "cs_") || !strings.HasPrefix(p.PayURL, e.stripe.sim.URL) {
-		return resp.StatusCode, "", fmt.Errorf("payment answer is not the order's open Stripe payment of %d: %s", d.amount, bytes.TrimSpace(b))
+		return status, "", fmt.Errorf("payment answer is not the order's open Stripe payment of %d: %s", d.amount, bytes.TrimSpace(b))
 	}
-	return resp.StatusCode, p.ProviderRef, nil
+	return status, p.ProviderRef, nil
 }
 
 // afterSettle runs once the scenario's orders have settled: the simulator sends the

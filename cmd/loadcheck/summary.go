@@ -90,7 +90,7 @@ func (e *env) printSummary(results []scenarioResult) {
 				r.payRate, e.ceil.payTx, payShare, "callbacks/s")
 		}
 	}
-	if name, lo, hi, ok := rssSpread(results, func(r scenarioResult) []int64 { return r.peakRSS }); ok {
+	if name, lo, hi, ok := growthOf(results, func(r scenarioResult) []int64 { return r.peakRSS }); ok {
 		verdict := "PASS"
 		if float64(hi) > rssFlatShare*float64(lo) {
 			verdict = fmt.Sprintf("MISS by %.0f%%", (float64(hi)/(rssFlatShare*float64(lo))-1)*100)
@@ -101,7 +101,7 @@ func (e *env) printSummary(results []scenarioResult) {
 	// The live heap is printed, not judged: it is mostly connection buffers (HTTP, Redis,
 	// MariaDB), which grow with a scenario's concurrency and stay; what it shows is whether
 	// anything grows with the number of orders (docs/BENCHMARKS.md).
-	if name, lo, hi, ok := rssSpread(results, func(r scenarioResult) []int64 { return r.liveHeap }); ok {
+	if name, lo, hi, ok := growthOf(results, func(r scenarioResult) []int64 { return r.liveHeap }); ok {
 		fmt.Printf("   info live heap after a GC at each scenario's end: the instance that grew most, %s, %s to %s (%.2f×; per scenario in the table above)\n",
 			name, mib(lo), mib(hi), float64(hi)/float64(lo))
 	}
@@ -141,11 +141,11 @@ const soldOutCPUShare = 2.5
 // the factor is this harness's, see docs/BENCHMARKS.md).
 const rssFlatShare = 1.5
 
-// rssSpread returns, of the instances measured in more than one scenario, the one whose
+// growthOf returns, of the instances measured in more than one scenario, the one whose
 // per-scenario value (vals: peak RSS or live heap, in the order of rssNames; negative =
 // unknown) grew most from its smallest scenario to its largest: its name and those two values
 // (a process's own values are compared: a fresh instance starts smaller than a warm one).
-func rssSpread(results []scenarioResult, vals func(scenarioResult) []int64) (name string, lo, hi int64, ok bool) {
+func growthOf(results []scenarioResult, vals func(scenarioResult) []int64) (name string, lo, hi int64, ok bool) {
 	type span struct {
 		lo, hi int64
 		n      int
