@@ -61,13 +61,11 @@ func startOwnServices(ctx context.Context, dir string) (*ownServices, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	var err error
-	if s.redisAddr, err = freeAddr(); err != nil {
+	addrs, err := freeAddrs(2)
+	if err != nil {
 		return nil, err
 	}
-	if s.mariaAddr, err = freeAddr(); err != nil {
-		return nil, err
-	}
+	s.redisAddr, s.mariaAddr = addrs[0], addrs[1]
 	fmt.Printf("starting the chaos mode's own Redis (%s) and MariaDB (%s, datadir %s) …\n", s.redisAddr, s.mariaAddr, s.mariaData)
 	if err := s.startRedis(ctx); err != nil {
 		return nil, err

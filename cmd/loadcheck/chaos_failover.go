@@ -32,13 +32,9 @@ type sentinelSet struct {
 
 func startSentinelSet(ctx context.Context, dir string) (*sentinelSet, error) {
 	s := &sentinelSet{procs: map[string]*exec.Cmd{}, exits: map[string]chan struct{}{}}
-	addrs := make([]string, 4)
-	for i := range addrs {
-		a, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		addrs[i] = a
+	addrs, err := freeAddrs(4)
+	if err != nil {
+		return nil, err
 	}
 	s.primary, s.replicas, s.sentinel = addrs[0], addrs[1:3], addrs[3]
 	node := func(name, addr string, extra ...string) error {

@@ -108,3 +108,20 @@ func TestWrkTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// The addresses picked together for one set of servers are distinct.
+func TestFreeAddrsDistinct(t *testing.T) {
+	for range 50 {
+		addrs, err := freeAddrs(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, a := range addrs {
+			if seen[a] {
+				t.Fatalf("address %s picked twice in %v", a, addrs)
+			}
+			seen[a] = true
+		}
+	}
+}

@@ -197,12 +197,27 @@ func (e *env) asBuyer(ctx context.Context, client *http.Client, buyer, method, u
 }
 
 func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeAddrs(1)
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return a[0], nil
+}
+
+// freeAddrs returns n distinct free loopback addresses for servers about to be started. The
+// ports are held until all n are picked: picked one at a time, a port closed before its server
+// binds it may be handed out again (a chaos run once got one port for its Redis and MariaDB).
+func freeAddrs(n int) ([]string, error) {
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		addrs[i] = ln.Addr().String()
+	}
+	return addrs, nil
 }
 
 func moduleRoot() (string, error) {
