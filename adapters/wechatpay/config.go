@@ -181,12 +181,18 @@ func New(cfg Config) (*Gateway, error) {
 }
 
 // addVerifiers keys one SDK verifier by each serial WeChat Pay may name in Wechatpay-Serial:
-// each platform certificate's serial number and the public key's id.
+// each platform certificate's serial number and the public key's id. It also picks the serial
+// every request names in its own Wechatpay-Serial, as the SDK's client does: the public key's
+// id when there is one, else the newest certificate's (the latest NotBefore; the first given
+// of equals). While a merchant switches from certificates to the public key, WeChat Pay signs
+// an answer with the key the request names and with a certificate when it names none, so a
+// merchant who configured only the public key could verify no answer without it.
 func (g *Gateway) addVerifiers(cfg Config) error {
 	if len(cfg.PlatformCertificatesPEM) == 0 && cfg.PublicKeyID == "" && cfg.PublicKeyPEM == "" {
 		return errors.New("wechatpay: neither a platform certificate nor a WeChat Pay public key")
 	}
 	certs := map[string]*x509.Certificate{}
+	var newest *x509.Certificate
 	for i, p := range cfg.PlatformCertificatesPEM {
 		c, err := parseCertificate(p)
 		if err != nil {
@@ -197,6 +203,9 @@ func (g *Gateway) addVerifiers(cfg Config) error {
 			return fmt.Errorf("wechatpay: platform certificate %s given twice", serial)
 		}
 		certs[serial] = c
+		if newest == nil || c.NotBefore.After(newest.NotBefore) {
+			newest, g.acceptSerial = c, serial
+		}
 	}
 	if len(certs) > 0 {
 		v := verifiers.NewSHA256WithRSAVerifier(core.NewCertificateMap(certs))
@@ -216,6 +225,7 @@ func (g *Gateway) addVerifiers(cfg Config) error {
 			return errors.New("wechatpay: the public key id is also a certificate serial")
 		}
 		g.keys[cfg.PublicKeyID] = verifiers.NewSHA256WithRSAPubkeyVerifier(cfg.PublicKeyID, *pub)
+		g.acceptSerial = cfg.PublicKeyID
 	}
 	return nil
 }

@@ -35,7 +35,10 @@
 // Every answer, 2xx or a 4xx refusal, is checked like a notification: Wechatpay-Timestamp
 // within 5 minutes of the shop's clock and a signature under the key Wechatpay-Serial names
 // (a configured certificate serial or the PUB_KEY_ID_… of the public key: both while a
-// merchant migrates). An unverified 2xx is an error; an unverified 4xx is an *APIError with
+// merchant migrates). Every request names in its own Wechatpay-Serial the key its answer is
+// verified with — the public key's id when one is configured, else the newest certificate's
+// serial — because mid-switch WeChat Pay signs an answer with the key the request names and
+// with a certificate when it names none. An unverified 2xx is an error; an unverified 4xx is an *APIError with
 // Verified false, never taken as WeChat Pay's word (a refund is not marked refused on it).
 // 5xx, 429, SYSTEM_ERROR and FREQUENCY_LIMITED are domain.ErrUnavailable.
 //

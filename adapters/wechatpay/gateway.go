@@ -44,6 +44,7 @@ type Gateway struct {
 	v3key        secret
 	creds        *credentials.WechatPayCredentials
 	keys         map[string]auth.Verifier // by Wechatpay-Serial: certificate serials and the public key id
+	acceptSerial string                   // the Wechatpay-Serial of every request: the key answers are verified with
 	refundNotify string
 	client       *http.Client
 	clock        domain.Clock
@@ -371,6 +372,7 @@ func (g *Gateway) call(ctx context.Context, method, path string, query url.Value
 		return errors.New("sign the request: the SDK's signer failed")
 	}
 	req.Header.Set("Authorization", authz)
+	req.Header.Set(HeaderSerial, g.acceptSerial)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "cardshop")
 	if body != nil {

@@ -393,7 +393,7 @@ func (s *Server) forge(n Notification, f Forgery) (send, signed []byte) {
 // post sends one attempt.
 func (s *Server) post(ctx context.Context, n Notification, f Forgery) Delivery {
 	s.mu.Lock()
-	delay, kind := s.delay, s.signWith
+	delay, kind := s.delay, s.answerKey("") // a notification answers no request: it names no key
 	s.mu.Unlock()
 	d := Delivery{ID: n.ID, EventType: n.EventType, OrderNo: n.OrderNo, Forgery: f}
 	if delay > 0 {

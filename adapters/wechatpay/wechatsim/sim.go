@@ -9,7 +9,9 @@
 // It holds two platform keys, as WeChat Pay does for a merchant migrating from platform
 // certificates to the WeChat Pay public key: a self-signed platform certificate (serial number
 // in Wechatpay-Serial) and a public key with a PUB_KEY_ID_… id. SignWith chooses which one
-// signs answers and notifications.
+// signs answers and notifications; SignMidSwitch is WeChat Pay's rule while the switch is under
+// way: an answer is signed with the key the request's Wechatpay-Serial names, and with the
+// certificate when the request names none.
 //
 // Notifications are real HTTPS POSTs to the order's (or the refund's) notify_url, JSON with an
 // AEAD_AES_256_GCM resource under the API v3 key, signed over "ts\nnonce\nbody\n". A delivery
@@ -59,6 +61,11 @@ type KeyKind int
 const (
 	SignCertificate KeyKind = iota // the platform certificate: Wechatpay-Serial is its serial number
 	SignPublicKey                  // the WeChat Pay public key: Wechatpay-Serial is PUB_KEY_ID_…
+	// SignMidSwitch is a merchant switching from the certificate to the public key: an answer
+	// is signed with the public key when the request's Wechatpay-Serial is its PUB_KEY_ID_…, and
+	// with the certificate otherwise (no header, or the certificate's serial); notifications,
+	// which answer no request, with the certificate.
+	SignMidSwitch
 )
 
 // Tolerance is how far the merchant's Authorization timestamp may be from the wall clock.
@@ -126,9 +133,12 @@ type Refund struct {
 
 // Request is one API request the simulator received.
 type Request struct {
-	Method  string
-	URI     string
-	Body    []byte
+	Method string
+	URI    string
+	Body   []byte
+	// Serial is the request's Wechatpay-Serial: the key the merchant will verify the answer
+	// with ("" when not sent).
+	Serial  string
 	AuthOK  bool
 	AuthErr string
 	Status  int
@@ -368,7 +378,7 @@ func fail(status int, code, message string) reply {
 // authenticated request is signed.
 func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	rec := Request{Method: r.Method, URI: r.URL.RequestURI(), Body: body}
+	rec := Request{Method: r.Method, URI: r.URL.RequestURI(), Body: body, Serial: r.Header.Get("Wechatpay-Serial")}
 	authErr := s.authenticate(r, body)
 	rec.AuthOK = authErr == nil
 	if authErr != nil {
@@ -393,7 +403,7 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, rec)
 	var hdr http.Header
 	if rec.AuthOK {
-		hdr = s.signedHeaders(rp.body, s.clock.Now(), s.signWith)
+		hdr = s.signedHeaders(rp.body, s.clock.Now(), s.answerKey(rec.Serial))
 	}
 	s.mu.Unlock()
 	if lose {
@@ -466,7 +476,19 @@ func (s *Server) authenticate(r *http.Request, body []byte) error {
 	return nil
 }
 
-// signedHeaders are the Wechatpay-* headers of body signed at t with key k.
+// answerKey is the key that signs the answer to a request naming serial in Wechatpay-Serial.
+func (s *Server) answerKey(serial string) KeyKind {
+	if s.signWith != SignMidSwitch {
+		return s.signWith
+	}
+	if serial == s.publicKeyID {
+		return SignPublicKey
+	}
+	return SignCertificate
+}
+
+// signedHeaders are the Wechatpay-* headers of body signed at t with key k (the certificate
+// unless k is SignPublicKey).
 func (s *Server) signedHeaders(body []byte, t time.Time, k KeyKind) http.Header {
 	key, serial := s.platformKey, s.certSerial
 	if k == SignPublicKey {

@@ -50,7 +50,16 @@ func newFixture(t *testing.T) *fixture {
 // call sends a request signed as the merchant does (signer nil: unsigned).
 func (f *fixture) call(t *testing.T, method, uri string, body []byte, signer *rsa.PrivateKey) (*http.Response, []byte) {
 	t.Helper()
+	return f.callNaming(t, "", method, uri, body, signer)
+}
+
+// callNaming is call with serial in the request's Wechatpay-Serial ("": none).
+func (f *fixture) callNaming(t *testing.T, serial, method, uri string, body []byte, signer *rsa.PrivateKey) (*http.Response, []byte) {
+	t.Helper()
 	req, _ := http.NewRequest(method, f.sim.URL+uri, bytes.NewReader(body))
+	if serial != "" {
+		req.Header.Set("Wechatpay-Serial", serial)
+	}
 	if signer != nil {
 		ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), "593BEC0C930BF1AFEB40B4A08C8FB242"
 		sum := sha256.Sum256([]byte(method + "\n" + uri + "\n" + ts + "\n" + nonce + "\n" + string(body) + "\n"))
@@ -106,6 +115,37 @@ func TestAuthorizationIsRequiredAndAnswersAreSigned(t *testing.T) {
 	resp, _ = f.call(t, "POST", "/v3/pay/transactions/native", body, f.key)
 	if resp.Header.Get("Wechatpay-Serial") != f.sim.PublicKeyID() {
 		t.Fatal(resp.Header)
+	}
+}
+
+// While a merchant switches to the public key, WeChat Pay signs an answer with the public key
+// only when the request names it in Wechatpay-Serial; with the certificate when the request
+// names the certificate or nothing. The switch's other modes sign with their key whatever the
+// request names.
+func TestMidSwitchSignsTheAnswerWithTheKeyTheRequestNames(t *testing.T) {
+	f := newFixture(t)
+	body := f.order("2503011200001234123456789012", 100)
+	for _, tc := range []struct {
+		mode   wechatsim.KeyKind
+		naming string
+		want   string
+	}{
+		{wechatsim.SignMidSwitch, "", f.sim.CertificateSerial()},
+		{wechatsim.SignMidSwitch, f.sim.CertificateSerial(), f.sim.CertificateSerial()},
+		{wechatsim.SignMidSwitch, f.sim.PublicKeyID(), f.sim.PublicKeyID()},
+		{wechatsim.SignCertificate, f.sim.PublicKeyID(), f.sim.CertificateSerial()},
+		{wechatsim.SignPublicKey, "", f.sim.PublicKeyID()},
+	} {
+		f.sim.SignWith(tc.mode)
+		resp, b := f.callNaming(t, tc.naming, "POST", "/v3/pay/transactions/native", body, f.key)
+		if resp.StatusCode != 200 || resp.Header.Get("Wechatpay-Serial") != tc.want {
+			t.Fatalf("mode %d, request naming %q: %d, answer signed by %q, want %q: %s", tc.mode, tc.naming, resp.StatusCode,
+				resp.Header.Get("Wechatpay-Serial"), tc.want, b)
+		}
+		reqs := f.sim.Requests()
+		if got := reqs[len(reqs)-1].Serial; got != tc.naming {
+			t.Fatalf("recorded Wechatpay-Serial %q, sent %q", got, tc.naming)
+		}
 	}
 }
 
