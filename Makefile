@@ -4,7 +4,7 @@ GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 # Development secrets for `make run` only: the service refuses to start without secrets, and
-# these are public. Never use them anywhere real.
+# these are public, so the real adapters refuse them (`cardshop secrets` prints fresh ones).
 DEV_ENV := CARDSHOP_ADMIN_TOKEN=dev-admin-token-change-me \
 	CARDSHOP_PAYMENT_SECRET=dev-payment-secret-change-me \
 	CARDSHOP_TOKEN_SECRET=dev-token-secret-change-me
@@ -15,19 +15,23 @@ DEV_ENV := CARDSHOP_ADMIN_TOKEN=dev-admin-token-change-me \
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-# Development keys for codes at rest with `make run-real` (public: never use them for real codes).
-DEV_REAL_ENV := CARDSHOP_ADAPTERS=real CARDSHOP_MIGRATE=true \
-	CARDSHOP_CODE_KEYS=1:uZV/T0DKC0hvayBUi9pqlPrt+dudhiCsjzvNkVCcF8Q= \
-	CARDSHOP_CODE_HASH_KEY=bXZjr1kVuZF/4eIYy/o1Uy8qfvT5cZSpqIHyiV1fbfY=
+# The real adapters refuse published secrets: `make run-real` reads this machine's own, made by
+# `cardshop secrets` on first use and kept (git-ignored, readable by you only), so that the codes
+# it encrypted stay readable from one run to the next.
+DEV_SECRETS := .dev-secrets.env
 
 .PHONY: run
 run: ## run the service on the in-memory adapters (http://127.0.0.1:8080), dev secrets, the dev payment provider
 	$(DEV_ENV) CARDSHOP_DEV_PAYMENTS=true $(GO) run ./cmd/cardshop serve
 
+$(DEV_SECRETS):
+	@umask 077 && $(GO) run ./cmd/cardshop secrets > $@.tmp && mv $@.tmp $@
+	@echo "wrote $@: this machine's secrets for make run-real (set -a; . ./$@; set +a to use them in a shell)"
+
 .PHONY: run-real
-run-real: ## run the service on Redis + MariaDB (database test) + RabbitMQ, dev secrets and keys
+run-real: $(DEV_SECRETS) ## run the service on Redis + MariaDB (database test) + RabbitMQ, with this machine's secrets from .dev-secrets.env
 	@if [ -x .ci/services.sh ] && [ -z "$$CARDSHOP_MYSQL_DSN" ]; then bash .ci/services.sh; fi
-	$(DEV_ENV) $(DEV_REAL_ENV) $(GO) run ./cmd/cardshop serve
+	set -a && . ./$(DEV_SECRETS) && set +a && CARDSHOP_ADAPTERS=real CARDSHOP_MIGRATE=true $(GO) run ./cmd/cardshop serve
 
 .PHONY: migrate
 migrate: ## apply the MySQL schema to CARDSHOP_MYSQL_DSN (default: root@127.0.0.1:3306/test)

@@ -36,6 +36,7 @@ Commands:
   migrate apply the MySQL schema (CARDSHOP_MYSQL_DSN)
   pay     send a signed payment callback for an order, as a payment provider would
   token   issue a buyer token
+  secrets print fresh random values for every secret cardshop needs, as an env file
   import-codes  stream a file of codes into a product's pool (admin API, CARDSHOP_ADMIN_TOKEN)
   codes-void    take a file's codes out of a frozen product's pool for good (admin API)
   reconcile     print a product's reconciliation, optionally repairing the gate (admin API)
@@ -72,6 +73,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = pay(args[1:], stdout, stderr)
 	case "token":
 		err = token(args[1:], stdout, stderr)
+	case "secrets":
+		err = secretsCmd(args[1:], stdout, stderr)
 	case "import-codes":
 		err = importCodes(args[1:], stdout, stderr)
 	case "codes-void":

@@ -28,9 +28,9 @@ type Config struct {
 	Adapters       string        // CARDSHOP_ADAPTERS: memory | real
 	HTTPAddr       string        // CARDSHOP_HTTP_ADDR
 	PprofAddr      string        // CARDSHOP_PPROF_ADDR: net/http/pprof on this address when set
-	AdminToken     Secret        // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars)
-	PaymentSecret  Secret        // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars)
-	TokenSecret    Secret        // CARDSHOP_TOKEN_SECRET (required, >= 16 chars)
+	AdminToken     Secret        // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars; real adapters: >= 32, not published)
+	PaymentSecret  Secret        // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
+	TokenSecret    Secret        // CARDSHOP_TOKEN_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
 	OrderTimeout   time.Duration // CARDSHOP_ORDER_TIMEOUT
 	IdempotencyTTL time.Duration // CARDSHOP_IDEMPOTENCY_TTL
 	BuyerCap       int64         // CARDSHOP_BUYER_CAP: units per buyer, product and order timeout; 0 = no limit
@@ -483,7 +483,8 @@ func EnvDefault(name string) (string, bool) {
 
 // LoadConfig reads the configuration from environ ("KEY=value" pairs, as os.Environ gives).
 // An unknown CARDSHOP_ variable, a malformed value or a missing secret is an error, so a typo
-// fails the start instead of silently running with a default.
+// fails the start instead of silently running with a default; so is, with the real adapters,
+// a published development secret or an obviously weak one (checkSecrets).
 func LoadConfig(environ []string) (Config, error) {
 	var c Config
 	table := map[string]setting{}
@@ -515,11 +516,11 @@ func LoadConfig(environ []string) (Config, error) {
 	for name, v := range map[string]Secret{"CARDSHOP_ADMIN_TOKEN": c.AdminToken,
 		"CARDSHOP_PAYMENT_SECRET": c.PaymentSecret, "CARDSHOP_TOKEN_SECRET": c.TokenSecret} {
 		if len(v) < 16 {
-			return Config{}, fmt.Errorf("%s must be set to at least 16 characters (the service refuses to run with guessable secrets)", name)
+			return Config{}, fmt.Errorf("%s must be set to at least 16 characters (the service refuses to run with guessable secrets); run \"cardshop secrets\" to generate fresh values", name)
 		}
 	}
 	if c.WebhookURL != "" && len(c.WebhookSecret) < 16 {
-		return Config{}, fmt.Errorf("CARDSHOP_WEBHOOK_SECRET must be set to at least 16 characters with CARDSHOP_WEBHOOK_URL (the storefront checks the signature with it)")
+		return Config{}, fmt.Errorf("CARDSHOP_WEBHOOK_SECRET must be set to at least 16 characters with CARDSHOP_WEBHOOK_URL (the storefront checks the signature with it); run \"cardshop secrets\" to generate fresh values")
 	}
 	if c.DevPayments && c.Adapters == AdaptersReal && !c.DevPaymentsReal {
 		return Config{}, fmt.Errorf("CARDSHOP_DEV_PAYMENTS pays orders with a button: it is refused with CARDSHOP_ADAPTERS=real unless CARDSHOP_DEV_PAYMENTS_ALLOW_REAL=true")
@@ -552,7 +553,10 @@ func LoadConfig(environ []string) (Config, error) {
 		return Config{}, fmt.Errorf("CARDSHOP_REDIS_REPLICA_ACKS needs a standalone Redis or CARDSHOP_REDIS_MASTER: WAIT names no key, a Redis Cluster cannot route it")
 	}
 	if c.Adapters == AdaptersReal && (c.CodeKeys == "" || c.CodeHash == "") {
-		return Config{}, fmt.Errorf("CARDSHOP_CODE_KEYS and CARDSHOP_CODE_HASH_KEY must be set with CARDSHOP_ADAPTERS=real (codes are encrypted at rest; see README)")
+		return Config{}, fmt.Errorf("CARDSHOP_CODE_KEYS and CARDSHOP_CODE_HASH_KEY must be set with CARDSHOP_ADAPTERS=real (codes are encrypted at rest; run \"cardshop secrets\" to generate them)")
+	}
+	if err := checkSecrets(c); err != nil {
+		return Config{}, err
 	}
 	return c, nil
 }

@@ -11,15 +11,17 @@ import (
 
 	"go.uber.org/fx"
 
+	"cardshop/adapters/mysqlstore"
 	"cardshop/application"
 	"cardshop/bootstrap"
 	"cardshop/domain"
 )
 
+// The tests' secrets: long enough and varied enough for the real adapters (checkSecrets).
 const (
-	adminToken    = "admin-token-0123456789"
-	paymentSecret = "payment-secret-0123456789"
-	tokenSecret   = "token-secret-0123456789"
+	adminToken    = "admin-token-0123456789-abcdefghijk"
+	paymentSecret = "payment-secret-0123456789-abcdefgh"
+	tokenSecret   = "token-secret-0123456789-abcdefghij"
 )
 
 var secrets = []string{
@@ -58,12 +60,14 @@ func TestLoadConfigDefaults(t *testing.T) {
 }
 
 func TestLoadConfigValues(t *testing.T) {
+	keys, hash := mysqlstore.GenerateKeyring()
 	c, err := bootstrap.LoadConfig(env(
 		"CARDSHOP_ADAPTERS=real", "CARDSHOP_HTTP_ADDR=:9000", "CARDSHOP_ORDER_TIMEOUT=2m",
 		"CARDSHOP_IDEMPOTENCY_TTL=90s", "CARDSHOP_SWEEP_INTERVAL=5s", "CARDSHOP_RELAY_INTERVAL=250ms",
 		"CARDSHOP_CALLBACK_WINDOW=1m", "CARDSHOP_SHUTDOWN_GRACE=3s", "CARDSHOP_LOG_LEVEL=debug",
 		"CARDSHOP_REDIS_ADDRS= a:1 , ,b:2 ", "CARDSHOP_MIGRATE=true", "CARDSHOP_AMQP_URL=amqp://x/",
-		"CARDSHOP_MYSQL_DSN=u@tcp(db:3306)/shop", "CARDSHOP_CODE_KEYS=1:abc=", "CARDSHOP_CODE_HASH_KEY=def=", "CARDSHOP_TOKEN_SECRET=a=b=c=d=e=f=g=h=i",
+		"CARDSHOP_MYSQL_DSN=u@tcp(db:3306)/shop", "CARDSHOP_CODE_KEYS="+keys, "CARDSHOP_CODE_HASH_KEY="+hash,
+		"CARDSHOP_TOKEN_SECRET=a=b=c=d=e=f=g=h=i=j=k=l=m=n=o=p=q",
 		"CARDSHOP_BUYER_CAP=0", "CARDSHOP_STOCK_EVENTS_INTERVAL=0s",
 	))
 	if err != nil {
@@ -72,8 +76,8 @@ func TestLoadConfigValues(t *testing.T) {
 	if c.Adapters != "real" || c.HTTPAddr != ":9000" || c.OrderTimeout != 2*time.Minute || c.IdempotencyTTL != 90*time.Second ||
 		c.SweepInterval != 5*time.Second || c.RelayInterval != 250*time.Millisecond || c.CallbackWindow != time.Minute ||
 		c.ShutdownGrace != 3*time.Second || c.LogLevel != slog.LevelDebug || !reflect.DeepEqual(c.RedisAddrs, []string{"a:1", "b:2"}) ||
-		!c.Migrate || c.AMQPURL != "amqp://x/" || c.MySQLDSN != "u@tcp(db:3306)/shop" || c.CodeKeys != "1:abc=" || c.CodeHash != "def=" ||
-		c.TokenSecret != "a=b=c=d=e=f=g=h=i" || c.BuyerCap != 0 || c.StockEventsInterval != 0 {
+		!c.Migrate || c.AMQPURL != "amqp://x/" || c.MySQLDSN != "u@tcp(db:3306)/shop" || c.CodeKeys.Reveal() != keys || c.CodeHash.Reveal() != hash ||
+		c.TokenSecret != "a=b=c=d=e=f=g=h=i=j=k=l=m=n=o=p=q" || c.BuyerCap != 0 || c.StockEventsInterval != 0 {
 		t.Fatalf("config %+v", c)
 	}
 }

@@ -26,8 +26,13 @@ import (
 	"cardshop/domain"
 )
 
-// Module is the whole service for cfg: shared pieces plus the adapter set cfg names.
+// Module is the whole service for cfg: shared pieces plus the adapter set cfg names. A cfg
+// that did not come through LoadConfig is held to the same rule on secrets: the real adapters
+// never run with a published or obviously weak one.
 func Module(cfg Config) fx.Option {
+	if err := checkSecrets(cfg); err != nil {
+		return fx.Error(err)
+	}
 	adapters := MemoryAdapters()
 	if cfg.Adapters == AdaptersReal {
 		adapters = RealAdapters()

@@ -17,7 +17,7 @@ func TestConfigNeverShowsItsSecrets(t *testing.T) {
 	secretValues := map[string]string{
 		"CARDSHOP_CODE_KEYS":      "k1:c2VjcmV0LWtleS1tYXRlcmlhbC0wMTIzNDU2Nzg5YWI=",
 		"CARDSHOP_CODE_HASH_KEY":  "aGFzaC1rZXktbWF0ZXJpYWwtMDEyMzQ1Njc4OWFiY2Q=",
-		"CARDSHOP_WEBHOOK_SECRET": "webhook-secret-0123456789",
+		"CARDSHOP_WEBHOOK_SECRET": "webhook-secret-0123456789-abcdefgh",
 	}
 	environ := env("CARDSHOP_ADAPTERS=real", "CARDSHOP_WEBHOOK_URL=https://shop.example/h",
 		"CARDSHOP_MYSQL_DSN=shop:db-pass-0123456789@tcp(db.internal:3306)/shop?parseTime=true",

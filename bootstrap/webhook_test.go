@@ -17,7 +17,7 @@ import (
 	"cardshop/domain"
 )
 
-const webhookSecret = "webhook-secret-0123456789"
+const webhookSecret = "webhook-secret-0123456789-abcdefgh"
 
 // storefront is a storefront's webhook endpoint: it answers 503 to the first refuse requests,
 // then checks each request's signature and keeps the event.
