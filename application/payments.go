@@ -154,7 +154,9 @@ var errRefused = errors.New("notification refused")
 //   - paid: the order is paid through ApplyPayment (a PENDING order gets its codes; a CLOSED or
 //     FAILED one takes the late-payment path), but for an order that is no longer PENDING the
 //     provider is asked first where it supports a query, and a success it does not confirm is
-//     refused (the provider resends; a final state is never overwritten on a notice alone);
+//     refused (the provider resends; a final state is never overwritten on a notice alone); a
+//     provider that is a domain.NoticeConfirmer (epay) confirms every success first, PENDING
+//     order or not (see confirmNotice);
 //   - failed: a PENDING order fails and its stock returns; expired: the payment is marked so;
 //     pending: nothing to do;
 //   - a duplicate, or a stale notice for an order that moved on, is accepted with no change.
@@ -286,7 +288,12 @@ func (s *Shop) noticePaid(ctx context.Context, gw domain.PaymentGateway, p domai
 		s.movePayment(ctx, p, domain.PaymentPaid, domain.PaymentOpen, domain.PaymentExpired, domain.PaymentFailed)
 		return "duplicate: order already PAID", nil
 	}
-	if o.Status() != domain.StatusPending {
+	if c, ok := gw.(domain.NoticeConfirmer); ok {
+		// A provider whose signature proves little: every success is confirmed first.
+		if err := s.confirmNotice(ctx, c, gw.Provider(), p, n); err != nil {
+			return "", err
+		}
+	} else if o.Status() != domain.StatusPending {
 		// A success for an order that moved on: believe the provider's own answer, where it
 		// has one, rather than the notice alone.
 		st, err := gw.Query(ctx, p)
@@ -318,6 +325,41 @@ func (s *Shop) noticePaid(ctx context.Context, gw domain.PaymentGateway, p domai
 	default:
 		return "accepted: order is " + st.String(), nil
 	}
+}
+
+// confirmNotice has a NoticeConfirmer confirm a verified success before it pays: only the
+// provider's record saying paid, for the payment's amount and currency, lets it through. A
+// provider that cannot be asked refuses the notice with ErrUnavailable (the provider resends;
+// the order's close at its expiry asks again, and after the close grace a resend takes the late
+// path, confirmed the same way). A record that says refunded or frozen raises an alert.
+func (s *Shop) confirmNotice(ctx context.Context, c domain.NoticeConfirmer, provider domain.Provider, p domain.Payment, n domain.ProviderNotice) error {
+	st, err := c.ConfirmPaid(ctx, p, n)
+	switch {
+	case errors.Is(err, domain.ErrUnavailable):
+		return fmt.Errorf("confirm the payment at %s: %w", provider, err)
+	case err != nil:
+		return fmt.Errorf("%w: %s does not confirm the payment: %w", errRefused, provider, err)
+	case st.Outcome == domain.OutcomeRefunded || st.Outcome == domain.OutcomeFrozen:
+		s.alertReversed(ctx, p, st.Outcome, "a success notification for it is refused")
+		return fmt.Errorf("%w: %s has the payment %s", errRefused, provider, st.Outcome)
+	case st.Outcome != domain.OutcomePaid:
+		return fmt.Errorf("%w: %s does not confirm the payment (it says %s)", errRefused, provider, st.Outcome)
+	case st.Amount != p.Amount || st.Currency != p.Currency:
+		return fmt.Errorf("%w: %s confirms another amount: %w", errRefused, provider, domain.ErrAmountMismatch)
+	}
+	return nil
+}
+
+// alertReversed raises the alert of a payment its provider has as paid and then refunded
+// (payment_refunded_at_provider) or frozen (payment_frozen_at_provider): the order is never
+// paid on it; an operator checks the provider's console.
+func (s *Shop) alertReversed(ctx context.Context, p domain.Payment, outcome domain.PaymentOutcome, what string) {
+	kind := "payment_refunded_at_provider"
+	if outcome == domain.OutcomeFrozen {
+		kind = "payment_frozen_at_provider"
+	}
+	s.alerts.Alert(ctx, domain.Alert{Kind: kind, OrderNo: p.OrderNo,
+		Message: fmt.Sprintf("%s has the order's payment %s: it is not paid; %s", p.Provider, outcome, what)})
 }
 
 // closeOtherPayments closes, at their providers, the order's payments still open elsewhere once
@@ -384,7 +426,8 @@ var errPaymentOpen = fmt.Errorf("an open payment could not be closed at its prov
 
 // settlePayments closes, at their providers, the open payments of an order about to close.
 // It reports paid=true when a provider says the order was paid: the caller pays the order
-// instead of closing it. A provider that cannot be reached keeps the close waiting (errPaymentOpen)
+// instead of closing it. A payment the provider has as refunded or frozen never pays: the
+// order closes with an alert. A provider that cannot be reached keeps the close waiting (errPaymentOpen)
 // until Config.PaymentCloseGrace past the expiry; then the order closes with an alert, and a
 // payment that still arrives takes the late-payment path.
 func (s *Shop) settlePayments(ctx context.Context, o domain.Order) (paid bool, err error) {
@@ -428,6 +471,14 @@ func (s *Shop) settlePayments(ctx context.Context, o domain.Order) (paid bool, e
 			return true, nil
 		case queryErr == nil && (st.Outcome == domain.OutcomeExpired || st.Outcome == domain.OutcomeFailed):
 			s.movePayment(ctx, p, domain.PaymentExpired, domain.PaymentOpen)
+		case queryErr == nil && st.Outcome == domain.OutcomeRefunded:
+			// Paid, then refunded at the provider (its notification lost): never paid here.
+			s.alertReversed(ctx, p, st.Outcome, "the order closes")
+			s.movePayment(ctx, p, domain.PaymentRefunded, domain.PaymentOpen)
+		case queryErr == nil && st.Outcome == domain.OutcomeFrozen:
+			// Held by the provider: the order closes; released and notified later, the success
+			// takes the confirmed late path.
+			s.alertReversed(ctx, p, st.Outcome, "the order closes")
 		case errors.Is(queryErr, domain.ErrUnavailable):
 			return s.waitForProvider(ctx, o, p, queryErr)
 		case queryErr == nil || errors.Is(queryErr, domain.ErrUnsupported):

@@ -48,12 +48,13 @@ import (
 
 const payQty, payPrice = 2, 1000 // every case's order: 2 codes of 10.00 CNY, 20.00 CNY
 
-// payGroup is the service a group of cases shares: its order timeout and its payment close
-// grace (0: the default, 10 minutes).
+// payGroup is the service a group of cases shares: its order timeout, its payment close
+// grace (0: the default, 10 minutes) and its epay mode ("": api).
 type payGroup struct {
-	name    string
-	timeout time.Duration
-	grace   time.Duration
+	name     string
+	timeout  time.Duration
+	grace    time.Duration
+	epayMode string
 }
 
 var (
@@ -64,6 +65,8 @@ var (
 	// closedGroup: a close that fails gives up soon, so the order closes with its payment
 	// still open at the provider.
 	closedGroup = payGroup{name: "closed late", timeout: 2 * time.Second, grace: 300 * time.Millisecond}
+	// epayRedirectGroup: epay creates its payments as signed submit.php redirects.
+	epayRedirectGroup = payGroup{name: "epay redirect", timeout: 10 * time.Minute, epayMode: "redirect"}
 )
 
 // Which providers run a case.
@@ -71,6 +74,7 @@ const (
 	notified = iota // the providers that notify: Stripe, epay, Alipay, WeChat Pay
 	refunds         // the providers that refund: those and dev
 	callback        // none: the order is paid through the storefront's signed callback
+	epayOnly        // epay: its own weaknesses (payments_epay_e2e_test.go)
 )
 
 var (
@@ -103,6 +107,10 @@ var payCases = []payCase{
 	{"refund pending until the provider notifies", ordersGroup, refunds, caseRefundPending},
 	{"refund racing a late payment", closedGroup, refunds, caseRefundRacesLatePayment},
 	{"refund of an order paid through the signed callback", ordersGroup, callback, caseRefundCallbackPaid},
+	{"a product name that forges a success for another order", epayRedirectGroup, epayOnly, caseEpayNameInjection},
+	{"a signed success the gateway's query does not confirm", ordersGroup, epayOnly, caseEpayUnconfirmed},
+	{"the gateway's query unreachable during a success", ordersGroup, epayOnly, caseEpayConfirmOutage},
+	{"paid, then refunded or frozen at the gateway, notification lost, order expires", expiringGroup, epayOnly, caseEpayReversedAtGateway},
 }
 
 func TestPaymentsEndToEnd(t *testing.T) { runPayCases(t, bootstrap.AdaptersMemory) }
@@ -113,7 +121,7 @@ func TestRealAdaptersPaymentsEndToEnd(t *testing.T) {
 }
 
 func runPayCases(t *testing.T, adapters string) {
-	for _, g := range []payGroup{ordersGroup, expiringGroup, closedGroup} {
+	for _, g := range []payGroup{ordersGroup, expiringGroup, closedGroup, epayRedirectGroup} {
 		t.Run(g.name, func(t *testing.T) {
 			svc := newPayService(t, adapters, g)
 			byProvider := map[string][]payCase{}
@@ -122,7 +130,8 @@ func runPayCases(t *testing.T, adapters string) {
 				if pc.group != g {
 					continue
 				}
-				providers := map[int][]string{notified: notifiedProviders, refunds: refundProviders, callback: {"callback"}}[pc.runs]
+				providers := map[int][]string{notified: notifiedProviders, refunds: refundProviders, callback: {"callback"},
+					epayOnly: {"epay"}}[pc.runs]
 				for _, p := range providers {
 					if byProvider[p] == nil {
 						order = append(order, p)
@@ -777,6 +786,9 @@ func newPayService(t *testing.T, adapters string, g payGroup) *payService {
 	svc.epay = epaysim.New(epaysim.Config{Client: notifier})
 	t.Cleanup(svc.epay.Close)
 	cfg.EpayURL, cfg.EpayPID, cfg.EpayKey, cfg.EpayMode = svc.epay.URL(), svc.epay.PID(), bootstrap.Secret(svc.epay.Key()), "api"
+	if g.epayMode != "" {
+		cfg.EpayMode = g.epayMode
+	}
 	cfg.EpayRefunds = true
 
 	keys := testPayKeys()

@@ -186,10 +186,16 @@ const (
 	OutcomePaid                              // the money is there
 	OutcomeFailed                            // the payment failed
 	OutcomeExpired                           // expired or closed: it can no longer be paid
+	// OutcomeRefunded: paid, then the money went back at the provider (a query's answer, never
+	// a notice's): not paid. An order is never paid on it.
+	OutcomeRefunded
+	// OutcomeFrozen: paid, then held by the provider (a dispute, a risk check; a query's answer,
+	// never a notice's): not paid unless the provider releases it and says paid again.
+	OutcomeFrozen
 )
 
 var outcomeNames = map[PaymentOutcome]string{OutcomePending: "pending", OutcomePaid: "paid",
-	OutcomeFailed: "failed", OutcomeExpired: "expired"}
+	OutcomeFailed: "failed", OutcomeExpired: "expired", OutcomeRefunded: "refunded", OutcomeFrozen: "frozen"}
 
 // String returns the outcome's name.
 func (o PaymentOutcome) String() string {
@@ -226,6 +232,9 @@ type ProviderNotice struct {
 	Amount      Money // in the currency's minor units; 0 and Currency zero when not carried
 	Currency    Currency
 	Reason      string // the provider's words on a failure
+	// Method is the payment method the notice names (epay's type: alipay, wxpay, …), "" when the
+	// provider names none.
+	Method string
 	// RefundNo is set when the notification is about a refund (cardshop's refund number, as
 	// sent with the refund); RefundOutcome then says how it ended and Outcome is unused.
 	RefundNo      string
@@ -275,6 +284,20 @@ type PaymentGateway interface {
 	// same number (after a timeout, a lost answer, a crash) never pays out twice, and answers
 	// how the refund stands. A refusal is a RefundState with RefundRefused, not an error.
 	Refund(ctx context.Context, p Payment, r RefundRequest) (RefundState, error)
+}
+
+// NoticeConfirmer is a PaymentGateway whose signed notifications do not prove a payment on
+// their own (epay's MD5 over the merchant KEY is weak by design): before a success pays an
+// order, or takes the late-payment path, the application has the gateway confirm it against
+// the provider's own record.
+type NoticeConfirmer interface {
+	// ConfirmPaid checks the verified success n against every field the payment p fixed at its
+	// creation and asks the provider (its query) where the payment stands; it answers the
+	// provider's record, which the caller judges (only OutcomePaid, with the payment's amount
+	// and currency, pays). Errors: ErrUnavailable when the provider could not be asked (nothing
+	// is paid; the provider resends); any other error means the notice does not match the
+	// payment or the provider's record of it (refused).
+	ConfirmPaid(ctx context.Context, p Payment, n ProviderNotice) (PaymentState, error)
 }
 
 // PaymentRepo stores payments: one per order and provider.

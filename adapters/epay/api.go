@@ -60,6 +60,7 @@ type orderAnswer struct {
 	PID        flexString `json:"pid"`
 	TradeNo    flexString `json:"trade_no"`
 	OutTradeNo flexString `json:"out_trade_no"`
+	Type       flexString `json:"type"`
 	Money      flexString `json:"money"`
 	Status     flexString `json:"status"`
 }
@@ -92,8 +93,10 @@ func (g *Gateway) apiCreate(ctx context.Context, p Params) (domain.PaymentCreate
 }
 
 // Query asks api.php?act=order where the order's payment stands: status 1 is paid, 0 is
-// pending; 2 (refunded) and 3 (frozen by the gateway) were paid too, and stay paid here (a
-// refund is Refund's to report). The answer is not signed: it is trusted as far as the TLS
+// pending, 2 refunded (OutcomeRefunded) and 3 frozen by the gateway (OutcomeFrozen); neither
+// of those two is ever paid, whatever happened before. A record whose trade_no is not the
+// payment's (when the payment has one), or whose type is not the one signed into the payment's
+// redirect URL, is an error. The answer is not signed: it is trusted as far as the TLS
 // connection to the gateway is. A gateway that never saw the order (the buyer never opened the
 // redirect) answers code != 1 like any other refusal; epay has no distinct "not found", so that
 // is an error, never "unpaid".
@@ -102,23 +105,52 @@ func (g *Gateway) Query(ctx context.Context, p domain.Payment) (domain.PaymentSt
 	if err != nil {
 		return domain.PaymentState{}, err
 	}
+	if p.ProviderRef != "" && a.TradeNo != "" && string(a.TradeNo) != p.ProviderRef {
+		return domain.PaymentState{}, errors.New("epay query: the gateway's trade_no for the order is not the payment's")
+	}
+	if want := g.createdType(p); want != "" && a.Type != "" && string(a.Type) != want {
+		return domain.PaymentState{}, errors.New("epay query: the gateway has the order with another payment type than it was created with")
+	}
+	return g.state(a, "query")
+}
+
+// state is the PaymentState of an order record.
+func (g *Gateway) state(a orderAnswer, op string) (domain.PaymentState, error) {
 	st := domain.PaymentState{ProviderRef: string(a.TradeNo)}
 	switch a.Status {
-	case statusPaid, statusRefunded, statusFrozen:
+	case statusPaid:
 		st.Outcome = domain.OutcomePaid
 	case statusUnpaid:
 		st.Outcome = domain.OutcomePending
+	case statusRefunded:
+		st.Outcome = domain.OutcomeRefunded
+	case statusFrozen:
+		st.Outcome = domain.OutcomeFrozen
 	default:
-		return domain.PaymentState{}, fmt.Errorf("epay query: unknown status %s", g.remote(string(a.Status)))
+		return domain.PaymentState{}, fmt.Errorf("epay %s: unknown status %s", op, g.remote(string(a.Status)))
 	}
 	if a.Money != "" {
 		m, err := ParseMoney(string(a.Money))
 		if err != nil {
-			return domain.PaymentState{}, fmt.Errorf("epay query: money: %w", err)
+			return domain.PaymentState{}, fmt.Errorf("epay %s: money: %w", op, err)
 		}
 		st.Amount, st.Currency = m, cny
 	}
 	return st, nil
+}
+
+// createdType is the type signed into the payment's redirect URL (submit.php), or "" for a
+// payment created through mapi.php, whose type only the gateway's record holds.
+func (g *Gateway) createdType(p domain.Payment) string {
+	prefix := g.base + "/submit.php?"
+	if !strings.HasPrefix(p.PayURL, prefix) {
+		return ""
+	}
+	q, err := url.ParseQuery(p.PayURL[len(prefix):])
+	if err != nil {
+		return ""
+	}
+	return q.Get("type")
 }
 
 // The statuses of an order in api.php?act=order.

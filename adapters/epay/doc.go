@@ -14,7 +14,25 @@
 //     is the plain text "success".
 //   - Query: GET {gateway}/api.php?act=order&pid=…&key=…&out_trade_no=… answers JSON with
 //     status 0 unpaid, 1 paid, 2 refunded, 3 frozen. The KEY travels in that URL: it is never
-//     logged, and errors never carry it.
+//     logged, and errors never carry it. Only 1 is paid: 2 is domain.OutcomeRefunded and 3
+//     domain.OutcomeFrozen, which never pay an order.
+//
+// One signature, one parameter set. The signed string joins raw values with '&' and '=', so a
+// value holding either would let one signature cover two parameter sets: a product named
+// "x&out_trade_no=<another order>&trade_status=TRADE_SUCCESS&…&z=" would turn its pay URL's
+// signature into a paid notification for another order of the same amount. So Create signs no
+// value with '&', '=', a control character or invalid UTF-8 (the subject goes through
+// SafeName, which writes the full-width look-alikes '＆' and '＝'; a client IP that is not an
+// address is left out; anything else, such as a return URL with a query, is a
+// ValidationError), and Verify refuses, as domain.ErrBadSignature, a notification with such a
+// value or with a parameter name other than 1 to 64 of A-Z a-z 0-9 _.
+//
+// Confirmed by query. MD5 over the KEY is weak by design, so the gateway is a
+// domain.NoticeConfirmer: the application pays on a TRADE_SUCCESS only once ConfirmPaid has
+// matched it with the payment (order, money, trade_no, the type it was created with) and the
+// gateway's own record (api.php?act=order: status 1, the same trade_no, money, type and pid).
+// When the gateway cannot be asked the notification is refused with domain.ErrUnavailable and
+// the gateway resends.
 //   - Refund (when the gateway's operator enabled it for the merchant): POST
 //     {gateway}/api.php?act=refund with pid, key, trade_no or out_trade_no, money (yuan) →
 //     JSON {code, msg}. Gateways built on 彩虹易支付 answer code 1 on success; its upstream
@@ -44,8 +62,8 @@
 // What epay v1 does not have, and what follows from it:
 //   - No failure notification: only TRADE_SUCCESS means paid; any other status is pending.
 //   - No timestamp or nonce in a notification: a captured notification stays valid forever.
-//     Replay protection rests on the order's state (a paid order is not paid twice) and on the
-//     application's dedupe of EventID (trade_no and status).
+//     Replay protection rests on the order's state (a paid order is not paid twice), on the
+//     confirming query and on the application's dedupe of EventID (trade_no and status).
 //   - No expiry parameter and no close API: Close returns domain.ErrUnsupported; a payment
 //     stays payable at the gateway after the order expired, so a late TRADE_SUCCESS is the
 //     application's to handle (query, never overwrite a final state).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -181,6 +182,10 @@ func (g *Gateway) Close(context.Context, domain.Payment) error {
 // submit.php URL and ProviderRef stays empty until a notification or a query gives trade_no;
 // the same request gives the same URL, so a retry is harmless. In API mode the form is POSTed
 // to mapi.php.
+//
+// No value holding '&', '=' or a control character is signed: the subject goes through
+// SafeName, a client IP that is not an address is left out, and any other such value (a
+// return URL with a query) is a ValidationError.
 func (g *Gateway) Create(ctx context.Context, r domain.PaymentRequest) (domain.PaymentCreated, error) {
 	p, err := g.createParams(r)
 	if err != nil {
@@ -191,8 +196,8 @@ func (g *Gateway) Create(ctx context.Context, r domain.PaymentRequest) (domain.P
 		p["sign_type"] = "MD5"
 		return domain.PaymentCreated{PayURL: g.base + "/submit.php?" + encode(p)}, nil
 	}
-	if r.ClientIP != "" {
-		p["clientip"] = r.ClientIP
+	if ip, err := netip.ParseAddr(r.ClientIP); err == nil {
+		p["clientip"] = ip.String() // anything else is left out: it is optional, and signed
 	}
 	p["sign"] = Sign(p, g.key, g.variant)
 	p["sign_type"] = "MD5"
@@ -218,7 +223,7 @@ func (g *Gateway) createParams(r domain.PaymentRequest) (Params, error) {
 			return nil, domain.Invalid("return_url", err.Error())
 		}
 	}
-	name := strings.TrimSpace(r.Subject)
+	name := SafeName(r.Subject)
 	if name == "" {
 		name = string(r.OrderNo)
 	}
@@ -232,6 +237,9 @@ func (g *Gateway) createParams(r domain.PaymentRequest) (Params, error) {
 	}
 	if r.ReturnURL != "" {
 		p["return_url"] = r.ReturnURL
+	}
+	if k := signable(p); k != "" {
+		return nil, domain.Invalid(k, "epay cannot sign a value with '&', '=' or a control character")
 	}
 	return p, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"cardshop/adapters/epay"
 	"cardshop/domain"
@@ -48,6 +50,9 @@ func FuzzVerify(f *testing.F) {
 	f.Add(signedQuery(odd), false)
 	f.Add("pid=1001&money=1.00&sign=00&sign=11", false)
 	f.Add("a=%zz;b=1", true)
+	inject := epay.Params{"pid": "1001", "trade_no": "T", "out_trade_no": no, "type": "alipay", "name": "x&trade_status=TRADE_SUCCESS",
+		"money": "10.00", "trade_status": "WAIT", "z": "a=b"}
+	f.Add(signedQuery(inject), false)
 	f.Add("", false)
 	f.Fuzz(func(t *testing.T, raw string, post bool) {
 		in := domain.InboundRequest{Method: http.MethodGet}
@@ -78,6 +83,14 @@ func FuzzVerify(f *testing.F) {
 		}
 		if epay.Sign(p, fuzzKey, epay.SignAppend) != p["sign"] || p["pid"] != "1001" {
 			t.Fatalf("accepted an unsigned or foreign notification: %q", raw)
+		}
+		for k, val := range p {
+			if strings.ContainsAny(k+val, "&=") || strings.ContainsFunc(k+val, unicode.IsControl) || !utf8.ValidString(k+val) {
+				t.Fatalf("accepted a parameter that breaks the signed string's framing: %q=%q", k, val)
+			}
+		}
+		if n.Method != p["type"] || n.Method == "" {
+			t.Fatalf("notice %+v: type %q", n, p["type"])
 		}
 		if string(n.OrderNo) != p["out_trade_no"] || n.ProviderRef != p["trade_no"] || n.Currency.Code != "CNY" ||
 			n.Amount <= 0 || n.Currency.Format(n.Amount) != p["money"] {
@@ -152,6 +165,57 @@ func FuzzRefundAnswer(f *testing.F) {
 		case domain.RefundRefused:
 		default:
 			t.Fatalf("%q: %+v", b, st)
+		}
+	})
+}
+
+// FuzzCreateSigns feeds any subject, client IP and return URL to Create: what it signs never
+// holds a separator or a control character, and the signed string splits back into exactly the
+// parameters signed (one signature, one parameter set).
+func FuzzCreateSigns(f *testing.F) {
+	g := fuzzGateway(f)
+	for _, s := range []string{"Steam 充值卡 × 2", "P&out_trade_no=1&trade_status=TRADE_SUCCESS&z=", "a=b", "\x00\n\r", "\xff\xfe", "＆＝"} {
+		f.Add(s, "203.0.113.7", "")
+	}
+	f.Add("x", "1.2.3.4&x=1", "https://shop.example/o?a=1&b=2")
+	no := orderNo(42)
+	f.Fuzz(func(t *testing.T, subject, ip, ret string) {
+		c, err := g.Create(context.Background(), domain.PaymentRequest{OrderNo: no, Amount: 100,
+			Currency: domain.Currency{Code: "CNY", Exponent: 2}, Subject: subject, ClientIP: ip, ReturnURL: ret,
+			NotifyURL: "https://shop.example/api/payments/epay/notify"})
+		if err != nil {
+			if !errors.Is(err, domain.ErrInvalidInput) {
+				t.Fatalf("%q %q %q: %v", subject, ip, ret, err)
+			}
+			return
+		}
+		u, err := url.Parse(c.PayURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		p := epay.Params{}
+		for k := range q {
+			p[k] = q.Get(k)
+			if k != "sign" && k != "sign_type" && (strings.ContainsAny(k+p[k], "&=") ||
+				strings.ContainsFunc(p[k], unicode.IsControl) || !utf8.ValidString(p[k])) {
+				t.Fatalf("signed %q=%q", k, p[k])
+			}
+		}
+		if epay.Sign(p, fuzzKey, epay.SignAppend) != p["sign"] {
+			t.Fatalf("the pay URL's signature is not its parameters'")
+		}
+		joined := strings.TrimSuffix(epay.SigningString(p, fuzzKey, epay.SignAppend), string(fuzzKey))
+		back := 0
+		for _, kv := range strings.Split(joined, "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			if p[k] != v {
+				t.Fatalf("the signed string splits into %q=%q", k, v)
+			}
+			back++
+		}
+		if back != len(p)-2 {
+			t.Fatalf("the signed string holds %d parameters of %d", back, len(p)-2)
 		}
 	})
 }

@@ -18,17 +18,25 @@ const TradeSuccess = "TRADE_SUCCESS"
 // Verify checks a notification and parses it. The parameters come from the query of a GET
 // (what gateways send) or from the form body of a POST. Errors:
 //   - domain.ErrBadSignature: not a GET or POST, a parameter sent twice, a body that is not a
-//     form, no sign, a sign_type other than MD5, a wrong signature, or a pid other than the
-//     configured one (a notification for another merchant is not ours to judge, however
-//     signed);
-//   - a domain.ValidationError: well signed, but out_trade_no, trade_no, trade_status or money
-//     is missing or malformed (money must be an exact positive "d.dd" amount).
+//     form, a parameter whose name is not 1 to 64 of A-Z a-z 0-9 _ or whose value holds '&',
+//     '=', a control character or invalid UTF-8 (its signature could be another parameter
+//     set's: see signable), no sign, a sign_type other than MD5, a wrong signature, or a pid
+//     other than the configured one (a notification for another merchant is not ours to judge,
+//     however signed);
+//   - a domain.ValidationError: well signed, but out_trade_no, trade_no, trade_status, type or
+//     money is missing or malformed (money must be an exact positive "d.dd" amount).
 //
-// There is no timestamp to check: see the package documentation on replays.
+// A verified notice proves little on its own (MD5 with the merchant KEY, no timestamp: see the
+// package documentation): a success pays only once ConfirmPaid has matched it with the payment
+// and the gateway's own record.
 func (g *Gateway) Verify(_ context.Context, in domain.InboundRequest) (domain.ProviderNotice, error) {
 	p, err := noticeParams(in)
 	if err != nil {
 		return domain.ProviderNotice{}, fmt.Errorf("epay notification: %w: %s", domain.ErrBadSignature, err)
+	}
+	if k := signable(p); k != "" {
+		return domain.ProviderNotice{}, fmt.Errorf("epay notification: %w: parameter %.64q is not signable (a separator, a control character or an odd name)",
+			domain.ErrBadSignature, k)
 	}
 	sig := p["sign"]
 	if sig == "" {
@@ -55,6 +63,10 @@ func (g *Gateway) Verify(_ context.Context, in domain.InboundRequest) (domain.Pr
 	if status == "" || len(status) > 32 {
 		return domain.ProviderNotice{}, domain.Invalid("trade_status", "missing or malformed")
 	}
+	typ := p["type"]
+	if !typePattern.MatchString(typ) {
+		return domain.ProviderNotice{}, domain.Invalid("type", "missing or malformed")
+	}
 	amount, err := ParseMoney(p["money"])
 	if err != nil {
 		return domain.ProviderNotice{}, err
@@ -70,6 +82,7 @@ func (g *Gateway) Verify(_ context.Context, in domain.InboundRequest) (domain.Pr
 		Outcome:     outcome,
 		Amount:      amount,
 		Currency:    cny,
+		Method:      typ,
 	}, nil
 }
 

@@ -115,10 +115,10 @@ func TestQueryAnswers(t *testing.T) {
 			domain.PaymentState{Outcome: domain.OutcomePaid, ProviderRef: "T3", Amount: 999, Currency: cny}},
 		{"no money", `{"code":1,"trade_no":"T2","status":"1"}`,
 			domain.PaymentState{Outcome: domain.OutcomePaid, ProviderRef: "T2"}},
-		{"refunded: it was paid", `{"code":1,"trade_no":"T4","status":"2"}`,
-			domain.PaymentState{Outcome: domain.OutcomePaid, ProviderRef: "T4"}},
-		{"frozen: it was paid", `{"code":1,"trade_no":"T5","status":3}`,
-			domain.PaymentState{Outcome: domain.OutcomePaid, ProviderRef: "T5"}},
+		{"refunded: never paid", `{"code":1,"trade_no":"T4","status":"2"}`,
+			domain.PaymentState{Outcome: domain.OutcomeRefunded, ProviderRef: "T4"}},
+		{"frozen: never paid", `{"code":1,"trade_no":"T5","status":3}`,
+			domain.PaymentState{Outcome: domain.OutcomeFrozen, ProviderRef: "T5"}},
 	}
 	for _, c := range ok {
 		st, err := answering(t, 200, c.body).Query(context.Background(), p)

@@ -85,8 +85,8 @@ func TestRefundSucceedsOnceAndIsNotAskedTwice(t *testing.T) {
 		if n := len(refundCalls(sim)); n != 1 || sim.Payouts(string(p.OrderNo)) != 1 {
 			t.Fatalf("%d calls, %d payouts", n, sim.Payouts(string(p.OrderNo)))
 		}
-		// The payment still reads paid.
-		if q, err := g.Query(ctx, p); err != nil || q.Outcome != domain.OutcomePaid {
+		// The payment reads refunded, never paid.
+		if q, err := g.Query(ctx, p); err != nil || q.Outcome != domain.OutcomeRefunded {
 			t.Fatalf("query %+v %v", q, err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // SignVariant is how the KEY joins the signed string.
@@ -68,4 +70,72 @@ func Sign(p Params, key Key, v SignVariant) string {
 func validSign(p Params, sig string, key Key, v SignVariant) bool {
 	want := Sign(p, key, v)
 	return len(sig) == len(want) && subtle.ConstantTimeCompare([]byte(sig), []byte(want)) == 1
+}
+
+// The signed string joins "k=v&…" with the raw values and nothing escaped: a value holding '&'
+// or '=' would make one signature cover two parameter sets (a product named
+// "x&out_trade_no=…&trade_status=TRADE_SUCCESS&z=" would turn its pay URL's signature into a
+// paid notification for another order). So no parameter is signed or accepted unless its name
+// is 1 to 64 of A-Z a-z 0-9 _ and its value is valid UTF-8 without '&', '=' or a control
+// character.
+
+// signableKey reports whether k may name a signed parameter.
+func signableKey(k string) bool {
+	if k == "" || len(k) > 64 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// signableValue reports whether v may stand in a signed parameter set.
+func signableValue(v string) bool {
+	if !utf8.ValidString(v) {
+		return false
+	}
+	for _, r := range v {
+		if r == '&' || r == '=' || unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// signable returns the name of the first parameter of p that may not be signed, or "".
+func signable(p Params) string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !signableKey(k) || !signableValue(p[k]) {
+			return k
+		}
+	}
+	return ""
+}
+
+// SafeName is a subject (a product's name) made fit to be signed and shown at the gateway: '&'
+// and '=' become their full-width look-alikes '＆' and '＝', a control character or an invalid
+// byte a space, runs of white space one space, the ends trimmed.
+func SafeName(s string) string {
+	s = strings.ToValidUTF8(s, " ")
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '&':
+			return '＆'
+		case r == '=':
+			return '＝'
+		case unicode.IsControl(r):
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
 }

@@ -35,7 +35,7 @@ func TestPayNotifiesAndTheShopAccepts(t *testing.T) {
 		o, _ := sim.Order(string(no))
 		n := notices[0]
 		want := domain.ProviderNotice{OrderNo: no, ProviderRef: o.TradeNo, EventID: o.TradeNo + ":TRADE_SUCCESS",
-			Outcome: domain.OutcomePaid, Amount: 2500, Currency: cny}
+			Outcome: domain.OutcomePaid, Amount: 2500, Currency: cny, Method: "alipay"}
 		if n != want {
 			t.Fatalf("notice\n got %+v\nwant %+v", n, want)
 		}
@@ -160,7 +160,7 @@ func TestVerifyFieldsAndStatuses(t *testing.T) {
 		}
 	}
 	// Extra parameters the gateway signed (param, …) are part of the signature.
-	if _, err := verifyGET(g, signed(sim, no, func(p url.Values) { p.Set("param", "a b&c") })); err != nil {
+	if _, err := verifyGET(g, signed(sim, no, func(p url.Values) { p.Set("param", "a b c") })); err != nil {
 		t.Fatal(err)
 	}
 	invalid := map[string]func(url.Values){
@@ -169,6 +169,8 @@ func TestVerifyFieldsAndStatuses(t *testing.T) {
 		"no trade_no":      func(p url.Values) { p.Del("trade_no") },
 		"bad trade_no":     func(p url.Values) { p.Set("trade_no", "12 34") },
 		"no trade_status":  func(p url.Values) { p.Del("trade_status") },
+		"no type":          func(p url.Values) { p.Del("type") },
+		"bad type":         func(p url.Values) { p.Set("type", "Ali pay") },
 	}
 	for name, mutate := range invalid {
 		if _, err := verifyGET(g, signed(sim, no, mutate)); !errors.Is(err, domain.ErrInvalidInput) {

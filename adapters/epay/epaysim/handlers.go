@@ -130,7 +130,7 @@ func (s *Sim) refundAnswer(form url.Values) (map[string]any, string, bool) {
 	if o == nil {
 		return fail(-1, "当前订单不存在！")
 	}
-	if !o.Paid || o.Refunded {
+	if !o.Paid || o.Refunded || o.Frozen {
 		return fail(-1, "只支持退款已支付状态的订单")
 	}
 	if cents(money) > cents(o.Money) {
@@ -186,8 +186,11 @@ func (s *Sim) apiAnswer(form url.Values) (map[string]any, string) {
 	if o.Paid {
 		status, end = "1", o.EndTime.Format("2006-01-02 15:04:05")
 	}
-	if o.Refunded {
+	switch {
+	case o.Refunded:
 		status = "2"
+	case o.Frozen:
+		status = "3"
 	}
 	return map[string]any{
 		"code": 1, "msg": "查询订单号成功！", "trade_no": o.TradeNo, "out_trade_no": o.OutTradeNo,

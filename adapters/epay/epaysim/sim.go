@@ -18,7 +18,10 @@
 // money in the POST body; only a paid order (status 1) is refunded, at most its money, and the
 // order becomes status 2 (refunded), so a second refund is refused ("只支持退款已支付状态的订单").
 // The success code is 1 (RefundCodeZero: 0, as upstream). Switches: RefundsOff, RefundRefuse,
-// LoseRefundReplies; Payouts counts the refunds carried out.
+// LoseRefundReplies; Payouts counts the refunds carried out. RefundInConsole is the merchant's
+// refund in the gateway's console (status 2, no notification); Freeze the gateway's operator
+// freezing a paid order (status 3) or releasing it (status 1). api.php?act=order answers the
+// status as upstream does: 0 unpaid, 1 paid, 2 refunded, 3 frozen.
 //
 // It imports the standard library only.
 package epaysim
@@ -98,6 +101,7 @@ type Order struct {
 	Paid       bool
 	Refunded   bool   // refunded (status 2): no longer paid, never refunded again
 	RefundedBy string // the money refunded
+	Frozen     bool   // frozen by the gateway's operator (status 3, while paid and not refunded)
 	AddTime    time.Time
 	EndTime    time.Time // when paid
 }
@@ -230,6 +234,39 @@ func (s *Sim) RefundRefuse(msg string) { s.mu.Lock(); s.refusal = msg; s.mu.Unlo
 // LoseRefundReplies makes the next n refunds take effect and then close the connection without
 // an answer: a refund carried out whose answer never arrives.
 func (s *Sim) LoseRefundReplies(n int) { s.mu.Lock(); s.loseRefund = n; s.mu.Unlock() }
+
+// RefundInConsole is the merchant refunding a paid order in the gateway's console: the money
+// goes back (a payout), the order becomes status 2, and no notification tells the shop.
+func (s *Sim) RefundInConsole(outTradeNo string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orders[outTradeNo]
+	switch {
+	case !ok:
+		return ErrUnknownOrder
+	case !o.Paid || o.Refunded:
+		return ErrNotPaid
+	}
+	o.Refunded, o.RefundedBy = true, o.Money
+	s.payouts[outTradeNo]++
+	return nil
+}
+
+// Freeze is the gateway's operator freezing a paid order (on: status 3, as a dispute or a risk
+// check does) or releasing it (off: status 1 again). No notification tells the shop.
+func (s *Sim) Freeze(outTradeNo string, on bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orders[outTradeNo]
+	switch {
+	case !ok:
+		return ErrUnknownOrder
+	case !o.Paid || o.Refunded:
+		return ErrNotPaid
+	}
+	o.Frozen = on
+	return nil
+}
 
 // Payouts is how many refunds of the order were carried out: the times its money went back.
 func (s *Sim) Payouts(outTradeNo string) int {

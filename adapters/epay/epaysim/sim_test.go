@@ -269,3 +269,47 @@ func TestAPIRefund(t *testing.T) {
 		t.Fatalf("second refund: %v, %d payouts", m, s.Payouts("C1"))
 	}
 }
+
+// The merchant's refund in the console and the gateway's freeze show in api.php?act=order as
+// upstream has them (status 2, status 3), without a notification; only a paid order moves.
+func TestRefundInConsoleAndFreeze(t *testing.T) {
+	s := newSim(t, epaysim.Config{})
+	ctx := context.Background()
+	for _, no := range []string{"D1", "D2"} {
+		if _, err := s.Open(ctx, s.URL()+"/submit.php?"+order(s, no, "3.50", "https://shop.example/n").Encode()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !errors.Is(s.RefundInConsole("D1"), epaysim.ErrNotPaid) || !errors.Is(s.Freeze("D1", true), epaysim.ErrNotPaid) ||
+		!errors.Is(s.Freeze("nope", true), epaysim.ErrUnknownOrder) {
+		t.Fatal("an unpaid or unknown order moved")
+	}
+	s.Retry(false)
+	s.DropNext(2)
+	_ = s.Pay(ctx, "D1")
+	_ = s.Pay(ctx, "D2")
+	sent := len(s.Deliveries())
+	status := func(no string) any {
+		q := s.URL() + "/api.php?" + url.Values{"act": {"order"}, "pid": {s.PID()}, "key": {s.Key()}, "out_trade_no": {no}}.Encode()
+		return getJSON(t, q)["status"]
+	}
+	if err := s.RefundInConsole("D1"); err != nil || status("D1") != "2" || s.Payouts("D1") != 1 {
+		t.Fatalf("refunded: %v, status %v, %d payouts", err, status("D1"), s.Payouts("D1"))
+	}
+	if !errors.Is(s.RefundInConsole("D1"), epaysim.ErrNotPaid) || s.Payouts("D1") != 1 {
+		t.Fatal("refunded twice")
+	}
+	if err := s.Freeze("D2", true); err != nil || status("D2") != "3" {
+		t.Fatalf("frozen: %v, status %v", err, status("D2"))
+	}
+	m := postJSON(t, s.URL()+"/api.php?act=refund", url.Values{"pid": {s.PID()}, "key": {s.Key()}, "out_trade_no": {"D2"}, "money": {"3.50"}})
+	if m["code"] != float64(-1) || s.Payouts("D2") != 0 {
+		t.Fatalf("refund of a frozen order: %v", m)
+	}
+	if err := s.Freeze("D2", false); err != nil || status("D2") != "1" {
+		t.Fatalf("released: %v, status %v", err, status("D2"))
+	}
+	if len(s.Deliveries()) != sent {
+		t.Fatal("a refund or a freeze sent a notification")
+	}
+}
