@@ -40,6 +40,25 @@ func newOperatorToken(name domain.OperatorName) (token string, hash []byte, err 
 	return string(name) + "." + secret, sum[:], nil
 }
 
+// tokenSecretLen is the length of a token's secret part: 32 bytes in unpadded base64url.
+var tokenSecretLen = base64.RawURLEncoding.EncodedLen(tokenSecretBytes)
+
+// TokenName is the operator name a token claims, safe to log: the part before its dot, when
+// the token has the shape of an operator's (a valid name, a dot, a secret of the right length
+// in base64url). Anything else is not named at all (ok false): a mistyped shared admin token,
+// or a secret pasted without its name, must not reach a log in part.
+func TokenName(token string) (name domain.OperatorName, ok bool) {
+	n, secret, found := strings.Cut(token, ".")
+	if !found || len(secret) != tokenSecretLen {
+		return "", false
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(secret); err != nil {
+		return "", false
+	}
+	name, err := domain.ParseOperatorName(n)
+	return name, err == nil
+}
+
 // Authenticate resolves an operator's token to its identity. Any malformed, unknown, removed
 // or replaced token is ErrUnauthorized (which of them is not told).
 //

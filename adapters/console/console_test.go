@@ -355,7 +355,7 @@ func TestNoCodeAppearsInAnyPage(t *testing.T) {
 		}
 	}
 	// Reading the order in the console is not a reveal.
-	v, err := h.shop.AdminOrder(context.Background(), domain.OrderNo(no), false)
+	v, err := h.shop.AdminOrder(context.Background(), domain.OrderNo(no))
 	if err != nil || v.Order.Revealed() {
 		t.Fatalf("the console revealed the codes: %v %v", v.Order.RevealedAt(), err)
 	}

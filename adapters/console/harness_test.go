@@ -274,7 +274,7 @@ func (h *harness) paidOrder(p domain.Product, codes []string, qty int) string {
 
 func (h *harness) orderStatus(no string) domain.OrderStatus {
 	h.t.Helper()
-	v, err := h.shop.AdminOrder(context.Background(), domain.OrderNo(no), false)
+	v, err := h.shop.AdminOrder(context.Background(), domain.OrderNo(no))
 	if err != nil {
 		h.t.Fatal(err)
 	}
