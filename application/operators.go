@@ -175,6 +175,31 @@ func (s *Shop) Operator(ctx context.Context, name string) (domain.Operator, erro
 	return s.ledger.Operators().Operator(ctx, n)
 }
 
+// ConsoleLogOut ends the console sessions of the identity (an operator, or the shared admin
+// token's LegacyAdmin, which has no operator row) issued at or before now, or before the
+// logging-out session's own issue time when this instance's clock lags the one that issued
+// it: that session always ends. Every session of the identity ends, in every browser.
+//
+// Errors: ErrUnavailable.
+func (s *Shop) ConsoleLogOut(ctx context.Context, name domain.OperatorName, issued time.Time) error {
+	at := s.clock.Now().UTC().Truncate(time.Microsecond)
+	if issued.After(at) {
+		at = issued.UTC()
+	}
+	if err := s.ledger.Operators().EndSessions(ctx, name, at); err != nil {
+		return fmt.Errorf("log %s out of the console: %w", name, err)
+	}
+	return nil
+}
+
+// ConsoleSessionsEnded is the identity's last console logout (zero: never): a session issued
+// at or before it is over.
+//
+// Errors: ErrUnavailable.
+func (s *Shop) ConsoleSessionsEnded(ctx context.Context, name domain.OperatorName) (time.Time, error) {
+	return s.ledger.Operators().SessionsEnded(ctx, name)
+}
+
 // Operators lists the operators (without their token hashes' use: they are never shown).
 func (s *Shop) Operators(ctx context.Context) ([]domain.Operator, error) {
 	return s.ledger.Operators().Operators(ctx)
