@@ -40,6 +40,25 @@ func newOperatorToken(name domain.OperatorName) (token string, hash []byte, err 
 	return string(name) + "." + secret, sum[:], nil
 }
 
+// tokenSecretLen is the length of a token's secret part: 32 bytes in unpadded base64url.
+var tokenSecretLen = base64.RawURLEncoding.EncodedLen(tokenSecretBytes)
+
+// TokenName is the operator name a token claims, safe to log: the part before its dot, when
+// the token has the shape of an operator's (a valid name, a dot, a secret of the right length
+// in base64url). Anything else is not named at all (ok false): a mistyped shared admin token,
+// or a secret pasted without its name, must not reach a log in part.
+func TokenName(token string) (name domain.OperatorName, ok bool) {
+	n, secret, found := strings.Cut(token, ".")
+	if !found || len(secret) != tokenSecretLen {
+		return "", false
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(secret); err != nil {
+		return "", false
+	}
+	name, err := domain.ParseOperatorName(n)
+	return name, err == nil
+}
+
 // Authenticate resolves an operator's token to its identity. Any malformed, unknown, removed
 // or replaced token is ErrUnauthorized (which of them is not told).
 //
@@ -154,6 +173,31 @@ func (s *Shop) Operator(ctx context.Context, name string) (domain.Operator, erro
 		return domain.Operator{}, err
 	}
 	return s.ledger.Operators().Operator(ctx, n)
+}
+
+// ConsoleLogOut ends the console sessions of the identity (an operator, or the shared admin
+// token's LegacyAdmin, which has no operator row) issued at or before now, or before the
+// logging-out session's own issue time when this instance's clock lags the one that issued
+// it: that session always ends. Every session of the identity ends, in every browser.
+//
+// Errors: ErrUnavailable.
+func (s *Shop) ConsoleLogOut(ctx context.Context, name domain.OperatorName, issued time.Time) error {
+	at := s.clock.Now().UTC().Truncate(time.Microsecond)
+	if issued.After(at) {
+		at = issued.UTC()
+	}
+	if err := s.ledger.Operators().EndSessions(ctx, name, at); err != nil {
+		return fmt.Errorf("log %s out of the console: %w", name, err)
+	}
+	return nil
+}
+
+// ConsoleSessionsEnded is the identity's last console logout (zero: never): a session issued
+// at or before it is over.
+//
+// Errors: ErrUnavailable.
+func (s *Shop) ConsoleSessionsEnded(ctx context.Context, name domain.OperatorName) (time.Time, error) {
+	return s.ledger.Operators().SessionsEnded(ctx, name)
 }
 
 // Operators lists the operators (without their token hashes' use: they are never shown).

@@ -380,10 +380,10 @@ func (r *propRun) read(rt *rapid.T) {
 	case 0:
 		v, err = f.shop.BuyerOrder(f.ctx, po.buyer, po.no)
 	case 1:
-		v, err = f.shop.AdminOrder(f.ctx, po.no, true)
+		v, err = f.shop.AdminOrderCodes(f.ctx, po.no, opReader)
 	default:
 		withCodes = false
-		v, err = f.shop.AdminOrder(f.ctx, po.no, false)
+		v, err = f.shop.AdminOrder(f.ctx, po.no)
 	}
 	is(rt, "read", err, nil)
 	stored := f.order(rt, po.no)

@@ -2,9 +2,11 @@ package application_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,11 +88,11 @@ func TestAdminReadWithCodesIsAReveal(t *testing.T) {
 	p := f.createProduct(t, 2, 4)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
 	f.mustPay(t, o.No())
-	v, err := f.shop.AdminOrder(f.ctx, o.No(), false)
+	v, err := f.shop.AdminOrder(f.ctx, o.No())
 	if err != nil || len(v.Cards) != 0 || v.Order.Revealed() || f.order(t, o.No()).Revealed() {
 		t.Fatalf("admin read without codes: %d codes, %v, revealed %v", len(v.Cards), err, f.order(t, o.No()).Revealed())
 	}
-	v, err = f.shop.AdminOrder(f.ctx, o.No(), true)
+	v, err = f.shop.AdminOrderCodes(f.ctx, o.No(), opReader)
 	if err != nil || len(v.Cards) != 2 || !v.Order.Revealed() || !f.order(t, o.No()).Revealed() {
 		t.Fatalf("admin read with codes: %d codes, %v, revealed %v", len(v.Cards), err, f.order(t, o.No()).Revealed())
 	}
@@ -99,6 +101,112 @@ func TestAdminReadWithCodesIsAReveal(t *testing.T) {
 		t.Fatalf("refund after the admin's read: %v, voided %d; want 2", err, res.Voided)
 	}
 	f.assertInvariants(t, p.ID())
+}
+
+// opReader reads codes in the use-case tests: an operator named "olga".
+var opReader = application.Reader{Identity: application.Identity{Name: "olga", Role: domain.RoleOperator},
+	ClientAddr: "192.0.2.7"}
+
+// Every read of an order's codes by an operator is in the audit log: who, from where, which
+// order, how many codes and their card ids, never a code; a read without codes, or of an order
+// with none to show, writes nothing.
+func TestAnOperatorsReadOfCodesIsAudited(t *testing.T) {
+	f := newFixture(t)
+	p := f.createProduct(t, 3, 4)
+	o := f.mustPlace(t, "alice", p.ID(), 3)
+	if _, err := f.shop.AdminOrderCodes(f.ctx, o.No(), opReader); err != nil { // PENDING: no code to show
+		t.Fatal(err)
+	}
+	if _, err := f.shop.AdminOrder(f.ctx, o.No()); err != nil {
+		t.Fatal(err)
+	}
+	if got := codeReads(t, f); len(got) != 0 {
+		t.Fatalf("reads that showed no code were audited: %+v", got)
+	}
+	f.mustPay(t, o.No())
+	for range 2 { // the second read is no new reveal, but a read all the same
+		v, err := f.shop.AdminOrderCodes(f.ctx, o.No(), opReader)
+		if err != nil || len(v.Cards) != 3 {
+			t.Fatalf("read with codes: %d codes, %v", len(v.Cards), err)
+		}
+	}
+	got := codeReads(t, f)
+	if len(got) != 2 {
+		t.Fatalf("audit entries %s: %+v, want 2", application.ActionCodesRead, got)
+	}
+	ids := cardIDs(f.soldCards(t, o.No()))
+	slices.Sort(ids)
+	for _, e := range got {
+		if e.Operator != "olga" || e.Role != domain.RoleOperator || e.Target != "order "+string(o.No()) ||
+			e.ClientAddr != "192.0.2.7" || e.Result != "200" {
+			t.Fatalf("entry %+v: want olga (operator) from 192.0.2.7 on order %s, 200", e, o.No())
+		}
+		var params struct {
+			Cards int    `json:"cards"`
+			IDs   string `json:"ids"`
+		}
+		if err := json.Unmarshal([]byte(e.Params), &params); err != nil || params.Cards != 3 ||
+			params.IDs != fmt.Sprintf("%d-%d", ids[0], ids[2]) {
+			t.Fatalf("entry params %s (%v): want 3 cards, ids %v", e.Params, err, ids)
+		}
+		for _, c := range f.soldCards(t, o.No()) {
+			if strings.Contains(e.Params, c.Code.Reveal()) {
+				t.Fatalf("entry params %s hold a code", e.Params)
+			}
+		}
+	}
+}
+
+// A viewer, or a reader without a name, reads no code and reveals nothing.
+func TestReadingCodesNeedsANamedOperator(t *testing.T) {
+	f := newFixture(t)
+	p := f.createProduct(t, 2, 2)
+	o := f.mustPlace(t, "alice", p.ID(), 1)
+	f.mustPay(t, o.No())
+	for _, by := range []application.Reader{
+		{Identity: application.Identity{Name: "vera", Role: domain.RoleViewer}},
+		{Identity: application.Identity{Role: domain.RoleAdmin}},
+	} {
+		v, err := f.shop.AdminOrderCodes(f.ctx, o.No(), by)
+		if !errors.Is(err, domain.ErrForbidden) || len(v.Cards) != 0 {
+			t.Fatalf("read by %+v: %d codes, err %v; want ErrForbidden", by, len(v.Cards), err)
+		}
+	}
+	if f.order(t, o.No()).Revealed() || len(codeReads(t, f)) != 0 {
+		t.Fatal("a refused read revealed the order or wrote an entry")
+	}
+}
+
+// A read whose audit entry cannot be stored shows no code.
+func TestAReadOfCodesThatCannotBeAuditedShowsNone(t *testing.T) {
+	f := newFixture(t, withLedger(func(l *memory.Ledger) domain.Ledger { return brokenAuditLog{l} }))
+	p := f.createProduct(t, 2, 2)
+	o := f.mustPlace(t, "alice", p.ID(), 1)
+	f.mustPay(t, o.No())
+	v, err := f.shop.AdminOrderCodes(f.ctx, o.No(), opReader)
+	if !errors.Is(err, domain.ErrUnavailable) || len(v.Cards) != 0 {
+		t.Fatalf("read with the audit log down: %d codes, err %v; want ErrUnavailable and none", len(v.Cards), err)
+	}
+}
+
+// brokenAuditLog is a ledger whose audit log cannot be written.
+type brokenAuditLog struct{ *memory.Ledger }
+
+func (l brokenAuditLog) Audit() domain.AuditLog { return failingAudit{l.Ledger.Audit()} }
+
+type failingAudit struct{ domain.AuditLog }
+
+func (failingAudit) Append(context.Context, domain.AuditEntry) (int64, error) {
+	return 0, fmt.Errorf("audit: %w", domain.ErrUnavailable)
+}
+
+func codeReads(t *testing.T, f *fixture) []domain.AuditEntry {
+	t.Helper()
+	got, err := f.shop.AuditLog(f.ctx, domain.AuditFilter{Action: application.ActionCodesRead, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // An operator may recycle revealed codes on purpose; void and recycle together are refused.
@@ -189,7 +297,7 @@ func TestCodesStayHiddenWhenTheRevealCannotBeRecorded(t *testing.T) {
 			if len(v.Cards) != 0 || f.order(t, o.No()).Revealed() {
 				t.Fatalf("failed reveal: %d codes shown, revealed %v", len(v.Cards), f.order(t, o.No()).Revealed())
 			}
-			v, err = f.shop.AdminOrder(f.ctx, o.No(), true)
+			v, err = f.shop.AdminOrderCodes(f.ctx, o.No(), opReader)
 			is(t, "admin's read while the reveal fails", err, domain.ErrUnavailable)
 			if len(v.Cards) != 0 {
 				t.Fatalf("failed reveal: %d codes shown to the operator", len(v.Cards))

@@ -278,7 +278,7 @@ func TestPoolShortOfGateFreezesProduct(t *testing.T) {
 	if got.Status() != domain.StatusPaid {
 		t.Fatalf("fulfilled order %s, want PAID", got.Status())
 	}
-	view, err := f.shop.AdminOrder(f.ctx, o.No(), true)
+	view, err := f.shop.AdminOrderCodes(f.ctx, o.No(), opReader)
 	if err != nil || len(view.Cards) != 3 {
 		t.Fatalf("order view: %d codes, %v", len(view.Cards), err)
 	}

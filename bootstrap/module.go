@@ -155,6 +155,8 @@ func newHTTP(in httpIn) *fiber.App {
 	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
 	hc.DevPay = in.Payments.dev
 	hc.RequestTimeout = in.Cfg.RequestTimeout
+	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
+	hc.AuthFailures = httpapi.NewAuthFailures(in.Shop, in.Limiter, in.Clock, in.Log)
 	app := httpapi.New(hc, in.Shop, in.Tokens, in.Clock, in.Log)
 	// The operator console shares the API's app (and its middleware) under /console; its
 	// login attempts are limited per client IP by the API's limiter (on Redis with the real
@@ -162,7 +164,7 @@ func newHTTP(in httpIn) *fiber.App {
 	console.Mount(app, console.Config{AdminToken: in.Cfg.AdminToken.Reveal(), TokenSecret: in.Cfg.TokenSecret.Reveal(),
 		Limiter: in.Limiter, LoginsPerWindow: console.DefaultLoginsPerWindow, LoginWindow: console.DefaultLoginWindow,
 		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes,
-		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop},
+		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop, AuthFailures: hc.AuthFailures},
 		in.Shop, in.Clock, in.Log)
 	return app
 }

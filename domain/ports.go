@@ -445,6 +445,14 @@ type OperatorRepo interface {
 	SetRole(ctx context.Context, name OperatorName, r Role) error
 	// Remove deletes the operator (its token stops working); ErrOperatorNotFound.
 	Remove(ctx context.Context, name OperatorName) error
+	// EndSessions records a console logout: the console sessions of name issued at or
+	// before at are over. It keeps the later of the stored time and at, so a logout never
+	// reopens a session, and takes any name, the shared admin token's (LegacyAdmin, which has
+	// no operator row) included: it never answers ErrOperatorNotFound.
+	EndSessions(ctx context.Context, name OperatorName, at time.Time) error
+	// SessionsEnded returns the time EndSessions stored for name (sessions issued at or
+	// before it are over), or the zero time when name never logged out.
+	SessionsEnded(ctx context.Context, name OperatorName) (time.Time, error)
 }
 
 // AuditLog is the append-only record of operators' writes: the service only appends and

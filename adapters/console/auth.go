@@ -22,18 +22,31 @@ func (k *console) loginPage(c *fiber.Ctx) error {
 
 // login checks the token after the per-IP login limit (a refused attempt checks no token),
 // then starts a session: the shared admin token (compared in constant time) or an operator's.
+// A failed or refused attempt is logged and audited (console.login_failed,
+// console.login_rate_limited) through httpapi.AuthFailures: the client's address and the
+// operator the token claimed, never its secret; a refusal once per address and window.
+//
+// A new session is issued after the identity's last logout (SessionsEnded), even on an
+// instance whose clock lags the one that recorded it: a logout refuses every session issued
+// at or before it, and must not refuse the next login.
 func (k *console) login(c *fiber.Ctx) error {
+	tok := strings.TrimSpace(formValue(c, "token"))
 	if ok, retry := k.allowLogin(c); !ok {
+		k.cfg.AuthFailures.Refused(c, httpapi.ActionLoginRateLimited, tok, "429 rate_limited", 1)
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(max(int64((retry+time.Second-1)/time.Second), 1), 10))
 		return k.render(c, fiber.StatusTooManyRequests, "login", view{Title: "Log in",
 			Error: "Too many login attempts from your address. Wait a minute and try again."})
 	}
-	tok := strings.TrimSpace(formValue(c, "token"))
 	id, err := k.authenticate(c.UserContext(), tok)
 	if err != nil {
 		if errors.Is(err, domain.ErrUnauthorized) {
+			k.cfg.AuthFailures.Refused(c, httpapi.ActionLoginFailed, tok, "401 unauthorized", k.cfg.LoginsPerWindow)
 			return k.render(c, fiber.StatusUnauthorized, "login", view{Title: "Log in", Error: "That token is not valid."})
 		}
+		return k.fail(c, err)
+	}
+	ended, err := k.shop.ConsoleSessionsEnded(c.UserContext(), id.Name)
+	if err != nil {
 		return k.fail(c, err)
 	}
 	csrf, err := newCSRF()
@@ -41,7 +54,11 @@ func (k *console) login(c *fiber.Ctx) error {
 		return k.fail(c, err)
 	}
 	now := k.clock.Now()
-	s := session{Name: id.Name, IssuedAt: now.UnixMicro(), Expires: now.Add(SessionTTL).UnixMicro(), CSRF: csrf}
+	issued := now.UnixMicro()
+	if !ended.IsZero() && issued <= ended.UnixMicro() {
+		issued = ended.UnixMicro() + 1
+	}
+	s := session{Name: id.Name, IssuedAt: issued, Expires: now.Add(SessionTTL).UnixMicro(), CSRF: csrf}
 	if id == application.LegacyAdminIdentity {
 		s.Admin = k.seal.adminPrint(k.cfg.AdminToken)
 	}
@@ -82,8 +99,22 @@ func (k *console) allowLogin(c *fiber.Ctx) (bool, time.Duration) {
 // only makes its own cookie Secure, which costs it nothing but its own session.
 func secure(c *fiber.Ctx) bool { return c.Protocol() == "https" }
 
+// logout ends the session on the server, not only in this browser: it records the logout
+// time of the session's identity (ConsoleLogOut), and every session of that identity issued at
+// or before it is refused from then on, on every instance — a copied cookie included, and the
+// identity's sessions in its other browsers too (the session is a signed cookie with no
+// store, so "this session" cannot be told from "this identity's sessions"; one logout time per
+// identity is the whole state). The cookie is cleared whatever happens; a logout that cannot
+// be recorded is an error page saying so, as the session may still work elsewhere.
 func (k *console) logout(c *fiber.Ctx) error {
 	k.clearCookie(c)
+	id, s := identityOf(c), sessionOf(c)
+	if err := k.shop.ConsoleLogOut(c.UserContext(), id.Name, time.UnixMicro(s.IssuedAt)); err != nil {
+		k.log.ErrorContext(c.UserContext(), "console: logout not recorded", "operator", id.Name, "err", err)
+		return k.errorPage(c, fiber.StatusServiceUnavailable,
+			"You are logged out of this browser, but the logout could not be recorded: a copy of this session may still work. Log in and out again.")
+	}
+	k.log.InfoContext(c.UserContext(), "console: logout", "operator", id.Name, "client_addr", c.IP())
 	return c.Redirect("/console/login", fiber.StatusSeeOther)
 }
 

@@ -55,6 +55,9 @@ type Config struct {
 	DashboardEvery   time.Duration
 	DashboardStreams int
 	StreamLifetime   time.Duration
+	// AuthFailures records failed and rate-limited logins (the API's, shared, so that its
+	// bound per instance is one); nil: the console makes its own on Limiter.
+	AuthFailures *httpapi.AuthFailures
 }
 
 // Default login limit: ten attempts a minute per client IP. A token has 256 random bits, so
@@ -93,6 +96,9 @@ func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Cloc
 	}
 	if cfg.TimeZone == nil {
 		cfg.TimeZone = time.UTC
+	}
+	if cfg.AuthFailures == nil {
+		cfg.AuthFailures = httpapi.NewAuthFailures(shop, cfg.Limiter, clock, log)
 	}
 	if cfg.MaxImportBytes <= 0 {
 		cfg.MaxImportBytes = httpapi.DefaultConfig("").MaxImportBytes
@@ -204,9 +210,9 @@ func sessionOf(c *fiber.Ctx) session {
 }
 
 // authenticated checks the session cookie and loads its operator, role read now. A bad or
-// expired cookie, a removed operator, or one whose token was rotated after the session began
-// (rotation revokes every session), sends the browser to the login page with the cookie
-// cleared.
+// expired cookie, a removed operator, one whose token was rotated after the session began
+// (rotation revokes every session), or a session issued at or before its identity's last
+// logout (see logout), sends the browser to the login page with the cookie cleared.
 //
 // Only a session found invalid logs out: a ledger that cannot answer is an error page, so an
 // outage does not throw every operator back to the login page.
@@ -234,7 +240,7 @@ func (k *console) identity(ctx context.Context, s session) (application.Identity
 		if subtle.ConstantTimeCompare([]byte(s.Admin), []byte(k.seal.adminPrint(k.cfg.AdminToken))) != 1 {
 			return application.Identity{}, errBadSession
 		}
-		return application.LegacyAdminIdentity, nil
+		return k.notLoggedOut(ctx, s, application.LegacyAdminIdentity)
 	}
 	op, err := k.shop.Operator(ctx, string(s.Name))
 	if errors.Is(err, domain.ErrOperatorNotFound) || errors.Is(err, domain.ErrInvalidInput) {
@@ -246,7 +252,19 @@ func (k *console) identity(ctx context.Context, s session) (application.Identity
 	if op.RotatedAt.UnixMicro() > s.IssuedAt {
 		return application.Identity{}, errBadSession
 	}
-	return application.Identity{Name: op.Name, Role: op.Role}, nil
+	return k.notLoggedOut(ctx, s, application.Identity{Name: op.Name, Role: op.Role})
+}
+
+// notLoggedOut refuses a session issued at or before its identity's last logout.
+func (k *console) notLoggedOut(ctx context.Context, s session, id application.Identity) (application.Identity, error) {
+	ended, err := k.shop.ConsoleSessionsEnded(ctx, id.Name)
+	if err != nil {
+		return application.Identity{}, err
+	}
+	if !ended.IsZero() && s.IssuedAt <= ended.UnixMicro() {
+		return application.Identity{}, errBadSession
+	}
+	return id, nil
 }
 
 // sameOrigin refuses a POST whose Origin header names another host: a browser sends it with

@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"cardshop/adapters/console"
+	"cardshop/application"
 	"cardshop/domain"
 )
 
@@ -341,11 +342,17 @@ func TestNoCodeAppearsInAnyPage(t *testing.T) {
 	b := h.login(adminToken)
 	// A write leaves an audit entry to show too.
 	wantStatus(t, b.post("/console/products/"+itoa(int64(p.ID()))+"/freeze", url.Values{"reason": {"check"}}), 200)
-	for _, page := range consolePages(p.ID(), no) {
+	for _, page := range append(consolePages(p.ID(), no), "/console/products/"+itoa(int64(p.ID()))+"/codes") {
 		r := b.get(page)
 		wantStatus(t, r, 200)
 		if strings.Contains(r.body, "SECRET-CODE") {
 			t.Errorf("%s shows a code", page)
+		}
+	}
+	// No page read a code, so none wrote the audit entry of a read of codes.
+	for _, e := range h.audit() {
+		if e.Action == application.ActionCodesRead {
+			t.Errorf("a console page is audited as a read of codes: %+v", e)
 		}
 	}
 	order := b.get("/console/orders/" + no)
@@ -355,7 +362,7 @@ func TestNoCodeAppearsInAnyPage(t *testing.T) {
 		}
 	}
 	// Reading the order in the console is not a reveal.
-	v, err := h.shop.AdminOrder(context.Background(), domain.OrderNo(no), false)
+	v, err := h.shop.AdminOrder(context.Background(), domain.OrderNo(no))
 	if err != nil || v.Order.Revealed() {
 		t.Fatalf("the console revealed the codes: %v %v", v.Order.RevealedAt(), err)
 	}

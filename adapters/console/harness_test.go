@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,22 +48,48 @@ type harness struct {
 	tokens *authtoken.Issuer
 	ledger *outageLedger
 	gate   *memory.Gate
+	logs   *syncBuffer // the service's log
 }
 
-// outageLedger is the memory ledger whose operator reads fail while down is set, as a
-// database that went away.
+// syncBuffer is the service log: handlers may write to it concurrently.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// outageLedger is the memory ledger whose operator reads fail while down is set, and whose
+// logouts fail while logoutDown is set, as a database that went away.
 type outageLedger struct {
 	*memory.Ledger
-	down atomic.Bool
+	down, logoutDown atomic.Bool
 }
 
 func (l *outageLedger) Operators() domain.OperatorRepo {
-	return outageOperators{l.Ledger.Operators(), &l.down}
+	return outageOperators{l.Ledger.Operators(), &l.down, &l.logoutDown}
 }
 
 type outageOperators struct {
 	domain.OperatorRepo
-	down *atomic.Bool
+	down, logoutDown *atomic.Bool
+}
+
+func (o outageOperators) EndSessions(ctx context.Context, n domain.OperatorName, at time.Time) error {
+	if o.logoutDown.Load() {
+		return fmt.Errorf("operators: %w", domain.ErrUnavailable)
+	}
+	return o.OperatorRepo.EndSessions(ctx, n, at)
 }
 
 func (o outageOperators) Operator(ctx context.Context, n domain.OperatorName) (domain.Operator, error) {
@@ -75,8 +102,8 @@ func (o outageOperators) Operator(ctx context.Context, n domain.OperatorName) (d
 // newHarness builds the service; logins are limited to logins a minute per IP (0: the default).
 func newHarness(t testing.TB, logins int) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: memory.NewFakeClock(start), ledger: &outageLedger{Ledger: memory.NewLedger()}}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := &harness{t: t, clock: memory.NewFakeClock(start), ledger: &outageLedger{Ledger: memory.NewLedger()}, logs: &syncBuffer{}}
+	log := slog.New(slog.NewJSONHandler(h.logs, nil))
 	queue := memory.NewDelayQueue(h.clock)
 	t.Cleanup(queue.Close)
 	var err error
@@ -274,7 +301,7 @@ func (h *harness) paidOrder(p domain.Product, codes []string, qty int) string {
 
 func (h *harness) orderStatus(no string) domain.OrderStatus {
 	h.t.Helper()
-	v, err := h.shop.AdminOrder(context.Background(), domain.OrderNo(no), false)
+	v, err := h.shop.AdminOrder(context.Background(), domain.OrderNo(no))
 	if err != nil {
 		h.t.Fatal(err)
 	}

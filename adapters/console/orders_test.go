@@ -300,7 +300,7 @@ func TestOrderPageShowsFlowNotificationsAndDelivery(t *testing.T) {
 	if strings.Contains(r.body, "SECRET-CODE") {
 		t.Fatal("the order page shows a code")
 	}
-	if v, err := h.shop.AdminOrder(ctx, domain.OrderNo(no), false); err != nil || v.Order.Revealed() {
+	if v, err := h.shop.AdminOrder(ctx, domain.OrderNo(no)); err != nil || v.Order.Revealed() {
 		t.Fatalf("the order page revealed the codes: %v", err)
 	}
 	// An order never paid has nothing to deliver and only its reservation in the flow.

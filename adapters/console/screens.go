@@ -179,7 +179,7 @@ func (k *console) loadOrder(c *fiber.Ctx) (orderData, error) {
 	if err != nil {
 		return orderData{}, domain.ErrOrderNotFound
 	}
-	v, err := k.shop.AdminOrder(c.UserContext(), no, false)
+	v, err := k.shop.AdminOrder(c.UserContext(), no)
 	if err != nil {
 		return orderData{}, err
 	}

@@ -419,8 +419,14 @@ func (s *Server) adminOrder(c *fiber.Ctx) error {
 		// A viewer sees orders but never their codes (?codes=false).
 		return &forbidden{have: identityOf(c).Role, need: domain.RoleOperator}
 	}
-	// With codes this read is a reveal: a later refund voids them by default.
-	v, err := s.shop.AdminOrder(c.UserContext(), no, withCodes)
+	// With codes this read is a reveal (a later refund voids them by default), and audited
+	// (order.codes_read) before the codes are answered.
+	var v application.OrderView
+	if withCodes {
+		v, err = s.shop.AdminOrderCodes(c.UserContext(), no, application.Reader{Identity: identityOf(c), ClientAddr: c.IP()})
+	} else {
+		v, err = s.shop.AdminOrder(c.UserContext(), no)
+	}
 	if err != nil {
 		return err
 	}

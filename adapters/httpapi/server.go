@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -45,7 +46,15 @@ type Config struct {
 	// request does (giving a reservation back, a batch its member joined) runs on its own
 	// bounded context.
 	RequestTimeout time.Duration
+	// AuthFailures records the refused admin tokens (log and audit log, bounded); share one
+	// with the console so that its bound per instance is one. Nil: New makes its own on the
+	// RateLimits' Limiter.
+	AuthFailures *AuthFailures
 }
+
+// AdminAuthFailuresPerIP bounds the refused admin tokens of one client address recorded per
+// AuthFailureWindow (see AuthFailures); /admin itself is not rate limited.
+const AdminAuthFailuresPerIP = 10
 
 // DefaultConfig returns the default body limits, with no rate limits.
 func DefaultConfig(adminToken string) Config {
@@ -88,6 +97,9 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 	cfg.RateLimits.check()
 	if log == nil {
 		log = slog.Default()
+	}
+	if cfg.AuthFailures == nil {
+		cfg.AuthFailures = NewAuthFailures(shop, cfg.RateLimits.Limiter, clock, log)
 	}
 	s := &Server{cfg: cfg, shop: shop, tokens: tokens, clock: clock, log: log}
 	app := fiber.New(fiber.Config{
@@ -198,16 +210,19 @@ func buyerOf(c *fiber.Ctx) domain.BuyerID { return c.Locals(buyerKey).(domain.Bu
 // constant time; an admin named "admin-token"), or an operator's token (looked up on every
 // request, so a rotated or removed token stops working at once on every instance). The
 // identity is kept for the role check and the audit log.
+//
+// A refused token (none, malformed, unknown, replaced) is logged and audited as
+// admin.auth_failed, within AuthFailures' bounds, naming only the operator it claimed.
 func (s *Server) admin(c *fiber.Ctx) error {
 	tok := bearer(c)
-	if tok == "" {
-		return domain.ErrUnauthorized
-	}
-	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) == 1 {
+	if tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) == 1 {
 		c.Locals(identityKey, application.LegacyAdminIdentity)
 		return c.Next()
 	}
 	id, err := s.shop.Authenticate(c.UserContext(), tok)
+	if errors.Is(err, domain.ErrUnauthorized) {
+		s.cfg.AuthFailures.Refused(c, ActionAuthFailed, tok, AuditResult(0, err), AdminAuthFailuresPerIP)
+	}
 	if err != nil {
 		return err
 	}

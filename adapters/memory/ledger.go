@@ -246,7 +246,8 @@ type ledgerData struct {
 	noticesOf    map[domain.OrderNo][]int    // an order's records: indexes into notices, oldest first
 	lastNotice   int64
 	operators    map[domain.OperatorName]domain.Operator
-	audit        []domain.AuditEntry // oldest first, so ids increase along it
+	logouts      map[domain.OperatorName]time.Time // console logouts (EndSessions), in UTC
+	audit        []domain.AuditEntry               // oldest first, so ids increase along it
 	lastAudit    int64
 	alerts       []domain.AlertRecord // oldest first, so ids increase along it
 	openAlerts   map[alertKey]int     // an open alert's condition -> its index in alerts
@@ -274,6 +275,7 @@ func newLedgerData() *ledgerData {
 		payments:    make(map[domain.OrderNo]map[domain.Provider]domain.Payment),
 		noticesOf:   make(map[domain.OrderNo][]int),
 		operators:   make(map[domain.OperatorName]domain.Operator),
+		logouts:     make(map[domain.OperatorName]time.Time),
 		openAlerts:  make(map[alertKey]int),
 	}
 }

@@ -106,6 +106,28 @@ func (r operatorRepo) Remove(_ context.Context, name domain.OperatorName) error 
 	return nil
 }
 
+// EndSessions keeps the later of the stored time and at, as the port says.
+func (r operatorRepo) EndSessions(_ context.Context, name domain.OperatorName, at time.Time) error {
+	release, err := r.s.acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if at.After(r.s.data.logouts[name]) {
+		put(r.s, r.s.data.logouts, name, at.UTC())
+	}
+	return nil
+}
+
+func (r operatorRepo) SessionsEnded(_ context.Context, name domain.OperatorName) (time.Time, error) {
+	release, err := r.s.acquire()
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer release()
+	return r.s.data.logouts[name], nil
+}
+
 // copyOperator gives the caller a hash of its own: changing it must not change the row.
 func copyOperator(o domain.Operator) domain.Operator {
 	o.TokenHash = slices.Clone(o.TokenHash)

@@ -118,3 +118,23 @@ func (r operatorRepo) Remove(ctx context.Context, name domain.OperatorName) erro
 	}
 	return err
 }
+
+// EndSessions is one upsert that keeps the later time (GREATEST), so two logouts racing on two
+// instances leave the later one whichever commits last.
+func (r operatorRepo) EndSessions(ctx context.Context, name domain.OperatorName, at time.Time) error {
+	_, err := r.s.exec(ctx, fmt.Sprintf("end the console sessions of %s", name),
+		"INSERT INTO console_logouts (name, logged_out_at) VALUES (?, ?) "+
+			"ON DUPLICATE KEY UPDATE logged_out_at = GREATEST(logged_out_at, VALUES(logged_out_at))",
+		string(name), at.UTC())
+	return err
+}
+
+func (r operatorRepo) SessionsEnded(ctx context.Context, name domain.OperatorName) (time.Time, error) {
+	var at time.Time
+	err := r.s.get(ctx, fmt.Sprintf("console logout of %s", name), &at,
+		"SELECT logged_out_at FROM console_logouts WHERE name = ?", string(name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, nil
+	}
+	return at, err
+}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 
 // runOperators checks the operator repository: Create and the reads, a refused second
 // operator of a name, unknown names, Rotate (the hash and RotatedAt change, nothing else),
-// SetRole, Remove (the name is free again), times at microsecond precision, and the rollback
+// SetRole, Remove (the name is free again), console logouts (EndSessions keeps the latest
+// time, for any name, racing or rolled back), times at microsecond precision, and the rollback
 // of a failed transaction. Every case uses names of its own: a shared database keeps the
 // operators of earlier runs.
 func runOperators(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
@@ -150,6 +152,85 @@ func runOperators(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		again := newOperator(o.Name, domain.RoleViewer, usec().Add(time.Hour))
 		createOperator(t, l, again)
 		wantOperator(t, l, again)
+	})
+
+	t.Run("sessions end at the latest logout; any name, no operator row needed", func(t *testing.T) {
+		l := newLedger(t)
+		o := newOperator(newOperatorName(), domain.RoleOperator, usec())
+		createOperator(t, l, o)
+		wantSessionsEnded(t, l, o.Name, time.Time{})
+		at := o.CreatedAt.Add(time.Hour + 7*time.Microsecond)
+		for _, step := range []struct {
+			at, want time.Time
+		}{
+			{at, at},
+			{at.Add(-time.Minute), at}, // an earlier logout reopens nothing
+			{at.Add(time.Minute), at.Add(time.Minute)}, // a later one moves it on
+			{at.Add(time.Minute), at.Add(time.Minute)}, // the same again is no error
+		} {
+			if err := l.Operators().EndSessions(t.Context(), o.Name, step.at.In(time.FixedZone("x", 3600))); err != nil {
+				t.Fatalf("EndSessions(%v): %v", step.at, err)
+			}
+			wantSessionsEnded(t, l, o.Name, step.want)
+		}
+		wantOperator(t, l, o) // the operator itself is unchanged
+
+		// A name without an operator row: removed, never created, or the shared admin token.
+		nobody := newOperatorName()
+		if err := l.Operators().EndSessions(t.Context(), nobody, at); err != nil {
+			t.Fatalf("EndSessions of a name without an operator: %v", err)
+		}
+		wantSessionsEnded(t, l, nobody, at)
+		wantNoOperator(t, l, nobody)
+		now := usec()
+		if err := l.Operators().EndSessions(t.Context(), domain.LegacyAdmin, now); err != nil {
+			t.Fatalf("EndSessions(%s): %v", domain.LegacyAdmin, err)
+		}
+		// A shared database may hold a later logout of the shared admin token from another run.
+		if got, err := l.Operators().SessionsEnded(t.Context(), domain.LegacyAdmin); err != nil || got.Before(now) {
+			t.Fatalf("SessionsEnded(%s) = %v, %v; want %v or later", domain.LegacyAdmin, got, err, now)
+		}
+	})
+
+	t.Run("racing logouts leave the latest", func(t *testing.T) {
+		l := newLedger(t)
+		name, base := newOperatorName(), usec()
+		const n = 16
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- l.Operators().EndSessions(t.Context(), name, base.Add(time.Duration(i)*time.Second))
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("EndSessions: %v", err)
+			}
+		}
+		wantSessionsEnded(t, l, name, base.Add((n-1)*time.Second))
+	})
+
+	t.Run("a logout in a failed transaction is gone", func(t *testing.T) {
+		l := newLedger(t)
+		name, at := newOperatorName(), usec()
+		err := l.Atomically(t.Context(), func(tx domain.Store) error {
+			if err := tx.Operators().EndSessions(t.Context(), name, at); err != nil {
+				return err
+			}
+			if got, err := tx.Operators().SessionsEnded(t.Context(), name); err != nil || !got.Equal(at) {
+				t.Errorf("the transaction reads its own logout as %v, %v; want %v", got, err, at)
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatalf("Atomically: err = %v, want fn's error", err)
+		}
+		wantSessionsEnded(t, l, name, time.Time{})
 	})
 
 	t.Run("a failed transaction leaves no operator, change or entry; a committed one keeps them", func(t *testing.T) {
@@ -455,6 +536,18 @@ func wantNoOperator(t *testing.T, l domain.Store, name domain.OperatorName) {
 	t.Helper()
 	if got, err := l.Operators().Operator(t.Context(), name); !errors.Is(err, domain.ErrOperatorNotFound) {
 		t.Fatalf("Operator(%s) = %+v, %v; want ErrOperatorNotFound", name, got, err)
+	}
+}
+
+// wantSessionsEnded checks SessionsEnded(name): want exactly (zero: never logged out), in UTC.
+func wantSessionsEnded(t *testing.T, l domain.Store, name domain.OperatorName, want time.Time) {
+	t.Helper()
+	got, err := l.Operators().SessionsEnded(t.Context(), name)
+	if err != nil {
+		t.Fatalf("SessionsEnded(%s): %v", name, err)
+	}
+	if !got.Equal(want) || (!got.IsZero() && got.Location() != time.UTC) {
+		t.Fatalf("SessionsEnded(%s) = %v, want %v in UTC", name, got, want)
 	}
 }
 
