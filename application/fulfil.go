@@ -15,8 +15,8 @@ import (
 // sale's end judged at the instant the payment was accepted.
 //
 // Errors: ErrOrderNotFound, ErrInvalidTransition (not UNFULFILLED), ErrSoldOut,
-// ErrProductFrozen, ErrSaleEnded (paid after the sale ended), ErrBuyerHoldingLimit,
-// ErrGateNotReady, ErrUnavailable.
+// ErrProductFrozen, ErrPaidAfterSaleEnded (wrapping ErrSaleEnded), ErrFulfilOverLimit
+// (wrapping ErrBuyerHoldingLimit), ErrGateNotReady, ErrUnavailable.
 func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
 	return settle(ctx, s.cfg.ReplayWait, "fulfil", func() (domain.Order, error) {
 		o, err := s.ledger.Orders().Order(ctx, no)
@@ -74,11 +74,11 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 		case res.Outcome == domain.Frozen:
 			return s.unfulfilled(ctx, o, n, "late payment: product frozen", false)
 		case res.Outcome == domain.Ended && from == domain.StatusUnfulfilled:
-			return o, fmt.Errorf("fulfil again: paid after the sale ended: %w", domain.ErrSaleEnded)
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrPaidAfterSaleEnded)
 		case res.Outcome == domain.Ended:
 			return s.unfulfilled(ctx, o, n, reasonLateAfterEnd, false)
 		case res.Outcome == domain.HoldingLimit && from == domain.StatusUnfulfilled:
-			return o, fmt.Errorf("fulfil again: %w", domain.ErrBuyerHoldingLimit)
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrFulfilOverLimit)
 		case res.Outcome == domain.HoldingLimit:
 			return s.unfulfilled(ctx, o, n, reasonLateOverLimit, false)
 		case from == domain.StatusUnfulfilled:

@@ -340,7 +340,7 @@ func TestLatePaymentsCannotPassTheBuyerLimit(t *testing.T) {
 	f.assertInvariants(t, p.ID())
 
 	_, err := f.shop.FulfilOrder(f.ctx, orders[1].No())
-	is(t, "fulfil while alice holds the limit", err, domain.ErrBuyerHoldingLimit)
+	is(t, "fulfil while alice holds the limit", err, domain.ErrFulfilOverLimit)
 	if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: orders[0].No()}); err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestLatePaymentsCannotPassTheBuyerLimit(t *testing.T) {
 		t.Fatalf("fulfil after the refund released the limit: %v, %v", got.Status(), err)
 	}
 	_, err = f.shop.FulfilOrder(f.ctx, orders[2].No())
-	is(t, "fulfil the third", err, domain.ErrBuyerHoldingLimit)
+	is(t, "fulfil the third", err, domain.ErrFulfilOverLimit)
 	f.assertInvariants(t, p.ID())
 }
 
@@ -383,7 +383,7 @@ func TestLatePaymentAfterTheSaleEnded(t *testing.T) {
 
 	f.addCodes(t, p.ID(), 2)
 	_, err = f.shop.FulfilOrder(f.ctx, afterEnd.No())
-	is(t, "fulfil an order paid after the end", err, domain.ErrSaleEnded)
+	is(t, "fulfil an order paid after the end", err, domain.ErrPaidAfterSaleEnded)
 	if got, err := f.shop.FulfilOrder(f.ctx, inTime.No()); err != nil || got.Status() != domain.StatusPaid {
 		t.Fatalf("fulfil after the end of an order paid before it: %v, %v", got.Status(), err)
 	}

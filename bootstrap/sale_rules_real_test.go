@@ -202,7 +202,7 @@ func TestRealAdaptersLatePaymentsKeepTheSaleRules(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM card_stock WHERE product_id = ? AND status = 'SOLD'", limited).Scan(&sold); err != nil || sold != 2 {
 		t.Fatalf("codes SOLD with a limit of 2: %d (%v)", sold, err)
 	}
-	if status, body := c.do("POST", "/admin/orders/"+orders[1]+"/fulfil", adminToken, ""); status != 429 || !strings.Contains(string(body), "buyer_limit") {
+	if status, body := c.do("POST", "/admin/orders/"+orders[1]+"/fulfil", adminToken, ""); status != 429 || !strings.Contains(string(body), `"code":"buyer_limit"`) || !strings.Contains(string(body), "fulfilling this order") {
 		t.Fatalf("fulfil while the buyer holds the limit: %d %s, want 429 buyer_limit", status, body)
 	}
 
@@ -212,7 +212,7 @@ func TestRealAdaptersLatePaymentsKeepTheSaleRules(t *testing.T) {
 	c.want(200, "PATCH", fmt.Sprintf("/admin/products/%d", ending), adminToken,
 		fmt.Sprintf(`{"ends_at":%q}`, time.Now().UTC().Format(time.RFC3339Nano)), nil)
 	wantRefused(no, "late payment: after the sale ended")
-	if status, body := c.do("POST", "/admin/orders/"+no+"/fulfil", adminToken, ""); status != 409 || !strings.Contains(string(body), "sale_ended") {
+	if status, body := c.do("POST", "/admin/orders/"+no+"/fulfil", adminToken, ""); status != 409 || !strings.Contains(string(body), `"code":"sale_ended"`) || !strings.Contains(string(body), "paid after") {
 		t.Fatalf("fulfil of an order paid after the end: %d %s, want 409 sale_ended", status, body)
 	}
 	var rec struct {
