@@ -10,10 +10,13 @@ import (
 )
 
 // FulfilOrder retries an UNFULFILLED order once stock is there again (after an import, or a
-// repaired inconsistency): it reserves at the gate and allocates codes like a late payment.
+// repaired inconsistency): it reserves at the gate and allocates codes like a late payment,
+// under the same sale rules: the buyer's limit counting what the buyer holds now, and the
+// sale's end judged at the instant the payment was accepted.
 //
 // Errors: ErrOrderNotFound, ErrInvalidTransition (not UNFULFILLED), ErrSoldOut,
-// ErrProductFrozen, ErrGateNotReady, ErrUnavailable.
+// ErrProductFrozen, ErrPaidAfterSaleEnded (wrapping ErrSaleEnded), ErrFulfilOverLimit
+// (wrapping ErrBuyerHoldingLimit), ErrGateNotReady, ErrUnavailable.
 func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
 	return settle(ctx, s.cfg.ReplayWait, "fulfil", func() (domain.Order, error) {
 		o, err := s.ledger.Orders().Order(ctx, no)
@@ -44,6 +47,11 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 	if late {
 		lateRes = domain.Reservation{Product: o.Product(), Buyer: o.Buyer(), Ref: flowRef(o.No(), domain.FlowLateReserve),
 			Qty: o.Qty(), OrderNo: o.No(), Fingerprint: attemptToken("late"), KeyTTL: 24 * time.Hour}
+		if from == domain.StatusUnfulfilled {
+			// The payment is on record: the sale's end is judged at the instant it was accepted,
+			// so an order paid in time can be fulfilled after the end, and one paid late never.
+			lateRes.PaidAt = o.PaidAt()
+		}
 		res, err := s.reserve(ctx, lateRes)
 		if err != nil {
 			// The script may have run before the call failed: give back a claim this attempt made.
@@ -65,6 +73,14 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 			return o, fmt.Errorf("fulfil again: %w", domain.ErrProductFrozen)
 		case res.Outcome == domain.Frozen:
 			return s.unfulfilled(ctx, o, n, "late payment: product frozen", false)
+		case res.Outcome == domain.Ended && from == domain.StatusUnfulfilled:
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrPaidAfterSaleEnded)
+		case res.Outcome == domain.Ended:
+			return s.unfulfilled(ctx, o, n, reasonLateAfterEnd, false)
+		case res.Outcome == domain.HoldingLimit && from == domain.StatusUnfulfilled:
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrFulfilOverLimit)
+		case res.Outcome == domain.HoldingLimit:
+			return s.unfulfilled(ctx, o, n, reasonLateOverLimit, false)
 		case from == domain.StatusUnfulfilled:
 			return o, fmt.Errorf("fulfil again: %w", domain.ErrSoldOut)
 		default:
@@ -143,6 +159,13 @@ func (s *Shop) forgetHold(ctx context.Context, o domain.Order) {
 	}
 }
 
+// The reasons of a late payment the product's sale rules refuse (the gate's Ended and
+// HoldingLimit): the money is accepted and the order ends UNFULFILLED for an operator to refund.
+const (
+	reasonLateAfterEnd  = "late payment: after the sale ended"
+	reasonLateOverLimit = "late payment: over the buyer's limit"
+)
+
 // unfulfilled records an accepted payment that cannot be fulfilled. release says whether the
 // order still holds a gate reservation to give back (it does when it was PENDING).
 func (s *Shop) unfulfilled(ctx context.Context, o domain.Order, n domain.PaymentNotice, reason string, release bool) (domain.Order, error) {
@@ -175,8 +198,15 @@ func (s *Shop) unfulfilled(ctx context.Context, o domain.Order, n domain.Payment
 	if release {
 		s.applyGate(ctx, change)
 	}
+	advice := ": refund or fulfil the order"
+	switch reason {
+	case reasonLateAfterEnd:
+		advice = ": refund the order (it can never be fulfilled)"
+	case reasonLateOverLimit:
+		advice = ": refund the order (fulfilling it is refused while the buyer holds the limit)"
+	}
 	s.alerts.Alert(ctx, domain.Alert{Kind: "paid_unfulfilled", Product: o.Product(), OrderNo: o.No(),
-		Message: reason + ": refund or fulfil the order"})
+		Message: reason + advice})
 	return u, nil
 }
 

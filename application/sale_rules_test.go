@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,4 +271,124 @@ func TestReplayWhileAnotherBodyHoldsTheExpiredKey(t *testing.T) {
 	}
 	_, err = f.place("alice", p.ID(), 3, key)
 	is(t, "a third body", err, domain.ErrIdempotencyMismatch)
+}
+
+// alertMessages returns the messages of the order's alerts of kind.
+func (f *fixture) alertMessages(no domain.OrderNo, kind string) []string {
+	var out []string
+	for _, a := range f.alerts.Alerts() {
+		if a.OrderNo == no && a.Kind == kind {
+			out = append(out, a.Message)
+		}
+	}
+	return out
+}
+
+// wantRefusedLate checks that a late payment was accepted but refused by the sale rules: the
+// order UNFULFILLED with the payment on record, no codes, one paid_unfulfilled alert naming why.
+func (f *fixture) wantRefusedLate(t *testing.T, got domain.Order, reason string) {
+	t.Helper()
+	if got.Status() != domain.StatusUnfulfilled || got.Reason() != reason || got.PaidAt().IsZero() {
+		t.Fatalf("late payment of %s: %s (%q, paid at %v), want UNFULFILLED %q with the payment recorded",
+			got.No(), got.Status(), got.Reason(), got.PaidAt(), reason)
+	}
+	if cards := f.soldCards(t, got.No()); len(cards) != 0 {
+		t.Fatalf("%s refused by the sale rules holds %d codes", got.No(), len(cards))
+	}
+	msgs := f.alertMessages(got.No(), "paid_unfulfilled")
+	if len(msgs) != 1 || !strings.HasPrefix(msgs[0], reason+": refund") {
+		t.Fatalf("alerts of %s: %q, want one paid_unfulfilled saying %q and asking for a refund", got.No(), msgs, reason)
+	}
+}
+
+// A buyer with a limit of 2 who lets three orders of 2 expire with their pay pages open, then
+// pays all three, gets 2 codes: the late re-reservation counts what the buyer holds now. The
+// other payments are accepted, UNFULFILLED with an alert; fulfilling one is refused while the
+// buyer holds the limit, and allowed once a refund that releases it lowers the holding.
+func TestLatePaymentsCannotPassTheBuyerLimit(t *testing.T) {
+	f := newFixture(t)
+	p := f.createRuled(t, domain.SaleRules{BuyerLimit: 2}, true, 20)
+	var orders []domain.Order
+	for range 3 {
+		o := f.mustPlace(t, "alice", p.ID(), 2)
+		f.clock.Advance(f.cfg.OrderTimeout)
+		is(t, "timeout", f.shop.CloseExpired(f.ctx, o.No()), nil)
+		orders = append(orders, o)
+	}
+	codes := 0
+	for i, o := range orders {
+		got, err := f.payByCallback(t, o.No())
+		is(t, "late payment", err, nil)
+		codes += len(f.soldCards(t, o.No()))
+		if i == 0 {
+			if got.Status() != domain.StatusPaid {
+				t.Fatalf("the first late payment: %s, want PAID", got.Status())
+			}
+			continue
+		}
+		f.wantRefusedLate(t, got, "late payment: over the buyer's limit")
+	}
+	if codes != 2 {
+		t.Fatalf("alice got %d codes with a limit of 2", codes)
+	}
+	if held, err := f.gate.HeldCounts(f.ctx, p.ID()); err != nil || held["alice"] != 2 {
+		t.Fatalf("alice's holding count at the gate: %v, %v; want 2", held, err)
+	}
+	if l := f.levels(t, p.ID()); l.Stock != 18 || l.Sold != 2 {
+		t.Fatalf("gate after the refused late payments: %+v, want 18/2", l)
+	}
+	f.assertInvariants(t, p.ID())
+
+	_, err := f.shop.FulfilOrder(f.ctx, orders[1].No())
+	is(t, "fulfil while alice holds the limit", err, domain.ErrFulfilOverLimit)
+	if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: orders[0].No()}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.shop.FulfilOrder(f.ctx, orders[1].No()); err != nil || got.Status() != domain.StatusPaid {
+		t.Fatalf("fulfil after the refund released the limit: %v, %v", got.Status(), err)
+	}
+	_, err = f.shop.FulfilOrder(f.ctx, orders[2].No())
+	is(t, "fulfil the third", err, domain.ErrFulfilOverLimit)
+	f.assertInvariants(t, p.ID())
+}
+
+// An order placed inside the sale window and paid after its end gets no codes: the payment is
+// accepted, UNFULFILLED with an alert, and an operator's fulfil is refused even with stock.
+// One paid late before the end that found no stock can still be fulfilled after it: the end
+// is judged at the instant the payment was accepted.
+func TestLatePaymentAfterTheSaleEnded(t *testing.T) {
+	f := newFixture(t)
+	ends := t0.Add(f.cfg.OrderTimeout + time.Minute)
+	p := f.createRuled(t, domain.SaleRules{EndsAt: ends}, false, 3)
+	afterEnd := f.mustPlace(t, "alice", p.ID(), 1)
+	inTime := f.mustPlace(t, "bob", p.ID(), 2)
+	f.clock.Advance(f.cfg.OrderTimeout)
+	is(t, "timeout", f.shop.CloseExpired(f.ctx, afterEnd.No()), nil)
+	is(t, "timeout", f.shop.CloseExpired(f.ctx, inTime.No()), nil)
+	f.mustPay(t, f.mustPlace(t, "carol", p.ID(), 2).No())
+	got, err := f.payByCallback(t, inTime.No())
+	is(t, "late payment without stock before the end", err, nil)
+	if got.Status() != domain.StatusUnfulfilled || got.Reason() != "late payment: no stock left" {
+		t.Fatalf("late payment without stock: %s %q", got.Status(), got.Reason())
+	}
+
+	f.clock.Set(ends)
+	got, err = f.payByCallback(t, afterEnd.No())
+	is(t, "late payment at the end", err, nil)
+	f.wantRefusedLate(t, got, "late payment: after the sale ended")
+	if l := f.levels(t, p.ID()); l.Stock != 1 || l.Sold != 2 {
+		t.Fatalf("gate after the refused late payment: %+v, want 1/2 (the unit left is not taken)", l)
+	}
+	f.assertInvariants(t, p.ID())
+
+	f.addCodes(t, p.ID(), 2)
+	_, err = f.shop.FulfilOrder(f.ctx, afterEnd.No())
+	is(t, "fulfil an order paid after the end", err, domain.ErrPaidAfterSaleEnded)
+	if got, err := f.shop.FulfilOrder(f.ctx, inTime.No()); err != nil || got.Status() != domain.StatusPaid {
+		t.Fatalf("fulfil after the end of an order paid before it: %v, %v", got.Status(), err)
+	}
+	if cards := f.soldCards(t, inTime.No()); len(cards) != 2 {
+		t.Fatalf("the order paid in time holds %d codes, want 2", len(cards))
+	}
+	f.assertInvariants(t, p.ID())
 }

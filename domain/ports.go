@@ -18,6 +18,11 @@ import (
 // an order (Forget) or are given back (Cancel, ReleaseOrphan, a rebuild that counts them). A
 // keyed reservation counts against the buyer's budget when BuyerCap > 0; a keyless one does
 // not.
+//
+// The product's SaleRules hold for both: a new order is refused outside the sale window, a late
+// re-reservation when its payment came at or after the window's end (Ended; the order was placed
+// inside the window, so the start is not judged again); either is refused when the buyer's
+// holding count now plus Qty would pass the BuyerLimit (HoldingLimit).
 type Reservation struct {
 	Product     ProductID
 	Buyer       BuyerID
@@ -33,6 +38,11 @@ type Reservation struct {
 	// BuyerWindow is how long the buyer's count lives from the first reservation that opened
 	// it; it must be positive when BuyerCap is.
 	BuyerWindow time.Duration
+	// PaidAt, for a late re-reservation, is the instant its payment was accepted when that is
+	// already on record (an operator fulfilling an UNFULFILLED order): the sale's end is judged
+	// at it, to the millisecond. Zero: by the gate's clock now (the late payment itself).
+	// Ignored for a keyed reservation.
+	PaidAt time.Time
 }
 
 // ReserveOutcome is the gate's answer to a reservation.
@@ -48,8 +58,8 @@ const (
 	BuyerLimit                             // the buyer's budget (BuyerCap per BuyerWindow) is spent; nothing changed
 	Rebuilding                             // the product's gate is being rebuilt (BeginRebuild); nothing changed, ask again shortly
 	NotStarted                             // the sale window opens later by the gate's clock (see StartsIn); nothing changed
-	Ended                                  // the sale window is over by the gate's clock; nothing changed
-	HoldingLimit                           // the buyer would hold more than the product's BuyerLimit; nothing changed
+	Ended                                  // the sale window is over by the gate's clock (a late one: at its PaidAt); nothing changed
+	HoldingLimit                           // the buyer would hold more than the product's BuyerLimit (new or late); nothing changed
 )
 
 // ReserveResult is what Reserve did.
@@ -124,7 +134,8 @@ type GateLevels struct {
 type StockGate interface {
 	// Reserve claims r.Key (or r.Ref) and takes r.Qty units in one atomic step; a keyed
 	// reservation also starts its Hold and, with BuyerCap > 0, adds r.Qty to the buyer's budget.
-	// It returns an outcome, not an error, for replay, missing product, frozen, buyer limit and
+	// It returns an outcome, not an error, for replay, a rebuild's fence, missing product,
+	// frozen, the sale window and the holding limit (Reservation's SaleRules), buyer budget and
 	// sold out (checked in that order); a qty below 1, neither Key nor Ref, or a BuyerCap without
 	// a positive BuyerWindow is a ValidationError; other errors mean the gate could not be
 	// reached (wrapping ErrUnavailable). A gate may keep a sold-out product sold out to keyed

@@ -86,6 +86,15 @@ var ErrSaleEnded = errors.New("the sale has ended")
 // its per-buyer limit allows; nothing was reserved.
 var ErrBuyerHoldingLimit = errors.New("the buyer already holds as many units of this product as one buyer may")
 
+// ErrFulfilOverLimit means fulfilling an UNFULFILLED order would give its buyer more units of
+// the product than its per-buyer limit allows, counting what the buyer holds now; it wraps
+// ErrBuyerHoldingLimit.
+var ErrFulfilOverLimit = fmt.Errorf("%w: fulfilling the order would pass the limit", ErrBuyerHoldingLimit)
+
+// ErrPaidAfterSaleEnded means an UNFULFILLED order's payment was accepted at or after the end
+// of the product's sale, so it is never fulfilled; it wraps ErrSaleEnded.
+var ErrPaidAfterSaleEnded = fmt.Errorf("%w: the order was paid after it", ErrSaleEnded)
+
 // SaleNotStartedError is ErrSaleNotStarted with the time left until the start.
 type SaleNotStartedError struct {
 	StartsIn time.Duration

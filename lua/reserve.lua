@@ -28,8 +28,11 @@
 -- ARGV[5]  the buyer's cap of units per window: a non-negative integer, 0 = no cap
 -- ARGV[6]  the budget window in milliseconds: a positive integer when ARGV[5] > 0, else "0"
 -- ARGV[7]  the buyer (may be empty)
--- ARGV[8]  "1" to enforce the sale window and the buyer's limit (a new order), "" not to (a late
---          payment's re-reservation: the buyer has paid; its units still count as held)
+-- ARGV[8]  which rules apply: "1" for a new order (the sale window, the sold-out lease and the
+--          buyer's limit); "L" for a late payment's re-reservation (the sale's end, judged by
+--          TIME, and the buyer's limit: the order was placed inside the window, so its start has
+--          passed, and a lease only holds back new orders); "L<ms>" the same with the end judged
+--          at unix ms <ms>, the instant the payment was accepted (an operator's fulfil)
 -- ARGV[9]  the claim's bit in KEYS[13]: an integer in [0, 131072) (the gate hashes the claim
 --          key, so Redis never has to)
 -- KEYS[5..13] and ARGV[4..9] may be left out together (4 keys, 3 arguments): then nothing is
@@ -43,18 +46,21 @@
 --   {5, "", 0}                               GateMissing: no stock key; a missing key is never
 --                                            "unlimited"; nothing changed
 --   {4, "", stock}                           Frozen: nothing changed
---   {8, <ms until the start>, stock}         NotStarted: Redis's TIME is before starts (ARGV[8]
---                                            only); nothing changed
---   {9, "", stock}                           Ended: TIME is at or after ends (ARGV[8] only)
---   {3, "", 0}                               SoldOut under a lease: KEYS[12] exists (ARGV[8]
+--   {8, <ms until the start>, stock}         NotStarted: Redis's TIME is before starts (a new
+--                                            order only); nothing changed
+--   {9, "", stock}                           Ended: TIME (or a late one's <ms>) is at or after
+--                                            ends; nothing changed
+--   {3, "", 0}                               SoldOut under a lease: KEYS[12] exists (a new order
 --                                            only: a late payment is not fenced); nothing changed
---   {10, "", stock}                          HoldingLimit: held + qty > limit (ARGV[8] only)
+--   {10, "", stock}                          HoldingLimit: held + qty > limit, new or late (the
+--                                            buyer's count now: what the buyer's other orders
+--                                            hold); nothing changed
 --   {6, "", stock}                           BuyerLimit: budget + qty > cap; nothing changed
 --   {3, "", stock}                           SoldOut: stock < qty; nothing changed
 --   {1, "", stock after}                     Reserved: stock -= qty, sold += qty, claim set; with
 --                                            the hold flag, the order is added to KEYS[5] and
---                                            KEYS[6] (and the buyer in KEYS[11]); a buyer's claim
---                                            (ARGV[8]) sets bit ARGV[9] of KEYS[13], which then
+--                                            KEYS[6] (and the buyer in KEYS[11]); a new order's
+--                                            claim sets bit ARGV[9] of KEYS[13], which then
 --                                            lives at least as long as the claim; with a cap,
 --                                            KEYS[7] += qty and, if it has no expiry yet, it
 --                                            expires after ARGV[6] ms; with a limit, the buyer's
@@ -92,8 +98,19 @@ end
 if not (bit and string.match(bit, '^%d+$') and #bit <= 6 and tonumber(bit) < 131072) then
   return redis.error_reply('ERR reserve.lua: the claim bit must be an integer in [0, 131072)')
 end
-if not (buyer and enforce and (enforce == '' or enforce == '1')) then
-  return redis.error_reply('ERR reserve.lua: want a buyer and an enforce flag ("1" or empty)')
+-- late: a late payment's re-reservation; at: the instant its end is judged at (nil: TIME).
+local late, at = false, nil
+if full and enforce ~= '1' then
+  if not (enforce and string.match(enforce, '^L%d*$') and #enforce <= 16) then
+    return redis.error_reply('ERR reserve.lua: the rules flag must be "1", "L" or "L<unix ms>"')
+  end
+  late = true
+  if #enforce > 1 then
+    at = tonumber(string.sub(enforce, 2))
+  end
+end
+if not buyer then
+  return redis.error_reply('ERR reserve.lua: want a buyer (may be empty)')
 end
 if not (qty and string.match(qty, '^[1-9]%d*$') and #qty <= 19) then
   return redis.error_reply('ERR reserve.lua: qty must be a positive integer, got ' .. tostring(qty))
@@ -162,11 +179,22 @@ if full then
     if ends > 0 and ms >= ends then
       return {9, '', left}
     end
+  elseif late and ends > 0 then
+    -- A payment that comes after the sale's end buys nothing, whenever its order was placed.
+    if not at then
+      local now = redis.call('TIME')
+      at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+    end
+    if at >= ends then
+      return {9, '', left}
+    end
   end
   if enforce == '1' and leased then
     return {3, '', 0}
   end
-  if enforce == '1' and limit > 0 and buyer ~= '' then
+  -- New or late, the buyer may not hold more than the limit: a late payment is checked against
+  -- what the buyer holds now, so expired orders paid late cannot add up past it.
+  if limit > 0 and buyer ~= '' then
     local held = tonumber(redis.call('HGET', KEYS[10], buyer) or '0')
     if not held then
       return redis.error_reply('ERR reserve.lua: holding count is not an integer')

@@ -223,8 +223,8 @@ func (g *Gate) wrote(now time.Time) {
 // Reserve claims the reservation's key (or Ref) and takes its units in one atomic step; a
 // keyed reservation also starts its hold and, with a BuyerCap, counts against the buyer's
 // budget and the buyer's holding count. The checks run in reserve.lua's order: live claim,
-// fence, missing product, frozen, sale window and holding limit (keyed only), buyer budget,
-// stock.
+// fence, missing product, frozen, sale window (a keyless one: its end, at r.PaidAt when set),
+// holding limit, buyer budget (keyed only), stock.
 func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveResult, error) {
 	if err := checkReservation(r); err != nil {
 		return domain.ReserveResult{}, err
@@ -257,7 +257,7 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 		return domain.ReserveResult{Outcome: domain.Frozen, Left: c.stock}, nil
 	}
 	rules := g.rules[r.Product]
-	if r.Key != "" { // a late payment's re-reservation is past the window and the limit: the buyer has paid
+	if r.Key != "" {
 		switch rules.Phase(now) {
 		case domain.SaleUpcoming:
 			// To the millisecond, as reserve.lua reckons with TIME.
@@ -266,9 +266,20 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 		case domain.SaleOver:
 			return domain.ReserveResult{Outcome: domain.Ended, Left: c.stock}, nil
 		}
-		if rules.BuyerLimit > 0 && g.held[r.Product][r.Buyer]+int64(r.Qty) > int64(rules.BuyerLimit) {
-			return domain.ReserveResult{Outcome: domain.HoldingLimit, Left: c.stock}, nil
+	} else if !rules.EndsAt.IsZero() {
+		// A late payment's order was placed inside the window: only its end is judged, at the
+		// instant the payment was accepted when that is on record (to the millisecond, as
+		// reserve.lua reckons).
+		at := now
+		if !r.PaidAt.IsZero() {
+			at = r.PaidAt.Truncate(time.Millisecond)
 		}
+		if !at.Before(rules.EndsAt) {
+			return domain.ReserveResult{Outcome: domain.Ended, Left: c.stock}, nil
+		}
+	}
+	if rules.BuyerLimit > 0 && r.Buyer != "" && g.held[r.Product][r.Buyer]+int64(r.Qty) > int64(rules.BuyerLimit) {
+		return domain.ReserveResult{Outcome: domain.HoldingLimit, Left: c.stock}, nil
 	}
 	capped := r.Key != "" && r.BuyerCap > 0
 	bk := budgetKey{product: r.Product, buyer: r.Buyer}

@@ -71,12 +71,36 @@ func runSaleRules(t *testing.T, newGate func(t *testing.T) domain.StockGate, o s
 		}
 	})
 
-	t.Run("window: a late payment's re-reservation is past it", func(t *testing.T) {
+	t.Run("window: a late re-reservation is judged at the end only, at its PaidAt when set", func(t *testing.T) {
 		g, p := newGate(t), NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 5})
-		setRules(t, g, p, domain.SaleRules{EndsAt: o.now().Add(-time.Minute)})
-		want(t, g, newReservation(p, 1), domain.Ended)
+		// The order was placed inside the window: a start moved later is not judged again.
+		setRules(t, g, p, domain.SaleRules{StartsAt: o.now().Add(time.Hour), EndsAt: o.now().Add(2 * time.Hour)})
+		want(t, g, newReservation(p, 1), domain.NotStarted)
 		want(t, g, lateReservation(newReservation(p, 2), "attempt-1"), domain.Reserved)
+
+		ends := o.now().Add(-time.Minute).Truncate(time.Millisecond)
+		setRules(t, g, p, domain.SaleRules{EndsAt: ends})
+		late := lateReservation(newReservation(p, 1), "attempt-2")
+		res := want(t, g, late, domain.Ended) // paid now: after the end
+		if res.Left != 3 {
+			t.Fatalf("Ended left %d, want 3", res.Left)
+		}
+		late.PaidAt = ends // paid at the very end
+		want(t, g, late, domain.Ended)
+		wantLevels(t, g, p, domain.GateLevels{Stock: 3, Sold: 2})
+		// Paid a millisecond before the end (an operator's fulfil of an order whose payment came
+		// in time): reserved, under the same Ref the refusals left unclaimed.
+		late.PaidAt = ends.Add(-time.Millisecond)
+		want(t, g, late, domain.Reserved)
+		wantLevels(t, g, p, domain.GateLevels{Stock: 2, Sold: 3})
+		// The end is checked after frozen and before sold out.
+		big := lateReservation(newReservation(p, 4), "attempt-3")
+		want(t, g, big, domain.Ended)
+		if err := g.SetFrozen(t.Context(), p, true); err != nil {
+			t.Fatal(err)
+		}
+		want(t, g, big, domain.Frozen)
 	})
 
 	t.Run("window: checked after frozen, before sold out; rules without bounds change nothing", func(t *testing.T) {
@@ -165,19 +189,33 @@ func runSaleRules(t *testing.T, newGate func(t *testing.T) domain.StockGate, o s
 		wantHeld(t, g, p, nil)
 	})
 
-	t.Run("limit: a late re-reservation is never refused but counts", func(t *testing.T) {
+	t.Run("limit: a late re-reservation is checked against what the buyer holds now, and counts", func(t *testing.T) {
 		g, p := newGate(t), NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 20})
 		setRules(t, g, p, domain.SaleRules{BuyerLimit: 2})
 		r := newReservation(p, 2)
 		want(t, g, r, domain.Reserved)
-		late := lateReservation(another(r, 2), "attempt-1") // the buyer paid an order that had closed
-		want(t, g, late, domain.Reserved)
+		// The buyer paid an order that had closed while holding 2 in another: over the limit.
+		late := lateReservation(another(r, 2), "attempt-1")
+		res := want(t, g, late, domain.HoldingLimit)
+		if res.Left != 18 {
+			t.Fatalf("HoldingLimit left %d, want 18", res.Left)
+		}
+		wantLevels(t, g, p, domain.GateLevels{Stock: 18, Sold: 2})
+		wantHeld(t, g, p, map[domain.BuyerID]int64{r.Buyer: 2})
 		if ok, err := g.Cancel(t.Context(), r); err != nil || !ok {
 			t.Fatalf("Cancel = %v, %v", ok, err)
 		}
-		// 2 still held by the late reservation.
+		// Once the other order gives its units back, the same attempt is reserved (the refusal
+		// claimed nothing), and its units count.
+		want(t, g, late, domain.Reserved)
+		wantHeld(t, g, p, map[domain.BuyerID]int64{r.Buyer: 2})
 		want(t, g, another(r, 1), domain.HoldingLimit)
+		want(t, g, lateReservation(another(r, 1), "attempt-2"), domain.HoldingLimit)
+		// Checked before sold out, as for a new order.
+		setRules(t, g, p, domain.SaleRules{BuyerLimit: 20})
+		want(t, g, lateReservation(another(r, 19), "attempt-3"), domain.HoldingLimit)
+		wantLevels(t, g, p, domain.GateLevels{Stock: 18, Sold: 2})
 	})
 
 	t.Run("limit: removing it drops the counts; a rebuild writes them back", func(t *testing.T) {

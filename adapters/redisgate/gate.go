@@ -250,11 +250,15 @@ func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []an
 		capacity = strconv.FormatInt(r.BuyerCap, 10)
 		window = strconv.FormatInt(max(r.BuyerWindow.Milliseconds(), 1), 10)
 	}
-	// A late payment's re-reservation (no key) is past the window and the limit, still
-	// counted, and sets no claim bit.
-	enforce, bit := "", "0"
-	if r.Key != "" {
+	// A new order is checked against the whole window, the lease and the limit; a late
+	// payment's re-reservation (no key) against the sale's end, judged at r.PaidAt when it is
+	// set, and the limit. Only a new order sets a claim bit.
+	enforce, bit := "L", "0"
+	switch {
+	case r.Key != "":
 		enforce, bit = "1", strconv.Itoa(claimBit(k.tag, r))
+	case !r.PaidAt.IsZero():
+		enforce = "L" + strconv.FormatInt(max(r.PaidAt.UnixMilli(), 0), 10)
 	}
 	return []string{k.stock, k.sold, k.frozen, claimKeyOf(k.tag, r), k.holds, k.holdInfo,
 			budgetKeyOf(k.tag, r.Buyer), k.fence, k.rules, k.held, k.holdBuyer, k.soldOut, k.claimBits},
@@ -262,8 +266,9 @@ func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []an
 }
 
 // Reserve claims the reservation's key (or Ref) and takes its units in one atomic step
-// (reserve.lua), tracking a keyed reservation's hold and buyer budget in the same step. Replay,
-// a missing product, frozen, buyer limit and sold out are outcomes; a qty below 1, a
+// (reserve.lua), tracking its hold, and a keyed reservation's buyer budget, in the same step.
+// Replay, a missing product, frozen, the sale window (a late one: its end), the holding limit,
+// the buyer budget and sold out are outcomes; a qty below 1, a
 // reservation with neither key nor Ref, or a BuyerCap without a positive BuyerWindow is a
 // domain.ValidationError; an error reaching Redis wraps domain.ErrUnavailable, and so does a
 // ctx that ends before the reply, through the auto-pipeliner too (reserveThrough). With

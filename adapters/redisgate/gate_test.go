@@ -544,6 +544,10 @@ func TestScriptsRejectMalformedArgs(t *testing.T) {
 			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], "-1"},     // a negative claim bit
 			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], "131072"}, // past the bitmap
 			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], "x"},
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], "", good[8]},    // no rules flag: never "no rules"
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], "2", good[8]},   // an unknown rules flag
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], "L-5", good[8]}, // a late instant that is no number
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], "L1.5", good[8]},
 		} {
 			err := reserveScript.Run(t.Context(), c, keys, args...).Err()
 			if err == nil || errors.Is(err, domain.ErrUnavailable) || !strings.Contains(err.Error(), "reserve.lua") {

@@ -334,7 +334,8 @@ func (h *history) checkpoint(replay, what string, all bool) {
 
 // settle ends every order that can still change and checks that none is stuck: products are
 // unfrozen, every PENDING order expires and is swept, every UNFULFILLED one is fulfilled (with
-// fresh codes imported when the pool is short) and must end PAID.
+// fresh codes imported when the pool is short) and must end PAID, or, refused by the sale
+// rules, refunded.
 func (h *history) settle(replay string) {
 	ctx := context.Background()
 	for _, p := range h.products {
@@ -370,9 +371,18 @@ func (h *history) settle(replay string) {
 	h.checkpoint(replay, "after settling", true)
 }
 
-// fulfilAtLast fulfils an UNFULFILLED order, importing the codes it needs if the pool is short.
+// fulfilAtLast fulfils an UNFULFILLED order, importing the codes it needs if the pool is short;
+// one the product's sale rules refuse (its buyer holds the limit) is refunded, as an operator
+// does, and must end REFUNDED.
 func (h *history) fulfilAtLast(ctx context.Context, r *orderRec) {
 	o, err := h.shop.FulfilOrder(ctx, r.no)
+	if err != nil && (isErr(err, domain.ErrBuyerHoldingLimit) || isErr(err, domain.ErrSaleEnded)) {
+		res, err := h.shop.RefundOrder(ctx, application.Refund{OrderNo: r.no, Reason: "history: refused by the sale rules"})
+		if err != nil || res.Order.Status() != domain.StatusRefunded {
+			h.violate("settle: UNFULFILLED order %s refused by the sale rules could not be refunded: %s, %v", r.no, res.Order.Status(), err)
+		}
+		return
+	}
 	if err != nil && isErr(err, domain.ErrSoldOut) {
 		idx := h.productIndex(r.product)
 		codes := h.newCodes(idx, r.qty)
