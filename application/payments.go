@@ -131,16 +131,21 @@ func (s *Shop) Payments(ctx context.Context, no domain.OrderNo) ([]domain.Paymen
 	return ps, nil
 }
 
-// Notifications lists the newest provider notifications (of one order when no is set), as
-// they were received and judged: what an operator reads when a buyer says "I paid".
-func (s *Shop) Notifications(ctx context.Context, no domain.OrderNo, limit int) ([]domain.NotificationRecord, error) {
-	limit = min(max(limit, 1), 1000)
-	recs, err := s.ledger.Notifications().Recent(ctx, no, limit)
+// Notifications lists the newest provider notifications q selects (of one order, verified or
+// refused only; q.Limit bounded to 1..1000), as they were received and judged: what an
+// operator reads when a buyer says "I paid". Refused ones are aggregates (see recordRefused).
+func (s *Shop) Notifications(ctx context.Context, q domain.NotificationQuery) ([]domain.NotificationRecord, error) {
+	q.Limit = min(max(q.Limit, 1), 1000)
+	recs, err := s.ledger.Notifications().Recent(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("load notifications: %w", err)
 	}
 	return recs, nil
 }
+
+// ErrUnverified marks a notification refused before verification (it wraps the reason): it
+// is counted and logged at a limited pace by HandleNotification, so callers need not log it.
+var ErrUnverified = errors.New("notification not verified")
 
 // errRefused marks a verified notification cardshop does not accept (it names an order
 // without a payment at this provider, or another amount or currency).
@@ -161,12 +166,16 @@ var errRefused = errors.New("notification refused")
 //     pending: nothing to do;
 //   - a duplicate, or a stale notice for an order that moved on, is accepted with no change.
 //
-// Every notification is recorded in the notification log, verified or not, with what was done.
+// Every verified notification is recorded in the notification log with what was done; those
+// refused before verification are counted there per provider, address and window
+// (recordRefused), so that anyone's forgeries cannot grow the log without bound.
 // The Reply is what the provider expects; it is a refusal (the provider resends) with every
 // error.
 //
-// Errors: ErrProviderUnknown, ErrBadSignature, ErrInvalidInput, errRefused-wrapped refusals
-// (ErrAmountMismatch, ErrPaymentNotFound), ErrUnavailable (the provider resends later).
+// Errors: ErrProviderUnknown; ErrUnverified wrapping the verification's error (ErrBadSignature,
+// ErrInvalidInput, ErrUnavailable), already counted and logged at a limited pace; then
+// errRefused-wrapped refusals (ErrAmountMismatch, ErrPaymentNotFound), ErrInvalidInput,
+// ErrUnavailable (the provider resends later).
 func (s *Shop) HandleNotification(ctx context.Context, provider domain.Provider, in domain.InboundRequest, remote string) (domain.Reply, error) {
 	gw, ok := s.gateways[provider]
 	if !ok {
@@ -179,13 +188,10 @@ func (s *Shop) HandleNotification(ctx context.Context, provider domain.Provider,
 	n, err := gw.Verify(ctx, in)
 	if err != nil {
 		rec.Result = "refused: " + refusal(err)
-		s.record(ctx, rec)
-		if errors.Is(err, domain.ErrBadSignature) {
-			s.log.WarnContext(ctx, "payment notification refused", "provider", provider, "reason", err.Error())
-		}
-		return gw.Reply(false), err
+		s.recordRefused(ctx, rec, err)
+		return gw.Reply(false), fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
-	rec.Verified = true
+	rec.Verified, rec.Count = true, 1
 	rec.OrderNo, rec.EventID, rec.ProviderRef, rec.Outcome = n.OrderNo, n.EventID, n.ProviderRef, n.Outcome.String()
 	rec.Amount, rec.Currency = n.Amount, n.Currency.Code
 	result, err := s.applyNotice(ctx, gw, n)

@@ -53,7 +53,7 @@ func signedSuccess(o domain.Order, provider string) domain.InboundRequest {
 // lastResult is what the notification log says of the order's newest notification.
 func lastResult(t *testing.T, f *fixture, no domain.OrderNo) string {
 	t.Helper()
-	recs, err := f.shop.Notifications(f.ctx, no, 1)
+	recs, err := f.shop.Notifications(f.ctx, domain.NotificationQuery{OrderNo: no, Limit: 1})
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("notifications of %s: %v %v", no, recs, err)
 	}

@@ -292,7 +292,7 @@ func TestNotificationPaysTheOrderOnce(t *testing.T) {
 	if got := f.order(t, o.No()); got.Status() != domain.StatusPaid {
 		t.Fatalf("order %s after a stale failure, want PAID", got.Status())
 	}
-	recs, err := f.shop.Notifications(f.ctx, o.No(), 100)
+	recs, err := f.shop.Notifications(f.ctx, domain.NotificationQuery{OrderNo: o.No(), Limit: 100})
 	if err != nil || len(recs) != 11 {
 		t.Fatalf("notification log = %d records, %v; want 11", len(recs), err)
 	}
@@ -351,7 +351,7 @@ func TestNotificationsThatMustNotPay(t *testing.T) {
 			t.Fatalf("%s: order %s, want PENDING", c.name, got.Status())
 		}
 	}
-	recs, _ := f.shop.Notifications(f.ctx, "", 100)
+	recs, _ := f.shop.Notifications(f.ctx, domain.NotificationQuery{Limit: 100})
 	if len(recs) != len(cases) {
 		t.Fatalf("log has %d records, want %d", len(recs), len(cases))
 	}

@@ -75,7 +75,28 @@ type Config struct {
 	// CatalogueProductsEvery is how old the public catalogue's product list may get before a
 	// request reads it again from the ledger; zero means DefaultConfig's.
 	CatalogueProductsEvery time.Duration
+	// NotificationRetention is how long the notification log keeps a verified notification;
+	// RefusedNotificationRetention how long it keeps an aggregate of refused ones (counted
+	// from its last refusal). PruneNotifications deletes older records. Zero means
+	// DefaultConfig's.
+	NotificationRetention        time.Duration
+	RefusedNotificationRetention time.Duration
+	// RefusedNotificationWindow is the window of the aggregates of notifications refused
+	// before verification: one record per provider, address and window.
+	// RefusedNotificationAddresses is how many addresses a window tracks one by one on this
+	// instance; refusals from any other address share one record per provider. Zero means
+	// DefaultConfig's.
+	RefusedNotificationWindow    time.Duration
+	RefusedNotificationAddresses int
 }
+
+// Defaults of the notification log's settings (see Config).
+const (
+	DefaultNotificationRetention        = 90 * 24 * time.Hour
+	DefaultRefusedNotificationRetention = 7 * 24 * time.Hour
+	DefaultRefusedNotificationWindow    = time.Minute
+	DefaultRefusedNotificationAddresses = 100
+)
 
 // DefaultOrphanAfter is Config.OrphanAfter's default.
 const DefaultOrphanAfter = 2 * time.Minute
@@ -91,7 +112,9 @@ func DefaultConfig() Config {
 		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: orderTimeout,
 		WebhookMaxBackoff: DefaultWebhookCap, Currency: domain.Currency{Code: "CNY", Exponent: 2},
 		PublicURL: "http://127.0.0.1:8080", PaymentCloseGrace: 10 * time.Minute,
-		ProductCacheTTL: 5 * time.Second, SaleStartMargin: 2 * time.Second, CatalogueLevelsEvery: 250 * time.Millisecond, CatalogueProductsEvery: 5 * time.Second}
+		ProductCacheTTL: 5 * time.Second, SaleStartMargin: 2 * time.Second, CatalogueLevelsEvery: 250 * time.Millisecond, CatalogueProductsEvery: 5 * time.Second,
+		NotificationRetention: DefaultNotificationRetention, RefusedNotificationRetention: DefaultRefusedNotificationRetention,
+		RefusedNotificationWindow: DefaultRefusedNotificationWindow, RefusedNotificationAddresses: DefaultRefusedNotificationAddresses}
 }
 
 // Deps are the ports the use cases need.
@@ -136,9 +159,10 @@ type Shop struct {
 	products   sync.Map      // domain.ProductID -> cachedProduct
 	productGen atomic.Uint64 // counts UpdateProduct calls: a read that raced one is not cached
 
-	catalogue  catalogue   // the public catalogue's snapshot (Catalogue)
-	stockWatch stockWatch  // WatchStock's product list
-	rates      answerRates // this instance's sold-out answers per product (SoldOutAnswers)
+	catalogue  catalogue      // the public catalogue's snapshot (Catalogue)
+	stockWatch stockWatch     // WatchStock's product list
+	rates      answerRates    // this instance's sold-out answers per product (SoldOutAnswers)
+	refused    refusedNotices // this instance's notifications refused before verification (recordRefused)
 
 	rebuilding sync.Map // domain.ProductID -> true while an automatic gate rebuild is pending
 	background sync.WaitGroup
@@ -184,6 +208,18 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	}
 	if cfg.CatalogueProductsEvery <= 0 {
 		cfg.CatalogueProductsEvery = def.CatalogueProductsEvery
+	}
+	if cfg.NotificationRetention <= 0 {
+		cfg.NotificationRetention = def.NotificationRetention
+	}
+	if cfg.RefusedNotificationRetention <= 0 {
+		cfg.RefusedNotificationRetention = def.RefusedNotificationRetention
+	}
+	if cfg.RefusedNotificationWindow <= 0 {
+		cfg.RefusedNotificationWindow = def.RefusedNotificationWindow
+	}
+	if cfg.RefusedNotificationAddresses <= 0 {
+		cfg.RefusedNotificationAddresses = def.RefusedNotificationAddresses
 	}
 	gateways := make(map[domain.Provider]domain.PaymentGateway, len(d.Gateways))
 	for _, g := range d.Gateways {

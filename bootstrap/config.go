@@ -37,10 +37,15 @@ type Config struct {
 	SweepInterval  time.Duration // CARDSHOP_SWEEP_INTERVAL
 	OrphanAfter    time.Duration // CARDSHOP_ORPHAN_AFTER
 	RelayInterval  time.Duration // CARDSHOP_RELAY_INTERVAL
-	CallbackWindow time.Duration // CARDSHOP_CALLBACK_WINDOW
-	LogLevel       slog.Level    // CARDSHOP_LOG_LEVEL: debug | info | warn | error
-	ShutdownGrace  time.Duration // CARDSHOP_SHUTDOWN_GRACE
-	RequestTimeout time.Duration // CARDSHOP_REQUEST_TIMEOUT: the deadline of every /api request
+	// NotificationRetention is CARDSHOP_NOTIFICATION_RETENTION: how long the notification log
+	// keeps a verified payment notification; RefusedNotificationRetention
+	// (CARDSHOP_REFUSED_NOTIFICATION_RETENTION) how long it keeps an aggregate of refused ones.
+	NotificationRetention        time.Duration
+	RefusedNotificationRetention time.Duration
+	CallbackWindow               time.Duration // CARDSHOP_CALLBACK_WINDOW
+	LogLevel                     slog.Level    // CARDSHOP_LOG_LEVEL: debug | info | warn | error
+	ShutdownGrace                time.Duration // CARDSHOP_SHUTDOWN_GRACE
+	RequestTimeout               time.Duration // CARDSHOP_REQUEST_TIMEOUT: the deadline of every /api request
 	// SaleStartMargin is CARDSHOP_SALE_START_MARGIN: refuse orders locally this long before a
 	// sale starts (by the instance's clock); closer to the start, Redis's clock decides.
 	SaleStartMargin time.Duration
@@ -181,6 +186,8 @@ func settings(c *Config) []setting {
 		durationVar(&c.CallbackWindow, "CARDSHOP_CALLBACK_WINDOW", 5*time.Minute),
 		durationVar(&c.SweepInterval, "CARDSHOP_SWEEP_INTERVAL", 30*time.Second),
 		durationVar(&c.OrphanAfter, "CARDSHOP_ORPHAN_AFTER", app.OrphanAfter),
+		durationVar(&c.NotificationRetention, "CARDSHOP_NOTIFICATION_RETENTION", app.NotificationRetention),
+		durationVar(&c.RefusedNotificationRetention, "CARDSHOP_REFUSED_NOTIFICATION_RETENTION", app.RefusedNotificationRetention),
 		durationVar(&c.RelayInterval, "CARDSHOP_RELAY_INTERVAL", time.Second),
 		{"CARDSHOP_STOCK_EVENTS_INTERVAL", "1s", func(v string) error {
 			d, err := time.ParseDuration(v)

@@ -47,7 +47,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop", AMQPUnconfirmed: 4096,
 		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, BuyerCap: 100, LedgerBatch: true, LedgerBatchMax: 128, LedgerBatchLanes: 2,
-		OrphanAfter: 2 * time.Minute, RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
+		OrphanAfter: 2 * time.Minute, NotificationRetention: 90 * 24 * time.Hour, RefusedNotificationRetention: 7 * 24 * time.Hour, RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
 		WebhookTimeout: 10 * time.Second, WebhookMaxBackoff: 10 * time.Minute,
 		Currency: domain.Currency{Code: "CNY", Exponent: 2}, PublicURL: "http://127.0.0.1:8080",
 		PaymentCloseGrace: 10 * time.Minute, StripeAPIURL: "https://api.stripe.com",
@@ -214,7 +214,7 @@ func validValue(name string) string {
 	switch {
 	case strings.HasSuffix(name, "_TIMEOUT"), strings.HasSuffix(name, "_TTL"), strings.HasSuffix(name, "_INTERVAL"),
 		strings.HasSuffix(name, "_WINDOW"), strings.HasSuffix(name, "_GRACE"), strings.HasSuffix(name, "_AFTER"),
-		strings.HasSuffix(name, "_BACKOFF"):
+		strings.HasSuffix(name, "_BACKOFF"), strings.HasSuffix(name, "_RETENTION"):
 		return "1m"
 	case name == "CARDSHOP_CLOCK_OFFSET":
 		return "-3s"
@@ -307,6 +307,22 @@ func TestShopGetsTheBuyerBudget(t *testing.T) {
 	}
 	if got := shop.Config(); got.BuyerCap != 7 || got.BuyerWindow != 3*time.Minute || got.OrderTimeout != 3*time.Minute {
 		t.Fatalf("shop config: buyer cap %d, window %v, order timeout %v; want 7, 3m, 3m", got.BuyerCap, got.BuyerWindow, got.OrderTimeout)
+	}
+}
+
+// The notification log's retention settings reach the use cases.
+func TestShopGetsTheNotificationRetention(t *testing.T) {
+	cfg, err := bootstrap.LoadConfig(env("CARDSHOP_NOTIFICATION_RETENTION=720h", "CARDSHOP_REFUSED_NOTIFICATION_RETENTION=36h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shop *application.Shop
+	app := fx.New(bootstrap.Module(cfg), fx.NopLogger, fx.Populate(&shop))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := shop.Config(); got.NotificationRetention != 720*time.Hour || got.RefusedNotificationRetention != 36*time.Hour {
+		t.Fatalf("shop config: retention %v, refused %v; want 720h, 36h", got.NotificationRetention, got.RefusedNotificationRetention)
 	}
 }
 

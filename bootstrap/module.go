@@ -42,7 +42,7 @@ func Module(cfg Config) fx.Option {
 		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newShop, newHTTP, newStreamsStop),
 		adapters,
 		observability(),
-		fx.Invoke(watchWebhook, runWorkers, serveHTTP, servePprof),
+		fx.Invoke(watchWebhook, watchRefusedNotifications, runWorkers, serveHTTP, servePprof),
 	)
 }
 
@@ -98,6 +98,15 @@ func watchWebhook(cfg Config, m *metrics.Metrics, shop *application.Shop) {
 	}
 }
 
+// watchRefusedNotifications exports the payment notifications refused before verification.
+func watchRefusedNotifications(m *metrics.Metrics, shop *application.Shop) {
+	m.WatchRefusedNotifications(func(add func(provider, reason string, n int64)) {
+		for k, n := range shop.RefusedNotifications() {
+			add(string(k.Provider), k.Reason, n)
+		}
+	})
+}
+
 type shopIn struct {
 	fx.In
 	Cfg       Config
@@ -123,6 +132,7 @@ func newShop(in shopIn) (*application.Shop, error) {
 	ac.Currency, ac.PublicURL, ac.ReturnURL = in.Cfg.Currency, in.Cfg.PublicURL, in.Cfg.ReturnURL
 	ac.PaymentCloseGrace = in.Cfg.PaymentCloseGrace
 	ac.SaleStartMargin = in.Cfg.SaleStartMargin
+	ac.NotificationRetention, ac.RefusedNotificationRetention = in.Cfg.NotificationRetention, in.Cfg.RefusedNotificationRetention
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
 		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Verifier: in.Signer, Gateways: in.Payments.all,
 		Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
@@ -169,9 +179,10 @@ func newHTTP(in httpIn) *fiber.App {
 	return app
 }
 
-// runWorkers starts the delay-queue consumer, the sweeper, the outbox relay, the stock watch
-// (unless turned off) and (with a webhook) the webhook relay with the service and stops them (waiting for a running
-// pass) when it stops.
+// runWorkers starts the delay-queue consumer, the sweeper, the notification log's pruning (at
+// the sweeper's interval), the outbox relay, the stock watch (unless turned off) and (with a
+// webhook) the webhook relay with the service and stops them (waiting for a running pass)
+// when it stops.
 func runWorkers(lc fx.Lifecycle, cfg Config, shop *application.Shop, consumer Consumer, log *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -199,6 +210,7 @@ func runWorkers(lc fx.Lifecycle, cfg Config, shop *application.Shop, consumer Co
 		OnStart: func(context.Context) error {
 			consumer.Consume(shop.CloseExpired)
 			every("sweeper", cfg.SweepInterval, shop.Sweep)
+			every("notification log pruning", cfg.SweepInterval, shop.PruneNotifications)
 			every("outbox relay", cfg.RelayInterval, shop.RelayOutbox)
 			if cfg.StockEventsInterval > 0 {
 				every("stock watch", cfg.StockEventsInterval, shop.WatchStock)

@@ -315,6 +315,12 @@ type PaymentRepo interface {
 
 // NotificationRecord is one provider notification as received and judged: what an operator
 // reads when a buyer says "I paid". It never holds a secret or a signature.
+//
+// A verified notification has a record of its own (Count 1). Notifications refused before
+// verification (a bad signature, an unparsable body) are aggregated: one record per provider,
+// sender address and window (RefusedWindow, its start), counting them (Count), with the last
+// one's time, method, result and size. Remote is RefusedElsewhere for the record that
+// aggregates the senders beyond the number a window tracks one by one.
 type NotificationRecord struct {
 	ID          int64
 	Provider    Provider
@@ -331,12 +337,41 @@ type NotificationRecord struct {
 	Amount      Money
 	Currency    string
 	BodyBytes   int
+	// Count is how many notifications the record stands for: 1, or for an aggregate of
+	// refused ones, how many were refused from its provider and address in its window.
+	Count int64
+	// RefusedWindow is the start of an aggregate's window; zero for a verified notification.
+	RefusedWindow time.Time
+}
+
+// RefusedElsewhere is the Remote of the aggregate of refused notifications from the senders
+// beyond the number a window tracks one by one.
+const RefusedElsewhere = "*"
+
+// NotificationQuery selects records of the notification log.
+type NotificationQuery struct {
+	OrderNo OrderNo // of one order only when not empty
+	// Verified selects verified records only (true) or refused aggregates only (false); nil
+	// selects both.
+	Verified *bool
+	Limit    int // at most this many; none when < 1
 }
 
 // NotificationLog is the log of provider notifications.
 type NotificationLog interface {
-	// Record appends r; the store assigns ID.
+	// Record appends r, a notification that passed verification, as a record of its own (a
+	// zero r.Count stores 1); the store assigns ID.
 	Record(ctx context.Context, r NotificationRecord) error
-	// Recent lists up to limit records, newest first; of one order only when no is not empty.
-	Recent(ctx context.Context, no OrderNo, limit int) ([]NotificationRecord, error)
+	// RecordRefused adds r.Count (at least 1) notifications refused before verification to the
+	// aggregate of (r.Provider, r.Remote, r.RefusedWindow), creating it from r when it does
+	// not exist yet; an existing one takes r's At (when later), Method, Result and BodyBytes.
+	// Of concurrent calls for one aggregate none is lost and one record results.
+	// ErrInvalidInput when r.RefusedWindow is zero, r.Count < 1 or r.Verified.
+	RecordRefused(ctx context.Context, r NotificationRecord) error
+	// Recent lists the records q selects, newest (highest ID) first.
+	Recent(ctx context.Context, q NotificationQuery) ([]NotificationRecord, error)
+	// Prune deletes up to limit records: verified ones received before verifiedBefore and
+	// refused aggregates whose last notification came before refusedBefore.
+	// It returns how many it deleted; fewer than limit means none of them is left.
+	Prune(ctx context.Context, verifiedBefore, refusedBefore time.Time, limit int) (int, error)
 }

@@ -175,7 +175,7 @@ func (k *console) orderHistory(c *fiber.Ctx, d *orderData) error {
 	if d.Flow, err = k.shop.OrderFlow(ctx, no); err != nil {
 		return err
 	}
-	if d.Notices, err = k.shop.Notifications(ctx, no, notificationsShown); err != nil {
+	if d.Notices, err = k.shop.Notifications(ctx, domain.NotificationQuery{OrderNo: no, Limit: notificationsShown}); err != nil {
 		return err
 	}
 	d.Deliveries, err = k.shop.OrderDeliveries(ctx, no)

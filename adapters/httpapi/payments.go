@@ -91,7 +91,7 @@ func (s *Server) providerNotify(c *fiber.Ctx) error {
 	if errors.Is(err, domain.ErrUnavailable) {
 		status = fiber.StatusServiceUnavailable
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, application.ErrUnverified) { // those the use case logs at a limited pace
 		s.log.InfoContext(c.UserContext(), "payment notification not accepted", "provider", provider, "status", status, "err", err)
 	}
 	if reply.ContentType != "" {
@@ -117,17 +117,29 @@ type notificationResponse struct {
 	Amount      int64     `json:"amount,omitempty"`
 	Currency    string    `json:"currency,omitempty"`
 	BodyBytes   int       `json:"body_bytes"`
+	// Count is how many notifications the record stands for: 1, or for an aggregate of
+	// notifications refused before verification, how many came from its address in its window.
+	Count         int64      `json:"count"`
+	RefusedWindow *time.Time `json:"refused_window,omitempty"`
 }
 
-// listNotifications is the notification log for operators: ?order_no= and ?limit= (≤ 1000).
+// listNotifications is the notification log for operators: ?order_no=, ?verified= (true: the
+// verified notifications only, false: the aggregates of refused ones only) and ?limit= (≤ 1000).
 func (s *Server) listNotifications(c *fiber.Ctx) error {
-	var no domain.OrderNo
-	if q := c.Query("order_no"); q != "" {
-		parsed, err := domain.ParseOrderNo(q)
+	q := domain.NotificationQuery{}
+	if v := c.Query("order_no"); v != "" {
+		parsed, err := domain.ParseOrderNo(v)
 		if err != nil {
 			return domain.Invalid("order_no", "malformed")
 		}
-		no = parsed
+		q.OrderNo = parsed
+	}
+	if v := c.Query("verified"); v != "" {
+		verified, err := strconv.ParseBool(v)
+		if err != nil {
+			return domain.Invalid("verified", "must be true or false")
+		}
+		q.Verified = &verified
 	}
 	limit := 100
 	if q := c.Query("limit"); q != "" {
@@ -137,16 +149,21 @@ func (s *Server) listNotifications(c *fiber.Ctx) error {
 		}
 		limit = n
 	}
-	recs, err := s.shop.Notifications(c.UserContext(), no, limit)
+	q.Limit = limit
+	recs, err := s.shop.Notifications(c.UserContext(), q)
 	if err != nil {
 		return err
 	}
 	out := make([]notificationResponse, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, notificationResponse{ID: r.ID, Provider: string(r.Provider), At: r.At, Method: r.Method,
+		resp := notificationResponse{ID: r.ID, Provider: string(r.Provider), At: r.At, Method: r.Method,
 			Remote: r.Remote, Verified: r.Verified, Accepted: r.Accepted, Result: r.Result, OrderNo: string(r.OrderNo),
 			EventID: r.EventID, ProviderRef: r.ProviderRef, Outcome: r.Outcome, Amount: int64(r.Amount),
-			Currency: r.Currency, BodyBytes: r.BodyBytes})
+			Currency: r.Currency, BodyBytes: r.BodyBytes, Count: max(r.Count, 1)}
+		if !r.RefusedWindow.IsZero() {
+			resp.RefusedWindow = &r.RefusedWindow
+		}
+		out = append(out, resp)
 	}
 	return c.JSON(fiber.Map{"notifications": out})
 }

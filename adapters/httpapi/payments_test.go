@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
@@ -146,21 +147,65 @@ func TestCreatePaymentRefusals(t *testing.T) {
 	wantError(t, h.createPayment(alice, o.OrderNo, `{"provider":"dev"}`), 409, "order_not_payable")
 }
 
-// The notify route answers in the provider's own format: a forged dev notification is
-// refused with the dev provider's refusal, and logged as not verified; an unknown provider is
-// 404.
+// The notify route answers in the provider's own format: forged dev notifications are refused
+// with the dev provider's refusal, and logged as one unverified record counting them, which
+// ?verified=true leaves out; an unknown provider is 404.
 func TestProviderNotifyRoute(t *testing.T) {
 	h := newHarness(t)
 	wantError(t, h.do("POST", "/api/payments/nope/notify", strings.NewReader(`{}`)), 404, "provider_not_found")
-	r := h.do("POST", "/api/payments/dev/notify", strings.NewReader(`{"order_no":"2503011200000000000000000009"}`),
-		"Content-Type", "application/json", "Devpay-Timestamp", "1740830400", "Devpay-Signature", "v1=00")
-	wantStatus(t, r, 400)
-	log := h.admin("GET", "/admin/payments/notifications", "")
-	wantStatus(t, log, 200)
-	if b := string(log.body); !strings.Contains(b, `"verified":false`) || !strings.Contains(b, `"accepted":false`) {
-		t.Fatalf("notification log after a forgery: %s", b)
+	for range 3 {
+		r := h.do("POST", "/api/payments/dev/notify", strings.NewReader(`{"order_no":"2503011200000000000000000009"}`),
+			"Content-Type", "application/json", "Devpay-Timestamp", "1740830400", "Devpay-Signature", "v1=00")
+		wantStatus(t, r, 400)
+	}
+	if _, err := h.shop.PruneNotifications(t.Context()); err != nil { // adds the counts held in memory
+		t.Fatal(err)
+	}
+	list := func(query string) []map[string]any {
+		t.Helper()
+		r := h.admin("GET", "/admin/payments/notifications"+query, "")
+		wantStatus(t, r, 200)
+		var out struct {
+			Notifications []map[string]any `json:"notifications"`
+		}
+		if err := json.Unmarshal(r.body, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Notifications
+	}
+	for _, q := range []string{"", "?verified=false"} {
+		got := list(q)
+		if len(got) != 1 || got[0]["verified"] != false || got[0]["accepted"] != false || got[0]["count"] != 3.0 ||
+			got[0]["refused_window"] == nil {
+			t.Fatalf("notification log%s after three forgeries: %v, want one unverified record counting 3", q, got)
+		}
+	}
+	if got := list("?verified=true"); len(got) != 0 {
+		t.Fatalf("verified notifications after forgeries only: %v", got)
 	}
 	wantError(t, h.admin("GET", "/admin/payments/notifications?limit=0", ""), 400, "invalid_request")
+	wantError(t, h.admin("GET", "/admin/payments/notifications?verified=maybe", ""), 400, "invalid_request")
 }
 
 func domainOrderNo(s string) domain.OrderNo { return domain.OrderNo(s) }
+
+// A flood of forged notifications is answered one by one but logged at a limited pace: one
+// line for a hundred within the use case's logging period, none per request.
+func TestForgedNotificationsAreNotLoggedOneByOne(t *testing.T) {
+	h := newHarness(t)
+	const sent = 100
+	for range sent {
+		r := h.do("POST", "/api/payments/dev/notify", strings.NewReader(`{"order_no":"2503011200000000000000000009"}`),
+			"Content-Type", "application/json", "Devpay-Timestamp", "1740830400", "Devpay-Signature", "v1=00")
+		wantStatus(t, r, 400)
+	}
+	lines := 0
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(line, "payment notification") {
+			lines++
+		}
+	}
+	if lines != 1 {
+		t.Fatalf("%d log lines about %d forged notifications, want 1:\n%s", lines, sent, h.logs.String())
+	}
+}

@@ -242,8 +242,9 @@ type ledgerData struct {
 	unsent       map[int64]struct{}
 	lastOutboxID int64
 	payments     map[domain.OrderNo]map[domain.Provider]domain.Payment
-	notices      []domain.NotificationRecord // oldest first
-	noticesOf    map[domain.OrderNo][]int    // an order's records: indexes into notices, oldest first
+	notices      []domain.NotificationRecord // oldest first, so ids increase along it
+	noticesOf    map[domain.OrderNo][]int64  // an order's records: their ids, oldest first
+	refusedAggs  map[refusedKey]int64        // a refused aggregate's provider, remote and window -> its id
 	lastNotice   int64
 	operators    map[domain.OperatorName]domain.Operator
 	logouts      map[domain.OperatorName]time.Time // console logouts (EndSessions), in UTC
@@ -273,7 +274,8 @@ func newLedgerData() *ledgerData {
 		outboxRows:  make(map[int64]outboxRow),
 		unsent:      make(map[int64]struct{}),
 		payments:    make(map[domain.OrderNo]map[domain.Provider]domain.Payment),
-		noticesOf:   make(map[domain.OrderNo][]int),
+		noticesOf:   make(map[domain.OrderNo][]int64),
+		refusedAggs: make(map[refusedKey]int64),
 		operators:   make(map[domain.OperatorName]domain.Operator),
 		logouts:     make(map[domain.OperatorName]time.Time),
 		openAlerts:  make(map[alertKey]int),

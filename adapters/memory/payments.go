@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"time"
 
 	"cardshop/domain"
 )
@@ -92,52 +91,4 @@ func (r paymentRepo) Transition(_ context.Context, p domain.Payment, from domain
 	p.CreatedAt = cur.CreatedAt
 	putIn(r.s, r.s.data.payments, p.OrderNo, p.Provider, p)
 	return true, nil
-}
-
-type notificationLog struct{ s *store }
-
-// Record stores a zero rec.At as the time of the call. Ids are not reused after a rollback.
-func (l notificationLog) Record(_ context.Context, rec domain.NotificationRecord) error {
-	if rec.At.IsZero() {
-		rec.At = time.Now()
-	}
-	release, err := l.s.acquire()
-	if err != nil {
-		return err
-	}
-	defer release()
-	d := l.s.data
-	d.lastNotice++
-	rec.ID = d.lastNotice
-	d.notices = append(d.notices, rec)
-	l.s.onUndo(func() { d.notices = d.notices[:len(d.notices)-1] })
-	if rec.OrderNo != "" {
-		put(l.s, d.noticesOf, rec.OrderNo, append(d.noticesOf[rec.OrderNo], len(d.notices)-1))
-	}
-	return nil
-}
-
-// Recent walks the order's index of records, or the whole log, from the newest.
-func (l notificationLog) Recent(_ context.Context, no domain.OrderNo, limit int) ([]domain.NotificationRecord, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	release, err := l.s.acquire()
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	d := l.s.data
-	var out []domain.NotificationRecord
-	if no == "" {
-		for i := len(d.notices) - 1; i >= 0 && len(out) < limit; i-- {
-			out = append(out, d.notices[i])
-		}
-		return out, nil
-	}
-	of := d.noticesOf[no]
-	for i := len(of) - 1; i >= 0 && len(out) < limit; i-- {
-		out = append(out, d.notices[of[i]])
-	}
-	return out, nil
 }

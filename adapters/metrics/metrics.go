@@ -251,6 +251,30 @@ func (m *Metrics) WatchQueueDepths(depths func(context.Context) (map[string]int,
 	})
 }
 
+// WatchRefusedNotifications exports cardshop_payment_notifications_refused_total{provider,
+// reason}: the payment notifications this instance refused before verification (a bad
+// signature, an unparsable body), read at scrape time. read calls add once per provider and
+// reason it counts; both come from small fixed sets (the enabled providers, the reasons).
+func (m *Metrics) WatchRefusedNotifications(read func(add func(provider, reason string, n int64))) {
+	m.reg.MustRegister(&refusedNotifications{read: read, desc: prometheus.NewDesc("cardshop_payment_notifications_refused_total",
+		"Payment notifications refused before verification, by provider and reason (bad_signature, invalid, unavailable, other); "+
+			"the notification log keeps them as one record per provider, sender address and minute.",
+		[]string{"provider", "reason"}, nil)})
+}
+
+type refusedNotifications struct {
+	desc *prometheus.Desc
+	read func(add func(provider, reason string, n int64))
+}
+
+func (r *refusedNotifications) Describe(ch chan<- *prometheus.Desc) { ch <- r.desc }
+
+func (r *refusedNotifications) Collect(ch chan<- prometheus.Metric) {
+	r.read(func(provider, reason string, n int64) {
+		ch <- prometheus.MustNewConstMetric(r.desc, prometheus.CounterValue, float64(n), provider, reason)
+	})
+}
+
 // scrapeGauge is a gauge read at scrape time, with a short timeout, from a call that may fail
 // or be slow; a failed read leaves it out of that scrape. read returns one value per value of
 // the gauge's one label, or under "" for a gauge without labels.

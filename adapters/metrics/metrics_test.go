@@ -367,3 +367,24 @@ cardshop_gate_leases_total{result="refused"} 2
 		t.Error(err)
 	}
 }
+
+// Refused payment notifications are exported by provider and reason, read at scrape time.
+func TestRefusedNotifications(t *testing.T) {
+	m := metrics.New()
+	counts := map[[2]string]int64{{"epay", "bad_signature"}: 10000, {"epay", "invalid"}: 3, {"stripe", "bad_signature"}: 0}
+	m.WatchRefusedNotifications(func(add func(provider, reason string, n int64)) {
+		for k, n := range counts {
+			add(k[0], k[1], n)
+		}
+	})
+	want := `
+# HELP cardshop_payment_notifications_refused_total Payment notifications refused before verification, by provider and reason (bad_signature, invalid, unavailable, other); the notification log keeps them as one record per provider, sender address and minute.
+# TYPE cardshop_payment_notifications_refused_total counter
+cardshop_payment_notifications_refused_total{provider="epay",reason="bad_signature"} 10000
+cardshop_payment_notifications_refused_total{provider="epay",reason="invalid"} 3
+cardshop_payment_notifications_refused_total{provider="stripe",reason="bad_signature"} 0
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "cardshop_payment_notifications_refused_total"); err != nil {
+		t.Fatal(err)
+	}
+}

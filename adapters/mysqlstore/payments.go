@@ -170,54 +170,92 @@ func clip(s string, width int) string {
 	return s
 }
 
-// Record stores a zero rec.At as the time of the insert.
-func (l notificationLog) Record(ctx context.Context, rec domain.NotificationRecord) error {
+// noticeColumns are payment_notifications' columns, in the order of notificationRow.
+const noticeColumns = "provider, received_at, method, remote, verified, accepted, result, order_no, event_id, " +
+	"provider_ref, outcome, amount, currency, body_bytes, count, refused_window"
+
+// noticeValues are rec's values for noticeColumns, each text clipped to its column.
+func noticeValues(rec domain.NotificationRecord) []any {
 	at := rec.At.UTC()
 	if rec.At.IsZero() {
 		at = time.Now().UTC()
 	}
-	size := min(max(rec.BodyBytes, 0), math.MaxInt32)
-	_, err := l.s.exec(ctx, fmt.Sprintf("record %s notification", clip(string(rec.Provider), widthProvider)),
-		"INSERT INTO payment_notifications (provider, received_at, method, remote, verified, accepted, result, "+
-			"order_no, event_id, provider_ref, outcome, amount, currency, body_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		clip(string(rec.Provider), widthProvider), at, clip(rec.Method, widthMethod), clip(rec.Remote, widthRemote),
+	var window sql.NullTime
+	if !rec.RefusedWindow.IsZero() {
+		window = sql.NullTime{Time: rec.RefusedWindow.UTC(), Valid: true}
+	}
+	return []any{clip(string(rec.Provider), widthProvider), at, clip(rec.Method, widthMethod), clip(rec.Remote, widthRemote),
 		rec.Verified, rec.Accepted, clip(rec.Result, widthResult), clip(string(rec.OrderNo), widthOrderNo),
 		clip(rec.EventID, widthEventID), clip(rec.ProviderRef, widthRef), clip(rec.Outcome, widthOutcome),
-		int64(rec.Amount), clip(rec.Currency, widthCurrency), size)
+		int64(rec.Amount), clip(rec.Currency, widthCurrency), min(max(rec.BodyBytes, 0), math.MaxInt32),
+		max(rec.Count, 1), window}
+}
+
+// Record stores a zero rec.At as the time of the insert.
+func (l notificationLog) Record(ctx context.Context, rec domain.NotificationRecord) error {
+	rec.RefusedWindow = time.Time{}
+	_, err := l.s.exec(ctx, fmt.Sprintf("record %s notification", clip(string(rec.Provider), widthProvider)),
+		"INSERT INTO payment_notifications ("+noticeColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		noticeValues(rec)...)
+	return err
+}
+
+// RecordRefused is one INSERT … ON DUPLICATE KEY UPDATE on uk_refused (provider, remote,
+// refused_window): concurrent calls for one aggregate, from any instance, add to one row. The
+// assignments run left to right, so those that compare with received_at come before it.
+func (l notificationLog) RecordRefused(ctx context.Context, rec domain.NotificationRecord) error {
+	if rec.RefusedWindow.IsZero() || rec.Count < 1 || rec.Verified {
+		return domain.Invalid("notification", "a refused aggregate needs a window, a count of at least 1 and no verification")
+	}
+	_, err := l.s.exec(ctx, fmt.Sprintf("record refused %s notifications", clip(string(rec.Provider), widthProvider)),
+		"INSERT INTO payment_notifications ("+noticeColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "+
+			"ON DUPLICATE KEY UPDATE count = count + VALUES(count), method = VALUES(method), result = VALUES(result), "+
+			"body_bytes = VALUES(body_bytes), received_at = GREATEST(received_at, VALUES(received_at))",
+		noticeValues(rec)...)
 	return err
 }
 
 type notificationRow struct {
-	ID          int64     `bun:"id"`
-	Provider    string    `bun:"provider"`
-	ReceivedAt  time.Time `bun:"received_at"`
-	Method      string    `bun:"method"`
-	Remote      string    `bun:"remote"`
-	Verified    bool      `bun:"verified"`
-	Accepted    bool      `bun:"accepted"`
-	Result      string    `bun:"result"`
-	OrderNo     string    `bun:"order_no"`
-	EventID     string    `bun:"event_id"`
-	ProviderRef string    `bun:"provider_ref"`
-	Outcome     string    `bun:"outcome"`
-	Amount      int64     `bun:"amount"`
-	Currency    string    `bun:"currency"`
-	BodyBytes   int       `bun:"body_bytes"`
+	ID            int64        `bun:"id"`
+	Provider      string       `bun:"provider"`
+	ReceivedAt    time.Time    `bun:"received_at"`
+	Method        string       `bun:"method"`
+	Remote        string       `bun:"remote"`
+	Verified      bool         `bun:"verified"`
+	Accepted      bool         `bun:"accepted"`
+	Result        string       `bun:"result"`
+	OrderNo       string       `bun:"order_no"`
+	EventID       string       `bun:"event_id"`
+	ProviderRef   string       `bun:"provider_ref"`
+	Outcome       string       `bun:"outcome"`
+	Amount        int64        `bun:"amount"`
+	Currency      string       `bun:"currency"`
+	BodyBytes     int          `bun:"body_bytes"`
+	Count         int64        `bun:"count"`
+	RefusedWindow sql.NullTime `bun:"refused_window"`
 }
 
-// Recent walks the primary key backwards, or idx_order's range of one order backwards.
-func (l notificationLog) Recent(ctx context.Context, no domain.OrderNo, limit int) ([]domain.NotificationRecord, error) {
-	if limit <= 0 {
+// Recent walks the primary key backwards, idx_verified_id's range of verified (or refused)
+// rows backwards, or idx_order's range of one order backwards.
+func (l notificationLog) Recent(ctx context.Context, q domain.NotificationQuery) ([]domain.NotificationRecord, error) {
+	if q.Limit < 1 {
 		return nil, nil
 	}
-	where, args := "", []any{}
-	if no != "" {
-		where, args = " WHERE order_no = ?", append(args, string(no))
+	var where []string
+	var args []any
+	if q.OrderNo != "" {
+		where, args = append(where, "order_no = ?"), append(args, string(q.OrderNo))
+	}
+	if q.Verified != nil {
+		where, args = append(where, "verified = ?"), append(args, *q.Verified)
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
 	}
 	var rows []notificationRow
-	if err := l.s.get(ctx, "recent payment notifications", &rows, "SELECT id, provider, received_at, method, remote, "+
-		"verified, accepted, result, order_no, event_id, provider_ref, outcome, amount, currency, body_bytes "+
-		"FROM payment_notifications"+where+" ORDER BY id DESC LIMIT ?", append(args, limit)...); err != nil {
+	if err := l.s.get(ctx, "recent payment notifications", &rows, "SELECT id, "+noticeColumns+
+		" FROM payment_notifications"+cond+" ORDER BY id DESC LIMIT ?", append(args, q.Limit)...); err != nil {
 		return nil, err
 	}
 	out := make([]domain.NotificationRecord, len(rows))
@@ -225,7 +263,32 @@ func (l notificationLog) Recent(ctx context.Context, no domain.OrderNo, limit in
 		out[i] = domain.NotificationRecord{ID: r.ID, Provider: domain.Provider(r.Provider), At: r.ReceivedAt,
 			Method: r.Method, Remote: r.Remote, Verified: r.Verified, Accepted: r.Accepted, Result: r.Result,
 			OrderNo: domain.OrderNo(r.OrderNo), EventID: r.EventID, ProviderRef: r.ProviderRef, Outcome: r.Outcome,
-			Amount: domain.Money(r.Amount), Currency: r.Currency, BodyBytes: r.BodyBytes}
+			Amount: domain.Money(r.Amount), Currency: r.Currency, BodyBytes: r.BodyBytes, Count: r.Count}
+		if r.RefusedWindow.Valid {
+			out[i].RefusedWindow = r.RefusedWindow.Time
+		}
 	}
 	return out, nil
+}
+
+// Prune deletes refused aggregates, then verified rows, each one range of idx_verified_received
+// with a LIMIT: one statement never holds more than limit rows' locks.
+func (l notificationLog) Prune(ctx context.Context, verifiedBefore, refusedBefore time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
+	refused, err := l.s.execN(ctx, "prune refused payment notifications",
+		"DELETE FROM payment_notifications WHERE verified = FALSE AND received_at < ? ORDER BY received_at LIMIT ?",
+		refusedBefore.UTC(), limit)
+	if err != nil {
+		return 0, err
+	}
+	n := int(refused)
+	if n == limit {
+		return n, nil
+	}
+	verified, err := l.s.execN(ctx, "prune verified payment notifications",
+		"DELETE FROM payment_notifications WHERE verified = TRUE AND received_at < ? ORDER BY received_at LIMIT ?",
+		verifiedBefore.UTC(), limit-n)
+	return n + int(verified), err
 }

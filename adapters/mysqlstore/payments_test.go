@@ -21,7 +21,7 @@ func TestNotificationWithInvalidUTF8IsRecorded(t *testing.T) {
 	if err := l.Notifications().Record(t.Context(), rec); err != nil {
 		t.Fatalf("Record with invalid UTF-8: %v", err)
 	}
-	got, err := l.Notifications().Recent(t.Context(), no, 1)
+	got, err := l.Notifications().Recent(t.Context(), domain.NotificationQuery{OrderNo: no, Limit: 1})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Recent = %+v, %v", got, err)
 	}

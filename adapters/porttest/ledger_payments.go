@@ -3,7 +3,6 @@ package porttest
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -248,103 +247,6 @@ func runPayments(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	})
 }
 
-// runNotifications checks the notification log: what Record stores is read back whole, with
-// an id the store assigns; Recent lists newest first, of one order or of all, up to limit;
-// over-long texts are still recorded; records of a failed transaction are gone and their ids
-// are not given again.
-func runNotifications(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
-	t.Run("recent lists newest first, of one order or all, up to limit", func(t *testing.T) {
-		l := newLedger(t)
-		at := now()
-		a, b := newOrderNo(), newOrderNo()
-		var all []domain.NotificationRecord // oldest first
-		for i, no := range []domain.OrderNo{a, b, a, "", a, b} {
-			rec := newNotice(no, at.Add(time.Duration(i)*time.Second))
-			rec.Result = fmt.Sprintf("result %d", i)
-			all = append(all, recordNotice(t, l, rec))
-		}
-		for i := 1; i < len(all); i++ {
-			if all[i].ID <= all[i-1].ID {
-				t.Fatalf("ids %d then %d: want increasing in order of Record", all[i-1].ID, all[i].ID)
-			}
-		}
-		wantNotices(t, l, a, 10, all[4], all[2], all[0])
-		wantNotices(t, l, a, 2, all[4], all[2])
-		wantNotices(t, l, b, 10, all[5], all[1])
-		wantNotices(t, l, "", 4, all[5], all[4], all[3], all[2])
-		wantNotices(t, l, newOrderNo(), 10)
-		wantNotices(t, l, a, 0)
-		wantNotices(t, l, "", -1)
-	})
-
-	t.Run("a zero time is recorded as the time of Record", func(t *testing.T) {
-		l := newLedger(t)
-		before := time.Now().Add(-time.Second)
-		rec := newNotice(newOrderNo(), time.Time{})
-		if err := l.Notifications().Record(t.Context(), rec); err != nil {
-			t.Fatal(err)
-		}
-		got, err := l.Notifications().Recent(t.Context(), rec.OrderNo, 1)
-		if err != nil || len(got) != 1 {
-			t.Fatalf("Recent = %+v, %v", got, err)
-		}
-		if got[0].At.Before(before) || got[0].At.After(time.Now().Add(time.Second)) {
-			t.Fatalf("At = %v, want the time of Record (about %v)", got[0].At, before)
-		}
-	})
-
-	t.Run("over-long texts from outside are still recorded", func(t *testing.T) {
-		l := newLedger(t)
-		rec := newNotice(newOrderNo(), now())
-		long := strings.Repeat("界", 300)
-		rec.Result, rec.EventID, rec.ProviderRef, rec.Method, rec.Remote = long, long, long, long, long
-		if err := l.Notifications().Record(t.Context(), rec); err != nil {
-			t.Fatalf("Record with over-long texts: %v", err)
-		}
-		got, err := l.Notifications().Recent(t.Context(), rec.OrderNo, 1)
-		if err != nil || len(got) != 1 {
-			t.Fatalf("Recent = %+v, %v", got, err)
-		}
-		for name, kept := range map[string]struct {
-			text string
-			min  int
-		}{"result": {got[0].Result, 255}, "event id": {got[0].EventID, 255}, "provider ref": {got[0].ProviderRef, 255},
-			"method": {got[0].Method, 1}, "remote": {got[0].Remote, 1}} {
-			if !strings.HasPrefix(long, kept.text) || len([]rune(kept.text)) < kept.min {
-				t.Errorf("%s read back as %d characters %q…, want a prefix of the text of at least %d", name,
-					len([]rune(kept.text)), kept.text[:min(len(kept.text), 12)], kept.min)
-			}
-		}
-	})
-
-	t.Run("records of a failed transaction are gone, and their ids are not given again", func(t *testing.T) {
-		l := newLedger(t)
-		no := newOrderNo()
-		var lost int64
-		err := l.Atomically(t.Context(), func(tx domain.Store) error {
-			if err := tx.Notifications().Record(t.Context(), newNotice(no, now())); err != nil {
-				return err
-			}
-			got, err := tx.Notifications().Recent(t.Context(), no, 10)
-			if err != nil || len(got) != 1 {
-				t.Errorf("the transaction reads its own record as %+v, %v", got, err)
-			} else {
-				lost = got[0].ID
-			}
-			return errRollback
-		})
-		if !errors.Is(err, errRollback) {
-			t.Fatalf("Atomically: err = %v, want fn's error", err)
-		}
-		wantNotices(t, l, no, 10)
-		next := recordNotice(t, l, newNotice(no, now()))
-		if next.ID <= lost {
-			t.Fatalf("a record after the rollback got id %d, not above the rolled-back %d", next.ID, lost)
-		}
-		wantNotices(t, l, no, 10, next)
-	})
-}
-
 func currency(t *testing.T, code string) domain.Currency {
 	t.Helper()
 	c, err := domain.ParseCurrency(code)
@@ -381,54 +283,5 @@ func wantPayment(t *testing.T, l domain.Store, want domain.Payment) {
 	}
 	if paymentRecord(got) != paymentRecord(want) {
 		t.Fatalf("Payment(%s, %s) = %+v, want %+v", want.OrderNo, want.Provider, paymentRecord(got), paymentRecord(want))
-	}
-}
-
-// newNotice is a verified, accepted notification of a payment of order no (none when no is
-// empty), received at at.
-func newNotice(no domain.OrderNo, at time.Time) domain.NotificationRecord {
-	return domain.NotificationRecord{Provider: "pt-a", At: at, Method: "POST", Remote: "192.0.2.7:4242",
-		Verified: true, Accepted: true, Result: "paid", OrderNo: no, EventID: "evt-" + string(no),
-		ProviderRef: "ref-" + string(no), Outcome: "paid", Amount: 1999, Currency: "CNY", BodyBytes: 512}
-}
-
-// recordNotice records rec and returns it as stored: with its id, read back by Recent.
-func recordNotice(t *testing.T, l domain.Store, rec domain.NotificationRecord) domain.NotificationRecord {
-	t.Helper()
-	if err := l.Notifications().Record(t.Context(), rec); err != nil {
-		t.Fatalf("Record: %v", err)
-	}
-	got, err := l.Notifications().Recent(t.Context(), "", 1)
-	if err != nil || len(got) != 1 {
-		t.Fatalf("Recent after Record = %+v, %v", got, err)
-	}
-	stored := got[0]
-	if stored.ID <= 0 {
-		t.Fatalf("Record assigned id %d, want a positive one", stored.ID)
-	}
-	rec.ID = stored.ID
-	if noticeRecord(stored) != noticeRecord(rec) {
-		t.Fatalf("recorded %+v, read back %+v", noticeRecord(rec), noticeRecord(stored))
-	}
-	return stored
-}
-
-func noticeRecord(r domain.NotificationRecord) domain.NotificationRecord {
-	r.At = r.At.UTC()
-	return r
-}
-
-func wantNotices(t *testing.T, l domain.Store, no domain.OrderNo, limit int, want ...domain.NotificationRecord) {
-	t.Helper()
-	got, err := l.Notifications().Recent(t.Context(), no, limit)
-	if err != nil {
-		t.Fatalf("Recent(%q, %d): %v", no, limit, err)
-	}
-	ok := len(got) == len(want)
-	for i := 0; ok && i < len(got); i++ {
-		ok = noticeRecord(got[i]) == noticeRecord(want[i])
-	}
-	if !ok {
-		t.Fatalf("Recent(%q, %d) = %+v, want %+v", no, limit, got, want)
 	}
 }
