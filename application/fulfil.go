@@ -12,8 +12,11 @@ import (
 // FulfilOrder retries an UNFULFILLED order once stock is there again (after an import, or a
 // repaired inconsistency): it reserves at the gate and allocates codes like a late payment.
 //
-// Errors: ErrOrderNotFound, ErrInvalidTransition (not UNFULFILLED), ErrSoldOut,
-// ErrProductFrozen, ErrGateNotReady, ErrUnavailable.
+// An order whose money is being returned, or was (its payment REFUNDING or REFUNDED), is not
+// fulfilled: the buyer would read working codes and get the money back.
+//
+// Errors: ErrOrderNotFound, ErrInvalidTransition (not UNFULFILLED), ErrRefundInProgress,
+// ErrSoldOut, ErrProductFrozen, ErrGateNotReady, ErrUnavailable.
 func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
 	return settle(ctx, s.cfg.ReplayWait, "fulfil", func() (domain.Order, error) {
 		o, err := s.ledger.Orders().Order(ctx, no)
@@ -23,9 +26,24 @@ func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order
 		if o.Status() != domain.StatusUnfulfilled {
 			return o, fmt.Errorf("%w: order is %s", domain.ErrInvalidTransition, o.Status())
 		}
+		if err := s.refundBlocksFulfil(ctx, o); err != nil {
+			return o, err
+		}
 		n := domain.PaymentNotice{OrderNo: no, Paid: true, Amount: o.Amount(), PaymentRef: o.PaymentRef()}
 		return s.fulfil(ctx, o, n, true)
 	})
+}
+
+// refundBlocksFulfil answers ErrRefundInProgress when o's payment is REFUNDING or REFUNDED.
+func (s *Shop) refundBlocksFulfil(ctx context.Context, o domain.Order) error {
+	p, ok, err := s.paidPayment(ctx, o)
+	if err != nil {
+		return err
+	}
+	if ok && (p.Status == domain.PaymentRefunding || p.Status == domain.PaymentRefunded) {
+		return fmt.Errorf("fulfil: %w: its payment at %s is %s", domain.ErrRefundInProgress, p.Provider, p.Status)
+	}
+	return nil
 }
 
 // fulfil moves o to PAID with its codes. late means the order no longer holds a reservation
