@@ -23,10 +23,7 @@ func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order
 		if err != nil {
 			return domain.Order{}, fmt.Errorf("load order: %w", err)
 		}
-		if o.Status() != domain.StatusUnfulfilled {
-			return o, fmt.Errorf("%w: order is %s", domain.ErrInvalidTransition, o.Status())
-		}
-		if err := s.refundBlocksFulfil(ctx, o); err != nil {
+		if err := s.FulfilRefusal(ctx, o); err != nil {
 			return o, err
 		}
 		n := domain.PaymentNotice{OrderNo: no, Paid: true, Amount: o.Amount(), PaymentRef: o.PaymentRef()}
@@ -34,8 +31,16 @@ func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order
 	})
 }
 
-// refundBlocksFulfil answers ErrRefundInProgress when o's payment is REFUNDING or REFUNDED.
-func (s *Shop) refundBlocksFulfil(ctx context.Context, o domain.Order) error {
+// FulfilRefusal says why FulfilOrder refuses o before trying: ErrInvalidTransition when it is
+// not UNFULFILLED, ErrRefundInProgress when its payment is REFUNDING or REFUNDED; nil when a
+// fulfil may be tried (whether stock is there is found by trying). The console's confirmation
+// page shows it instead of the button.
+//
+// Errors: also ErrUnavailable (the payments could not be read).
+func (s *Shop) FulfilRefusal(ctx context.Context, o domain.Order) error {
+	if o.Status() != domain.StatusUnfulfilled {
+		return fmt.Errorf("%w: order is %s", domain.ErrInvalidTransition, o.Status())
+	}
 	p, ok, err := s.paidPayment(ctx, o)
 	if err != nil {
 		return err

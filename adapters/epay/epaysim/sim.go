@@ -18,7 +18,8 @@
 // money in the POST body; only a paid order (status 1) is refunded, at most its money, and the
 // order becomes status 2 (refunded), so a second refund is refused ("只支持退款已支付状态的订单").
 // The success code is 1 (RefundCodeZero: 0, as upstream). Switches: RefundsOff, RefundRefuse,
-// LoseRefundReplies; Payouts counts the refunds carried out.
+// LoseRefundReplies, RefundGap (a check and a payout that are not atomic); Payouts counts the
+// refunds carried out.
 //
 // It imports the standard library only.
 package epaysim
@@ -171,6 +172,7 @@ type Sim struct {
 	refundsOff bool
 	refusal    string
 	loseRefund int
+	refundGap  time.Duration
 	payouts    map[string]int // out_trade_no → refunds carried out
 }
 
@@ -230,6 +232,11 @@ func (s *Sim) RefundRefuse(msg string) { s.mu.Lock(); s.refusal = msg; s.mu.Unlo
 // LoseRefundReplies makes the next n refunds take effect and then close the connection without
 // an answer: a refund carried out whose answer never arrives.
 func (s *Sim) LoseRefundReplies(n int) { s.mu.Lock(); s.loseRefund = n; s.mu.Unlock() }
+
+// RefundGap makes a refund check the order (paid, not refunded), then wait d before it pays
+// out, without checking again: a gateway whose check and payout are not one atomic step, so
+// two refunds of one order within d both pay out. 0 (the default) makes them atomic again.
+func (s *Sim) RefundGap(d time.Duration) { s.mu.Lock(); s.refundGap = d; s.mu.Unlock() }
 
 // Payouts is how many refunds of the order were carried out: the times its money went back.
 func (s *Sim) Payouts(outTradeNo string) int {
