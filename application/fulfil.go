@@ -51,6 +51,37 @@ func (s *Shop) FulfilRefusal(ctx context.Context, o domain.Order) error {
 	return nil
 }
 
+// keepRefundOut makes a fulfil of o and a refund of its money exclude each other, in the
+// fulfil's transaction: FulfilRefusal read the payment before, and a refund may have taken it
+// (PAID → REFUNDING) since. It reads the payment again and moves it to the status it holds,
+// conditionally: the move loses to a refund that took it meanwhile (ErrRefundInProgress), and
+// holds the payment until the fulfil commits, so a refund that comes after finds a PAID order.
+func keepRefundOut(ctx context.Context, tx domain.Store, o domain.Order) error {
+	if o.PaymentRef() == "" {
+		return nil
+	}
+	ps, err := tx.Payments().OfOrder(ctx, o.No())
+	if err != nil {
+		return fmt.Errorf("load payments: %w", err)
+	}
+	for _, p := range ps {
+		if paymentRef(p) != o.PaymentRef() {
+			continue
+		}
+		if p.Status == domain.PaymentRefunding || p.Status == domain.PaymentRefunded {
+			return fmt.Errorf("fulfil: %w: its payment at %s is %s", domain.ErrRefundInProgress, p.Provider, p.Status)
+		}
+		won, err := tx.Payments().Transition(ctx, p, p.Status)
+		if err != nil {
+			return err
+		}
+		if !won {
+			return fmt.Errorf("fulfil: %w: its payment at %s moved meanwhile", domain.ErrRefundInProgress, p.Provider)
+		}
+	}
+	return nil
+}
+
 // fulfil moves o to PAID with its codes. late means the order no longer holds a reservation
 // (CLOSED, FAILED, UNFULFILLED), so one is taken again first.
 //
@@ -110,6 +141,11 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 		}
 		if !won {
 			return errLostRace
+		}
+		if from == domain.StatusUnfulfilled {
+			if err := keepRefundOut(ctx, tx, o); err != nil {
+				return err
+			}
 		}
 		if late {
 			if err := tx.Flows().Append(ctx, orderFlow(o, domain.FlowLateReserve, now)); err != nil {

@@ -516,3 +516,56 @@ func TestFulfilRefusedWhileTheRefundIsPending(t *testing.T) {
 	}
 	g.assertInvariants(t, p2.ID())
 }
+
+// paymentHookLedger runs its hook once, just after the next read of an order's payments (outside
+// a transaction): what that read returned is then out of date.
+type paymentHookLedger struct {
+	domain.Ledger
+	hook atomic.Pointer[func()]
+}
+
+func (l *paymentHookLedger) Payments() domain.PaymentRepo {
+	return hookedPayments{PaymentRepo: l.Ledger.Payments(), l: l}
+}
+
+type hookedPayments struct {
+	domain.PaymentRepo
+	l *paymentHookLedger
+}
+
+func (r hookedPayments) OfOrder(ctx context.Context, no domain.OrderNo) ([]domain.Payment, error) {
+	ps, err := r.PaymentRepo.OfOrder(ctx, no)
+	if h := r.l.hook.Swap(nil); h != nil {
+		(*h)()
+	}
+	return ps, err
+}
+
+// A refund that takes the payment after the fulfil checked it, before the fulfil's transaction,
+// still stops the fulfil: the transaction reads the payment again and holds it.
+func TestFulfilLosesToARefundBetweenItsCheckAndItsTransaction(t *testing.T) {
+	gw := newScripted("acme")
+	hooked := &paymentHookLedger{}
+	f := newFixture(t, withGateways(gw), withLedger(func(l *memory.Ledger) domain.Ledger { hooked.Ledger = l; return hooked }))
+	p, o := unfulfilledThrough(t, f, gw)
+	f.addCodes(t, p.ID(), 5)
+	gw.set(func(g *scriptedGateway) { g.refund = "pending" })
+	refund := func() {
+		if res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true}); err != nil || res.Money.Status != domain.PaymentRefunding {
+			t.Errorf("the refund in between = %+v, %v", res, err)
+		}
+	}
+	hooked.hook.Store(&refund)
+	_, err := f.shop.FulfilOrder(f.ctx, o.No())
+	is(t, "a fulfil whose payment a refund took meanwhile", err, domain.ErrRefundInProgress)
+	if got := f.order(t, o.No()); got.Status() != domain.StatusUnfulfilled || len(f.soldCards(t, o.No())) != 0 {
+		t.Fatalf("order %s with %d codes; want UNFULFILLED with none", got.Status(), len(f.soldCards(t, o.No())))
+	}
+	if _, err := f.shop.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
+		t.Fatalf("refund notification: %v", err)
+	}
+	if got := f.order(t, o.No()); got.Status() != domain.StatusRefunded {
+		t.Fatalf("order %s after the refund's notification, want REFUNDED", got.Status())
+	}
+	f.assertInvariants(t, p.ID())
+}

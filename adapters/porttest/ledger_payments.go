@@ -177,6 +177,15 @@ func runPayments(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			t.Fatalf("Transition REFUNDED->REFUNDING with another decision = %v, %v", won, err)
 		}
 		wantPayment(t, l, again)
+		// A move to the status the payment holds, with nothing else changed, wins while it holds
+		// it (a fulfil keeps a refund out this way) and loses once it moved.
+		if won, err := l.Payments().Transition(t.Context(), again, domain.PaymentRefunding); err != nil || !won {
+			t.Fatalf("Transition REFUNDING->REFUNDING unchanged = %v, %v; want true", won, err)
+		}
+		if won, err := l.Payments().Transition(t.Context(), done, domain.PaymentRefunded); err != nil || won {
+			t.Fatalf("Transition from REFUNDED, which the payment left = %v, %v; want false", won, err)
+		}
+		wantPayment(t, l, again)
 
 		created := newPayment(t, newOrderNo(), "pt-r", at)
 		created.Status, created.RefundNo, created.RefundRecycle, created.RefundNote = domain.PaymentRefunding, "x", true, "note"
