@@ -290,6 +290,8 @@ func TestFulfilDuringAPendingRefund(t *testing.T) {
 	}
 	h.importCodes(1, "F-0002")
 	wantError(t, h.admin("POST", "/admin/orders/"+late.OrderNo+"/fulfil", ""), 409, "refund_in_progress")
+	// A reason longer than a refund stores is refused before anything moves.
+	wantError(t, h.admin("POST", "/admin/orders/"+late.OrderNo+"/refund", `{"reason":"`+strings.Repeat("x", domain.MaxRefundNote+1)+`"}`), 400, "invalid_request")
 	if got := h.adminOrder(late.OrderNo); got.Status != "UNFULFILLED" || len(got.Codes) != 0 {
 		t.Fatalf("order after the refused fulfil: %+v", got)
 	}
