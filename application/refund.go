@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"cardshop/domain"
 )
@@ -63,8 +62,8 @@ func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error
 	if cmd.Void && cmd.Recycle {
 		return RefundResult{}, domain.Invalid("recycle", "void and recycle cannot both be asked for")
 	}
-	if utf8.RuneCountInString(cmd.Reason) > domain.MaxRefundNote || !utf8.ValidString(cmd.Reason) {
-		return RefundResult{}, domain.Invalid("reason", fmt.Sprintf("at most %d characters of UTF-8", domain.MaxRefundNote))
+	if err := domain.CheckRefundNote(cmd.Reason); err != nil {
+		return RefundResult{}, err
 	}
 	o, err := s.ledger.Orders().Order(ctx, cmd.OrderNo)
 	if err != nil {

@@ -102,6 +102,15 @@ type Payment struct {
 // characters.
 const MaxRefundNote = 255
 
+// CheckRefundNote refuses an operator's reason a refund cannot store: over MaxRefundNote
+// characters, or not UTF-8.
+func CheckRefundNote(s string) error {
+	if utf8.RuneCountInString(s) > MaxRefundNote || !utf8.ValidString(s) {
+		return Invalid("reason", fmt.Sprintf("at most %d characters of UTF-8", MaxRefundNote))
+	}
+	return nil
+}
+
 // Check refuses what a stored payment cannot be: no order or provider, an unknown status, a
 // currency the shop does not know (or with another exponent than its own), an amount that is
 // not positive, no creation time, or a refund decision that cannot be (void and recycle, an
@@ -118,8 +127,9 @@ func (p Payment) Check() error {
 		return Invalid("created_at", "required")
 	case p.RefundVoid && p.RefundRecycle:
 		return Invalid("recycle", "void and recycle cannot both be asked for")
-	case utf8.RuneCountInString(p.RefundNote) > MaxRefundNote || !utf8.ValidString(p.RefundNote):
-		return Invalid("reason", fmt.Sprintf("at most %d characters of UTF-8", MaxRefundNote))
+	}
+	if err := CheckRefundNote(p.RefundNote); err != nil {
+		return err
 	}
 	if c, err := ParseCurrency(p.Currency.Code); err != nil || c != p.Currency {
 		return Invalid("currency", "not a currency the shop supports")
