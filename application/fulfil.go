@@ -14,21 +14,75 @@ import (
 // under the same sale rules: the buyer's limit counting what the buyer holds now, and the
 // sale's end judged at the instant the payment was accepted.
 //
-// Errors: ErrOrderNotFound, ErrInvalidTransition (not UNFULFILLED), ErrSoldOut,
-// ErrProductFrozen, ErrPaidAfterSaleEnded (wrapping ErrSaleEnded), ErrFulfilOverLimit
-// (wrapping ErrBuyerHoldingLimit), ErrGateNotReady, ErrUnavailable.
+// An order whose money is being returned, or was (its payment REFUNDING or REFUNDED), is not
+// fulfilled: the buyer would read working codes and get the money back.
+//
+// Errors: ErrOrderNotFound, ErrInvalidTransition (not UNFULFILLED), ErrRefundInProgress,
+// ErrSoldOut, ErrProductFrozen, ErrPaidAfterSaleEnded (wrapping ErrSaleEnded),
+// ErrFulfilOverLimit (wrapping ErrBuyerHoldingLimit), ErrGateNotReady, ErrUnavailable.
 func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
 	return settle(ctx, s.cfg.ReplayWait, "fulfil", func() (domain.Order, error) {
 		o, err := s.ledger.Orders().Order(ctx, no)
 		if err != nil {
 			return domain.Order{}, fmt.Errorf("load order: %w", err)
 		}
-		if o.Status() != domain.StatusUnfulfilled {
-			return o, fmt.Errorf("%w: order is %s", domain.ErrInvalidTransition, o.Status())
+		if err := s.FulfilRefusal(ctx, o); err != nil {
+			return o, err
 		}
 		n := domain.PaymentNotice{OrderNo: no, Paid: true, Amount: o.Amount(), PaymentRef: o.PaymentRef()}
 		return s.fulfil(ctx, o, n, true)
 	})
+}
+
+// FulfilRefusal says why FulfilOrder refuses o before trying: ErrInvalidTransition when it is
+// not UNFULFILLED, ErrRefundInProgress when its payment is REFUNDING or REFUNDED; nil when a
+// fulfil may be tried (whether stock is there is found by trying). The console's confirmation
+// page shows it instead of the button.
+//
+// Errors: also ErrUnavailable (the payments could not be read).
+func (s *Shop) FulfilRefusal(ctx context.Context, o domain.Order) error {
+	if o.Status() != domain.StatusUnfulfilled {
+		return fmt.Errorf("%w: order is %s", domain.ErrInvalidTransition, o.Status())
+	}
+	p, ok, err := s.paidPayment(ctx, o)
+	if err != nil {
+		return err
+	}
+	if ok && (p.Status == domain.PaymentRefunding || p.Status == domain.PaymentRefunded) {
+		return fmt.Errorf("fulfil: %w: its payment at %s is %s", domain.ErrRefundInProgress, p.Provider, p.Status)
+	}
+	return nil
+}
+
+// keepRefundOut makes a fulfil of o and a refund of its money exclude each other, in the
+// fulfil's transaction: FulfilRefusal read the payment before, and a refund may have taken it
+// (PAID → REFUNDING) since. It reads the payment again and moves it to the status it holds,
+// conditionally: the move loses to a refund that took it meanwhile (ErrRefundInProgress), and
+// holds the payment until the fulfil commits, so a refund that comes after finds a PAID order.
+func keepRefundOut(ctx context.Context, tx domain.Store, o domain.Order) error {
+	if o.PaymentRef() == "" {
+		return nil
+	}
+	ps, err := tx.Payments().OfOrder(ctx, o.No())
+	if err != nil {
+		return fmt.Errorf("load payments: %w", err)
+	}
+	for _, p := range ps {
+		if paymentRef(p) != o.PaymentRef() {
+			continue
+		}
+		if p.Status == domain.PaymentRefunding || p.Status == domain.PaymentRefunded {
+			return fmt.Errorf("fulfil: %w: its payment at %s is %s", domain.ErrRefundInProgress, p.Provider, p.Status)
+		}
+		won, err := tx.Payments().Transition(ctx, p, p.Status)
+		if err != nil {
+			return err
+		}
+		if !won {
+			return fmt.Errorf("fulfil: %w: its payment at %s moved meanwhile", domain.ErrRefundInProgress, p.Provider)
+		}
+	}
+	return nil
 }
 
 // fulfil moves o to PAID with its codes. late means the order no longer holds a reservation
@@ -103,6 +157,11 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 		}
 		if !won {
 			return errLostRace
+		}
+		if from == domain.StatusUnfulfilled {
+			if err := keepRefundOut(ctx, tx, o); err != nil {
+				return err
+			}
 		}
 		if late {
 			if err := tx.Flows().Append(ctx, orderFlow(o, domain.FlowLateReserve, now)); err != nil {

@@ -32,11 +32,16 @@ type scriptedGateway struct {
 	refund  string         // how refunds answer: "" succeed, "refuse", "pending"
 	payouts map[string]int // refund number → times money was returned (idempotent: at most 1)
 	calls   atomic.Int32   // refund calls
+	// checkThenPay makes refunds as epay's: no refund number (RefundIdempotent false); a refund
+	// reads whether the order is refunded, waits gap, then pays out, so calls at once pay twice.
+	checkThenPay bool
+	gap          time.Duration
+	refunded     map[domain.OrderNo]bool
 }
 
 func newScripted(name string) *scriptedGateway {
 	return &scriptedGateway{name: domain.Provider(name), state: map[domain.OrderNo]domain.PaymentOutcome{},
-		payouts: map[string]int{}}
+		payouts: map[string]int{}, refunded: map[domain.OrderNo]bool{}}
 }
 
 func (g *scriptedGateway) set(fn func(g *scriptedGateway)) {
@@ -137,7 +142,19 @@ func (g *scriptedGateway) Close(_ context.Context, p domain.Payment) error {
 	return nil
 }
 
+func (g *scriptedGateway) RefundIdempotent() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.checkThenPay
+}
+
 func (g *scriptedGateway) Refund(_ context.Context, p domain.Payment, r domain.RefundRequest) (domain.RefundState, error) {
+	g.mu.Lock()
+	oneStep := !g.checkThenPay || g.down
+	g.mu.Unlock()
+	if !oneStep {
+		return g.checkThenRefund(p, r)
+	}
 	g.calls.Add(1)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -157,6 +174,23 @@ func (g *scriptedGateway) Refund(_ context.Context, p domain.Payment, r domain.R
 		g.payouts[r.RefundNo]++
 	}
 	return domain.RefundState{Outcome: domain.RefundSucceeded, ProviderRef: "rf-" + r.RefundNo}, nil
+}
+
+// checkThenRefund is a refund without a refund number, whose check and payout are two steps.
+func (g *scriptedGateway) checkThenRefund(p domain.Payment, r domain.RefundRequest) (domain.RefundState, error) {
+	g.calls.Add(1)
+	g.mu.Lock()
+	done, gap := g.refunded[p.OrderNo], g.gap
+	g.mu.Unlock()
+	if done {
+		return domain.RefundState{Outcome: domain.RefundSucceeded, ProviderRef: "rf-" + string(p.OrderNo)}, nil
+	}
+	time.Sleep(gap)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refunded[p.OrderNo] = true
+	g.payouts[r.RefundNo]++
+	return domain.RefundState{Outcome: domain.RefundSucceeded, ProviderRef: "rf-" + string(p.OrderNo)}, nil
 }
 
 // paidOut is how many times money was returned for the order, over all its refund numbers.

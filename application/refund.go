@@ -52,11 +52,18 @@ type MoneyRefund struct {
 // refund that read the order before a late payment made it PAID or UNFULFILLED starts over,
 // so the money is returned before the codes.
 //
-// Errors: ErrInvalidInput (Void and Recycle), ErrOrderNotFound, ErrInvalidTransition,
-// ErrUnavailable.
+// The operator's decision (Void, Recycle, Reason) is stored with the payment's refund when the
+// refund is sent to the provider; whoever completes that refund (its notification, the next
+// refund of the order) applies the stored decision, not its own flags.
+//
+// Errors: ErrInvalidInput (Void and Recycle, a reason over domain.MaxRefundNote characters),
+// ErrOrderNotFound, ErrInvalidTransition, ErrRefundRefused, ErrUnavailable.
 func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error) {
 	if cmd.Void && cmd.Recycle {
 		return RefundResult{}, domain.Invalid("recycle", "void and recycle cannot both be asked for")
+	}
+	if err := domain.CheckRefundNote(cmd.Reason); err != nil {
+		return RefundResult{}, err
 	}
 	o, err := s.ledger.Orders().Order(ctx, cmd.OrderNo)
 	if err != nil {
@@ -67,7 +74,8 @@ func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error
 	if paid {
 		// The money first: the codes are released only once the provider returned it, so a
 		// refund the provider refuses or cannot take yet leaves the order as it was.
-		if money, err = s.refundMoney(ctx, o, cmd.Reason); err != nil || money.Status == domain.PaymentRefunding {
+		// A refund the provider took earlier is finished with the decision stored with it.
+		if money, cmd, err = s.refundMoney(ctx, o, cmd); err != nil || money.Status == domain.PaymentRefunding {
 			return RefundResult{Order: o, Money: money}, err
 		}
 	} else if p, ok, err := s.paidPayment(ctx, o); err == nil && ok {

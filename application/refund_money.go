@@ -1,6 +1,7 @@
 package application
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,9 +12,10 @@ import (
 
 // refundMoney returns an order's money through the provider that took it, before its codes are
 // released. The order's payment at that provider moves PAID (or REFUND_FAILED) → REFUNDING,
-// with a refund number: every attempt at that refund — a retry after a timeout, a second
-// operator — sends the same number, which the provider uses as its idempotency reference, so
-// the money is returned once (a new refund after a refusal gets the next number). Then:
+// with a refund number and the operator's decision about the codes (cmd's Void, Recycle and
+// Reason): every attempt at that refund — a retry after a timeout, a second operator — sends
+// the same number, which the provider uses as its idempotency reference, so the money is
+// returned once (a new refund after a refusal gets the next number). Then:
 //
 //   - succeeded: REFUNDED, and the codes may go;
 //   - pending (the provider finishes later): the payment stays REFUNDING and the answer says so
@@ -21,21 +23,36 @@ import (
 //     finishes it;
 //   - refused: REFUND_FAILED with the provider's reason, a refund_failed alert and
 //     ErrRefundRefused; the order stays as it was;
-//   - the provider cannot be reached: the payment stays REFUNDING, a refund_pending alert, and
-//     ErrUnavailable: the operator runs the refund again;
+//   - the provider cannot be reached: a refund_pending alert, and ErrUnavailable: the operator
+//     runs the refund again;
 //   - the provider offers no refund (an epay gateway without its refund API): the codes are
 //     refunded and an operator returns the money by hand (refund_by_hand alert).
 //
+// A provider whose Refund is not idempotent by number (epay) is called only by the attempt that
+// won the move to REFUNDING: another attempt meanwhile answers REFUNDING without calling it, and
+// the winner whose call brought no answer gives the payment back to where it was, so that the
+// operator's next refund may send again (epay's Refund reads the order first: a refund that did
+// go through is answered succeeded, not paid twice).
+//
+// The decision it returns is the one to apply to the codes: the one stored with the payment's
+// refund (a refund asked for earlier is finished with its operator's decision, whatever a later
+// call asks), else cmd's.
+//
 // An order paid through the signed callback has no payment here: its storefront returns the
 // money, and only the codes are refunded.
-func (s *Shop) refundMoney(ctx context.Context, o domain.Order, reason string) (MoneyRefund, error) {
+func (s *Shop) refundMoney(ctx context.Context, o domain.Order, cmd Refund) (MoneyRefund, Refund, error) {
 	p, ok, err := s.paidPayment(ctx, o)
 	if err != nil || !ok {
-		return MoneyRefund{}, err
+		return MoneyRefund{}, cmd, err
 	}
 	out := MoneyRefund{Provider: p.Provider, Status: p.Status, RefundNo: p.RefundNo, Ref: p.RefundRef, Reason: p.RefundReason}
-	if p.Status == domain.PaymentRefunded {
-		return out, nil
+	switch p.Status {
+	case domain.PaymentRefunded:
+		return out, decisionOf(p, cmd), nil
+	case domain.PaymentRefunding:
+	default:
+		// No refund holds the payment: this one decides (and stores it, below).
+		p.RefundVoid, p.RefundRecycle, p.RefundNote = cmd.Void, cmd.Recycle, cmd.Reason
 	}
 	gw, enabled := s.gateways[p.Provider]
 	if !enabled {
@@ -43,8 +60,9 @@ func (s *Shop) refundMoney(ctx context.Context, o domain.Order, reason string) (
 			Message: fmt.Sprintf("the order was paid through %s, which is no longer enabled: return %s %s there by hand",
 				p.Provider, p.Currency.Format(p.Amount), p.Currency)})
 		out.ByHand = true
-		return out, nil
+		return out, decisionOf(p, cmd), nil
 	}
+	prev, won := p, false
 	if p.Status != domain.PaymentRefunding {
 		next := p
 		next.Status, next.RefundReason, next.UpdatedAt = domain.PaymentRefunding, "", s.clock.Now()
@@ -52,16 +70,22 @@ func (s *Shop) refundMoney(ctx context.Context, o domain.Order, reason string) (
 			// A refused refund's number is spent (the provider replays its refusal under it).
 			next.RefundNo = domain.NextRefundNo(o.No(), p.RefundNo)
 		}
-		won, err := s.ledger.Payments().Transition(ctx, next, p.Status)
-		if err != nil {
-			return out, fmt.Errorf("record the refund: %w", err)
+		if won, err = s.ledger.Payments().Transition(ctx, next, p.Status); err != nil {
+			return out, cmd, fmt.Errorf("record the refund: %w", err)
 		}
 		if !won { // another refund (or a notification) moved it first: read it again
-			return s.refundMoney(ctx, o, reason)
+			return s.refundMoney(ctx, o, cmd)
 		}
 		p = next
 	}
+	decision := decisionOf(p, cmd)
 	out.Status, out.RefundNo = p.Status, p.RefundNo
+	if !won && !gw.RefundIdempotent() {
+		// Another attempt holds this refund and may be at the provider right now, which cannot
+		// tell two calls apart: it alone calls, and finishes or gives the refund back.
+		return out, decision, nil
+	}
+	reason := decision.Reason
 	if reason == "" {
 		reason = "refunded by operator"
 	}
@@ -73,31 +97,56 @@ func (s *Shop) refundMoney(ctx context.Context, o domain.Order, reason string) (
 		s.alerts.Alert(ctx, domain.Alert{Kind: "refund_by_hand", Product: o.Product(), OrderNo: o.No(),
 			Message: fmt.Sprintf("%s offers no refund through cardshop: return %s %s there by hand", p.Provider,
 				p.Currency.Format(p.Amount), p.Currency)})
-		return out, nil
+		return out, decision, nil
 	case err != nil:
+		again := "it is sent with the same refund number " + p.RefundNo
+		if !gw.RefundIdempotent() {
+			s.giveBack(ctx, p, prev)
+			out.Status = prev.Status
+			again = "the provider's order is read first, so a refund that went through is not paid again"
+		}
 		s.alerts.Alert(ctx, domain.Alert{Kind: "refund_pending", Product: o.Product(), OrderNo: o.No(),
-			Message: fmt.Sprintf("the refund of %s %s at %s could not be sent (%v); run the refund again: it is sent with the same refund number %s",
-				p.Currency.Format(p.Amount), p.Currency, p.Provider, err, p.RefundNo)})
+			Message: fmt.Sprintf("the refund of %s %s at %s could not be sent (%v); run the refund again: %s",
+				p.Currency.Format(p.Amount), p.Currency, p.Provider, err, again)})
 		if !errors.Is(err, domain.ErrUnavailable) {
 			err = fmt.Errorf("%w: %w", domain.ErrUnavailable, err)
 		}
-		return out, fmt.Errorf("refund at %s: %w", p.Provider, err)
+		return out, decision, fmt.Errorf("refund at %s: %w", p.Provider, err)
 	}
 	out.Ref = st.ProviderRef
 	switch st.Outcome {
 	case domain.RefundSucceeded:
 		s.setPayment(ctx, p, domain.PaymentRefunded, st.ProviderRef, "")
 		out.Status = domain.PaymentRefunded
-		return out, nil
+		return out, decision, nil
 	case domain.RefundRefused:
 		s.setPayment(ctx, p, domain.PaymentRefundFailed, st.ProviderRef, st.Reason)
 		out.Status, out.Reason = domain.PaymentRefundFailed, st.Reason
 		s.alerts.Alert(ctx, domain.Alert{Kind: "refund_failed", Product: o.Product(), OrderNo: o.No(),
 			Message: fmt.Sprintf("%s refused the refund: %s; the order stays %s", p.Provider, st.Reason, o.Status())})
-		return out, fmt.Errorf("%w: %s", domain.ErrRefundRefused, st.Reason)
+		return out, decision, fmt.Errorf("%w: %s", domain.ErrRefundRefused, st.Reason)
 	default: // pending: the provider finishes it later
 		s.setPayment(ctx, p, domain.PaymentRefunding, st.ProviderRef, "")
-		return out, nil
+		return out, decision, nil
+	}
+}
+
+// decisionOf is the decision about the codes stored with p's refund; the note falls back to
+// cmd's reason when the operator gave none.
+func decisionOf(p domain.Payment, cmd Refund) Refund {
+	return Refund{OrderNo: cmd.OrderNo, Void: p.RefundVoid, Recycle: p.RefundRecycle, Reason: cmp.Or(p.RefundNote, cmd.Reason)}
+}
+
+// giveBack returns a REFUNDING payment to prev (its record before this attempt took it), so a
+// later attempt may take the refund again. Only the attempt that took it calls this, once its
+// call to the provider has ended; the move is made even when the caller's context is done.
+func (s *Shop) giveBack(ctx context.Context, p, prev domain.Payment) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	prev.UpdatedAt = s.clock.Now()
+	if _, err := s.ledger.Payments().Transition(ctx, prev, p.Status); err != nil {
+		s.log.WarnContext(ctx, "refund not given back; the payment stays REFUNDING", "order_no", p.OrderNo,
+			"provider", p.Provider, "err", err)
 	}
 }
 
@@ -136,8 +185,8 @@ func (s *Shop) setPayment(ctx context.Context, p domain.Payment, to domain.Payme
 }
 
 // applyRefundNotice applies a provider's notification about a refund: succeeded → the payment
-// is REFUNDED and the order's codes are refunded (revealed ones voided, as by default);
-// refused → REFUND_FAILED with an alert; pending → nothing.
+// is REFUNDED and the order's codes are refunded as the operator decided when asking for the
+// refund (stored with the payment); refused → REFUND_FAILED with an alert; pending → nothing.
 func (s *Shop) applyRefundNotice(ctx context.Context, gw domain.PaymentGateway, n domain.ProviderNotice) (string, error) {
 	p, err := s.ledger.Payments().Payment(ctx, n.OrderNo, gw.Provider())
 	if err != nil {

@@ -517,7 +517,9 @@ func refund(args []string, stdout, stderr io.Writer) error {
 Refunds an order through the admin API (POST /admin/orders/NO/refund; admin token from
 CARDSHOP_ADMIN_TOKEN): its money through the provider that took it (the same refund number on
 every try, so running it again never pays out twice), then its codes. Without -void or
--recycle, codes the buyer has seen are voided and the others recycled. Exit status: 0 when
+-recycle, codes the buyer has seen are voided and the others recycled. The choice (and the
+reason) is kept with the refund of the money: a refund the provider finishes later applies it
+then, and running the command again while it is under way does not change it. Exit status: 0 when
 the order is REFUNDED or its provider finishes the refund later, 1 otherwise (a refusal, a
 provider that cannot be reached: run it again).
 
@@ -553,7 +555,7 @@ Flags:
 		fmt.Fprintln(stdout, "money   not through a provider (paid through the signed callback: the storefront returns it)")
 	}
 	if ans.Accepted {
-		fmt.Fprintf(stdout, "order   %s %s: the provider finishes the refund later; the codes follow then\n", ans.OrderNo, ans.Status)
+		fmt.Fprintf(stdout, "order   %s %s: the provider finishes the refund later; the codes follow then, as its first run chose\n", ans.OrderNo, ans.Status)
 		return nil
 	}
 	fmt.Fprintf(stdout, "order   %s %s · codes recycled %d, voided %d\n", ans.OrderNo, ans.Status, ans.CodesRecycled, ans.CodesVoided)

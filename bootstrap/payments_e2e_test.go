@@ -106,7 +106,10 @@ var payCases = []payCase{
 	{"refund refused, then retried", ordersGroup, refunds, caseRefundRefused},
 	{"refund timeout, then retried", ordersGroup, refunds, caseRefundTimeout},
 	{"refund pending until the provider notifies", ordersGroup, refunds, caseRefundPending},
+	{"refund pending keeps the operator's choice", ordersGroup, refunds, caseRefundPendingKeepsTheChoice},
+	{"refunds of one order at once", ordersGroup, refunds, caseConcurrentRefunds},
 	{"refund racing a late payment", closedGroup, refunds, caseRefundRacesLatePayment},
+	{"fulfil during a pending refund", closedGroup, refunds, caseFulfilDuringPendingRefund},
 	{"refund of an order paid through the signed callback", ordersGroup, callback, caseRefundCallbackPaid},
 	{"a product name that forges a success for another order", epayRedirectGroup, epayOnly, caseEpayNameInjection},
 	{"a signed success the gateway's query does not confirm", ordersGroup, epayOnly, caseEpayUnconfirmed},
@@ -504,7 +507,8 @@ func caseRefundRefused(e *payEnv, k payKit) {
 }
 
 // caseRefundTimeout: the provider's refund API down: 503, the payment REFUNDING with its refund
-// number, the order PAID, a refund_pending alert. Where the simulator can, the next attempt
+// number (PAID again at epay, which keeps no refund by number), the order PAID, a
+// refund_pending alert. Where the simulator can, the next attempt
 // moves the money and loses the answer. The retry with the same refund number finishes the
 // refund: the money returned once.
 func caseRefundTimeout(e *payEnv, k payKit) {
@@ -515,8 +519,11 @@ func caseRefundTimeout(e *payEnv, k payKit) {
 	}
 	defer k.refundOutage(false)
 	e.refundFails(o.OrderNo, 503, "service_unavailable")
-	if ps := e.payments(o.OrderNo); len(ps) != 1 || ps[0].Status != "REFUNDING" {
-		e.t.Fatalf("payments after an unsent refund %+v, want one REFUNDING", ps)
+	// A provider without refund numbers gets its payment back (PAID): the retry takes the
+	// refund again, and only the attempt that holds it calls.
+	held := map[bool]string{true: "REFUNDING", false: "PAID"}[k.refundsByNumber()]
+	if ps := e.payments(o.OrderNo); len(ps) != 1 || ps[0].Status != held {
+		e.t.Fatalf("payments after an unsent refund %+v, want one %s", ps, held)
 	}
 	e.wantPaid(o.OrderNo)
 	if !e.alerted("refund_pending", o.OrderNo) {
@@ -572,6 +579,134 @@ func caseRefundPending(e *payEnv, k payKit) {
 		e.wantAccepted(k, d)
 	}
 	e.wantRefunded(k, o.OrderNo, e.refund(o.OrderNo, 200), o.OrderNo+"R1")
+}
+
+// caseRefundPendingKeepsTheChoice: a refund answered pending (202) is completed by the
+// provider's notification with the operator's choice, stored with the refund: `recycle` returns
+// codes the buyer read to the pool, `void` keeps codes nobody saw out of it, and the order keeps
+// the operator's reason.
+func caseRefundPendingKeepsTheChoice(e *payEnv, k payKit) {
+	if why := k.pendingRefunds(true); why != "" {
+		e.t.Logf("does not apply to %s: %s", k.name(), why)
+		return
+	}
+	defer k.pendingRefunds(false)
+	read := e.paidOrder(k)
+	unread := e.paidUnread(k)
+	for _, c := range []struct {
+		no, body, reason string
+		voided, recycled int
+	}{
+		{read.OrderNo, `{"recycle":true,"reason":"never used"}`, "never used", 0, payQty},
+		{unread.OrderNo, `{"void":true,"reason":"chargeback risk"}`, "chargeback risk", payQty, 0},
+	} {
+		r := e.refund202(c.no, c.body)
+		if r.Status != "PAID" || r.Money == nil || r.Money.Status != "REFUNDING" {
+			e.t.Fatalf("pending refund answered %+v (money %+v)", r, r.Money)
+		}
+		e.wantAccepted(k, k.finishRefund(c.no, c.no+"R1"))
+		var got struct {
+			Status string `json:"status"`
+			Reason string `json:"reason"`
+		}
+		e.c.want(200, "GET", "/admin/orders/"+c.no+"?codes=false", adminToken, "", &got)
+		if got.Status != "REFUNDED" || got.Reason != c.reason {
+			e.t.Fatalf("order %s after the refund's notification: %+v, want REFUNDED (%s)", c.no, got, c.reason)
+		}
+		done := e.refund(c.no, 200)
+		if done.CodesVoided != c.voided || done.CodesRecycled != c.recycled {
+			e.t.Fatalf("order %s's codes: %d voided, %d recycled; want %d and %d as the operator chose",
+				c.no, done.CodesVoided, done.CodesRecycled, c.voided, c.recycled)
+		}
+		e.wantPayouts(k, c.no, 1)
+	}
+}
+
+// caseConcurrentRefunds: eight refunds of one order at once (two operators, a double-submitted
+// form, a CLI retry). epay keeps no refund by number, and its simulator checks the order and
+// pays out 50 ms apart (RefundGap), as a gateway that paid a refund twice: only the refund that
+// took the payment calls it, the others answer 202 REFUNDING. At every provider the money goes
+// back exactly once and the codes are voided once.
+func caseConcurrentRefunds(e *payEnv, k payKit) {
+	o := e.paidOrder(k)
+	if k.refundGap(50 * time.Millisecond) {
+		defer k.refundGap(0)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			status, body, err := e.post("/admin/orders/"+o.OrderNo+"/refund", adminToken, `{"void":true}`)
+			switch {
+			case err != nil:
+				e.t.Error(err)
+			case status != 200 && status != 202 && (status != 503 || !k.refundsByNumber()):
+				e.t.Errorf("a refund among eight at once answered %d %s", status, body)
+			}
+		})
+	}
+	wg.Wait()
+	e.wantPayouts(k, o.OrderNo, 1)
+	r := e.refund(o.OrderNo, 200)
+	e.wantRefunded(k, o.OrderNo, r, o.OrderNo+"R1")
+	if r.CodesVoided != payQty || r.CodesRecycled != 0 {
+		e.t.Fatalf("codes voided %d, recycled %d; want the %d codes voided once", r.CodesVoided, r.CodesRecycled, payQty)
+	}
+}
+
+// caseFulfilDuringPendingRefund: a late payment finds the stock gone (UNFULFILLED), the
+// operator's refund is answered pending, then stock comes back: the fulfil is refused with 409
+// refund_in_progress and allocates nothing (the buyer would read working codes and get the
+// money back); the refund's notification then ends the order REFUNDED.
+func caseFulfilDuringPendingRefund(e *payEnv, k payKit) {
+	if why := k.pendingRefunds(true); why != "" {
+		e.t.Logf("does not apply to %s: %s", k.name(), why)
+		return
+	}
+	defer k.pendingRefunds(false)
+	o := e.place()
+	e.createPayment(o.OrderNo, k.name(), 201)
+	late, why := k.payLate(o.OrderNo)
+	if why != "" {
+		e.t.Logf("does not apply to %s: %s", k.name(), why)
+		return
+	}
+	k.outage(true)
+	defer k.outage(false)
+	if got := e.waitUntilNot(o.OrderNo, "PENDING", 20*time.Second); got.Status != "CLOSED" {
+		e.t.Fatalf("order after its expiry with the provider down: %+v, want CLOSED", got)
+	}
+	k.outage(false)
+	e.sellOut() // other buyers take the codes the close returned
+	e.wantAccepted(k, late())
+	admin := func() payOrder {
+		var got payOrder
+		e.c.want(200, "GET", "/admin/orders/"+o.OrderNo+"?codes=false", adminToken, "", &got)
+		return got
+	}
+	if got := admin(); got.Status != "UNFULFILLED" {
+		e.t.Fatalf("late payment without stock: %+v, want UNFULFILLED", got)
+	}
+	r := e.refund202(o.OrderNo, `{"void":true,"reason":"buyer cancelled"}`)
+	if r.Status != "UNFULFILLED" || r.Money == nil || r.Money.Status != "REFUNDING" {
+		e.t.Fatalf("pending refund answered %+v (money %+v)", r, r.Money)
+	}
+	e.c.want(200, "POST", fmt.Sprintf("/admin/products/%d/codes", e.product), adminToken,
+		fmt.Sprintf("BACK-%d-1\nBACK-%d-2", e.product, e.product), nil)
+	var refusal struct {
+		Code string `json:"code"`
+	}
+	e.c.want(409, "POST", "/admin/orders/"+o.OrderNo+"/fulfil", adminToken, "", &refusal)
+	if refusal.Code != "refund_in_progress" {
+		e.t.Fatalf("fulfil during a pending refund refused with %q, want refund_in_progress", refusal.Code)
+	}
+	if got := admin(); got.Status != "UNFULFILLED" {
+		e.t.Fatalf("order after the refused fulfil: %+v, want UNFULFILLED", got)
+	}
+	e.wantAccepted(k, k.finishRefund(o.OrderNo, o.OrderNo+"R1"))
+	if got := admin(); got.Status != "REFUNDED" {
+		e.t.Fatalf("order after the refund's notification: %+v, want REFUNDED", got)
+	}
+	e.wantPayouts(k, o.OrderNo, 1)
 }
 
 // caseRefundRacesLatePayment: the buyer paid, the notification is held back, and the provider
@@ -1062,6 +1197,20 @@ func (e *payEnv) paidOrder(k payKit) payOrder {
 	return e.wantPaid(o.OrderNo)
 }
 
+// paidUnread places an order, creates its payment at k and has the buyer pay it: PAID, its codes
+// never shown (it is read without them).
+func (e *payEnv) paidUnread(k payKit) payOrder {
+	e.t.Helper()
+	o := e.place()
+	e.createPayment(o.OrderNo, k.name(), 201)
+	e.wantAccepted(k, k.pay(o.OrderNo))
+	e.c.want(200, "GET", "/admin/orders/"+o.OrderNo+"?codes=false", adminToken, "", &o)
+	if o.Status != "PAID" || len(o.Codes) != 0 {
+		e.t.Fatalf("paid order %+v: want PAID, read without its codes", o)
+	}
+	return o
+}
+
 // sellOut has other buyers take every code of the product left in stock.
 func (e *payEnv) sellOut() {
 	e.t.Helper()
@@ -1115,6 +1264,14 @@ func (e *payEnv) refund(no string, status int) refundBody {
 	e.t.Helper()
 	var r refundBody
 	e.c.want(status, "POST", "/admin/orders/"+no+"/refund", adminToken, "{}", &r)
+	return r
+}
+
+// refund202 is an operator's refund with body, answered 202 (pending at the provider).
+func (e *payEnv) refund202(no, body string) refundBody {
+	e.t.Helper()
+	var r refundBody
+	e.c.want(202, "POST", "/admin/orders/"+no+"/refund", adminToken, body, &r)
 	return r
 }
 

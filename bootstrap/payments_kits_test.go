@@ -100,6 +100,11 @@ type payKit interface {
 	// payLate has the buyer pay the order and holds its notification back: late delivers it
 	// (callable again, as a resend). why says why the provider cannot.
 	payLate(no string) (late func() delivered, why string)
+	// refundsByNumber reports whether the provider keeps a refund by its number (epay has none).
+	refundsByNumber() bool
+	// refundGap makes the provider check an order and pay its refund out d apart, not
+	// atomically (0: atomic again); false when the simulator cannot.
+	refundGap(d time.Duration) bool
 }
 
 func ctxOf(t *testing.T) context.Context {
@@ -325,6 +330,10 @@ func (k stripeKit) loseRefundAnswer() bool { k.sim.LoseRepliesTo("/v1/refunds", 
 
 func (k stripeKit) pendingRefunds(on bool) string { k.sim.RefundPending(on); return "" }
 
+func (k stripeKit) refundsByNumber() bool { return true }
+
+func (k stripeKit) refundGap(time.Duration) bool { return false }
+
 // finishRefund: the bank's answer; refund.updated with status succeeded.
 func (k stripeKit) finishRefund(no, _ string) delivered {
 	d, err := k.sim.SettleRefund(ctxOf(k.e.t), no, true, "")
@@ -534,6 +543,10 @@ func (k epayKit) pendingRefunds(bool) string {
 }
 
 func (k epayKit) finishRefund(string, string) delivered { return delivered{} }
+
+func (k epayKit) refundsByNumber() bool { return false }
+
+func (k epayKit) refundGap(d time.Duration) bool { k.sim.RefundGap(d); return true }
 
 // refundNotices: epay sends no notification about a refund.
 func (k epayKit) refundNotices(string) []delivered { return nil }
@@ -749,6 +762,10 @@ func (k alipayKit) pendingRefunds(bool) string {
 }
 
 func (k alipayKit) finishRefund(string, string) delivered { return delivered{} }
+
+func (k alipayKit) refundsByNumber() bool { return true }
+
+func (k alipayKit) refundGap(time.Duration) bool { return false }
 
 // refundNotices: the notification of the trade's last refund (TRADE_CLOSED, out_biz_no,
 // refund_fee), as Alipay sends it to the trade's notify_url.
@@ -994,6 +1011,10 @@ func (k wechatKit) loseRefundAnswer() bool { k.sim.LoseReplies(1); return true }
 // pendingRefunds: PROCESSING until finishRefund.
 func (k wechatKit) pendingRefunds(on bool) string { k.sim.RefundAtOnce(!on); return "" }
 
+func (k wechatKit) refundsByNumber() bool { return true }
+
+func (k wechatKit) refundGap(time.Duration) bool { return false }
+
 // finishRefund: REFUND.SUCCESS to the refund notify URL of the merchant platform.
 func (k wechatKit) finishRefund(_, refundNo string) delivered {
 	ds, err := k.sim.CompleteRefund(ctxOf(k.e.t), refundNo, "SUCCESS")
@@ -1055,6 +1076,10 @@ func (k devKit) refundOutage(bool) string {
 }
 
 func (k devKit) pendingRefunds(bool) string { return "the dev provider's refunds succeed at once" }
+
+func (k devKit) refundsByNumber() bool { return true }
+
+func (k devKit) refundGap(time.Duration) bool { return false }
 
 func (k devKit) refundNotices(string) []delivered { return nil }
 

@@ -71,6 +71,9 @@ var (
 	ErrProviderUnknown = errors.New("payment provider not enabled")
 	// ErrRefundRefused means the payment provider refused to return the money.
 	ErrRefundRefused = errors.New("the payment provider refused the refund")
+	// ErrRefundInProgress means the order's money is being returned, or was (its payment is
+	// REFUNDING or REFUNDED): its codes must not go out.
+	ErrRefundInProgress = errors.New("the order's refund is in progress")
 	// ErrProductNotFrozen means the operation needs the product frozen (in the ledger and at
 	// the gate) and it is not: a void of codes, which is exact only while no new reservation
 	// can take stock.

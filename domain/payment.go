@@ -3,12 +3,14 @@ package domain
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Provider names a payment provider ("stripe", "epay", "dev", …): lower-case letters, digits
@@ -83,13 +85,36 @@ type Payment struct {
 	// refused.
 	RefundRef    string
 	RefundReason string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// RefundVoid, RefundRecycle and RefundNote are the operator's decision about the order's
+	// codes, stored with the refund when it is asked for (PAID → REFUNDING): a refund the
+	// provider finishes later is completed by whoever learns of it first (the provider's
+	// notification, the operator's next refund), and each applies this decision, never
+	// defaults. RefundVoid keeps the codes out of the pool, RefundRecycle returns revealed ones
+	// (never both); RefundNote is the operator's reason, at most MaxRefundNote characters.
+	RefundVoid    bool
+	RefundRecycle bool
+	RefundNote    string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// MaxRefundNote is the longest operator's reason a refund stores with its payment, in
+// characters.
+const MaxRefundNote = 255
+
+// CheckRefundNote refuses an operator's reason a refund cannot store: over MaxRefundNote
+// characters, or not UTF-8.
+func CheckRefundNote(s string) error {
+	if utf8.RuneCountInString(s) > MaxRefundNote || !utf8.ValidString(s) {
+		return Invalid("reason", fmt.Sprintf("at most %d characters of UTF-8", MaxRefundNote))
+	}
+	return nil
 }
 
 // Check refuses what a stored payment cannot be: no order or provider, an unknown status, a
 // currency the shop does not know (or with another exponent than its own), an amount that is
-// not positive, or no creation time. Both stores call it, so they refuse the same payments.
+// not positive, no creation time, or a refund decision that cannot be (void and recycle, an
+// over-long or invalid note). Both stores call it, so they refuse the same payments.
 func (p Payment) Check() error {
 	switch {
 	case p.OrderNo == "" || p.Provider == "":
@@ -100,6 +125,11 @@ func (p Payment) Check() error {
 		return Invalid("amount", "must be a positive number of minor units")
 	case p.CreatedAt.IsZero():
 		return Invalid("created_at", "required")
+	case p.RefundVoid && p.RefundRecycle:
+		return Invalid("recycle", "void and recycle cannot both be asked for")
+	}
+	if err := CheckRefundNote(p.RefundNote); err != nil {
+		return err
 	}
 	if c, err := ParseCurrency(p.Currency.Code); err != nil || c != p.Currency {
 		return Invalid("currency", "not a currency the shop supports")
@@ -280,10 +310,16 @@ type PaymentGateway interface {
 	// Close makes the payment unpayable at the provider (expire a session, close a trade).
 	// ErrAlreadyPaid when the provider says it was paid: the caller queries and pays the order.
 	Close(ctx context.Context, p Payment) error
-	// Refund returns a paid payment's money, idempotently by r.RefundNo: asking again with the
-	// same number (after a timeout, a lost answer, a crash) never pays out twice, and answers
-	// how the refund stands. A refusal is a RefundState with RefundRefused, not an error.
+	// Refund returns a paid payment's money and answers how the refund stands. Where
+	// RefundIdempotent reports true it is idempotent by r.RefundNo: asking again with the same
+	// number (after a timeout, a lost answer, a crash) never pays out twice. A refusal is a
+	// RefundState with RefundRefused, not an error.
 	Refund(ctx context.Context, p Payment, r RefundRequest) (RefundState, error)
+	// RefundIdempotent reports whether the provider keeps a refund by its number, so that two
+	// calls of Refund with one number, even at once, return the money once. Where it does not
+	// (epay has no refund number: its check of the order and its payout are two steps), only
+	// the caller that won the payment's move to REFUNDING may call Refund.
+	RefundIdempotent() bool
 }
 
 // NoticeConfirmer is a PaymentGateway whose signed notifications do not prove a payment on

@@ -375,6 +375,9 @@ func (g *Gateway) Refund(ctx context.Context, p domain.Payment, r domain.RefundR
 	return g.refundQuery(ctx, p.OrderNo, r, ref), nil
 }
 
+// RefundIdempotent is true: alipay.trade.refund keeps a refund by its out_request_no.
+func (g *Gateway) RefundIdempotent() bool { return true }
+
 // refundQuery reads a refund back. Whatever goes wrong, the refund was accepted: pending.
 func (g *Gateway) refundQuery(ctx context.Context, no domain.OrderNo, r domain.RefundRequest, ref string) domain.RefundState {
 	pending := domain.RefundState{Outcome: domain.RefundPending, ProviderRef: ref}

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"cardshop/adapters/console"
 	"cardshop/application"
+	"cardshop/adapters/paysig"
 	"cardshop/domain"
 )
 
@@ -512,14 +514,73 @@ func TestOrderLookupAndFulfilConfirmation(t *testing.T) {
 	wantStatus(t, b.get("/console/orders?no=not%20a%20number"), 400)
 	confirm := b.get("/console/orders/" + no + "/fulfil")
 	wantStatus(t, confirm, 200)
-	if !strings.Contains(confirm.body, `action="/console/orders/`+no+`/fulfil"`) || h.orderStatus(no) != domain.StatusPaid {
-		t.Fatal("the confirmation page does not post the fulfil, or changed the order")
+	if strings.Contains(confirm.body, `action="/console/orders/`+no+`/fulfil"`) || !strings.Contains(confirm.body, "cannot be fulfilled") ||
+		h.orderStatus(no) != domain.StatusPaid {
+		t.Fatalf("the confirmation page of a PAID order offers the fulfil, or changed the order: %s", confirm.body)
 	}
 	// Fulfilling a PAID order is refused by the use case: shown, and recorded with the API's code.
 	r = b.post("/console/orders/"+no+"/fulfil", nil)
 	wantStatus(t, r, 409)
 	if e := h.audit()[0]; e.Action != "order.fulfil" || e.Result != "409 invalid_order_state" {
 		t.Fatalf("entry %+v", e)
+	}
+}
+
+// An UNFULFILLED order whose refund is pending at its provider cannot be fulfilled, even with
+// stock back: the confirmation page and the order's page say why and offer no fulfil, and a
+// POST all the same is refused (409 refund_in_progress) with nothing allocated.
+func TestFulfilConfirmationShowsARefundInProgress(t *testing.T) {
+	h := newHarness(t, 0)
+	ctx := context.Background()
+	p := h.product("Gift card", 1999)
+	if _, err := h.shop.ImportCodes(ctx, p.ID(), strings.NewReader("CODE-A\n")); err != nil {
+		t.Fatal(err)
+	}
+	no := h.placeOrder(p, "buyer-1", "key-0000001", 1, false)
+	h.clock.Advance(h.shop.Config().OrderTimeout + time.Minute)
+	if _, err := h.shop.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.placeOrder(p, "buyer-2", "key-0000002", 1, true) // takes the only code
+	v, err := h.shop.AdminOrder(ctx, domain.OrderNo(no))
+	if err != nil || v.Order.Status() != domain.StatusClosed {
+		t.Fatalf("order %+v, %v; want CLOSED", v.Order.Status(), err)
+	}
+	// Paid late at a provider: UNFULFILLED, and its refund there is pending.
+	body, ts, sig, err := h.signer.SignedBody(paysig.Notice{OrderNo: no, Status: "paid", Amount: int64(v.Order.Amount()),
+		PaymentRef: "acme:ref-late"}, h.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, h.do("POST", "/api/payments/callback", bytes.NewReader(body), "Content-Type", "application/json",
+		paysig.HeaderTimestamp, ts, paysig.HeaderSignature, sig), 200)
+	if err := h.ledger.Payments().Create(ctx, domain.Payment{OrderNo: domain.OrderNo(no), Provider: "acme", ProviderRef: "ref-late",
+		Amount: v.Order.Amount(), Currency: h.shop.Config().Currency, Status: domain.PaymentRefunding,
+		RefundNo: domain.RefundNoOf(domain.OrderNo(no)), RefundVoid: true, CreatedAt: h.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.shop.ImportCodes(ctx, p.ID(), strings.NewReader("CODE-B\n")); err != nil {
+		t.Fatal(err)
+	}
+	b := h.login(h.operator("otto", domain.RoleOperator))
+	confirm := b.get("/console/orders/" + no + "/fulfil")
+	wantStatus(t, confirm, 200)
+	if strings.Contains(confirm.body, `action="/console/orders/`+no+`/fulfil"`) || !strings.Contains(confirm.body, "cannot be fulfilled") ||
+		!strings.Contains(confirm.body, "money is being returned") {
+		t.Fatalf("the confirmation page offers the fulfil or does not say why not: %s", confirm.body)
+	}
+	page := b.get("/console/orders/" + no)
+	wantStatus(t, page, 200)
+	if strings.Contains(page.body, `href="/console/orders/`+no+`/fulfil"`) || !strings.Contains(page.body, "Fulfil not possible") {
+		t.Fatalf("the order's page offers the fulfil: %s", page.body)
+	}
+	r := b.post("/console/orders/"+no+"/fulfil", nil)
+	wantStatus(t, r, 409)
+	if e := h.audit()[0]; e.Action != "order.fulfil" || e.Result != "409 refund_in_progress" {
+		t.Fatalf("entry %+v", e)
+	}
+	if h.orderStatus(no) != domain.StatusUnfulfilled {
+		t.Fatalf("order %s after the refused fulfil, want UNFULFILLED", h.orderStatus(no))
 	}
 }
 

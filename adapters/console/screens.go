@@ -166,6 +166,10 @@ type orderData struct {
 	Currency domain.Currency
 	Payments []domain.Payment
 	Action   string // on a confirmation page: "refund" or "fulfil"
+	// Refused is why a fulfil cannot be done now (the order's refund is under way, or it is not
+	// UNFULFILLED): the confirmation page says so and offers no button, the order's page (of an
+	// UNFULFILLED order) shows it instead of the link.
+	Refused string
 	// On the order's page: its flow rows, callback log and delivery messages (orderHistory).
 	Flow       []domain.FlowEntry
 	Notices    []domain.NotificationRecord
@@ -197,6 +201,9 @@ func (k *console) orderPage(c *fiber.Ctx, status int, errMsg, notice string) err
 	if err == nil {
 		err = k.orderHistory(c, &d)
 	}
+	if err == nil && d.Order.Status() == domain.StatusUnfulfilled {
+		err = k.refusedFulfil(c, &d)
+	}
 	if err != nil {
 		return k.fail(c, err)
 	}
@@ -211,7 +218,27 @@ func (k *console) confirm(c *fiber.Ctx, action string) error {
 		return k.fail(c, err)
 	}
 	d.Action = action
+	if action == "fulfil" {
+		if err := k.refusedFulfil(c, &d); err != nil {
+			return k.fail(c, err)
+		}
+	}
 	return k.render(c, fiber.StatusOK, "confirm", view{Title: "Confirm: " + action + " order " + string(d.Order.No()), Data: d})
+}
+
+// refusedFulfil sets d.Refused to why the order cannot be fulfilled now, in the API's words;
+// it answers only an error reading the order's payments.
+func (k *console) refusedFulfil(c *fiber.Ctx, d *orderData) error {
+	err := k.shop.FulfilRefusal(c.UserContext(), d.Order)
+	if err == nil {
+		return nil
+	}
+	status, msg := describe(err)
+	if status >= 500 {
+		return err
+	}
+	d.Refused = msg
+	return nil
 }
 
 func (k *console) confirmRefund(c *fiber.Ctx) error { return k.confirm(c, "refund") }
@@ -237,6 +264,10 @@ func (k *console) refund(c *fiber.Ctx) error {
 // refundNotice says what a refund did: where the codes went and where the money stands, so
 // the operator knows whether anything is left to do by hand.
 func refundNotice(r application.RefundResult) string {
+	if r.Money.Status == domain.PaymentRefunding {
+		return fmt.Sprintf("The refund of the money is under way at %s (refund %s): the order stays %s until the money is back, "+
+			"then its codes go as the refund's operator chose.", r.Money.Provider, r.Money.RefundNo, r.Order.Status())
+	}
 	msg := fmt.Sprintf("Refunded: %d code(s) voided, %d recycled.", r.Voided, r.Recycled)
 	switch {
 	case r.Money.Provider == "":

@@ -357,3 +357,7 @@ func (g *Gateway) Refund(_ context.Context, _ domain.Payment, r domain.RefundReq
 	}
 	return domain.RefundState{Outcome: domain.RefundSucceeded, ProviderRef: "dev_refund_" + r.RefundNo}, nil
 }
+
+// RefundIdempotent is true: the dev provider moves no money; a refund number always answers
+// the same.
+func (g *Gateway) RefundIdempotent() bool { return true }

@@ -84,6 +84,11 @@ func (g *Gateway) Refund(ctx context.Context, p domain.Payment, r domain.RefundR
 		Reason: fmt.Sprintf("code %s: %s", g.remote(string(ans.Code)), g.remote(string(ans.Msg)))}, nil
 }
 
+// RefundIdempotent is false: epay has no refund number. Refund reads the order and then asks
+// for the refund, two calls a concurrent attempt can pass between, and a gateway whose own
+// check and payout are not atomic pays twice; the caller lets one attempt at a time call.
+func (g *Gateway) RefundIdempotent() bool { return false }
+
 // sameMoney refuses an order record whose money is not the payment's.
 func (g *Gateway) sameMoney(a orderAnswer, amount domain.Money) error {
 	if a.Money == "" {

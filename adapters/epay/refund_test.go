@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"cardshop/adapters/epay"
 	"cardshop/adapters/epay/epaysim"
@@ -257,5 +258,30 @@ func TestRefundAnswers(t *testing.T) {
 		if (f.refundCalls == 1) != c.refundCall || f.refundCalls > 1 {
 			t.Errorf("%s: %d refund calls", c.name, f.refundCalls)
 		}
+	}
+}
+
+// epay has no refund number: two refunds of one order at once both read it paid, and a gateway
+// whose own check and payout are not atomic (RefundGap) pays both out. The gateway says so
+// (RefundIdempotent false), and the shop lets one refund at a time call it.
+func TestConcurrentRefundsAreNotIdempotent(t *testing.T) {
+	sim := newSim(t, epaysim.Config{})
+	g := newGateway(t, sim, withRefunds)
+	if g.RefundIdempotent() {
+		t.Fatal("epay's Refund reports itself idempotent by refund number")
+	}
+	p := paidPayment(t, sim, g, 70, 4200)
+	sim.RefundGap(50 * time.Millisecond)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if st, err := g.Refund(context.Background(), p, refundOf(p)); err != nil || st.Outcome != domain.RefundSucceeded {
+				t.Errorf("refund: %+v, %v", st, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := sim.Payouts(string(p.OrderNo)); n != 2 {
+		t.Fatalf("%d payouts: the simulator's gap should let two refunds at once both pay out", n)
 	}
 }

@@ -266,6 +266,40 @@ type reconcileJSON struct {
 	} `json:"checks"`
 }
 
+// An UNFULFILLED order whose payment is REFUNDING (its refund pending at the provider) is not
+// fulfilled, even with stock back: 409 refund_in_progress, nothing allocated.
+func TestFulfilDuringAPendingRefund(t *testing.T) {
+	h := newHarness(t)
+	h.createProduct(1, 300, 5)
+	h.importCodes(1, "F-0001")
+	late := h.placeOrder(h.token("alice"), "key-00000001", 1, 1)
+	h.clock.Advance(16 * time.Minute)
+	if _, err := h.shop.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.pay(h.placeOrder(h.token("bob"), "key-00000002", 1, 1)) // takes the only code
+	wantStatus(t, h.callback(paysig.Notice{OrderNo: late.OrderNo, Status: "paid", Amount: late.Amount, PaymentRef: "acme:ref-late"}), 200)
+	if got := h.adminOrder(late.OrderNo); got.Status != "UNFULFILLED" {
+		t.Fatalf("late payment with no stock left: %+v", got)
+	}
+	no := domain.OrderNo(late.OrderNo)
+	if err := h.ledger.Payments().Create(context.Background(), domain.Payment{OrderNo: no, Provider: "acme", ProviderRef: "ref-late",
+		Amount: domain.Money(late.Amount), Currency: h.shop.Config().Currency, Status: domain.PaymentRefunding,
+		RefundNo: domain.RefundNoOf(no), CreatedAt: h.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	h.importCodes(1, "F-0002")
+	wantError(t, h.admin("POST", "/admin/orders/"+late.OrderNo+"/fulfil", ""), 409, "refund_in_progress")
+	// A reason longer than a refund stores is refused before anything moves.
+	wantError(t, h.admin("POST", "/admin/orders/"+late.OrderNo+"/refund", `{"reason":"`+strings.Repeat("x", domain.MaxRefundNote+1)+`"}`), 400, "invalid_request")
+	if got := h.adminOrder(late.OrderNo); got.Status != "UNFULFILLED" || len(got.Codes) != 0 {
+		t.Fatalf("order after the refused fulfil: %+v", got)
+	}
+	if c := h.cardCounts(1); c[domain.CardSold] != 1 {
+		t.Fatalf("codes after the refused fulfil: %v; want only bob's SOLD", c)
+	}
+}
+
 func TestAdminOrdersRefundFulfilReconcile(t *testing.T) {
 	h := newHarness(t)
 	h.createProduct(1, 300, 5)

@@ -38,6 +38,7 @@ var errorTable = []struct {
 	{domain.ErrProviderUnknown, apiError{404, "provider_not_found", "no such payment provider is enabled"}},
 	{domain.ErrOrderNotPayable, apiError{409, "order_not_payable", "the order is not awaiting payment"}},
 	{domain.ErrRefundRefused, apiError{409, "refund_refused", "the payment provider refused the refund; the order is unchanged"}},
+	{domain.ErrRefundInProgress, apiError{409, "refund_in_progress", "the order's money is being returned, or was: its codes are not handed over"}},
 	{domain.ErrSoldOut, apiError{409, "sold_out", "sold out"}},
 	{domain.ErrProductExists, apiError{409, "product_exists", "a product with this id already exists"}},
 	{domain.ErrRequestInProgress, apiError{409, "request_in_progress", "the original request with this Idempotency-Key is still running; retry shortly"}},

@@ -63,8 +63,8 @@ func (r paymentRepo) OfOrder(_ context.Context, no domain.OrderNo) ([]domain.Pay
 	return out, nil
 }
 
-// Transition writes the status, the provider's reference, PayURL, QRCode and UpdatedAt (a
-// zero one is p's CreatedAt); it refuses to change the amount or the currency, and keeps the
+// Transition writes the status, the provider's reference, PayURL, QRCode, the refund's fields
+// and UpdatedAt (a zero one is p's CreatedAt); it refuses to change the amount or the currency, and keeps the
 // stored creation time.
 func (r paymentRepo) Transition(_ context.Context, p domain.Payment, from domain.PaymentStatus) (bool, error) {
 	if err := p.Check(); err != nil {

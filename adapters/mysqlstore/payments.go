@@ -26,12 +26,15 @@ type paymentRow struct {
 	RefundNo    string    `bun:"refund_no"`
 	RefundRef   string    `bun:"refund_ref"`
 	RefundWhy   string    `bun:"refund_reason"`
+	RefundVoid  bool      `bun:"refund_void"`
+	Recycle     bool      `bun:"refund_recycle"`
+	RefundNote  string    `bun:"refund_note"`
 	CreatedAt   time.Time `bun:"created_at"`
 	UpdatedAt   time.Time `bun:"updated_at"`
 }
 
 const paymentColumns = "order_no, provider, provider_ref, amount, currency, status, pay_url, qr_code, " +
-	"refund_no, refund_ref, refund_reason, created_at, updated_at"
+	"refund_no, refund_ref, refund_reason, refund_void, refund_recycle, refund_note, created_at, updated_at"
 
 func (r paymentRow) payment() (domain.Payment, error) {
 	st, err := domain.ParsePaymentStatus(r.Status)
@@ -45,7 +48,7 @@ func (r paymentRow) payment() (domain.Payment, error) {
 	return domain.Payment{OrderNo: domain.OrderNo(r.OrderNo), Provider: domain.Provider(r.Provider),
 		ProviderRef: r.ProviderRef, Amount: domain.Money(r.Amount), Currency: cur, Status: st, PayURL: r.PayURL,
 		QRCode: r.QRCode, RefundNo: r.RefundNo, RefundRef: r.RefundRef, RefundReason: r.RefundWhy,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+		RefundVoid: r.RefundVoid, RefundRecycle: r.Recycle, RefundNote: r.RefundNote, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
 }
 
 // updatedAt is the time a write stores as updated_at: a zero UpdatedAt is the creation time.
@@ -63,9 +66,10 @@ func (r paymentRepo) Create(ctx context.Context, p domain.Payment) error {
 		return err
 	}
 	op := fmt.Sprintf("create payment of %s at %s", p.OrderNo, p.Provider)
-	_, err := r.s.exec(ctx, op, "INSERT INTO payments ("+paymentColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err := r.s.exec(ctx, op, "INSERT INTO payments ("+paymentColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		string(p.OrderNo), string(p.Provider), p.ProviderRef, int64(p.Amount), p.Currency.Code, p.Status.String(),
-		p.PayURL, p.QRCode, p.RefundNo, clip(p.RefundRef, widthRef), clip(p.RefundReason, widthResult), p.CreatedAt.UTC(), updatedAt(p))
+		p.PayURL, p.QRCode, p.RefundNo, clip(p.RefundRef, widthRef), clip(p.RefundReason, widthResult),
+		p.RefundVoid, p.RefundRecycle, p.RefundNote, p.CreatedAt.UTC(), updatedAt(p))
 	if _, dup := duplicateKey(err); dup {
 		return fmt.Errorf("%s: %w", op, domain.ErrPaymentExists)
 	}
@@ -106,7 +110,7 @@ func (r paymentRepo) OfOrder(ctx context.Context, no domain.OrderNo) ([]domain.P
 
 // Transition is one conditional UPDATE of the row; of racing transitions from the same status
 // the row lock lets exactly one match. It writes the status, the provider's reference, pay_url,
-// qr_code and updated_at; amount and currency are part of the condition, because a transition
+// qr_code, the refund's columns and updated_at; amount and currency are part of the condition, because a transition
 // may not change them, and created_at is never written. Only when nothing changed does it
 // read the row, to tell an unknown payment, a lost race and a change of amount apart.
 func (r paymentRepo) Transition(ctx context.Context, p domain.Payment, from domain.PaymentStatus) (bool, error) {
@@ -115,10 +119,10 @@ func (r paymentRepo) Transition(ctx context.Context, p domain.Payment, from doma
 	}
 	op := fmt.Sprintf("transition payment of %s at %s from %s to %s", p.OrderNo, p.Provider, from, p.Status)
 	n, err := r.s.execN(ctx, op, "UPDATE payments SET status = ?, provider_ref = ?, pay_url = ?, qr_code = ?, "+
-		"refund_no = ?, refund_ref = ?, refund_reason = ?, updated_at = ? "+
+		"refund_no = ?, refund_ref = ?, refund_reason = ?, refund_void = ?, refund_recycle = ?, refund_note = ?, updated_at = ? "+
 		"WHERE order_no = ? AND provider = ? AND status = ? AND amount = ? AND currency = ?",
 		p.Status.String(), p.ProviderRef, p.PayURL, p.QRCode, p.RefundNo, clip(p.RefundRef, widthRef),
-		clip(p.RefundReason, widthResult), updatedAt(p),
+		clip(p.RefundReason, widthResult), p.RefundVoid, p.RefundRecycle, p.RefundNote, updatedAt(p),
 		string(p.OrderNo), string(p.Provider), from.String(), int64(p.Amount), p.Currency.Code)
 	if err != nil {
 		return false, err

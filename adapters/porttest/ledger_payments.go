@@ -3,6 +3,7 @@ package porttest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 // runPayments checks the payment repository: Create and the reads, a refused second payment of
 // an order at a provider, unknown payments, refused values, Transition (it wins once and only
 // from the stored status, keeps the amount, currency and creation time, and of 20 concurrent
-// attempts exactly one wins), and the rollback of a failed transaction.
+// attempts exactly one wins), the refund's fields and the operator's decision stored with it,
+// and the rollback of a failed transaction.
 func runPayments(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("create then read; an order's payments oldest first", func(t *testing.T) {
 		l := newLedger(t)
@@ -142,7 +144,7 @@ func runPayments(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		wantPayment(t, l, moved)
 	})
 
-	t.Run("a refund's number, reference and reason are stored with its transitions", func(t *testing.T) {
+	t.Run("a refund's number, reference, reason and the operator's decision are stored with its transitions", func(t *testing.T) {
 		l := newLedger(t)
 		at := now()
 		p := newPayment(t, newOrderNo(), "pt-r", at)
@@ -150,6 +152,7 @@ func runPayments(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		createPayment(t, l, p)
 		refunding := p
 		refunding.Status, refunding.RefundNo, refunding.UpdatedAt = domain.PaymentRefunding, domain.RefundNoOf(p.OrderNo), at.Add(time.Minute)
+		refunding.RefundVoid, refunding.RefundNote = true, strings.Repeat("界", domain.MaxRefundNote)
 		if won, err := l.Payments().Transition(t.Context(), refunding, domain.PaymentPaid); err != nil || !won {
 			t.Fatalf("Transition PAID->REFUNDING = %v, %v", won, err)
 		}
@@ -168,6 +171,39 @@ func runPayments(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			}
 		}
 		wantPayment(t, l, done)
+		again := done
+		again.Status, again.RefundVoid, again.RefundRecycle, again.RefundNote = domain.PaymentRefunding, false, true, "the buyer never used them"
+		if won, err := l.Payments().Transition(t.Context(), again, domain.PaymentRefunded); err != nil || !won {
+			t.Fatalf("Transition REFUNDED->REFUNDING with another decision = %v, %v", won, err)
+		}
+		wantPayment(t, l, again)
+		// A move to the status the payment holds, with nothing else changed, wins while it holds
+		// it (a fulfil keeps a refund out this way) and loses once it moved.
+		if won, err := l.Payments().Transition(t.Context(), again, domain.PaymentRefunding); err != nil || !won {
+			t.Fatalf("Transition REFUNDING->REFUNDING unchanged = %v, %v; want true", won, err)
+		}
+		if won, err := l.Payments().Transition(t.Context(), done, domain.PaymentRefunded); err != nil || won {
+			t.Fatalf("Transition from REFUNDED, which the payment left = %v, %v; want false", won, err)
+		}
+		wantPayment(t, l, again)
+
+		created := newPayment(t, newOrderNo(), "pt-r", at)
+		created.Status, created.RefundNo, created.RefundRecycle, created.RefundNote = domain.PaymentRefunding, "x", true, "note"
+		createPayment(t, l, created)
+		wantPayment(t, l, created)
+		for name, change := range map[string]func(p *domain.Payment){
+			"void and recycle":  func(p *domain.Payment) { p.RefundVoid, p.RefundRecycle = true, true },
+			"an over-long note": func(p *domain.Payment) { p.RefundNote = strings.Repeat("a", domain.MaxRefundNote+1) },
+			"a note not UTF-8":  func(p *domain.Payment) { p.RefundNote = "\xff" },
+		} {
+			bad := again
+			change(&bad)
+			var ve *domain.ValidationError
+			if won, err := l.Payments().Transition(t.Context(), bad, domain.PaymentRefunding); won || !errors.As(err, &ve) {
+				t.Errorf("Transition with %s = %v, %v; want false and a ValidationError", name, won, err)
+			}
+		}
+		wantPayment(t, l, again)
 	})
 
 	t.Run("race: 20 transitions of one payment from OPEN, exactly one wins", func(t *testing.T) {

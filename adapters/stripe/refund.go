@@ -157,6 +157,10 @@ func (g *Gateway) Refund(ctx context.Context, p domain.Payment, r domain.RefundR
 	return domain.RefundState{}, fmt.Errorf("stripe: refund %s of session %s: %w", r.RefundNo, s.ID, err)
 }
 
+// RefundIdempotent is true: the refund is created with the refund number as its
+// Idempotency-Key, which Stripe keeps for a day.
+func (g *Gateway) RefundIdempotent() bool { return true }
+
 // refunded answers a refund Stripe refused because the charge is refunded already: the money
 // went back once, by this refund number's refund (an earlier attempt whose idempotency record
 // expired) or by another (from the dashboard). The refunds of pi are read: this number's

@@ -325,6 +325,9 @@ func (g *Gateway) Refund(ctx context.Context, p domain.Payment, r domain.RefundR
 	return st, nil
 }
 
+// RefundIdempotent is true: WeChat Pay keeps a refund by its out_refund_no.
+func (g *Gateway) RefundIdempotent() bool { return true }
+
 // APIError is an answer other than 2xx: WeChat Pay's {"code","message"}. Verified says
 // whether WeChat Pay's signature on it checked out: only a verified refusal is taken as
 // WeChat Pay's word.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // down answers 502 for everything while the gateway is down.
@@ -138,6 +139,12 @@ func (s *Sim) refundAnswer(form url.Values) (map[string]any, string, bool) {
 	}
 	if s.refusal != "" {
 		return fail(-1, "退款失败："+s.refusal)
+	}
+	if gap := s.refundGap; gap > 0 {
+		// The payout follows the check without a lock held across both.
+		s.mu.Unlock()
+		time.Sleep(gap)
+		s.mu.Lock()
 	}
 	o.Refunded, o.RefundedBy = true, money
 	s.payouts[o.OutTradeNo]++

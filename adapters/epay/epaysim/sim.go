@@ -18,7 +18,8 @@
 // money in the POST body; only a paid order (status 1) is refunded, at most its money, and the
 // order becomes status 2 (refunded), so a second refund is refused ("只支持退款已支付状态的订单").
 // The success code is 1 (RefundCodeZero: 0, as upstream). Switches: RefundsOff, RefundRefuse,
-// LoseRefundReplies; Payouts counts the refunds carried out. RefundInConsole is the merchant's
+// LoseRefundReplies, RefundGap (a check and a payout that are not atomic); Payouts counts the
+// refunds carried out. RefundInConsole is the merchant's
 // refund in the gateway's console (status 2, no notification); Freeze the gateway's operator
 // freezing a paid order (status 3) or releasing it (status 1). api.php?act=order answers the
 // status as upstream does: 0 unpaid, 1 paid, 2 refunded, 3 frozen.
@@ -175,6 +176,7 @@ type Sim struct {
 	refundsOff bool
 	refusal    string
 	loseRefund int
+	refundGap  time.Duration
 	payouts    map[string]int // out_trade_no → refunds carried out
 }
 
@@ -267,6 +269,11 @@ func (s *Sim) Freeze(outTradeNo string, on bool) error {
 	o.Frozen = on
 	return nil
 }
+
+// RefundGap makes a refund check the order (paid, not refunded), then wait d before it pays
+// out, without checking again: a gateway whose check and payout are not one atomic step, so
+// two refunds of one order within d both pay out. 0 (the default) makes them atomic again.
+func (s *Sim) RefundGap(d time.Duration) { s.mu.Lock(); s.refundGap = d; s.mu.Unlock() }
 
 // Payouts is how many refunds of the order were carried out: the times its money went back.
 func (s *Sim) Payouts(outTradeNo string) int {
