@@ -282,22 +282,22 @@ func (h *history) checkWindow(o domain.Order, r *orderRec, byType map[domain.Flo
 // checkBuyerLimits checks that no buyer holds more codes of a product with a buyer_limit than
 // the limit, in PAID orders.
 func (h *history) checkBuyerLimits(everything []*orderRec) []string {
-	held := map[domain.ProductID]map[domain.BuyerID]int{}
+	held := map[domain.ProductID]map[string]int{}
 	for _, r := range everything {
 		if r.checked != domain.StatusPaid {
 			continue
 		}
 		if held[r.product] == nil {
-			held[r.product] = map[domain.BuyerID]int{}
+			held[r.product] = map[string]int{}
 		}
-		held[r.product][r.buyer] += r.qty
+		held[r.product][string(r.buyer)] += r.qty
 	}
 	var v []string
 	for _, p := range h.products {
 		if p.rules.BuyerLimit <= 0 {
 			continue
 		}
-		for _, b := range h.buyers {
+		for _, b := range sortedKeys(held[p.id]) {
 			if n := held[p.id][b]; n > p.rules.BuyerLimit {
 				v = append(v, fmt.Sprintf("buyer limit: buyer %s holds %d codes of product %d in PAID orders; its buyer_limit is %d", b, n, p.id, p.rules.BuyerLimit))
 			}

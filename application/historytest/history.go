@@ -77,8 +77,10 @@ func Config() application.Config {
 }
 
 const (
-	productsN     = 3 // the products of the first histories; then the window and the scenario product
+	productsN     = 3 // the products of the first histories; then the window and the scenarios' products
 	windowProduct = productsN
+	freezeProduct = productsN + 1 // refundThenFulfil's scenario (it freezes the product)
+	limitProduct  = productsN + 2 // limitLate's scenario
 	maxPerOrder   = 3
 	initialCodes  = 12
 	buyersN       = 6
@@ -237,6 +239,7 @@ type history struct {
 	keySeq   atomic.Int64
 	// scenarioBusy is set while a worker plays a scenario (payops.go): one at a time.
 	scenarioBusy atomic.Bool
+	limitBusy    atomic.Bool // the same for limitLate
 	windowStash  []*orderRec // orders the window scenario placed before the sale's end (under mu)
 	codeSeq      atomic.Int64
 
@@ -294,27 +297,31 @@ func (h *history) setup() {
 	for i := range buyersN {
 		h.buyers = append(h.buyers, domain.BuyerID(fmt.Sprintf("h%s-b%d", h.nonce, i)))
 	}
-	prices := []domain.Money{1000, 2500, 499, 1500, 800}
+	prices := []domain.Money{1000, 2500, 499, 1500, 800, 300}
 	// The sale of the window product ends early in the run (before the first checkpoint of a
 	// default run): its late payments then arrive after ends_at for most of it.
 	endsAt := h.ports.Clock.Now().Add(max(2*time.Second, h.s.duration/10)).Truncate(time.Millisecond)
-	for i := range productsN + 2 {
+	for i := range limitProduct + 1 {
 		var id domain.ProductID
 		if h.ports.NewProductID != nil {
 			id = h.ports.NewProductID()
 		}
 		// Two of the products have a per-buyer limit (one whose refunds release it, one whose do
 		// not): reconciliation then checks every buyer's count at the gate against the ledger.
-		// The window product has a limit too, and a sale that ends during the run. The scenario product, last, is left to the scenarios (scenario.go).
+		// The window product has a limit too, and a sale that ends during the run. The last two
+		// are left to the scenarios (payops.go); the limit scenario's has a limit of one order's
+		// most.
 		rules := domain.SaleRules{}
 		switch {
 		case i < 2:
 			rules.BuyerLimit = 2 * maxPerOrder
 		case i == windowProduct:
 			rules.BuyerLimit, rules.EndsAt = 2*maxPerOrder, endsAt
+		case i == limitProduct:
+			rules.BuyerLimit = maxPerOrder
 		}
 		p, err := h.shop.CreateProduct(ctx, application.NewProduct{ID: id, Name: fmt.Sprintf("history %d", i),
-			Price: prices[i%len(prices)], MaxPerOrder: maxPerOrder, Sale: rules, RefundReleasesLimit: i == 0})
+			Price: prices[i%len(prices)], MaxPerOrder: maxPerOrder, Sale: rules, RefundReleasesLimit: i == 0 || i == limitProduct})
 		if err != nil {
 			h.t.Fatalf("create product: %v", err)
 		}

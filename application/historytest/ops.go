@@ -49,6 +49,7 @@ var opWeights = map[string]int{
 	"reveal":          30, // the buyer reads a PAID order's codes
 	"refund-fulfil":   10, // a pending refund of an UNFULFILLED order, then a fulfil
 	"window-late":     5,  // an order placed before the sale\'s end, paid at hepay after it
+	"limit-late":      5,  // a late payment at hepay that would take a buyer past the limit
 }
 
 func opNames() []string { return sortedKeys(opWeights) }
@@ -154,6 +155,11 @@ func (w *worker) do(name string) {
 		w.refundThenFulfil(ctx)
 	case "window-late":
 		w.windowLate(ctx)
+	case "limit-late":
+		if w.h.limitBusy.CompareAndSwap(false, true) {
+			w.limitLate(ctx)
+			w.h.limitBusy.Store(false)
+		}
 	default:
 		panic("unknown operation " + name)
 	}

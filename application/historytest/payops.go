@@ -323,13 +323,13 @@ func (w *worker) stock(ctx context.Context, r *orderRec) {
 	w.h.mu.Unlock()
 }
 
-// scenarioUnfulfilled makes an UNFULFILLED order paid at hpay on the scenario product, step by
+// scenarioUnfulfilled makes an UNFULFILLED order paid at hpay on its own product, step by
 // step, and runs pendingRefundThenFulfil on it: an order with an hpay payment that hpay cannot
 // close expires and closes after the grace; the product is frozen; the buyer pays at hpay and
 // the late payment finds the product frozen (UNFULFILLED); the product is unfrozen.
 func (w *worker) scenarioUnfulfilled(ctx context.Context) {
 	const op = "scenario"
-	p := w.h.products[len(w.h.products)-1]
+	p := w.h.products[freezeProduct]
 	r := &orderRec{product: p.id, qty: 1}
 	w.stock(ctx, r)
 	key := w.newKey()
@@ -442,4 +442,48 @@ func (w *worker) windowLate(ctx context.Context) {
 		w.outcome(op, err)
 	}
 	w.payAtProviders(ctx, op, r, 1+w.rng.IntN(3))
+}
+
+// limitLate plays the buyer limit's scenario on its own product (buyer_limit = one order's
+// most), for a buyer of its own: an order of the most with a payment at hepay expires and
+// closes; a second such order is placed and paid; then the buyer pays the first at hepay, which
+// never closed it: a late payment that would take the buyer past the limit, whose order must
+// not get codes.
+func (w *worker) limitLate(ctx context.Context) {
+	const op = "limit-late"
+	p := w.h.products[limitProduct]
+	buyer := domain.BuyerID(fmt.Sprintf("h%s-limit%d", w.h.nonce, w.h.keySeq.Add(1)))
+	w.stock(ctx, &orderRec{product: p.id, qty: 2 * maxPerOrder})
+	place := func() *orderRec {
+		key := w.newKey()
+		res, err := w.h.shop.PlaceOrder(ctx, application.PlaceOrder{Buyer: buyer, Product: p.id, Qty: maxPerOrder, IdempotencyKey: key})
+		if err != nil {
+			w.log(op, "place → %s", w.outcome(op, err))
+			return nil
+		}
+		return w.h.recordAs(res.Order, key, true)
+	}
+	first := place()
+	if first == nil {
+		return
+	}
+	defer first.private.Store(false)
+	if _, _, err := w.h.shop.CreatePayment(ctx, application.NewPayment{Buyer: buyer, OrderNo: first.no, Provider: epayProvider}); err != nil {
+		w.log(op, "%s create payment → %s", first.no, w.outcome(op, err))
+		return
+	}
+	first.payments.Or(providerBit(epayProvider))
+	time.Sleep(time.Until(first.expires.Add(20 * time.Millisecond)))
+	if err := w.h.shop.CloseExpired(ctx, first.no); err != nil {
+		w.log(op, "%s close → %s", first.no, w.outcome(op, err))
+		return
+	}
+	second := place()
+	if second == nil {
+		return
+	}
+	defer second.private.Store(false)
+	res := w.payments(ctx, second, 1, false, true, second.amount, "pay-"+string(second.no))
+	w.log(op, "%s (second, q%d) paid → %s", second.no, second.qty, res)
+	w.payAtProviders(ctx, op, first, 1)
 }
