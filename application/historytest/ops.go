@@ -450,8 +450,8 @@ func (w *worker) refund(ctx context.Context) {
 }
 
 // fulfil retries an UNFULFILLED order, sometimes twice at once (two operators). Once its
-// provider has taken a refund of its money (pending), no fulfil may give it codes; any refusal
-// is then the right answer.
+// provider has taken a refund of its money (pending or done), no fulfil may give it codes; any
+// refusal is then the right answer.
 func (w *worker) fulfil(ctx context.Context) {
 	r := w.pick(func(r *orderRec) bool { return r.status() == domain.StatusUnfulfilled })
 	if r == nil {
@@ -468,7 +468,8 @@ func (w *worker) fulfil(ctx context.Context) {
 		if err == nil && refunding {
 			w.h.violate("fulfil during refund: order %s was fulfilled (%s, codes given) after its provider had taken the refund of its money", r.no, o.Status())
 		}
-		if err != nil && refunding {
+		if err != nil && (refunding || w.h.refundTaken(r)) {
+			// (A refund that began while the fulfil ran may be what refused it.)
 			answers["refused while refunding"]++
 			return
 		}
