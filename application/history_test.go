@@ -10,9 +10,11 @@ import (
 )
 
 // TestConcurrentHistory runs the concurrent history test (package historytest) on the memory
-// adapters: workers placing, paying (once, twice, k times at once, late, underpaid), failing,
-// expiring, sweeping, refunding, fulfilling, freezing, repairing, importing and relaying at
-// the same time, with every invariant checked at each checkpoint. HISTORY_SEED replays a run's
+// adapters: workers placing, paying (once, twice, k times at once, late, underpaid; through the
+// callback or two in-process providers' notifications), failing, expiring, sweeping, refunding
+// (at the providers too, pending and finished by notification), fulfilling, revealing,
+// freezing, repairing, importing and relaying at the same time, with every invariant checked at
+// each checkpoint. HISTORY_SEED replays a run's
 // operation streams; `make soak` runs it for longer.
 func TestConcurrentHistory(t *testing.T) {
 	historytest.Run(t, historytest.Backend{Name: "memory", Package: "./application/", Duration: 15 * time.Second,

@@ -29,7 +29,8 @@ const (
 
 // TestConcurrentHistoryRealAdapters runs the concurrent history test (package historytest) on
 // Redis, MariaDB and RabbitMQ, built with the constructors bootstrap uses: the gate on Redis
-// (auto-pipelined), the ledger on MariaDB, the delay queue and the events on RabbitMQ.
+// (auto-pipelined), the ledger on MariaDB, the delay queue and the events on RabbitMQ; the
+// payment providers are the history's own, in process, as on the memory adapters.
 // HISTORY_SEED replays a run's operation streams; `make soak` runs it for longer.
 func TestConcurrentHistoryRealAdapters(t *testing.T) {
 	historytest.Run(t, historytest.Backend{Name: "Redis, MariaDB and RabbitMQ", Package: "./bootstrap/",

@@ -3,7 +3,9 @@ package historytest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"cardshop/domain"
 )
@@ -150,7 +152,11 @@ func (h *history) checkOrders(ctx context.Context, all bool) []string {
 		if r.accepted.Load() && st != domain.StatusPaid && st != domain.StatusRefunded && st != domain.StatusUnfulfilled {
 			v = append(v, fmt.Sprintf("order %s: a payment was accepted, yet the order is %s", r.no, st))
 		}
+		v = append(v, h.checkMoney(o, r)...)
+		v = append(v, h.checkRefund(o, r, byType)...)
+		v = append(v, h.checkWindow(o, r, byType)...)
 	}
+	v = append(v, h.checkBuyerLimits(everything)...)
 
 	// The gate promising codes the pool does not have is a defect: nothing here injects faults.
 	if n := h.alerts.kinds()["stock_inconsistency"]; n > 0 {
@@ -200,4 +206,102 @@ func (h *history) loadFacts(ctx context.Context, r *orderRec) orderFacts {
 	}
 	f.byKey = byKey.No()
 	return f
+}
+
+// windowMargin is how far past a sale's end a payment must have been sent for the check of the
+// sale window to judge it: the shop reads another clock (the gate's) a moment later.
+const windowMargin = 10 * time.Millisecond
+
+// checkMoney checks the providers' own ledgers of the order's payments: no payment refunded
+// twice, nothing paid out that was not received, and a REFUNDED order's money returned by the
+// provider that took it.
+func (h *history) checkMoney(o domain.Order, r *orderRec) []string {
+	var v []string
+	for _, f := range []*fakeProvider{h.hpay, h.epay} {
+		m, ok := f.money(r.no)
+		if !ok {
+			continue
+		}
+		if m.payouts > 1 {
+			v = append(v, fmt.Sprintf("payout twice: order %s (%s): %s paid out %d refunds of its one payment", r.no, o.Status(), f.name, m.payouts))
+		}
+		if m.payouts > m.received {
+			v = append(v, fmt.Sprintf("payout beyond receipts: order %s (%s): %s paid out %d refunds of %d payments received", r.no, o.Status(), f.name, m.payouts, m.received))
+		}
+		if o.Status() == domain.StatusRefunded && strings.HasPrefix(o.PaymentRef(), string(f.name)+":") && m.payouts == 0 {
+			v = append(v, fmt.Sprintf("refund without payout: order %s is REFUNDED, yet %s, which took its money, returned none", r.no, f.name))
+		}
+	}
+	return v
+}
+
+// checkRefund checks a REFUNDED order against the operator's decision: codes voided when asked,
+// recycled when asked, never recycled once revealed unless the operator vouched for them, and
+// the operator's reason kept.
+func (h *history) checkRefund(o domain.Order, r *orderRec, byType map[domain.FlowType]int64) []string {
+	if o.Status() != domain.StatusRefunded {
+		return nil
+	}
+	d, ok := h.decisionOf(r)
+	if !ok {
+		return []string{fmt.Sprintf("refund decision: order %s is REFUNDED, yet no operator asked for its refund", r.no)}
+	}
+	var v []string
+	recycled, voided := byType[domain.FlowRefundRestore] > 0, byType[domain.FlowRefundVoid] > 0
+	revealed := o.Revealed() || r.revealed.Load()
+	switch {
+	case recycled && d.void:
+		v = append(v, fmt.Sprintf("refund decision: order %s: the operator asked to void its codes, they were RECYCLED", r.no))
+	case recycled && revealed && !d.recycle:
+		v = append(v, fmt.Sprintf("revealed recycled: order %s: its codes were revealed to the buyer and RECYCLED, the operator asked %s", r.no, d))
+	case voided && d.recycle:
+		v = append(v, fmt.Sprintf("refund decision: order %s: the operator asked to recycle its codes, they were VOID", r.no))
+	}
+	if o.Reason() != d.reason {
+		v = append(v, fmt.Sprintf("refund reason: order %s: refunded with the reason %q, the operator gave %q", r.no, o.Reason(), d.reason))
+	}
+	return v
+}
+
+// checkWindow checks the sale window's rule for late payments: an order whose payment arrived
+// after the product's ends_at, when it no longer held its reservation, gets no codes (it ends
+// UNFULFILLED with a paid_unfulfilled alert).
+func (h *history) checkWindow(o domain.Order, r *orderRec, byType map[domain.FlowType]int64) []string {
+	end := h.products[h.productIndex(r.product)].rules.EndsAt
+	first := r.firstPaid.Load()
+	if end.IsZero() || first == 0 || o.Status() != domain.StatusPaid || byType[domain.FlowLateReserve] == 0 {
+		return nil
+	}
+	if paid := time.Unix(0, first); !paid.Before(end.Add(windowMargin)) {
+		return []string{fmt.Sprintf("sale window: order %s holds codes of product %d for a late payment at %s, %s after the sale ended at %s",
+			r.no, r.product, paid.Format(time.TimeOnly+".000"), paid.Sub(end).Round(time.Millisecond), end.Format(time.TimeOnly+".000"))}
+	}
+	return nil
+}
+
+// checkBuyerLimits checks that no buyer holds more codes of a product with a buyer_limit than
+// the limit, in PAID orders.
+func (h *history) checkBuyerLimits(everything []*orderRec) []string {
+	held := map[domain.ProductID]map[string]int{}
+	for _, r := range everything {
+		if r.checked != domain.StatusPaid {
+			continue
+		}
+		if held[r.product] == nil {
+			held[r.product] = map[string]int{}
+		}
+		held[r.product][string(r.buyer)] += r.qty
+	}
+	var v []string
+	for _, p := range h.products {
+		if p.rules.BuyerLimit <= 0 {
+			continue
+		}
+		for _, b := range sortedKeys(held[p.id]) {
+			if n := held[p.id][b]; n > p.rules.BuyerLimit {
+				v = append(v, fmt.Sprintf("buyer limit: buyer %s holds %d codes of product %d in PAID orders; its buyer_limit is %d", b, n, p.id, p.rules.BuyerLimit))
+			}
+		}
+	}
+	return v
 }

@@ -2,7 +2,9 @@
 // one Shop at the same time, with random short pauses, over a few products with small pools;
 // at checkpoints the workers stop, everything in flight settles (timeouts held back, the
 // outbox drained) and every invariant is checked. A Backend supplies the driven ports — the
-// memory adapters, or Redis, MariaDB and RabbitMQ — and the same history runs on either.
+// memory adapters, or Redis, MariaDB and RabbitMQ — and the same history runs on either. The
+// payment providers are the history's own, in process (providers.go): each keeps a ledger of
+// the money it received and paid out, which the checks read as the provider's truth.
 //
 // Each worker i draws every random choice from its own generator, PCG(HISTORY_SEED, i). The
 // seed fixes each worker's stream of draws; which orders a draw lands on depends on how the
@@ -68,11 +70,17 @@ func Config() application.Config {
 	c.IdempotencyTTL = 3 * time.Second
 	c.OrphanAfter = 10 * time.Second
 	c.RebuildDelay = 200 * time.Millisecond
+	// A provider that cannot close a payment holds its order's close back this long past the
+	// expiry; then the order closes and a payment still made there takes the late path.
+	c.PaymentCloseGrace = 500 * time.Millisecond
 	return c
 }
 
 const (
-	productsN     = 3
+	productsN     = 3 // the products of the first histories; then the window and the scenarios' products
+	windowProduct = productsN
+	freezeProduct = productsN + 1 // refundThenFulfil's scenario (it freezes the product)
+	limitProduct  = productsN + 2 // limitLate's scenario
 	maxPerOrder   = 3
 	initialCodes  = 12
 	buyersN       = 6
@@ -140,10 +148,11 @@ func loadSettings(t *testing.T, def time.Duration) settings {
 	return s
 }
 
-// product is one product of the run.
+// product is one product of the run, with its sale rules.
 type product struct {
 	id    domain.ProductID
 	price domain.Money
+	rules domain.SaleRules
 }
 
 // orderRec is what the history knows of an order it placed.
@@ -159,6 +168,15 @@ type orderRec struct {
 	hint     atomic.Int32 // the status last seen, to aim operations; never trusted by checks
 	accepted atomic.Bool  // a payment of the full amount was answered without error
 	dirty    atomic.Bool  // an operation touched it since the last checkpoint
+	// payments has a bit per provider the order has a payment at (providerBit).
+	payments atomic.Uint32
+	// firstPaid is when the first paid notice of the full amount was sent (Unix nanoseconds;
+	// 0: none): the moment the buyer's money arrived, for the sale window's rule.
+	firstPaid atomic.Int64
+	revealed  atomic.Bool // the buyer was shown its codes
+	private   atomic.Bool // a scenario plays it: the operations leave it alone
+
+	decision *refundDecision // the operator's refund decision, once one was made (under history.mu)
 
 	// Kept by the checkpoints (which run alone): the status and the codes last checked.
 	checked domain.OrderStatus
@@ -166,6 +184,26 @@ type orderRec struct {
 }
 
 func (r *orderRec) status() domain.OrderStatus { return domain.OrderStatus(r.hint.Load()) }
+
+// paidNow records that a payment of the order's full amount is being sent now.
+func (r *orderRec) paidNow(at time.Time) { r.firstPaid.CompareAndSwap(0, at.UnixNano()) }
+
+// refundDecision is what the operator asked of an order's refund; every refund of the order
+// (a retry, a second operator) sends the same.
+type refundDecision struct {
+	void, recycle bool
+	reason        string
+}
+
+func (d refundDecision) String() string {
+	switch {
+	case d.void:
+		return "void"
+	case d.recycle:
+		return "recycle"
+	}
+	return "default"
+}
 func (r *orderRec) see(o domain.Order) {
 	if o.No() == r.no {
 		r.hint.Store(int32(o.Status()))
@@ -190,17 +228,25 @@ type history struct {
 	pub     *publishLog
 	ops     *opLog
 	pause   *pauser
-	nonce   string // per run, not from the seed: ids stay unique on a database reused across runs
+	hpay    *fakeProvider // the idempotent provider
+	epay    *fakeProvider // the epay-like provider
+	nonce   string        // per run, not from the seed: ids stay unique on a database reused across runs
 	start   time.Time
 
 	products []product
+	drawable int // products[:drawable] are drawn by the operations; the rest belong to scenarios
 	buyers   []domain.BuyerID
 	keySeq   atomic.Int64
-	codeSeq  atomic.Int64
+	// scenarioBusy is set while a worker plays a scenario (payops.go): one at a time.
+	scenarioBusy atomic.Bool
+	limitBusy    atomic.Bool // the same for limitLate
+	windowStash  []*orderRec // orders the window scenario placed before the sale's end (under mu)
+	codeSeq      atomic.Int64
 
 	mu         sync.Mutex
 	orders     []*orderRec
 	byKey      map[buyerKey]*orderRec
+	byNo       map[domain.OrderNo]*orderRec
 	codes      map[domain.ProductID][]string // imported codes, for duplicate imports
 	codeOwner  map[string]domain.OrderNo     // every code held by an order, at the last checkpoint
 	violations []string
@@ -224,10 +270,12 @@ func Run(t *testing.T, b Backend) {
 	}
 	h := &history{t: t, backend: b, s: s, cfg: cfg, ports: ports, signer: signer, alerts: newAlertLog(),
 		pub: &publishLog{inner: ports.Publisher, delivered: map[domain.OrderNo]int{}}, ops: newOpLog(logKeep),
-		pause: newPauser(), nonce: fmt.Sprintf("%08x", rand.Uint32()), byKey: map[buyerKey]*orderRec{},
-		codes: map[domain.ProductID][]string{}, codeOwner: map[string]domain.OrderNo{}, counts: map[string]int{}}
+		pause: newPauser(), nonce: fmt.Sprintf("%08x", rand.Uint32()), byKey: map[buyerKey]*orderRec{}, byNo: map[domain.OrderNo]*orderRec{},
+		codes: map[domain.ProductID][]string{}, codeOwner: map[string]domain.OrderNo{}, counts: map[string]int{},
+		hpay: newFakeProvider(idemProvider, false, ports.Clock, s.seed), epay: newFakeProvider(epayProvider, true, ports.Clock, s.seed)}
 	h.shop, err = application.New(cfg, application.Deps{Ledger: ports.Ledger, Gate: ports.Gate, Queue: ports.Queue,
-		Publisher: h.pub, Verifier: signer, Alerter: h.alerts, Clock: ports.Clock, Logger: slog.New(slog.DiscardHandler)})
+		Publisher: h.pub, Verifier: signer, Alerter: h.alerts, Clock: ports.Clock, Logger: slog.New(slog.DiscardHandler),
+		Gateways: []domain.PaymentGateway{h.hpay, h.epay}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,24 +297,35 @@ func (h *history) setup() {
 	for i := range buyersN {
 		h.buyers = append(h.buyers, domain.BuyerID(fmt.Sprintf("h%s-b%d", h.nonce, i)))
 	}
-	prices := []domain.Money{1000, 2500, 499}
-	for i := range productsN {
+	prices := []domain.Money{1000, 2500, 499, 1500, 800, 300}
+	// The sale of the window product ends early in the run (before the first checkpoint of a
+	// default run): its late payments then arrive after ends_at for most of it.
+	endsAt := h.ports.Clock.Now().Add(max(2*time.Second, h.s.duration/10)).Truncate(time.Millisecond)
+	for i := range limitProduct + 1 {
 		var id domain.ProductID
 		if h.ports.NewProductID != nil {
 			id = h.ports.NewProductID()
 		}
 		// Two of the products have a per-buyer limit (one whose refunds release it, one whose do
 		// not): reconciliation then checks every buyer's count at the gate against the ledger.
+		// The window product has a limit too, and a sale that ends during the run. The last two
+		// are left to the scenarios (payops.go); the limit scenario's has a limit of one order's
+		// most.
 		rules := domain.SaleRules{}
-		if i < 2 {
+		switch {
+		case i < 2:
 			rules.BuyerLimit = 2 * maxPerOrder
+		case i == windowProduct:
+			rules.BuyerLimit, rules.EndsAt = 2*maxPerOrder, endsAt
+		case i == limitProduct:
+			rules.BuyerLimit = maxPerOrder
 		}
 		p, err := h.shop.CreateProduct(ctx, application.NewProduct{ID: id, Name: fmt.Sprintf("history %d", i),
-			Price: prices[i%len(prices)], MaxPerOrder: maxPerOrder, Sale: rules, RefundReleasesLimit: i == 0})
+			Price: prices[i%len(prices)], MaxPerOrder: maxPerOrder, Sale: rules, RefundReleasesLimit: i == 0 || i == limitProduct})
 		if err != nil {
 			h.t.Fatalf("create product: %v", err)
 		}
-		h.products = append(h.products, product{id: p.ID(), price: p.Price()})
+		h.products = append(h.products, product{id: p.ID(), price: p.Price(), rules: rules})
 		codes := h.newCodes(i, initialCodes)
 		rep, err := h.shop.ImportCodes(ctx, p.ID(), strings.NewReader(strings.Join(codes, "\n")))
 		if err != nil || rep.Added != initialCodes {
@@ -274,6 +333,7 @@ func (h *history) setup() {
 		}
 		h.codes[p.ID()] = codes
 	}
+	h.drawable = productsN + 1
 }
 
 func (h *history) newCodes(productIdx, n int) []string {
@@ -349,11 +409,13 @@ func (h *history) settle(replay string) {
 			last = r.expires
 		}
 	}
-	time.Sleep(time.Until(last.Add(50 * time.Millisecond)))
+	// A provider that could not close a payment holds the close back for the grace.
+	time.Sleep(time.Until(last.Add(h.cfg.PaymentCloseGrace + 100*time.Millisecond)))
 	h.pause.hold()
 	if _, err := h.shop.Sweep(ctx); err != nil {
 		h.violate("settle: sweep: %v", err)
 	}
+	h.finishRefunds(ctx)
 	for _, r := range h.snapshot() {
 		o, err := h.ports.Ledger.Orders().Order(ctx, r.no)
 		if err != nil {
@@ -371,15 +433,20 @@ func (h *history) settle(replay string) {
 	h.checkpoint(replay, "after settling", true)
 }
 
-// fulfilAtLast fulfils an UNFULFILLED order, importing the codes it needs if the pool is short;
-// one the product's sale rules refuse (its buyer holds the limit) is refunded, as an operator
-// does, and must end REFUNDED.
+// fulfilAtLast fulfils an UNFULFILLED order, importing the codes it needs if the pool is short.
+// One the sale rules keep from its codes (a late payment past the buyer's limit or the sale's
+// end) is refunded instead, and must end REFUNDED.
 func (h *history) fulfilAtLast(ctx context.Context, r *orderRec) {
 	o, err := h.shop.FulfilOrder(ctx, r.no)
-	if err != nil && (isErr(err, domain.ErrBuyerHoldingLimit) || isErr(err, domain.ErrSaleEnded)) {
-		res, err := h.shop.RefundOrder(ctx, application.Refund{OrderNo: r.no, Reason: "history: refused by the sale rules"})
-		if err != nil || res.Order.Status() != domain.StatusRefunded {
-			h.violate("settle: UNFULFILLED order %s refused by the sale rules could not be refunded: %s, %v", r.no, res.Order.Status(), err)
+	if isErr(err, domain.ErrBuyerHoldingLimit) || isErr(err, domain.ErrSaleEnded) {
+		d := h.decide(r, nil)
+		res, rerr := h.shop.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: d.void, Recycle: d.recycle, Reason: d.reason})
+		if rerr == nil && res.Money.Status == domain.PaymentRefunding {
+			h.finishRefunds(ctx)
+			res.Order, rerr = h.ports.Ledger.Orders().Order(ctx, r.no)
+		}
+		if rerr != nil || res.Order.Status() != domain.StatusRefunded {
+			h.violate("settle: UNFULFILLED order %s kept from its codes (%v) could not be refunded: %s, %v", r.no, err, res.Order.Status(), rerr)
 		}
 		return
 	}
@@ -419,7 +486,7 @@ func (h *history) report(replay, what string, v []string) {
 	fmt.Fprintf(&b, "concurrent history on %s failed at %s (t+%.1fs)\n", h.backend.Name, what, time.Since(h.start).Seconds())
 	fmt.Fprintf(&b, "replay (same operation streams, not the same interleaving):\n  %s go test -race -run '^%s$' %s\n",
 		replay, h.t.Name(), h.backend.Package)
-	fmt.Fprintf(&b, "violations (%d):\n", len(v))
+	fmt.Fprintf(&b, "violations (%d):%s\n", len(v), byCheck(v))
 	for i, line := range v {
 		if i == maxViolations {
 			fmt.Fprintf(&b, "  … and %d more\n", len(v)-i)
@@ -433,6 +500,28 @@ func (h *history) report(replay, what string, v []string) {
 	}
 	h.summary()
 	h.t.Fatal(b.String())
+}
+
+// paymentChecks are the tags the checks of payments, refunds and sale rules open their
+// violations with; the report counts each.
+var paymentChecks = []string{"payout twice", "payout beyond receipts", "refund without payout", "refund decision",
+	"revealed recycled", "refund reason", "fulfil during refund", "sale window", "buyer limit"}
+
+// byCheck counts the violations of each payment check, for the report's first line.
+func byCheck(v []string) string {
+	var b strings.Builder
+	for _, tag := range paymentChecks {
+		n := 0
+		for _, line := range v {
+			if strings.HasPrefix(line, tag+": ") {
+				n++
+			}
+		}
+		if n > 0 {
+			fmt.Fprintf(&b, " %s×%d", tag, n)
+		}
+	}
+	return b.String()
 }
 
 // summary logs what the run did.
@@ -499,7 +588,11 @@ func (h *history) count(what string) {
 }
 
 // record registers an order a placement answered, and checks that its key has no other order.
-func (h *history) record(o domain.Order, key string) *orderRec {
+func (h *history) record(o domain.Order, key string) *orderRec { return h.recordAs(o, key, false) }
+
+// recordAs is record; a private order is left alone by the operations (pick) until a scenario
+// releases it.
+func (h *history) recordAs(o domain.Order, key string, private bool) *orderRec {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	bk := buyerKey{o.Buyer(), key}
@@ -510,9 +603,11 @@ func (h *history) record(o domain.Order, key string) *orderRec {
 		return r
 	}
 	r := &orderRec{no: o.No(), product: o.Product(), buyer: o.Buyer(), key: key, qty: o.Qty(), amount: o.Amount(), expires: o.ExpiresAt()}
+	r.private.Store(private)
 	r.see(o)
 	r.dirty.Store(true)
 	h.byKey[bk] = r
+	h.byNo[r.no] = r
 	h.orders = append(h.orders, r)
 	return r
 }

@@ -40,6 +40,16 @@ var opWeights = map[string]int{
 	"import":           50, // fresh codes, sometimes with one the product has
 	"void":             8,  // freeze a product (a leaked batch) and void 1-3 of its codes
 	"relay":            30,
+	// Payments through the history's providers (providers.go, payops.go).
+	"provider-create": 80, // a PENDING order's payment at hpay or hepay, sometimes both
+	"provider-pay":    60, // the buyer pays there; the notice 1-3 times, sometimes at once, from both
+	"provider-late":   60, // an expired order's payment still open at its provider is paid
+	"provider-refund": 40, // void, recycle or default, with a reason; often two operators at once
+	"refund-notify":   30, // the provider finishes a pending refund: its notice, sometimes twice at once
+	"reveal":          30, // the buyer reads a PAID order's codes
+	"refund-fulfil":   10, // a pending refund of an UNFULFILLED order, then a fulfil
+	"window-late":     5,  // an order placed before the sale\'s end, paid at hepay after it
+	"limit-late":      5,  // a late payment at hepay that would take a buyer past the limit
 }
 
 func opNames() []string { return sortedKeys(opWeights) }
@@ -119,7 +129,7 @@ func (w *worker) do(name string) {
 	case "repair":
 		// Only the last product is repaired: a rebuild heals the gate it sets, and the others'
 		// gates must keep whatever drift the other operations cause for the checkpoint to see.
-		p := w.h.products[len(w.h.products)-1]
+		p := w.h.products[productsN-1]
 		rep, err := w.h.shop.Reconcile(ctx, p.id, true)
 		w.log(name, "p%d → %d differences after the rebuild, %s", p.id, rep.Differences, w.outcome(name, err))
 	case "import":
@@ -129,6 +139,27 @@ func (w *worker) do(name string) {
 	case "relay":
 		n, err := w.h.shop.RelayOutbox(ctx)
 		w.log(name, "%d sent → %s", n, w.outcome(name, err))
+	case "provider-create":
+		w.providerCreate(ctx)
+	case "provider-pay":
+		w.providerPay(ctx)
+	case "provider-late":
+		w.providerLate(ctx)
+	case "provider-refund":
+		w.providerRefund(ctx)
+	case "refund-notify":
+		w.refundNotify(ctx)
+	case "reveal":
+		w.reveal(ctx)
+	case "refund-fulfil":
+		w.refundThenFulfil(ctx)
+	case "window-late":
+		w.windowLate(ctx)
+	case "limit-late":
+		if w.h.limitBusy.CompareAndSwap(false, true) {
+			w.limitLate(ctx)
+			w.h.limitBusy.Store(false)
+		}
 	default:
 		panic("unknown operation " + name)
 	}
@@ -143,7 +174,8 @@ func (w *worker) log(op, format string, args ...any) {
 // expected are the errors an operation may answer in a history: refusals and contention.
 var expected = []error{domain.ErrSoldOut, domain.ErrProductFrozen, domain.ErrRequestInProgress, domain.ErrIdempotencyMismatch,
 	domain.ErrInvalidTransition, domain.ErrAmountMismatch, domain.ErrGateNotReady, domain.ErrUnavailable, domain.ErrBuyerLimit,
-	domain.ErrBuyerHoldingLimit, domain.ErrProductNotFrozen, domain.ErrVoidExceedsFreeStock}
+	domain.ErrBuyerHoldingLimit, domain.ErrProductNotFrozen, domain.ErrVoidExceedsFreeStock, domain.ErrSaleEnded,
+	domain.ErrOrderNotPayable, domain.ErrRefundRefused}
 
 func isErr(err, target error) bool { return errors.Is(err, target) }
 
@@ -163,7 +195,7 @@ func (w *worker) outcome(op string, err error) string {
 	return "UNEXPECTED " + err.Error()
 }
 
-func (w *worker) product() product { return w.h.products[w.rng.IntN(len(w.h.products))] }
+func (w *worker) product() product { return w.h.products[w.rng.IntN(w.h.drawable)] }
 
 func (w *worker) buyer() domain.BuyerID { return w.h.buyers[w.rng.IntN(len(w.h.buyers))] }
 
@@ -183,7 +215,7 @@ func (w *worker) pick(ok func(*orderRec) bool) *orderRec {
 	}
 	for range 24 {
 		r := recent[w.rng.IntN(len(recent))]
-		if ok == nil || ok(r) {
+		if !r.private.Load() && (ok == nil || ok(r)) {
 			r.dirty.Store(true)
 			return r
 		}
@@ -310,6 +342,9 @@ func (w *worker) payments(ctx context.Context, r *orderRec, k int, concurrent, p
 	out := make([]domain.Order, k)
 	errs := make([]error, k)
 	one := func(i int) {
+		if paid && amount == r.amount {
+			r.paidNow(w.h.ports.Clock.Now())
+		}
 		out[i], errs[i] = w.h.pay(ctx, r.no, paid, amount, ref, viaCallback[i])
 	}
 	if concurrent {
@@ -392,16 +427,16 @@ func (w *worker) refund(ctx context.Context) {
 	if r == nil {
 		return
 	}
-	// The operator's choice: the default (void what the buyer saw, recycle the rest), void all,
-	// or recycle all.
-	mode := w.rng.IntN(3)
-	void, recycle := mode == 1, mode == 2
+	// The operator's choice (the default: void what the buyer saw, recycle the rest; void all;
+	// or recycle all), made once per order.
+	d := w.h.decide(r, w.rng)
+	void, recycle := d.void, d.recycle
 	k := 1 + w.rng.IntN(2)
 	before := r.status()
 	answers := map[string]int{}
 	var mu sync.Mutex
 	parallel(k, func(int) {
-		res, err := w.h.shop.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: void, Recycle: recycle, Reason: "history"})
+		res, err := w.h.shop.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: void, Recycle: recycle, Reason: d.reason})
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -414,7 +449,9 @@ func (w *worker) refund(ctx context.Context) {
 	w.log("refund", "%s (%s) void=%v recycle=%v ×%d → %s", r.no, before, void, recycle, k, summarize(answers))
 }
 
-// fulfil retries an UNFULFILLED order, sometimes twice at once (two operators).
+// fulfil retries an UNFULFILLED order, sometimes twice at once (two operators). Once its
+// provider has taken a refund of its money (pending or done), no fulfil may give it codes; any
+// refusal is then the right answer.
 func (w *worker) fulfil(ctx context.Context) {
 	r := w.pick(func(r *orderRec) bool { return r.status() == domain.StatusUnfulfilled })
 	if r == nil {
@@ -423,10 +460,19 @@ func (w *worker) fulfil(ctx context.Context) {
 	k := 1 + w.rng.IntN(2)
 	answers := map[string]int{}
 	var mu sync.Mutex
+	refunding := w.h.refundTaken(r)
 	parallel(k, func(int) {
 		o, err := w.h.shop.FulfilOrder(ctx, r.no)
 		mu.Lock()
 		defer mu.Unlock()
+		if err == nil && refunding {
+			w.h.violate("fulfil during refund: order %s was fulfilled (%s, codes given) after its provider had taken the refund of its money", r.no, o.Status())
+		}
+		if err != nil && (refunding || w.h.refundTaken(r)) {
+			// (A refund that began while the fulfil ran may be what refused it.)
+			answers["refused while refunding"]++
+			return
+		}
 		if err != nil {
 			answers[w.outcome("fulfil", err)]++
 			return
@@ -439,7 +485,7 @@ func (w *worker) fulfil(ctx context.Context) {
 
 // importCodes imports 1 to 4 fresh codes, sometimes with one the product already has.
 func (w *worker) importCodes(ctx context.Context) {
-	i := w.rng.IntN(len(w.h.products))
+	i := w.rng.IntN(w.h.drawable)
 	p := w.h.products[i]
 	fresh := w.h.newCodes(i, 1+w.rng.IntN(4))
 	lines := append([]string(nil), fresh...)
