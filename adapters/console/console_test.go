@@ -13,8 +13,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"cardshop/adapters/console"
-	"cardshop/application"
 	"cardshop/adapters/paysig"
+	"cardshop/application"
 	"cardshop/domain"
 )
 

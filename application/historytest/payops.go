@@ -32,13 +32,6 @@ func (h *history) providers(r *orderRec) []*fakeProvider {
 	return out
 }
 
-func (h *history) provider(name domain.Provider) *fakeProvider {
-	if name == idemProvider {
-		return h.hpay
-	}
-	return h.epay
-}
-
 // decide returns the operator's refund decision of the order, drawing it with rng (nil: the
 // default) the first time.
 func (h *history) decide(r *orderRec, rng *rand.Rand) refundDecision {

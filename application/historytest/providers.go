@@ -256,14 +256,6 @@ func (f *fakeProvider) epayRefund(p domain.Payment) (domain.RefundState, error) 
 
 // The buyer's and the provider's own side, driven by the history.
 
-// payable reports whether the buyer can still pay the order's payment here.
-func (f *fakeProvider) payable(no domain.OrderNo) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, ok := f.accounts[no]
-	return ok && !a.closed && a.paidAt.IsZero()
-}
-
 // pay is the buyer paying the order's payment at the provider; false when it cannot be paid
 // (none, closed, or paid already).
 func (f *fakeProvider) pay(no domain.OrderNo) bool {
@@ -340,21 +332,6 @@ func (f *fakeProvider) pendingRefunds() []pendingRefund {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].no < out[j].no })
 	return out
-}
-
-// hasPendingRefund reports whether the provider accepted a refund of the order it has not
-// finished yet.
-func (f *fakeProvider) hasPendingRefund(no domain.OrderNo) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if a, ok := f.accounts[no]; ok {
-		for _, rf := range a.refunds {
-			if rf.pending {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // completeRefund finishes a pending refund and returns the notification that says so.
