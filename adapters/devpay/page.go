@@ -12,7 +12,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"cardshop/domain"
@@ -138,14 +140,16 @@ func (g *Gateway) parseLink(in url.Values, confirm bool) (link, error) {
 		Subject: subject, Expires: exp, Return: ret}, nil
 }
 
-// checkReturnURL accepts "" or an absolute http(s) URL in valid UTF-8 (the page shows it as a
-// link: invalid bytes would make the page itself invalid).
+// checkReturnURL accepts "" or an absolute http(s) URL in valid UTF-8 without control
+// characters (the page shows it as a link: invalid bytes or controls, which url.Parse lets
+// through in a fragment, would make the page itself invalid).
 func checkReturnURL(s string) error {
 	if s == "" {
 		return nil
 	}
 	u, err := url.Parse(s)
-	if err != nil || len(s) > maxReturnURL || !utf8.ValidString(s) || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || len(s) > maxReturnURL || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 ||
+		(u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return domain.Invalid("return_url", "must be an absolute http(s) URL")
 	}
 	return nil
