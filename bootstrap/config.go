@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"cardshop/adapters/epay"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -537,6 +538,14 @@ func LoadConfig(environ []string) (Config, error) {
 	}
 	if c.EpayURL != "" && (c.EpayPID == "" || c.EpayKey == "") {
 		return Config{}, fmt.Errorf("CARDSHOP_EPAY_URL needs CARDSHOP_EPAY_PID and CARDSHOP_EPAY_KEY")
+	}
+	if c.EpayURL != "" {
+		// Both are signed into every epay payment (notify_url, return_url).
+		for name, v := range map[string]string{"CARDSHOP_PUBLIC_URL": c.PublicURL, "CARDSHOP_RETURN_URL": c.ReturnURL} {
+			if err := epay.CheckSignable(name, v); err != nil {
+				return Config{}, err
+			}
+		}
 	}
 	if c.AlipayAppID != "" && (c.AlipayPrivateKey == "" || c.AlipayPublicKey == "") {
 		return Config{}, fmt.Errorf("CARDSHOP_ALIPAY_APP_ID needs CARDSHOP_ALIPAY_PRIVATE_KEY and CARDSHOP_ALIPAY_PUBLIC_KEY (Alipay's)")

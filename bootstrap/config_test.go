@@ -161,6 +161,8 @@ func TestLoadConfigErrors(t *testing.T) {
 			"CARDSHOP_CODE_KEYS=1:x", "CARDSHOP_CODE_HASH_KEY=x"), "CARDSHOP_DEV_PAYMENTS"},
 		{"a Stripe key without its webhook secret", env("CARDSHOP_STRIPE_SECRET_KEY=sk_test_x"), "CARDSHOP_STRIPE_WEBHOOK_SECRETS"},
 		{"an epay gateway without its key", env("CARDSHOP_EPAY_URL=https://pay.example", "CARDSHOP_EPAY_PID=1001"), "CARDSHOP_EPAY_KEY"},
+		{"an epay gateway with a return URL it cannot sign", env("CARDSHOP_EPAY_URL=https://pay.example", "CARDSHOP_EPAY_PID=1001",
+			"CARDSHOP_EPAY_KEY=epay-merchant-key-0123456789abcdef", "CARDSHOP_RETURN_URL=https://shop.example/o?no={order_no}"), "CARDSHOP_RETURN_URL"},
 		{"Alipay without Alipay's public key", env("CARDSHOP_ALIPAY_APP_ID=2021", "CARDSHOP_ALIPAY_PRIVATE_KEY=/k.pem"), "CARDSHOP_ALIPAY_PUBLIC_KEY"},
 		{"WeChat Pay without its APIv3 key", env("CARDSHOP_WECHAT_MCHID=1900", "CARDSHOP_WECHAT_APPID=wx1", "CARDSHOP_WECHAT_SERIAL=S",
 			"CARDSHOP_WECHAT_PRIVATE_KEY=/k.pem", "CARDSHOP_WECHAT_PUBLIC_KEY=/w.pem"), "CARDSHOP_WECHAT_APIV3_KEY"},

@@ -4,6 +4,7 @@ import (
 	"crypto/md5"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"sort"
 	"strings"
 	"unicode"
@@ -104,6 +105,16 @@ func signableValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// CheckSignable refuses a value the shop signs for every payment (its notify and return URLs)
+// when it could not stand in a signed parameter set ('&', '=', a control character, invalid
+// UTF-8): epay would refuse every payment, so the service refuses to start instead.
+func CheckSignable(name, v string) error {
+	if !signableValue(v) {
+		return fmt.Errorf("%s %q cannot be signed for epay: it may not contain '&', '=' or a control character", name, v)
+	}
+	return nil
 }
 
 // signable returns the name of the first parameter of p that may not be signed, or "".
