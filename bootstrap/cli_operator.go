@@ -112,7 +112,8 @@ CARDSHOP_ADMIN_TOKEN), newest first, one entry a line:
   <at, RFC 3339 UTC> <operator> (<role>) <action> <target> → <result>  <params>
 
 such as "2030-05-20T08:12:45Z olga (operator) product.update product 1001 → 200
-{"price":4900}". The target is "-" when the write has none; the result is the HTTP status
+{"price":4900}". The target is "-" when the write has none, the operator and role "- (-)"
+for a refusal that names no operator (a refused token or login); the result is the HTTP status
 and, for a refusal, its code ("403 forbidden"); the parameters are the request's, secrets
 and codes left out. The shared admin token's writes are recorded as "admin-token".
 
@@ -386,14 +387,18 @@ func audit(args []string, stdout, stderr io.Writer) error {
 	}
 }
 
+// orDash is s, or "-" when s is empty: every field of an audit line is one word.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // printAuditEntry writes one entry on one line.
 func printAuditEntry(w io.Writer, e adminclient.AuditEntry) {
-	target := e.Target
-	if target == "" {
-		target = "-"
-	}
-	line := fmt.Sprintf("%s %s (%s) %s %s → %s", e.At.UTC().Format(time.RFC3339), printable(e.Operator), printable(e.Role),
-		printable(e.Action), printable(target), printable(e.Result))
+	line := fmt.Sprintf("%s %s (%s) %s %s → %s", e.At.UTC().Format(time.RFC3339), printable(orDash(e.Operator)),
+		printable(orDash(e.Role)), printable(e.Action), printable(orDash(e.Target)), printable(e.Result))
 	if e.Params != "" {
 		line += "  " + printable(e.Params)
 	}

@@ -158,15 +158,18 @@ func TestOperatorCommands(t *testing.T) {
 		}
 	}
 
-	// The audit log, newest first: every write, refused ones too, by whom and with what role.
+	// The audit log, newest first: every write, refused ones too, by whom and with what role, and
+	// every refused token (no operator: the name its token claims is the target).
 	want := []string{
 		"admin-token (admin) operator.create - → 409 operator_exists  {\"name\":\"olga\",\"role\":\"admin\"}",
 		"admin-token (admin) operator.update operator nobody → 404 operator_not_found  {\"role\":\"viewer\"}",
 		"admin-token (admin) operator.rotate operator nobody → 404 operator_not_found",
 		"admin-token (admin) operator.remove operator tmp_1 → 404 operator_not_found",
+		"- (-) admin.auth_failed operator tmp_1 → 401 unauthorized", // the removed operator's token
 		"admin-token (admin) operator.remove operator tmp_1 → 204",
 		"vera (admin) operator.create - → 201  {\"name\":\"tmp_1\",\"role\":\"viewer\"}",
 		"admin-token (admin) operator.update operator vera → 200  {\"role\":\"admin\"}",
+		"- (-) admin.auth_failed operator olga → 401 unauthorized", // olga's token before the rotation
 		"admin-token (admin) operator.rotate operator olga → 200",
 		"vera (viewer) operator.rotate operator olga → 403 forbidden",
 		"vera (viewer) operator.create - → 403 forbidden  {\"name\":\"victor\",\"role\":\"viewer\"}",

@@ -898,7 +898,7 @@ func TestCLIRealOperatorCommands(t *testing.T) {
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", tok2)
 
 	// The audit log through the CLI, as the operator (any role reads it), against the rows.
-	rows, err := s.db.Query("SELECT CONCAT(operator, ' (', role, ') ', action, ' ', IF(target = '', '-', target), ' → ', result, " +
+	rows, err := s.db.Query("SELECT CONCAT(IF(operator = '', '-', operator), ' (', IF(role = '', '-', role), ') ', action, ' ', IF(target = '', '-', target), ' → ', result, " +
 		"IF(params = '', '', CONCAT('  ', params))) FROM audit_log ORDER BY id DESC")
 	if err != nil {
 		t.Fatal(err)
@@ -915,6 +915,7 @@ func TestCLIRealOperatorCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
+		"- (-) admin.auth_failed operator " + name + " → 401 unauthorized", // the token before the rotation
 		"admin-token (admin) operator.rotate operator " + name + " → 200",
 		name + " (operator) operator.create - → 403 forbidden  {\"name\":\"x" + name + "\",\"role\":\"admin\"}",
 		fmt.Sprintf("%s (operator) product.create - → 201  {\"id\":%d,\"max_per_order\":1,\"name\":\"By %s\",\"price\":100}", name, p, name),
@@ -928,8 +929,8 @@ func TestCLIRealOperatorCommands(t *testing.T) {
 		t.Fatalf("audit printed\n%s\nwant the rows\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	exit, out, errOut = runMain("audit", "-url", url, "-operator", name, "-limit", "1", "-all", "-since", "1h")
-	if got := auditLines(t, "audit -operator -limit 1 -all", exit, out, errOut); strings.Join(got, "\n") != strings.Join(want[1:3], "\n") || errOut != "" {
-		t.Fatalf("audit -operator %s -limit 1 -all printed\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want[1:3], "\n"))
+	if got := auditLines(t, "audit -operator -limit 1 -all", exit, out, errOut); strings.Join(got, "\n") != strings.Join(want[2:4], "\n") || errOut != "" {
+		t.Fatalf("audit -operator %s -limit 1 -all printed\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want[2:4], "\n"))
 	}
 	if strings.Contains(out, tok[len(name)+1:]) || strings.Contains(out, tok2[len(name)+1:]) {
 		t.Fatal("audit printed a token")
