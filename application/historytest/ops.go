@@ -473,6 +473,15 @@ func (w *worker) fulfil(ctx context.Context) {
 			answers["refused while refunding"]++
 			return
 		}
+		if errors.Is(err, domain.ErrRefundInProgress) {
+			// A refund that won its payment's move to REFUNDING but has not reached the provider
+			// yet refuses it too: the refusal must name a refund the ledger holds.
+			if !w.h.refundRecorded(ctx, r.no) {
+				w.h.violate("fulfil: order %s refused as refunding, but none of its payments is REFUNDING or REFUNDED", r.no)
+			}
+			answers["refused while refunding"]++
+			return
+		}
 		if err != nil {
 			answers[w.outcome("fulfil", err)]++
 			return
@@ -481,6 +490,22 @@ func (w *worker) fulfil(ctx context.Context) {
 		answers[o.Status().String()]++
 	})
 	w.log("fulfil", "%s q%d ×%d → %s", r.no, r.qty, k, summarize(answers))
+}
+
+// refundRecorded reports whether a payment of the order is REFUNDING or REFUNDED in the
+// ledger (a refund in flight, or done).
+func (h *history) refundRecorded(ctx context.Context, no domain.OrderNo) bool {
+	ps, err := h.ports.Ledger.Payments().OfOrder(ctx, no)
+	if err != nil {
+		h.violate("payments of %s: %v", no, err)
+		return true
+	}
+	for _, p := range ps {
+		if p.Status == domain.PaymentRefunding || p.Status == domain.PaymentRefunded {
+			return true
+		}
+	}
+	return false
 }
 
 // importCodes imports 1 to 4 fresh codes, sometimes with one the product already has.
