@@ -24,7 +24,7 @@ const (
 )
 
 // Config is everything the service reads from its environment. Every variable is listed in
-// the README's configuration table.
+// the configuration table of docs/CONFIGURATION.md.
 type Config struct {
 	Adapters       string        // CARDSHOP_ADAPTERS: memory | real
 	HTTPAddr       string        // CARDSHOP_HTTP_ADDR
@@ -153,8 +153,8 @@ const maxUnconfirmedCloses = 1 << 20
 // (stock-lock abuse); application.DefaultConfig, for library users, has no cap.
 const serviceBuyerCap = 100
 
-// settings is the configuration table, in the README's order: each variable bound to its
-// field of c, with its default as the environment would give it ("" for none), the way
+// settings is the configuration table, in docs/CONFIGURATION.md's order: each variable bound
+// to its field of c, with its default as the environment would give it ("" for none), the way
 // flag.DurationVar binds a flag. The settings the use cases share take their defaults from
 // application.DefaultConfig; the others are stated here.
 func settings(c *Config) []setting {

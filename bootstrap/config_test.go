@@ -328,39 +328,42 @@ func TestShopGetsTheNotificationRetention(t *testing.T) {
 	}
 }
 
-// The README's configuration table is the reference: it lists every variable the service reads,
-// nothing else, each with its real default ("—" for none).
-func TestREADMEConfigurationTableIsComplete(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// configurationTable is the file whose table documents every setting.
+const configurationTable = "../docs/CONFIGURATION.md"
+
+// The configuration table of docs/CONFIGURATION.md is the reference: it lists every variable
+// the service reads, nothing else, each with its real default ("—" for none).
+func TestConfigurationTableIsComplete(t *testing.T) {
+	table, err := os.ReadFile(configurationTable)
 	if err != nil {
 		t.Fatal(err)
 	}
 	row := regexp.MustCompile("(?m)^\\| `(CARDSHOP_[A-Z0-9_]+)` \\| ([^|]*) \\|")
 	documented := map[string]string{}
-	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
+	for _, m := range row.FindAllStringSubmatch(string(table), -1) {
 		if _, dup := documented[m[1]]; dup {
-			t.Errorf("README lists %s twice", m[1])
+			t.Errorf("%s lists %s twice", configurationTable, m[1])
 		}
 		documented[m[1]] = strings.TrimSpace(m[2])
 	}
 	for _, name := range bootstrap.EnvNames() {
 		got, ok := documented[name]
 		if !ok {
-			t.Errorf("README's configuration table lacks %s", name)
+			t.Errorf("%s lacks %s", configurationTable, name)
 			continue
 		}
 		def, _ := bootstrap.EnvDefault(name)
 		want := "`" + def + "`"
 		if def == "" {
 			if !strings.HasPrefix(got, "—") {
-				t.Errorf("README gives %s the default %q; it has none (write —)", name, got)
+				t.Errorf("%s gives %s the default %q; it has none (write —)", configurationTable, name, got)
 			}
 		} else if got != want {
-			t.Errorf("README gives %s the default %s, the service uses %s", name, got, want)
+			t.Errorf("%s gives %s the default %s, the service uses %s", configurationTable, name, got, want)
 		}
 		delete(documented, name)
 	}
 	for name := range documented {
-		t.Errorf("README documents %s, which the service does not read", name)
+		t.Errorf("%s documents %s, which the service does not read", configurationTable, name)
 	}
 }

@@ -62,8 +62,9 @@ type namedSecret struct {
 	kind  secretKind
 }
 
-// realSecrets lists the secrets the real adapters judge, in the README's order. The Alipay
-// and WeChat Pay private keys are RSA keys (PEM or a file): their adapters refuse a short key.
+// realSecrets lists the secrets the real adapters judge, in docs/CONFIGURATION.md's order.
+// The Alipay and WeChat Pay private keys are RSA keys (PEM or a file): their adapters refuse
+// a short key.
 func realSecrets(c Config) []namedSecret {
 	return []namedSecret{
 		{"CARDSHOP_ADMIN_TOKEN", c.AdminToken, ownSecret},
