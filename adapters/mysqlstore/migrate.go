@@ -49,7 +49,8 @@ func newMigrator(db *bun.DB, ms *migrate.Migrations) *migrate.Migrator {
 // recorded in schema_migrations by the runner before bun/migrate count as applied and are
 // copied into bun_migrations. MySQL commits DDL at once, so a migration that fails halfway
 // stays half applied and is not recorded; the next Migrate runs it again from its first
-// statement, which is why migration files are written to be re-runnable.
+// statement, which is why migration files are written to be re-runnable. It uses two of db's
+// connections at once: one holds the lock, bun/migrate works on another.
 func Migrate(ctx context.Context, db *bun.DB) (applied []string, err error) {
 	ms, err := loadMigrations()
 	if err != nil {
