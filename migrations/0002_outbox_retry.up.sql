@@ -3,11 +3,15 @@
 -- as one index range, however many messages wait for a later retry, and Backlog (sent_at IS
 -- NULL) by its prefix, so idx_unsent goes.
 ALTER TABLE outbox ADD COLUMN IF NOT EXISTS retry_at DATETIME(6) NULL AFTER attempts;
+--bun:split
 
 UPDATE outbox SET retry_at = created_at WHERE retry_at IS NULL;
+--bun:split
 
 ALTER TABLE outbox MODIFY COLUMN retry_at DATETIME(6) NOT NULL;
+--bun:split
 
 ALTER TABLE outbox ADD KEY IF NOT EXISTS idx_due (sent_at, retry_at, id);
+--bun:split
 
 ALTER TABLE outbox DROP KEY IF EXISTS idx_unsent;

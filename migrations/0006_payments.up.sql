@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS payments (
     PRIMARY KEY (order_no, provider),
     KEY idx_provider_ref (provider, provider_ref)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+--bun:split
 
 -- Every provider notification as received and judged, verified or not: what an operator reads
 -- when a buyer says "I paid". It never holds a secret, a signature or the body (only its

@@ -12,9 +12,12 @@
 -- the storefront's webhook), where the outbox holds every message of every order.
 -- Each is one more index every insert writes; a search by status alone walks idx_created.
 ALTER TABLE orders ADD KEY IF NOT EXISTS idx_buyer_created (buyer_id, created_at);
+--bun:split
 
 ALTER TABLE orders DROP KEY IF EXISTS idx_product_status, ADD KEY idx_product_status (product_id, status, created_at);
+--bun:split
 
 ALTER TABLE orders ADD KEY IF NOT EXISTS idx_created (created_at);
+--bun:split
 
 ALTER TABLE outbox ADD KEY IF NOT EXISTS idx_key (msg_key, id);

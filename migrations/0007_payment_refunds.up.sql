@@ -6,9 +6,12 @@
 -- id of the refund; refund_reason its words on a refusal.
 ALTER TABLE payments MODIFY COLUMN status
     ENUM('OPEN','PAID','FAILED','EXPIRED','REFUNDING','REFUNDED','REFUND_FAILED') NOT NULL;
+--bun:split
 
 ALTER TABLE payments ADD COLUMN IF NOT EXISTS refund_no VARCHAR(64) NOT NULL DEFAULT '' AFTER qr_code;
+--bun:split
 
 ALTER TABLE payments ADD COLUMN IF NOT EXISTS refund_ref VARCHAR(255) NOT NULL DEFAULT '' AFTER refund_no;
+--bun:split
 
 ALTER TABLE payments ADD COLUMN IF NOT EXISTS refund_reason VARCHAR(255) NOT NULL DEFAULT '' AFTER refund_ref;

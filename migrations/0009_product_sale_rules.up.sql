@@ -7,8 +7,13 @@
 -- state the last stock event left ('' before the first), changed by a conditional UPDATE so
 -- that exactly one instance records each crossing.
 ALTER TABLE products ADD COLUMN IF NOT EXISTS starts_at DATETIME(3) NULL DEFAULT NULL AFTER stock_display;
+--bun:split
 ALTER TABLE products ADD COLUMN IF NOT EXISTS ends_at DATETIME(3) NULL DEFAULT NULL AFTER starts_at;
+--bun:split
 ALTER TABLE products ADD COLUMN IF NOT EXISTS buyer_limit INT NOT NULL DEFAULT 0 AFTER ends_at;
+--bun:split
 ALTER TABLE products ADD COLUMN IF NOT EXISTS refund_releases_limit BOOLEAN NOT NULL DEFAULT FALSE AFTER buyer_limit;
+--bun:split
 ALTER TABLE products ADD COLUMN IF NOT EXISTS low_stock_threshold INT NOT NULL DEFAULT 0 AFTER refund_releases_limit;
+--bun:split
 ALTER TABLE products ADD COLUMN IF NOT EXISTS stock_state VARCHAR(16) NOT NULL DEFAULT '' AFTER low_stock_threshold;

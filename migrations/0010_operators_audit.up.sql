@@ -12,6 +12,7 @@ CREATE TABLE IF NOT EXISTS operators (
     rotated_at DATETIME(6)   NOT NULL,
     PRIMARY KEY (name)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+--bun:split
 
 -- Every write through the admin API, the CLI or the console: who with what role, what to
 -- what, with which parameters (JSON, secrets and codes left out), how it ended, when and from

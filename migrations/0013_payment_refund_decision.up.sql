@@ -6,7 +6,9 @@
 -- operator's reason (refund_reason stays the provider's words on a refusal). Refunds sent
 -- before this column existed read as "no choice": revealed codes voided, others recycled.
 ALTER TABLE payments ADD COLUMN IF NOT EXISTS refund_void BOOL NOT NULL DEFAULT FALSE AFTER refund_reason;
+--bun:split
 
 ALTER TABLE payments ADD COLUMN IF NOT EXISTS refund_recycle BOOL NOT NULL DEFAULT FALSE AFTER refund_void;
+--bun:split
 
 ALTER TABLE payments ADD COLUMN IF NOT EXISTS refund_note VARCHAR(255) NOT NULL DEFAULT '' AFTER refund_recycle;

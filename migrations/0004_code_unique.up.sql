@@ -14,15 +14,19 @@
 -- Re-runnable: a duplicate written between the UPDATE and the unique key makes the last ALTER
 -- fail; the next Migrate runs the file again and marks it.
 ALTER TABLE card_stock ADD COLUMN IF NOT EXISTS pool_duplicate BOOL NOT NULL DEFAULT FALSE;
+--bun:split
 
 UPDATE card_stock c
     JOIN (SELECT code_hash, MIN(id) AS first_id FROM card_stock GROUP BY code_hash HAVING COUNT(*) > 1) d
     ON c.code_hash = d.code_hash AND c.id > d.first_id
 SET c.pool_duplicate = TRUE;
+--bun:split
 
 ALTER TABLE card_stock ADD COLUMN IF NOT EXISTS pool_hash BINARY(32) AS (IF(pool_duplicate, NULL, code_hash)) STORED;
+--bun:split
 
 ALTER TABLE card_stock ADD UNIQUE KEY IF NOT EXISTS uk_pool_code (pool_hash);
+--bun:split
 
 -- The additional data a row's code_cipher was sealed with (see mysqlstore.Keyring): 1 = the
 -- product id (rows written before this migration, or by the previous version during a rolling

@@ -14,9 +14,12 @@
 ALTER TABLE payment_notifications
     ADD COLUMN IF NOT EXISTS count          BIGINT      NOT NULL DEFAULT 1,
     ADD COLUMN IF NOT EXISTS refused_window DATETIME(6) NULL DEFAULT NULL;
+--bun:split
 
 ALTER TABLE payment_notifications ADD UNIQUE KEY IF NOT EXISTS uk_refused (provider, remote, refused_window);
+--bun:split
 
 ALTER TABLE payment_notifications ADD KEY IF NOT EXISTS idx_verified_received (verified, received_at);
+--bun:split
 
 ALTER TABLE payment_notifications ADD KEY IF NOT EXISTS idx_verified_id (verified, id);

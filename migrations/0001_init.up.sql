@@ -16,6 +16,7 @@ CREATE TABLE IF NOT EXISTS products (
     created_at    DATETIME(6)  NOT NULL,
     PRIMARY KEY (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+--bun:split
 
 -- The card pool: one row per code. The code is stored encrypted (AES-256-GCM, nonce ||
 -- ciphertext, additional data = product id) under the key named by key_id; code_hash is an
@@ -38,6 +39,7 @@ CREATE TABLE IF NOT EXISTS card_stock (
     KEY idx_alloc (product_id, status, id),
     KEY idx_order (order_no)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+--bun:split
 
 -- Orders. Every status change is a conditional UPDATE ... WHERE order_no=? AND status=?.
 -- idem_key is NULL for an order without a key, so such orders never collide in uk_buyer_idem.
@@ -63,6 +65,7 @@ CREATE TABLE IF NOT EXISTS orders (
     KEY idx_expiry (status, expires_at),
     KEY idx_product_status (product_id, status)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+--bun:split
 
 -- The append-only stock flow. order_no is the flow's reference: the order number, or the
 -- import batch id for stock-in. (order_no, change_type) is unique, which makes
@@ -80,6 +83,7 @@ CREATE TABLE IF NOT EXISTS stock_flow (
     KEY idx_product (product_id, created_at),
     UNIQUE KEY uk_ref_type (order_no, change_type)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+--bun:split
 
 -- The transactional outbox: written in the transaction that causes the side effect, relayed
 -- after commit. idx_unsent serves Pending (sent_at IS NULL ORDER BY id) and Backlog.

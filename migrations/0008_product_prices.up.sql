@@ -8,4 +8,5 @@
 -- stock_display is how the public catalogue shows the stock: 'exact' (the number) or
 -- 'level' (plenty / few / none).
 ALTER TABLE products ADD COLUMN IF NOT EXISTS price_tiers VARCHAR(1024) NOT NULL DEFAULT '[]' AFTER max_per_order;
+--bun:split
 ALTER TABLE products ADD COLUMN IF NOT EXISTS stock_display ENUM('exact','level') NOT NULL DEFAULT 'exact' AFTER price_tiers;
