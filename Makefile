@@ -38,8 +38,9 @@ migrate: ## apply the MySQL schema to CARDSHOP_MYSQL_DSN (default: root@127.0.0.
 	$(GO) run ./cmd/cardshop migrate
 
 .PHONY: build
-build: ## build bin/cardshop
+build: ## build bin/cardshop (the service) and bin/cardshopctl (the operators' command line)
 	$(GO) build -o bin/cardshop ./cmd/cardshop
+	$(GO) build -o bin/cardshopctl ./cmd/cardshopctl
 
 .PHONY: services
 services: ## (re)start MariaDB, Redis, RabbitMQ and a 3-node Redis Cluster if they are down

@@ -29,9 +29,9 @@ type Config struct {
 	Adapters       string        // CARDSHOP_ADAPTERS: memory | real
 	HTTPAddr       string        // CARDSHOP_HTTP_ADDR
 	PprofAddr      string        // CARDSHOP_PPROF_ADDR: net/http/pprof on this address when set
-	AdminToken     Secret        // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars; real adapters: >= 32, not published)
-	PaymentSecret  Secret        // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
-	TokenSecret    Secret        // CARDSHOP_TOKEN_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
+	AdminToken     domain.Secret // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars; real adapters: >= 32, not published)
+	PaymentSecret  domain.Secret // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
+	TokenSecret    domain.Secret // CARDSHOP_TOKEN_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
 	OrderTimeout   time.Duration // CARDSHOP_ORDER_TIMEOUT
 	IdempotencyTTL time.Duration // CARDSHOP_IDEMPOTENCY_TTL
 	BuyerCap       int64         // CARDSHOP_BUYER_CAP: units per buyer, product and order timeout; 0 = no limit
@@ -79,9 +79,9 @@ type Config struct {
 	// AMQPUnconfirmed is CARDSHOP_AMQP_UNCONFIRMED_CLOSES: how many placed orders may be
 	// answered before the message that schedules their close is confirmed (0: none).
 	AMQPUnconfirmed int
-	Migrate         bool   // CARDSHOP_MIGRATE: apply migrations at start
-	CodeKeys        Secret // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
-	CodeHash        Secret // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
+	Migrate         bool          // CARDSHOP_MIGRATE: apply migrations at start
+	CodeKeys        domain.Secret // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
+	CodeHash        domain.Secret // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
 
 	// LedgerBatch is CARDSHOP_LEDGER_BATCH: write concurrent placed orders in shared
 	// transactions (group commit); LedgerBatchWait (CARDSHOP_LEDGER_BATCH_WAIT) is how long a
@@ -98,7 +98,7 @@ type Config struct {
 	RateWindow   time.Duration // CARDSHOP_RATE_WINDOW: the window of both rate limits
 
 	WebhookURL        string        // CARDSHOP_WEBHOOK_URL: the storefront's endpoint for delivery events; empty = none
-	WebhookSecret     Secret        // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
+	WebhookSecret     domain.Secret // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
 	WebhookTimeout    time.Duration // CARDSHOP_WEBHOOK_TIMEOUT: one attempt
 	WebhookMaxBackoff time.Duration // CARDSHOP_WEBHOOK_MAX_BACKOFF: longest wait between two attempts
 
@@ -108,33 +108,33 @@ type Config struct {
 	PaymentCloseGrace time.Duration   // CARDSHOP_PAYMENT_CLOSE_GRACE: how long a close waits for an unreachable provider
 	DevPayments       bool            // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
 	DevPaymentsReal   bool            // CARDSHOP_DEV_PAYMENTS_ALLOW_REAL: allow the dev provider with the real adapters
-	StripeKey         Secret          // CARDSHOP_STRIPE_SECRET_KEY: enables Stripe
-	StripeWebhook     Secret          // CARDSHOP_STRIPE_WEBHOOK_SECRETS: whsec_… signing secret(s), comma-separated
+	StripeKey         domain.Secret   // CARDSHOP_STRIPE_SECRET_KEY: enables Stripe
+	StripeWebhook     domain.Secret   // CARDSHOP_STRIPE_WEBHOOK_SECRETS: whsec_… signing secret(s), comma-separated
 	StripeAPIURL      string          // CARDSHOP_STRIPE_API_URL
 	EpayURL           string          // CARDSHOP_EPAY_URL: the epay gateway's base URL; enables epay
 	EpayPID           string          // CARDSHOP_EPAY_PID: merchant id
-	EpayKey           Secret          // CARDSHOP_EPAY_KEY: merchant key
+	EpayKey           domain.Secret   // CARDSHOP_EPAY_KEY: merchant key
 	EpaySign          string          // CARDSHOP_EPAY_SIGN: append | ampkey
 	EpayType          string          // CARDSHOP_EPAY_TYPE: alipay | wxpay | qqpay | …
 	EpayMode          string          // CARDSHOP_EPAY_MODE: redirect | api
 	EpayRefunds       bool            // CARDSHOP_EPAY_REFUNDS: the gateway offers api.php?act=refund
 
-	AlipayURL        string // CARDSHOP_ALIPAY_URL: Alipay's gateway.do
-	AlipayAppID      string // CARDSHOP_ALIPAY_APP_ID: enables Alipay
-	AlipaySellerID   string // CARDSHOP_ALIPAY_SELLER_ID: checked in notifications when set
-	AlipayPrivateKey Secret // CARDSHOP_ALIPAY_PRIVATE_KEY: the app's RSA private key (PEM, or a file holding it)
-	AlipayPublicKey  string // CARDSHOP_ALIPAY_PUBLIC_KEY: Alipay's public key (PEM, or a file holding it)
-	AlipayMethod     string // CARDSHOP_ALIPAY_METHOD: precreate | page | wap
+	AlipayURL        string        // CARDSHOP_ALIPAY_URL: Alipay's gateway.do
+	AlipayAppID      string        // CARDSHOP_ALIPAY_APP_ID: enables Alipay
+	AlipaySellerID   string        // CARDSHOP_ALIPAY_SELLER_ID: checked in notifications when set
+	AlipayPrivateKey domain.Secret // CARDSHOP_ALIPAY_PRIVATE_KEY: the app's RSA private key (PEM, or a file holding it)
+	AlipayPublicKey  string        // CARDSHOP_ALIPAY_PUBLIC_KEY: Alipay's public key (PEM, or a file holding it)
+	AlipayMethod     string        // CARDSHOP_ALIPAY_METHOD: precreate | page | wap
 
-	WechatURL         string // CARDSHOP_WECHAT_URL: WeChat Pay's API
-	WechatMchID       string // CARDSHOP_WECHAT_MCHID: enables WeChat Pay
-	WechatAppID       string // CARDSHOP_WECHAT_APPID
-	WechatSerial      string // CARDSHOP_WECHAT_SERIAL: the merchant certificate's serial number
-	WechatPrivateKey  Secret // CARDSHOP_WECHAT_PRIVATE_KEY: the merchant's private key (PEM, or a file holding it)
-	WechatAPIv3Key    Secret // CARDSHOP_WECHAT_APIV3_KEY: 32 bytes, decrypts notifications
-	WechatPlatformPEM string // CARDSHOP_WECHAT_PLATFORM_CERTS: WeChat Pay platform certificate(s) (PEM, or a file)
-	WechatPubKeyID    string // CARDSHOP_WECHAT_PUBLIC_KEY_ID: PUB_KEY_ID_… of WeChat Pay's public key
-	WechatPubKeyPEM   string // CARDSHOP_WECHAT_PUBLIC_KEY: WeChat Pay's public key (PEM, or a file)
+	WechatURL         string        // CARDSHOP_WECHAT_URL: WeChat Pay's API
+	WechatMchID       string        // CARDSHOP_WECHAT_MCHID: enables WeChat Pay
+	WechatAppID       string        // CARDSHOP_WECHAT_APPID
+	WechatSerial      string        // CARDSHOP_WECHAT_SERIAL: the merchant certificate's serial number
+	WechatPrivateKey  domain.Secret // CARDSHOP_WECHAT_PRIVATE_KEY: the merchant's private key (PEM, or a file holding it)
+	WechatAPIv3Key    domain.Secret // CARDSHOP_WECHAT_APIV3_KEY: 32 bytes, decrypts notifications
+	WechatPlatformPEM string        // CARDSHOP_WECHAT_PLATFORM_CERTS: WeChat Pay platform certificate(s) (PEM, or a file)
+	WechatPubKeyID    string        // CARDSHOP_WECHAT_PUBLIC_KEY_ID: PUB_KEY_ID_… of WeChat Pay's public key
+	WechatPubKeyPEM   string        // CARDSHOP_WECHAT_PUBLIC_KEY: WeChat Pay's public key (PEM, or a file)
 }
 
 // maxWebhookTimeout bounds CARDSHOP_WEBHOOK_TIMEOUT: an attempt must end before the relay's
@@ -460,8 +460,8 @@ func stringVar(p *string, name, def string) setting {
 }
 
 // secretVar reads a secret; a secret has no default.
-func secretVar(p *Secret, name string) setting {
-	return setting{name, "", func(v string) error { *p = Secret(v); return nil }}
+func secretVar(p *domain.Secret, name string) setting {
+	return setting{name, "", func(v string) error { *p = domain.Secret(v); return nil }}
 }
 
 func connVar(p *ConnString, name, def string) setting {
@@ -521,7 +521,7 @@ func LoadConfig(environ []string) (Config, error) {
 			return Config{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	for name, v := range map[string]Secret{"CARDSHOP_ADMIN_TOKEN": c.AdminToken,
+	for name, v := range map[string]domain.Secret{"CARDSHOP_ADMIN_TOKEN": c.AdminToken,
 		"CARDSHOP_PAYMENT_SECRET": c.PaymentSecret, "CARDSHOP_TOKEN_SECRET": c.TokenSecret} {
 		if len(v) < 16 {
 			return Config{}, fmt.Errorf("%s must be set to at least 16 characters (the service refuses to run with guessable secrets); run \"cardshop secrets\" to generate fresh values", name)

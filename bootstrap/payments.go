@@ -63,7 +63,7 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_EPAY_MODE: %w", err)
 		}
-		g, err := epay.New(epay.Config{GatewayURL: cfg.EpayURL, PID: cfg.EpayPID, Key: epay.Key(cfg.EpayKey.Reveal()),
+		g, err := epay.New(epay.Config{GatewayURL: cfg.EpayURL, PID: cfg.EpayPID, Key: cfg.EpayKey,
 			Variant: variant, Type: cfg.EpayType, Mode: mode, Refunds: cfg.EpayRefunds, HTTPClient: providerClient()})
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_EPAY_*: %w", err)
@@ -84,7 +84,7 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 			return out, fmt.Errorf("CARDSHOP_ALIPAY_PUBLIC_KEY: %w", err)
 		}
 		g, err := alipay.New(alipay.Config{GatewayURL: cfg.AlipayURL, AppID: cfg.AlipayAppID, SellerID: cfg.AlipaySellerID,
-			PrivateKey: alipay.PrivateKey(priv), AlipayPublicKey: pub, Method: method, HTTPClient: providerClient(), Clock: clock})
+			PrivateKey: domain.Secret(priv), AlipayPublicKey: pub, Method: method, HTTPClient: providerClient(), Clock: clock})
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_ALIPAY_*: %w", err)
 		}

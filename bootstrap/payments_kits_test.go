@@ -437,7 +437,7 @@ func (k epayKit) payThenStale(no string) (delivered, []func() delivered) {
 }
 
 func (k epayKit) foreignPay(no string) delivered {
-	gw, err := epay.New(epay.Config{GatewayURL: k.sim.URL(), PID: k.sim.PID(), Key: epay.Key(k.sim.Key()), Mode: epay.ModeAPI})
+	gw, err := epay.New(epay.Config{GatewayURL: k.sim.URL(), PID: k.sim.PID(), Key: domain.Secret(k.sim.Key()), Mode: epay.ModeAPI})
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
@@ -633,7 +633,7 @@ func (k alipayKit) payThenStale(no string) (delivered, []func() delivered) {
 // gateway is an Alipay gateway of the shop's application, outside the shop.
 func (k alipayKit) gateway() *alipay.Gateway {
 	gw, err := alipay.New(alipay.Config{GatewayURL: k.sim.URL(), AppID: k.sim.AppID(), SellerID: k.sim.SellerID(),
-		PrivateKey: alipay.PrivateKey(privateKeyPEM(testPayKeys().alipayApp)), AlipayPublicKey: k.sim.PublicKeyPEM(),
+		PrivateKey: domain.Secret(privateKeyPEM(testPayKeys().alipayApp)), AlipayPublicKey: k.sim.PublicKeyPEM(),
 		Method: alipay.MethodPrecreate})
 	if err != nil {
 		k.e.t.Fatal(err)

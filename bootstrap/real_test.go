@@ -19,6 +19,7 @@ import (
 	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/porttest"
 	"cardshop/bootstrap"
+	"cardshop/domain"
 )
 
 // realService starts the whole service on Redis, MariaDB and RabbitMQ (its own database) and
@@ -65,7 +66,7 @@ func realConfigIn(t *testing.T, orderTimeout time.Duration, database string) (bo
 	keys, hashKey := mysqlstore.GenerateKeyring()
 	cfg.Adapters, cfg.HTTPAddr, cfg.MySQLDSN, cfg.RedisAddrs = bootstrap.AdaptersReal, freeAddr(t), bootstrap.ConnString(dsn), []string{porttest.RedisAddr}
 	cfg.AMQPPrefix = "cardshop-e2e"
-	cfg.AMQPURL, cfg.Migrate, cfg.CodeKeys, cfg.CodeHash = bootstrap.ConnString(porttest.AMQPURL), true, bootstrap.Secret(keys), bootstrap.Secret(hashKey)
+	cfg.AMQPURL, cfg.Migrate, cfg.CodeKeys, cfg.CodeHash = bootstrap.ConnString(porttest.AMQPURL), true, domain.Secret(keys), domain.Secret(hashKey)
 	cfg.OrderTimeout, cfg.SweepInterval, cfg.RelayInterval = orderTimeout, 500*time.Millisecond, 200*time.Millisecond
 	// No stock watch: the database is shared by the suites, and a watch would record events for
 	// their products in the outbox the suites count (stock_events_real_test turns it on).

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+
+	"cardshop/domain"
 )
 
 // MinRealSecretLength is the shortest admin token, payment secret, token secret and webhook
@@ -58,7 +60,7 @@ const (
 // namedSecret is one secret of the configuration and how it is judged.
 type namedSecret struct {
 	name  string
-	value Secret
+	value domain.Secret
 	kind  secretKind
 }
 

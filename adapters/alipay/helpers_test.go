@@ -83,7 +83,7 @@ func newSim(t *testing.T, mutate func(*alipaysim.Config)) *alipaysim.Sim {
 func config(t testing.TB, sim *alipaysim.Sim, method alipay.Method) alipay.Config {
 	mk, _ := keys(t)
 	return alipay.Config{GatewayURL: sim.URL(), AppID: sim.AppID(), SellerID: sim.SellerID(),
-		PrivateKey: alipay.PrivateKey(pkcs8PEM(mk)), AlipayPublicKey: sim.PublicKeyPEM(), Method: method}
+		PrivateKey: domain.Secret(pkcs8PEM(mk)), AlipayPublicKey: sim.PublicKeyPEM(), Method: method}
 }
 
 func newGateway(t *testing.T, sim *alipaysim.Sim, method alipay.Method, mutate func(*alipay.Config)) *alipay.Gateway {

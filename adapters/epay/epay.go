@@ -66,7 +66,7 @@ type Config struct {
 	// PID is the merchant id.
 	PID string
 	// Key is the merchant KEY.
-	Key Key
+	Key domain.Secret
 	// Variant is how the KEY joins the signed string (SignAppend unless the gateway says otherwise).
 	Variant SignVariant
 	// Type is the payment method: alipay (when empty), wxpay, qqpay, …
@@ -88,7 +88,7 @@ type Gateway struct {
 	name    domain.Provider
 	base    string // without the trailing slash
 	pid     string
-	key     Key
+	key     domain.Secret
 	variant SignVariant
 	typ     string
 	mode    Mode
@@ -127,7 +127,7 @@ func New(cfg Config) (*Gateway, error) {
 	if len(cfg.Key) < MinKeyLength {
 		return nil, fmt.Errorf("epay merchant key must be at least %d characters", MinKeyLength)
 	}
-	if strings.TrimSpace(string(cfg.Key)) != string(cfg.Key) || strings.ContainsAny(string(cfg.Key), "\r\n\t") {
+	if strings.TrimSpace(cfg.Key.Reveal()) != cfg.Key.Reveal() || strings.ContainsAny(cfg.Key.Reveal(), "\r\n\t") {
 		return nil, errors.New("epay merchant key has white space: a copy-paste error")
 	}
 	if cfg.Variant != SignAppend && cfg.Variant != SignAmpKey {

@@ -16,7 +16,7 @@ import (
 	"cardshop/domain"
 )
 
-const fuzzKey = epay.Key("fuzz0123456789abcdef0123456789ab")
+const fuzzKey = domain.Secret("fuzz0123456789abcdef0123456789ab")
 
 func fuzzGateway(f *testing.F) *epay.Gateway {
 	g, err := epay.New(epay.Config{GatewayURL: "https://pay.example.com/", PID: "1001", Key: fuzzKey})

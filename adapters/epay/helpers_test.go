@@ -29,7 +29,7 @@ func newSim(t *testing.T, cfg epaysim.Config) *epaysim.Sim {
 
 func newGateway(t *testing.T, sim *epaysim.Sim, mutate func(*epay.Config)) *epay.Gateway {
 	t.Helper()
-	cfg := epay.Config{GatewayURL: sim.URL() + "/", PID: sim.PID(), Key: epay.Key(sim.Key())}
+	cfg := epay.Config{GatewayURL: sim.URL() + "/", PID: sim.PID(), Key: domain.Secret(sim.Key())}
 	if mutate != nil {
 		mutate(&cfg)
 	}

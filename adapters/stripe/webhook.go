@@ -121,8 +121,8 @@ func digits(s string) bool {
 }
 
 // sign is the v1 signature of body at t under one endpoint secret.
-func sign(whsec secret, t int64, body []byte) []byte {
-	m := hmac.New(sha256.New, []byte(whsec))
+func sign(whsec domain.Secret, t int64, body []byte) []byte {
+	m := hmac.New(sha256.New, []byte(whsec.Reveal()))
 	m.Write([]byte(strconv.FormatInt(t, 10)))
 	m.Write([]byte{'.'})
 	m.Write(body)

@@ -41,7 +41,7 @@ type Gateway struct {
 	base         *url.URL
 	mchid        string
 	appid        string
-	v3key        secret
+	v3key        domain.Secret
 	creds        *credentials.WechatPayCredentials
 	keys         map[string]auth.Verifier // by Wechatpay-Serial: certificate serials and the public key id
 	acceptSerial string                   // the Wechatpay-Serial of every request: the key answers are verified with

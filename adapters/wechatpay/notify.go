@@ -115,7 +115,7 @@ func (g *Gateway) open(r Resource, want string) ([]byte, error) {
 	if r.OriginalType != "" && r.OriginalType != want {
 		return nil, domain.Invalid("resource.original_type", "not "+want)
 	}
-	plain, err := Decrypt(string(g.v3key), r.Nonce, r.AssociatedData, r.Ciphertext)
+	plain, err := Decrypt(g.v3key.Reveal(), r.Nonce, r.AssociatedData, r.Ciphertext)
 	if err != nil {
 		return nil, domain.Invalid("resource", err.Error())
 	}

@@ -1,4 +1,4 @@
-package bootstrap
+package adminctl
 
 import (
 	"bufio"
@@ -25,7 +25,7 @@ func codesVoid(args []string, stdout, stderr io.Writer) error {
 	file := fs.String("file", "", "file of codes, one per line, or - for standard input (required)")
 	reason := fs.String("reason", "", "why (required, at most 500 characters; recorded in the audit log)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: cardshop codes-void -product ID -file FILE|- -reason TEXT [-url URL]
+		fmt.Fprintf(stderr, `Usage: cardshopctl codes-void -product ID -file FILE|- -reason TEXT [-url URL]
 
 Takes the file's codes out of a frozen product's pool for good (a leaked batch), through the
 admin API (POST /admin/products/ID/codes/void; an admin's token in CARDSHOP_ADMIN_TOKEN).

@@ -1,4 +1,4 @@
-package bootstrap
+package adminctl
 
 import (
 	"context"
@@ -55,7 +55,7 @@ fulfilment, buyer tokens, an order's codes); admin also refunds, repairs the gat
 operators. A name is 1 to 64 of a-z, 0-9, '-' and '_', starting with a letter.
 `
 
-const whoamiUsage = `Usage: cardshop whoami [-url URL]
+const whoamiUsage = `Usage: cardshopctl whoami [-url URL]
 
 Prints who CARDSHOP_ADMIN_TOKEN calls the admin API as (GET /admin/whoami), "name: N" and
 "role: R": an operator's name and role for an operator's token (<name>.<secret>), or
@@ -63,7 +63,7 @@ Prints who CARDSHOP_ADMIN_TOKEN calls the admin API as (GET /admin/whoami), "nam
 
 `
 
-const operatorAddUsage = `Usage: cardshop operator-add -name N -role viewer|operator|admin [-url URL]
+const operatorAddUsage = `Usage: cardshopctl operator-add -name N -role viewer|operator|admin [-url URL]
 
 Adds an operator through the admin API (POST /admin/operators; an admin's token in
 CARDSHOP_ADMIN_TOKEN: the shared admin token makes the first one). Prints the operator, one
@@ -73,7 +73,7 @@ The operator uses it as its CARDSHOP_ADMIN_TOKEN.
 
 ` + rolesHelp + "\n"
 
-const operatorListUsage = `Usage: cardshop operator-list [-url URL]
+const operatorListUsage = `Usage: cardshopctl operator-list [-url URL]
 
 Lists the operators by name (GET /admin/operators; an admin's token in
 CARDSHOP_ADMIN_TOKEN): name, role, when it was created and when its token was last
@@ -81,14 +81,14 @@ replaced, in RFC 3339 UTC. Tokens are never shown.
 
 `
 
-const operatorRoleUsage = `Usage: cardshop operator-role -name N -role viewer|operator|admin [-url URL]
+const operatorRoleUsage = `Usage: cardshopctl operator-role -name N -role viewer|operator|admin [-url URL]
 
 Changes an operator's role (PATCH /admin/operators/N; an admin's token in
 CARDSHOP_ADMIN_TOKEN) from its next request on, and prints the operator.
 
 ` + rolesHelp + "\n"
 
-const operatorRotateUsage = `Usage: cardshop operator-rotate -name N [-url URL]
+const operatorRotateUsage = `Usage: cardshopctl operator-rotate -name N [-url URL]
 
 Gives an operator a new token (POST /admin/operators/N/rotate; an admin's token in
 CARDSHOP_ADMIN_TOKEN): the old one stops working at once. Prints the operator, then the
@@ -96,14 +96,14 @@ new token on the last line, alone: it is shown this once, so keep it now.
 
 `
 
-const operatorRemoveUsage = `Usage: cardshop operator-remove -name N [-url URL]
+const operatorRemoveUsage = `Usage: cardshopctl operator-remove -name N [-url URL]
 
 Removes an operator (DELETE /admin/operators/N; an admin's token in
 CARDSHOP_ADMIN_TOKEN): its token stops working at once. Its entries stay in the audit log.
 
 `
 
-const auditUsage = `Usage: cardshop audit [-url URL] [-operator N] [-action A] [-since DURATION|RFC3339]
+const auditUsage = `Usage: cardshopctl audit [-url URL] [-operator N] [-action A] [-since DURATION|RFC3339]
          [-until RFC3339] [-limit N] [-all]
 
 Prints the audit log of writes through the admin API (GET /admin/audit; any role's token in

@@ -1,4 +1,4 @@
-package bootstrap
+package adminctl
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"cardshop/adapters/adminclient"
 )
 
-const ordersUsage = `Usage: cardshop orders [-url URL] [-buyer B] [-product ID] [-status S[,S…]]
+const ordersUsage = `Usage: cardshopctl orders [-url URL] [-buyer B] [-product ID] [-status S[,S…]]
          [-from DURATION|RFC3339] [-to RFC3339] [-limit N] [-all]
 
 Searches the orders through the admin API (GET /admin/orders; any role's token in

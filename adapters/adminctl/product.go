@@ -1,4 +1,4 @@
-package bootstrap
+package adminctl
 
 import (
 	"context"
@@ -64,7 +64,7 @@ bad usage (a required flag missing, a value that does not parse, a stray argumen
 Flags:
 `
 
-const productCreateUsage = `Usage: cardshop product-create [-url URL] -name N -price MINOR -max-per-order N [-id ID]
+const productCreateUsage = `Usage: cardshopctl product-create [-url URL] -name N -price MINOR -max-per-order N [-id ID]
          [-tiers "10:900,20:800"] [-stock-display exact|level] [-starts-at RFC3339]
          [-ends-at RFC3339] [-buyer-limit N] [-refund-releases-limit] [-low-stock-threshold N]
 
@@ -73,7 +73,7 @@ CARDSHOP_ADMIN_TOKEN). Without -id the service chooses the id. A flag not given 
 service's default: no tiers, exact stock, always on sale, no limit, no low-stock event.
 `
 
-const productUpdateUsage = `Usage: cardshop product-update -product ID [-url URL] [-name N] [-price MINOR]
+const productUpdateUsage = `Usage: cardshopctl product-update -product ID [-url URL] [-name N] [-price MINOR]
          [-max-per-order N] [-tiers "10:900,20:800" | -tiers ""] [-stock-display exact|level]
          [-starts-at RFC3339 | -starts-at ""] [-ends-at RFC3339 | -ends-at ""] [-buyer-limit N]
          [-refund-releases-limit[=false]] [-low-stock-threshold N]
@@ -293,7 +293,7 @@ func productShow(args []string, stdout, stderr io.Writer) error {
 	base := fs.String("url", "http://127.0.0.1:8080", "base URL of the service")
 	id := fs.Int64("product", 0, "product id (required)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: cardshop product-show -product ID [-url URL]
+		fmt.Fprint(stderr, `Usage: cardshopctl product-show -product ID [-url URL]
 
 Prints a product as the admin API has it (GET /admin/products/ID; admin token from
 CARDSHOP_ADMIN_TOKEN), one "field: value" per line, times in RFC 3339 UTC, "none" for an

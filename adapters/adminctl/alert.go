@@ -1,4 +1,4 @@
-package bootstrap
+package adminctl
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"cardshop/adapters/adminclient"
 )
 
-const alertsUsage = `Usage: cardshop alerts [-url URL] [-all] [-kind K] [-product ID] [-limit N]
+const alertsUsage = `Usage: cardshopctl alerts [-url URL] [-all] [-kind K] [-product ID] [-limit N]
 
 Prints the alert log through the admin API (GET /admin/alerts; any role's token in
 CARDSHOP_ADMIN_TOKEN), newest first, one alert a line:
@@ -28,7 +28,7 @@ than adding a line. Without -all only the open alerts are printed, the newest pa
 
 `
 
-const alertAckUsage = `Usage: cardshop alert-ack [-url URL] ID [-note TEXT]
+const alertAckUsage = `Usage: cardshopctl alert-ack [-url URL] ID [-note TEXT]
 
 Acknowledges the open alert ID (POST /admin/alerts/{id}/ack; an operator's or an admin's
 token in CARDSHOP_ADMIN_TOKEN), with an optional note of at most 500 characters, and prints
