@@ -25,13 +25,13 @@ import (
 	"go.uber.org/fx"
 
 	"cardshop/adapters/adminclient"
-	"cardshop/adapters/alipay/alipaysim"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/alipaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
+	"cardshop/adapters/lab/paysim/stripesim"
+	"cardshop/adapters/lab/paysim/wechatsim"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/porttest"
-	"cardshop/adapters/stripe/stripesim"
-	"cardshop/adapters/wechatpay/wechatsim"
 	"cardshop/bootstrap"
 	"cardshop/domain"
 )

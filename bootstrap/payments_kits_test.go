@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"cardshop/adapters/alipay"
-	"cardshop/adapters/alipay/alipaysim"
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/alipaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
+	"cardshop/adapters/lab/paysim/stripesim"
+	"cardshop/adapters/lab/paysim/wechatsim"
 	"cardshop/adapters/stripe"
-	"cardshop/adapters/stripe/stripesim"
 	"cardshop/adapters/wechatpay"
-	"cardshop/adapters/wechatpay/wechatsim"
 	"cardshop/domain"
 )
 

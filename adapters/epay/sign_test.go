@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
 )
 
 // The vectors were computed outside this code (printf '%s' "<string>" | md5sum) or published

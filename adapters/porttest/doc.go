@@ -11,8 +11,8 @@
 // under its hold) use windows of about a second and let them pass as WithElapse says: a fake
 // clock advances, a real gate sleeps.
 //
-// Beside the suites it holds what the adapters' tests and the load check share: the TCP proxy
-// that injects faults (Proxy) and a process's CPU time from /proc (ProcCPU).
+// It holds contract suites only: the load check's tools (the TCP fault proxy, a process's CPU
+// time) are in adapters/lab.
 //
 // It imports only the domain package and the standard library (including testing).
 package porttest

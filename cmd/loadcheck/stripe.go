@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"cardshop/adapters/stripe/stripesim"
+	"cardshop/adapters/lab/paysim/stripesim"
 )
 
 // stripeEnv is the Stripe simulator every instance this load check starts is configured with

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"cardshop/adapters/alipay/alipaysim"
+	"cardshop/adapters/lab/paysim/alipaysim"
 )
 
 var (

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
 )
 
 func newSim(t *testing.T, cfg epaysim.Config) *epaysim.Sim {

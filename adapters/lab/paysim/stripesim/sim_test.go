@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/stripesim"
 	"cardshop/adapters/memory"
-	"cardshop/adapters/stripe/stripesim"
 )
 
 var start = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
