@@ -16,6 +16,7 @@ import (
 	"cardshop/adapters/alipay"
 	"cardshop/adapters/epay"
 	"cardshop/adapters/lab/paysim/alipaysim"
+	"cardshop/adapters/lab/paysim/courier"
 	"cardshop/adapters/lab/paysim/epaysim"
 	"cardshop/adapters/lab/paysim/stripesim"
 	"cardshop/adapters/lab/paysim/wechatsim"
@@ -29,6 +30,27 @@ type delivered struct {
 	status int
 	body   string
 	err    error
+}
+
+// deliveredOf is the last of a simulator's attempts at a notification.
+func deliveredOf[N any](ds ...courier.Delivery[N]) delivered {
+	if len(ds) == 0 {
+		return delivered{err: errors.New("the simulator delivered nothing")}
+	}
+	d := ds[len(ds)-1]
+	return delivered{status: d.Status, body: string(d.Reply), err: d.Err}
+}
+
+// lastOf is the last attempt at a notification of order no among a simulator's deliveries.
+func lastOf[N any](t *testing.T, ds []courier.Delivery[N], no string, orderOf func(N) string) courier.Delivery[N] {
+	t.Helper()
+	for i := len(ds) - 1; i >= 0; i-- {
+		if orderOf(ds[i].Note) == no {
+			return ds[i]
+		}
+	}
+	t.Fatalf("no notification of %s", no)
+	return courier.Delivery[N]{}
 }
 
 // payKit is what a case does at a provider, through its simulator.
@@ -128,16 +150,12 @@ func (k stripeKit) reply(accepted bool) (int, string) {
 	return 400, `{"received":false}`
 }
 
-func stripeDelivered(d stripesim.Delivery) delivered {
-	return delivered{status: d.Status, body: string(d.Reply), err: d.Err}
-}
-
 func (k stripeKit) pay(no string) delivered {
 	d, err := k.sim.Pay(ctxOf(k.e.t), no)
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return stripeDelivered(d)
+	return deliveredOf(d)
 }
 
 // heldEvent has the buyer pay and returns the checkout.session.completed event, not sent.
@@ -150,7 +168,7 @@ func (k stripeKit) heldEvent(no string) stripesim.Event {
 	held := k.sim.Held()
 	for i := len(held) - 1; i >= 0; i-- {
 		if held[i].OrderNo == no {
-			return held[i]
+			return held[i].Event
 		}
 	}
 	k.e.t.Fatalf("no event held for %s", no)
@@ -158,7 +176,7 @@ func (k stripeKit) heldEvent(no string) stripesim.Event {
 }
 
 func (k stripeKit) deliver(ev stripesim.Event, f stripesim.Forgery) func() delivered {
-	return func() delivered { return stripeDelivered(k.sim.Deliver(ctxOf(k.e.t), ev, f)) }
+	return func() delivered { return deliveredOf(k.sim.Deliver(ctxOf(k.e.t), ev, f)) }
 }
 
 func (k stripeKit) held(no string) func() delivered {
@@ -174,7 +192,7 @@ func (k stripeKit) payThenStale(no string) (delivered, []func() delivered) {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	k.e.wantAccepted(k, stripeDelivered(d)) // completed, unpaid: nothing to do yet
+	k.e.wantAccepted(k, deliveredOf(d)) // completed, unpaid: nothing to do yet
 	failed, err := k.sim.AsyncFail(no)
 	if err != nil {
 		k.e.t.Fatal(err)
@@ -191,7 +209,7 @@ func (k stripeKit) payThenStale(no string) (delivered, []func() delivered) {
 	if bytes.Equal(expired.Body, failed.Body) || !bytes.Contains(expired.Body, []byte(`"status": "expired"`)) {
 		k.e.t.Fatalf("could not make an expired event of %s", failed.Body)
 	}
-	return stripeDelivered(d), []func() delivered{k.deliver(failed, stripesim.Genuine), k.deliver(expired, stripesim.Genuine)}
+	return deliveredOf(d), []func() delivered{k.deliver(failed, stripesim.Genuine), k.deliver(expired, stripesim.Genuine)}
 }
 
 func (k stripeKit) foreignPay(no string) delivered {
@@ -282,7 +300,7 @@ func (k stripeKit) settledThere(no string) bool {
 		expiredByAPI = expiredByAPI || r.Method == "POST" && r.Path == "/v1/checkout/sessions/"+s.ID+"/expire" && r.Status == 200
 	}
 	for _, d := range k.sim.Flush(ctxOf(k.e.t)) {
-		k.e.wantAccepted(k, stripeDelivered(d))
+		k.e.wantAccepted(k, deliveredOf(d))
 	}
 	return expiredByAPI
 }
@@ -340,14 +358,14 @@ func (k stripeKit) finishRefund(no, _ string) delivered {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return stripeDelivered(d)
+	return deliveredOf(d)
 }
 
 // refundNotices: the refund.created and charge.refunded events the refunds made.
 func (k stripeKit) refundNotices(string) []delivered {
 	var out []delivered
 	for _, d := range k.sim.Flush(ctxOf(k.e.t)) {
-		out = append(out, stripeDelivered(d))
+		out = append(out, deliveredOf(d))
 	}
 	return out
 }
@@ -371,26 +389,15 @@ func (k epayKit) reply(accepted bool) (int, string) {
 	return 200, "fail"
 }
 
-func epayDelivered(d epaysim.Delivery) delivered {
-	return delivered{status: d.Status, body: d.Body, err: d.Err}
-}
-
 func (k epayKit) last(no string) epaysim.Delivery {
-	ds := k.sim.Deliveries()
-	for i := len(ds) - 1; i >= 0; i-- {
-		if ds[i].OutTradeNo == no {
-			return ds[i]
-		}
-	}
-	k.e.t.Fatalf("no notification of %s", no)
-	return epaysim.Delivery{}
+	return lastOf(k.e.t, k.sim.Deliveries(), no, func(n epaysim.Note) string { return n.OutTradeNo })
 }
 
 func (k epayKit) pay(no string) delivered {
 	if err := k.sim.Pay(ctxOf(k.e.t), no); err != nil && !errors.Is(err, epaysim.ErrNotAcknowledged) {
 		k.e.t.Fatal(err)
 	}
-	return epayDelivered(k.last(no))
+	return deliveredOf(k.last(no))
 }
 
 // payHeld has the buyer pay with the notification queued, and returns it.
@@ -406,11 +413,11 @@ func (k epayKit) payHeld(no string) epaysim.Delivery {
 // resendOf is the gateway's re-notify of the paid order.
 func (k epayKit) resendOf(no string) func() delivered {
 	return func() delivered {
-		d, err := k.sim.Resend(ctxOf(k.e.t), no)
+		d, err := k.sim.Renotify(ctxOf(k.e.t), no)
 		if err != nil {
 			return delivered{err: err}
 		}
-		return epayDelivered(d)
+		return deliveredOf(d)
 	}
 }
 
@@ -430,7 +437,7 @@ func (k epayKit) payThenStale(no string) (delivered, []func() delivered) {
 			if err != nil {
 				return delivered{err: err}
 			}
-			return epayDelivered(d)
+			return deliveredOf(d)
 		})
 	}
 	return paid, stale
@@ -453,7 +460,7 @@ func (k epayKit) foreignPay(no string) delivered {
 
 func (k epayKit) tamperedAmount(no string) (delivered, func() delivered) {
 	params := url.Values{}
-	for key, vs := range k.payHeld(no).Params {
+	for key, vs := range k.payHeld(no).Note.Params {
 		params[key] = append([]string(nil), vs...)
 	}
 	params.Set("money", "20.01")
@@ -462,7 +469,7 @@ func (k epayKit) tamperedAmount(no string) (delivered, func() delivered) {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return epayDelivered(d), k.resendOf(no)
+	return deliveredOf(d), k.resendOf(no)
 }
 
 // forgeries: epay's notifications carry no timestamp, so there is no stale one to forge.
@@ -473,7 +480,7 @@ func (k epayKit) forgeries(no string) ([]delivered, func() delivered) {
 		if err != nil {
 			k.e.t.Fatal(err)
 		}
-		out = append(out, epayDelivered(d))
+		out = append(out, deliveredOf(d))
 	}
 	return out, func() delivered { return k.pay(no) }
 }
@@ -495,7 +502,7 @@ func (k epayKit) created(no string) int {
 func (k epayKit) payDropped(no string) {
 	k.sim.Retry(false)
 	defer k.sim.Retry(true)
-	k.sim.DropNext(1)
+	k.sim.Drop(1)
 	if err := k.sim.Pay(ctxOf(k.e.t), no); !errors.Is(err, epaysim.ErrNotAcknowledged) || !k.last(no).Dropped {
 		k.e.t.Fatalf("pay with the notification dropped: %v", err)
 	}
@@ -573,19 +580,8 @@ func (k alipayKit) reply(accepted bool) (int, string) {
 	return 200, "failure"
 }
 
-func alipayDelivered(d alipaysim.Delivery) delivered {
-	return delivered{status: d.Status, body: d.Body, err: d.Err}
-}
-
 func (k alipayKit) last(no string) alipaysim.Delivery {
-	ds := k.sim.Deliveries()
-	for i := len(ds) - 1; i >= 0; i-- {
-		if ds[i].OutTradeNo == no {
-			return ds[i]
-		}
-	}
-	k.e.t.Fatalf("no notification of %s", no)
-	return alipaysim.Delivery{}
+	return lastOf(k.e.t, k.sim.Deliveries(), no, func(n alipaysim.Note) string { return n.OutTradeNo })
 }
 
 // pay: the buyer scans the code and pays; TRADE_SUCCESS is sent once.
@@ -593,17 +589,17 @@ func (k alipayKit) pay(no string) delivered {
 	if err := k.sim.Pay(ctxOf(k.e.t), no); err != nil && !errors.Is(err, alipaysim.ErrNotAcknowledged) {
 		k.e.t.Fatal(err)
 	}
-	return alipayDelivered(k.last(no))
+	return deliveredOf(k.last(no))
 }
 
 // resendOf is Alipay's resend of the paid trade's notification (same notify_id).
 func (k alipayKit) resendOf(no string) func() delivered {
 	return func() delivered {
-		d, err := k.sim.Resend(ctxOf(k.e.t), no)
+		d, err := k.sim.Renotify(ctxOf(k.e.t), no)
 		if err != nil {
 			return delivered{err: err}
 		}
-		return alipayDelivered(d)
+		return deliveredOf(d)
 	}
 }
 
@@ -624,7 +620,7 @@ func (k alipayKit) payThenStale(no string) (delivered, []func() delivered) {
 			if err != nil {
 				return delivered{err: err}
 			}
-			return alipayDelivered(d)
+			return deliveredOf(d)
 		})
 	}
 	return paid, stale
@@ -654,7 +650,7 @@ func (k alipayKit) foreignPay(no string) delivered {
 func (k alipayKit) tamperedAmount(no string) (delivered, func() delivered) {
 	k.payDropped(no)
 	params := url.Values{}
-	for key, vs := range k.last(no).Params {
+	for key, vs := range k.last(no).Note.Params {
 		params[key] = append([]string(nil), vs...)
 	}
 	params.Set("total_amount", "20.01")
@@ -663,7 +659,7 @@ func (k alipayKit) tamperedAmount(no string) (delivered, func() delivered) {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return alipayDelivered(d), k.resendOf(no)
+	return deliveredOf(d), k.resendOf(no)
 }
 
 // otherMerchant: another app_id and another seller_id, genuinely signed by Alipay. Alipay's
@@ -675,7 +671,7 @@ func (k alipayKit) otherMerchant(no string) ([]delivered, func() delivered, stri
 		if err != nil {
 			k.e.t.Fatal(err)
 		}
-		out = append(out, alipayDelivered(d))
+		out = append(out, deliveredOf(d))
 	}
 	return out, func() delivered { return k.pay(no) }, ""
 }
@@ -690,7 +686,7 @@ func (k alipayKit) forgeries(no string) ([]delivered, func() delivered) {
 		if err != nil {
 			k.e.t.Fatal(err)
 		}
-		out = append(out, alipayDelivered(d))
+		out = append(out, deliveredOf(d))
 	}
 	return out, func() delivered { return k.pay(no) }
 }
@@ -712,7 +708,7 @@ func (k alipayKit) created(no string) int {
 }
 
 func (k alipayKit) payDropped(no string) {
-	k.sim.DropNext(1)
+	k.sim.Drop(1)
 	if err := k.sim.Pay(ctxOf(k.e.t), no); !errors.Is(err, alipaysim.ErrNotAcknowledged) || !k.last(no).Dropped {
 		k.e.t.Fatalf("pay with the notification dropped: %v", err)
 	}
@@ -773,7 +769,7 @@ func (k alipayKit) refundNotices(no string) []delivered {
 	if err := k.sim.NotifyRefund(ctxOf(k.e.t), no); err != nil && !errors.Is(err, alipaysim.ErrNotAcknowledged) {
 		k.e.t.Fatal(err)
 	}
-	return []delivered{alipayDelivered(k.last(no))}
+	return []delivered{deliveredOf(k.last(no))}
 }
 
 func (k alipayKit) payLate(no string) (func() delivered, string) {
@@ -797,17 +793,9 @@ func (k wechatKit) reply(accepted bool) (int, string) {
 	return 400, `{"code":"FAIL","message":"refused"}`
 }
 
-func wechatDelivered(ds []wechatsim.Delivery) delivered {
-	if len(ds) == 0 {
-		return delivered{err: errors.New("wechatsim delivered nothing")}
-	}
-	d := ds[len(ds)-1]
-	return delivered{status: d.Status, body: string(d.Reply), err: d.Err}
-}
-
 // deliver sends n, forged as f says.
 func (k wechatKit) deliver(n wechatsim.Notification, f wechatsim.Forgery) func() delivered {
-	return func() delivered { return wechatDelivered(k.sim.Deliver(ctxOf(k.e.t), n, f)) }
+	return func() delivered { return deliveredOf(k.sim.Deliver(ctxOf(k.e.t), n, f)...) }
 }
 
 // paid has the buyer pay; TRANSACTION.SUCCESS is made, not sent.
@@ -844,7 +832,7 @@ func (k wechatKit) pay(no string) delivered {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return wechatDelivered(ds)
+	return deliveredOf(ds...)
 }
 
 func (k wechatKit) held(no string) func() delivered { return k.deliver(k.paid(no), wechatsim.Genuine) }
@@ -1021,7 +1009,7 @@ func (k wechatKit) finishRefund(_, refundNo string) delivered {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return wechatDelivered(ds)
+	return deliveredOf(ds...)
 }
 
 // refundNotices: REFUND.SUCCESS of the refunds answered SUCCESS at once.

@@ -229,7 +229,7 @@ func (r *stripeRun) afterSettle(ctx context.Context, sim *stripesim.Server) Chec
 	}
 	var expiredEvents, expiredOK int
 	for _, dl := range sim.Flush(ctx) {
-		if mine[dl.OrderNo] && dl.Type == stripesim.EventExpired {
+		if mine[dl.Note.OrderNo] && dl.Note.Type == stripesim.EventExpired {
 			expiredEvents++
 			if dl.Accepted() {
 				expiredOK++
