@@ -1429,9 +1429,9 @@ func (e *payEnv) kit(provider string) payKit {
 	case "stripe":
 		return stripeKit{e: e, sim: e.stripe}
 	case "epay":
-		return epayKit{e: e, sim: e.epay}
+		return newEpayKit(e)
 	case "alipay":
-		return alipayKit{e: e, sim: e.alipay}
+		return newAlipayKit(e)
 	case "wechatpay":
 		return wechatKit{e: e, sim: e.wechat}
 	case "dev":
