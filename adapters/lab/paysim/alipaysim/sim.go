@@ -6,7 +6,7 @@
 // public key and signs every answer with its own RSA key pair (Alipay's), over the exact bytes
 // of the response object, as Alipay does. Pay sends the signed form notification to the
 // trade's notify_url by POST and resends until the answer is "success", a bounded number of
-// times; switches resend, reorder (hold and release reversed), delay, drop and forge
+// times; switches resend, reorder (hold, then release in any order), delay, drop and forge
 // notifications, take the gateway down, fail refunds with ACQ.SYSTEM_ERROR, refuse them, or
 // lose their answers after paying out. Every request it received and every notification it
 // sent is kept for assertions, and refunds that moved money are counted.
@@ -30,7 +30,7 @@
 //     "success", whatever the HTTP status. Resends of one notification keep its notify_id.
 //   - Request timestamps are not checked against the clock.
 //
-// It imports the standard library only.
+// It imports the standard library and the simulators' courier (adapters/lab/paysim/courier).
 package alipaysim
 
 import (

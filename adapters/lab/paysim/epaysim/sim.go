@@ -24,7 +24,7 @@
 // freezing a paid order (status 3) or releasing it (status 1). api.php?act=order answers the
 // status as upstream does: 0 unpaid, 1 paid, 2 refunded, 3 frozen.
 //
-// It imports the standard library only.
+// It imports the standard library and the simulators' courier (adapters/lab/paysim/courier).
 package epaysim
 
 import (

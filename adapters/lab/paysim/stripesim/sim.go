@@ -27,7 +27,8 @@
 // A session past its expires_at reads as expired; that expiry sends no event.
 //
 // It is written from Stripe's public API reference, independently of package stripe: the
-// gateway's tests check one against the other. It imports the domain and the standard library.
+// gateway's tests check one against the other. It imports the domain, the simulators' courier
+// and the standard library.
 package stripesim
 
 import (

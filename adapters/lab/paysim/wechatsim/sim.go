@@ -23,7 +23,7 @@
 //
 // It is written from WeChat Pay's public documentation with the standard library, independently
 // of package wechatpay and of WeChat Pay's SDK: the gateway's tests check one against the other.
-// It imports the domain and the standard library.
+// It imports the domain, the simulators' courier and the standard library.
 package wechatsim
 
 import (
