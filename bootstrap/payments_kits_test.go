@@ -989,7 +989,7 @@ func (k wechatKit) finishRefund(_, refundNo string) delivered {
 func (k wechatKit) refundNotices(string) []delivered {
 	var out []delivered
 	for _, d := range k.sim.Flush(ctxOf(k.e.t)) {
-		out = append(out, delivered{status: d.Status, body: string(d.Reply), err: d.Err})
+		out = append(out, deliveredOf(d))
 	}
 	return out
 }

@@ -49,7 +49,7 @@ type Config[N any] struct {
 // Delivery is one attempt at a notification: sent, lost, or queued.
 type Delivery[N any] struct {
 	Note    N
-	Attempt int  // 1 for the first attempt of a Send, then its retries
+	Attempt int  // 1 for the first attempt of a Send (or SendNow), then its retries; 0 for SendOnce
 	Dropped bool // lost on the way (Drop): the shop never saw it
 	Held    bool // queued by Hold, not sent
 	Sent    Post // the request as sent (none when dropped or held)
