@@ -25,13 +25,13 @@ import (
 	"go.uber.org/fx"
 
 	"cardshop/adapters/adminclient"
-	"cardshop/adapters/alipay/alipaysim"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/alipaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
+	"cardshop/adapters/lab/paysim/stripesim"
+	"cardshop/adapters/lab/paysim/wechatsim"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/porttest"
-	"cardshop/adapters/stripe/stripesim"
-	"cardshop/adapters/wechatpay/wechatsim"
 	"cardshop/bootstrap"
 	"cardshop/domain"
 )
@@ -1429,9 +1429,9 @@ func (e *payEnv) kit(provider string) payKit {
 	case "stripe":
 		return stripeKit{e: e, sim: e.stripe}
 	case "epay":
-		return epayKit{e: e, sim: e.epay}
+		return newEpayKit(e)
 	case "alipay":
-		return alipayKit{e: e, sim: e.alipay}
+		return newAlipayKit(e)
 	case "wechatpay":
 		return wechatKit{e: e, sim: e.wechat}
 	case "dev":

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
+	"cardshop/adapters/lab/netfault"
 	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/porttest"
 	"cardshop/bootstrap"
@@ -270,13 +271,13 @@ func TestRealAdaptersRebuildTheGateAtStart(t *testing.T) {
 // 503 so the provider retries, and the retry succeeds once MariaDB is back; the ledger and the
 // gate then agree.
 func TestRealAdaptersMariaDBDown(t *testing.T) {
-	var proxy *porttest.Proxy
+	var proxy *netfault.Proxy
 	c, rdb, _ := realService(t, time.Minute, func(cfg *bootstrap.Config) {
 		mc, err := mysqldriver.ParseDSN(cfg.MySQLDSN.Reveal())
 		if err != nil {
 			t.Fatal(err)
 		}
-		proxy = porttest.NewProxy(t, mc.Addr)
+		proxy = netfault.NewProxy(t, mc.Addr)
 		mc.Addr = proxy.Addr()
 		cfg.MySQLDSN = bootstrap.ConnString(mc.FormatDSN())
 	})

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
 	"cardshop/domain"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
 	"cardshop/domain"
 )
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"cardshop/adapters/lab/netfault"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/porttest"
@@ -780,7 +781,7 @@ func BenchmarkReserve(b *testing.B) {
 // are taken once — whatever the client finally reports.
 func TestLostReplyOverTCPReservesOnce(t *testing.T) {
 	standalone(t) // skips or fails as RequireService says when Redis is down
-	proxy := porttest.NewProxy(t, porttest.RedisAddr)
+	proxy := netfault.NewProxy(t, porttest.RedisAddr)
 	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: standaloneDB, MaxRetries: 3,
 		MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 10 * time.Millisecond})
 	t.Cleanup(func() { _ = c.Close() })

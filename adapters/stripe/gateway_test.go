@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/stripesim"
 	"cardshop/adapters/stripe"
-	"cardshop/adapters/stripe/stripesim"
 	"cardshop/domain"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/stripesim"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/stripe"
-	"cardshop/adapters/stripe/stripesim"
 	"cardshop/domain"
 )
 

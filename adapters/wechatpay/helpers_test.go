@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/wechatsim"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/wechatpay"
-	"cardshop/adapters/wechatpay/wechatsim"
 	"cardshop/domain"
 )
 

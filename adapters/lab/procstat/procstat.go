@@ -1,4 +1,4 @@
-package porttest
+package procstat
 
 import (
 	"bytes"
@@ -12,21 +12,21 @@ import (
 // /proc/<pid>/stat. It is 100 on every Linux this runs on (the ABI fixes it for x86 and arm64).
 const clockTicks = 100
 
-// ProcCPU returns the CPU time the process pid has used so far, in seconds: its utime + stime
+// CPU returns the CPU time the process pid has used so far, in seconds: its utime + stime
 // from /proc/<pid>/stat (user and kernel time of all its threads, not its children's). The
 // load check reads the service's with it, and the broker benchmarks RabbitMQ's.
-func ProcCPU(pid int) (float64, error) {
+func CPU(pid int) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
-	return ParseStatCPU(b)
+	return ParseCPU(b)
 }
 
-// ParseStatCPU reads utime + stime (fields 14 and 15) of a /proc/<pid>/stat line, in seconds.
+// ParseCPU reads utime + stime (fields 14 and 15) of a /proc/<pid>/stat line, in seconds.
 // The command name (field 2, in parentheses) may hold spaces and parentheses, so the fields are
 // counted from the last ')'.
-func ParseStatCPU(b []byte) (float64, error) {
+func ParseCPU(b []byte) (float64, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0, fmt.Errorf("/proc stat: no ')' in %q", b)

@@ -1,7 +1,6 @@
 package wechatsim
 
 import (
-	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -11,10 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
+
+	"cardshop/adapters/lab/paysim/courier"
 )
 
 // The event types the simulator sends.
@@ -54,22 +54,16 @@ const (
 	BadCiphertext           // a ciphertext byte flipped, signed correctly
 )
 
-// Delivery is one POST of a notification (or one notification dropped).
-type Delivery struct {
-	ID        string
-	EventType string
-	OrderNo   string
-	Forgery   Forgery
-	Attempt   int  // 1 for the first POST of a delivery, then the retries
-	Dropped   bool // never sent (Drop)
-	Status    int  // the receiver's answer; 0 when none
-	Reply     []byte
-	Err       error
+// Note is one notification as the courier carries it: delivered genuine or forged as Forgery
+// says, signed at each attempt.
+type Note struct {
+	Notification
+	Forgery Forgery
 }
 
-// Accepted reports whether the receiver answered 2xx, which is what WeChat Pay counts as
-// received.
-func (d Delivery) Accepted() bool { return d.Status >= 200 && d.Status < 300 }
+// Delivery is one POST of a notification (or one notification dropped or held). Accepted
+// reports whether the receiver answered 2xx, which is what WeChat Pay counts as received.
+type Delivery = courier.Delivery[Note]
 
 // Encrypt is AEAD_AES_256_GCM as WeChat Pay applies it to a resource: AES-256-GCM under the
 // API v3 key with a 12-byte nonce, the tag appended, base64.
@@ -155,7 +149,7 @@ func (s *Server) Pay(ctx context.Context, orderNo string) ([]Delivery, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.emit(ctx, n), nil
+	return s.Send(ctx, Note{Notification: n}), nil
 }
 
 // PayNotification has the buyer pay the order and returns its notification without sending it.
@@ -198,108 +192,7 @@ func (s *Server) CompleteRefund(ctx context.Context, outRefundNo, status string)
 	r.Status = status
 	n := s.refundNotification(r)
 	s.mu.Unlock()
-	return s.emit(ctx, n), nil
-}
-
-// emit sends n as the switches say: held, dropped, or delivered.
-func (s *Server) emit(ctx context.Context, n Notification) []Delivery {
-	s.mu.Lock()
-	if s.hold {
-		s.held = append(s.held, n)
-		s.mu.Unlock()
-		return nil
-	}
-	if s.drop > 0 {
-		s.drop--
-		d := Delivery{ID: n.ID, EventType: n.EventType, OrderNo: n.OrderNo, Dropped: true}
-		s.deliveries = append(s.deliveries, d)
-		s.mu.Unlock()
-		return []Delivery{d}
-	}
-	s.mu.Unlock()
-	return s.Deliver(ctx, n, Genuine)
-}
-
-// Drop makes the next n notifications vanish.
-func (s *Server) Drop(n int) { s.set(func() { s.drop = n }) }
-
-// SetDelay makes every POST wait d (or until its context ends).
-func (s *Server) SetDelay(d time.Duration) { s.set(func() { s.delay = d }) }
-
-// Hold queues notifications (on) instead of sending them; Release sends them.
-func (s *Server) Hold(on bool) { s.set(func() { s.hold = on }) }
-
-// Held returns the queued notifications, oldest first.
-func (s *Server) Held() []Notification {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Notification(nil), s.held...)
-}
-
-// Release delivers the held notifications in queue order, or in the order of the given
-// indexes into Held() (an index may repeat; one left out stays held).
-func (s *Server) Release(ctx context.Context, order ...int) []Delivery {
-	s.mu.Lock()
-	held := s.held
-	if order == nil {
-		for i := range held {
-			order = append(order, i)
-		}
-	}
-	sent := map[int]bool{}
-	for _, i := range order {
-		sent[i] = true
-	}
-	var rest []Notification
-	for i, n := range held {
-		if !sent[i] {
-			rest = append(rest, n)
-		}
-	}
-	s.held = rest
-	s.mu.Unlock()
-	var out []Delivery
-	for _, i := range order {
-		if i >= 0 && i < len(held) {
-			out = append(out, s.Deliver(ctx, held[i], Genuine)...)
-		}
-	}
-	return out
-}
-
-// Flush sends the notifications API calls caused (a refund answered SUCCESS at once).
-func (s *Server) Flush(ctx context.Context) []Delivery {
-	s.mu.Lock()
-	box := s.outbox
-	s.outbox = nil
-	s.mu.Unlock()
-	var out []Delivery
-	for _, n := range box {
-		out = append(out, s.emit(ctx, n)...)
-	}
-	return out
-}
-
-// Resend delivers the last genuinely delivered notification n more times, re-signed.
-func (s *Server) Resend(ctx context.Context, n int) ([]Delivery, error) {
-	s.mu.Lock()
-	last := s.last
-	s.mu.Unlock()
-	if last == nil {
-		return nil, errors.New("wechatsim: no notification delivered yet")
-	}
-	var out []Delivery
-	for range n {
-		out = append(out, s.Deliver(ctx, *last, Genuine)...)
-	}
-	return out, nil
-}
-
-// Deliveries returns every POST (and drop) so far, oldest first.
-func (s *Server) Deliveries() []Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Delivery(nil), s.deliveries...)
+	return s.Send(ctx, Note{Notification: n}), nil
 }
 
 var (
@@ -318,29 +211,10 @@ func rogue() *rsa.PrivateKey {
 	return rogueKey
 }
 
-// Deliver POSTs n to its URL now, forged as f says, re-signed and retried until a 2xx at most
-// MaxAttempts times, and returns the attempts.
+// Deliver POSTs n to its URL now, past Hold and Drop, forged as f says, re-signed and retried
+// until a 2xx at most MaxAttempts times, and returns the attempts.
 func (s *Server) Deliver(ctx context.Context, n Notification, f Forgery) []Delivery {
-	s.mu.Lock()
-	if f == Genuine {
-		c := n
-		s.last = &c
-	}
-	attempts := s.opts.MaxAttempts
-	s.mu.Unlock()
-	var out []Delivery
-	for a := 1; a <= attempts; a++ {
-		d := s.post(ctx, n, f)
-		d.Attempt = a
-		out = append(out, d)
-		s.mu.Lock()
-		s.deliveries = append(s.deliveries, d)
-		s.mu.Unlock()
-		if d.Accepted() || ctx.Err() != nil {
-			break
-		}
-	}
-	return out
+	return s.SendNow(ctx, Note{Notification: n, Forgery: f})
 }
 
 // forge returns the body to send and the body to sign for f.
@@ -390,32 +264,23 @@ func (s *Server) forge(n Notification, f Forgery) (send, signed []byte) {
 	return n.Body, n.Body
 }
 
-// post sends one attempt.
-func (s *Server) post(ctx context.Context, n Notification, f Forgery) Delivery {
+// seal signs one attempt of n at this moment, forged as its Forgery says: the courier's Seal.
+func (s *Server) seal(n Note, _ int) (courier.Post, error) {
 	s.mu.Lock()
-	delay, kind := s.delay, s.answerKey("") // a notification answers no request: it names no key
+	kind := s.answerKey("") // a notification answers no request: it names no key
 	s.mu.Unlock()
-	d := Delivery{ID: n.ID, EventType: n.EventType, OrderNo: n.OrderNo, Forgery: f}
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
-	}
 	at := s.clock.Now()
-	switch f {
+	switch n.Forgery {
 	case StaleTimestamp:
 		at = at.Add(-5 * time.Minute)
 	case FutureTimestamp:
 		at = at.Add(5 * time.Minute)
 	}
-	send, signed := s.forge(n, f)
+	send, signed := s.forge(n.Notification, n.Forgery)
 	s.mu.Lock()
 	h := s.signedHeaders(signed, at, kind)
 	s.mu.Unlock()
-	switch f {
+	switch n.Forgery {
 	case WrongKey:
 		h.Set("Wechatpay-Signature", Sign(rogue(), h.Get("Wechatpay-Timestamp"), h.Get("Wechatpay-Nonce"), signed))
 	case UnknownSerial:
@@ -424,29 +289,12 @@ func (s *Server) post(ctx context.Context, n Notification, f Forgery) Delivery {
 		h.Del("Wechatpay-Signature")
 	}
 	if n.URL == "" {
-		d.Err = errors.New("wechatsim: no notify_url")
-		return d
+		return courier.Post{}, errors.New("wechatsim: no notify_url")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.URL, bytes.NewReader(send))
-	if err != nil {
-		d.Err = err
-		return d
-	}
-	for k, vs := range h {
-		req.Header[k] = vs
-	}
-	req.Header.Set("Wechatpay-Signature-Type", "WECHATPAY2-SHA256-RSA2048")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "Mozilla/4.0")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		d.Err = err
-		return d
-	}
-	defer func() { _ = resp.Body.Close() }()
-	d.Status = resp.StatusCode
-	d.Reply, d.Err = io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	return d
+	h.Set("Wechatpay-Signature-Type", "WECHATPAY2-SHA256-RSA2048")
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "Mozilla/4.0")
+	return courier.Post{Method: http.MethodPost, URL: n.URL, Header: h, Body: send}, nil
 }
 
 // uuid is a random RFC 4122 version 4 id, as notification ids are.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/stripesim"
 	"cardshop/adapters/memory"
-	"cardshop/adapters/stripe/stripesim"
 )
 
 var start = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -171,7 +171,7 @@ func TestSessionLifeAndEventShape(t *testing.T) {
 	_, created, _ := call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "k", form(start.Add(time.Hour)))
 	id := created["id"].(string)
 	d, err := s.Pay(context.Background(), "2503011200001234123456789012")
-	if err != nil || !d.Accepted() || sig != d.Signature || !strings.HasPrefix(sig, "t="+strconv.FormatInt(start.Unix(), 10)+",v1=") {
+	if err != nil || !d.Accepted() || sig != d.Sent.Header.Get("Stripe-Signature") || !strings.HasPrefix(sig, "t="+strconv.FormatInt(start.Unix(), 10)+",v1=") {
 		t.Fatalf("%+v %v %q", d, err, sig)
 	}
 	var ev struct {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
 )
 
 func newSim(t *testing.T, cfg epaysim.Config) *epaysim.Sim {
@@ -115,7 +115,7 @@ func TestAPIOrder(t *testing.T) {
 		t.Fatalf("unpaid: %v", m)
 	}
 	s.Retry(false)
-	s.DropNext(1)
+	s.Drop(1)
 	_ = s.Pay(context.Background(), "B1")
 	if m := getJSON(t, q(s.Key(), "B1")); m["status"] != "1" || m["endtime"] == nil {
 		t.Fatalf("paid: %v", m)
@@ -147,18 +147,18 @@ func TestPayRetriesBoundedAndSwitchable(t *testing.T) {
 		t.Fatalf("Pay = %v after %d hits", err, hits.Load())
 	}
 	body.Store("SUCCESS")
-	if d, _ := s.Resend(context.Background(), "C1"); d.Accepted() {
+	if d, _ := s.Renotify(context.Background(), "C1"); d.Accepted() {
 		t.Fatal("only the exact word success acknowledges")
 	}
 	d := s.Deliveries()
-	if len(d) != 6 || d[0].Attempt != 1 || d[2].Attempt != 3 || d[0].Params.Get("sign") != s.Sign(d[0].Params) ||
-		d[0].Params.Get("trade_status") != "TRADE_SUCCESS" || !strings.Contains(d[0].URL, "/notify?") {
+	if len(d) != 6 || d[0].Attempt != 1 || d[2].Attempt != 3 || d[0].Note.Params.Get("sign") != s.Sign(d[0].Note.Params) ||
+		d[0].Note.Params.Get("trade_status") != "TRADE_SUCCESS" || !strings.Contains(d[0].Note.URL, "/notify?") {
 		t.Fatalf("deliveries %+v", d)
 	}
 	if err := s.Pay(context.Background(), "nope"); !errors.Is(err, epaysim.ErrUnknownOrder) {
 		t.Fatal(err)
 	}
-	if _, err := s.Resend(context.Background(), "nope"); !errors.Is(err, epaysim.ErrUnknownOrder) {
+	if _, err := s.Renotify(context.Background(), "nope"); !errors.Is(err, epaysim.ErrUnknownOrder) {
 		t.Fatal(err)
 	}
 }
@@ -172,10 +172,10 @@ func TestDelayedNotificationHonoursTheContext(t *testing.T) {
 	if _, err := s.Open(context.Background(), s.URL()+"/submit.php?"+order(s, "D1", "1.00", notify).Encode()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Resend(context.Background(), "D1"); !errors.Is(err, epaysim.ErrNotPaid) {
+	if _, err := s.Renotify(context.Background(), "D1"); !errors.Is(err, epaysim.ErrNotPaid) {
 		t.Fatal(err)
 	}
-	s.Delay(time.Hour)
+	s.SetDelay(time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := s.Pay(ctx, "D1"); !errors.Is(err, context.Canceled) || hits.Load() != 0 {
@@ -235,7 +235,7 @@ func TestAPIRefund(t *testing.T) {
 		t.Fatalf("unpaid: %v", m)
 	}
 	s.Retry(false)
-	s.DropNext(1)
+	s.Drop(1)
 	_ = s.Pay(ctx, "C1")
 	// The upstream reads the POST body only: the same parameters in the URL are not a refund.
 	if m := getJSON(t, u+"&"+f(s.Key(), "3.50").Encode()); m["code"] != float64(-3) {
@@ -285,7 +285,7 @@ func TestRefundInConsoleAndFreeze(t *testing.T) {
 		t.Fatal("an unpaid or unknown order moved")
 	}
 	s.Retry(false)
-	s.DropNext(2)
+	s.Drop(2)
 	_ = s.Pay(ctx, "D1")
 	_ = s.Pay(ctx, "D2")
 	sent := len(s.Deliveries())

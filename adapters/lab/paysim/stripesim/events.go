@@ -9,10 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
+
+	"cardshop/adapters/lab/paysim/courier"
 )
 
 // The event types the simulator sends.
@@ -52,21 +53,17 @@ const (
 	V0Only                  // only a v0 signature, no v1
 )
 
-// Delivery is one POST of an event to the webhook URL (or one event dropped).
-type Delivery struct {
-	EventID   string
-	Type      string
-	OrderNo   string
-	Forgery   Forgery
-	Signature string // the Stripe-Signature header sent
-	Dropped   bool   // never sent (Drop)
-	Status    int    // the receiver's answer; 0 when none
-	Reply     []byte
-	Err       error // the transport error, if the POST failed
+// Note is one event as the courier carries it: delivered genuine or forged as Forgery says,
+// signed at each attempt.
+type Note struct {
+	Event
+	Forgery Forgery
 }
 
-// Accepted reports whether the receiver answered 2xx, which is what Stripe counts as delivered.
-func (d Delivery) Accepted() bool { return d.Status >= 200 && d.Status < 300 }
+// Delivery is one POST of an event to the webhook URL (or one event dropped or held); its
+// Stripe-Signature header is Sent.Header's. Accepted reports whether the receiver answered
+// 2xx, which is what Stripe counts as delivered.
+type Delivery = courier.Delivery[Note]
 
 // Sign is Stripe's v1 signature: hex HMAC-SHA256 under secret of "<unix t>." + body.
 func Sign(secret string, t time.Time, body []byte) string {
@@ -223,136 +220,29 @@ func (s *Server) emitted(ctx context.Context) func(Event, error) (Delivery, erro
 	}
 }
 
-// emit sends ev as the switches say: held, dropped, or delivered (with the default forgery).
+// emit sends ev through the courier's switches (held, dropped, or delivered genuine).
 func (s *Server) emit(ctx context.Context, ev Event) Delivery {
-	s.mu.Lock()
-	if s.hold {
-		s.held = append(s.held, ev)
-		s.mu.Unlock()
-		return Delivery{EventID: ev.ID, Type: ev.Type, OrderNo: ev.OrderNo}
-	}
-	if s.drop > 0 {
-		s.drop--
-		d := Delivery{EventID: ev.ID, Type: ev.Type, OrderNo: ev.OrderNo, Dropped: true}
-		s.deliveries = append(s.deliveries, d)
-		s.mu.Unlock()
-		return d
-	}
-	s.mu.Unlock()
-	return s.Deliver(ctx, ev, Genuine)
+	ds := s.Send(ctx, Note{Event: ev})
+	return ds[len(ds)-1]
 }
 
-// Drop makes the next n events vanish (Stripe never sends them).
-func (s *Server) Drop(n int) { s.set(func() { s.drop = n }) }
-
-// SetDelay makes every delivery wait d (or until its context ends) before the POST.
-func (s *Server) SetDelay(d time.Duration) { s.set(func() { s.delay = d }) }
-
-// Hold queues the events (on) instead of sending them; Release sends them.
-func (s *Server) Hold(on bool) { s.set(func() { s.hold = on }) }
-
-// Held returns the queued events, oldest first.
-func (s *Server) Held() []Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Event(nil), s.held...)
-}
-
-// Release delivers the held events, in queue order or in the order of the given indexes into
-// Held() (out of order; an index may repeat, one left out stays held), and returns the
-// deliveries.
-func (s *Server) Release(ctx context.Context, order ...int) []Delivery {
-	s.mu.Lock()
-	held := s.held
-	if order == nil {
-		for i := range held {
-			order = append(order, i)
-		}
-	}
-	sent := map[int]bool{}
-	var rest []Event
-	for _, i := range order {
-		sent[i] = true
-	}
-	for i, ev := range held {
-		if !sent[i] {
-			rest = append(rest, ev)
-		}
-	}
-	s.held = rest
-	s.mu.Unlock()
-	var out []Delivery
-	for _, i := range order {
-		if i >= 0 && i < len(held) {
-			out = append(out, s.Deliver(ctx, held[i], Genuine))
-		}
-	}
-	return out
-}
-
-// Outbox returns the events API calls caused that Flush has not sent yet.
-func (s *Server) Outbox() []Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Event(nil), s.outbox...)
-}
-
-// Flush sends the events API calls caused (through the switches: hold, drop).
-func (s *Server) Flush(ctx context.Context) []Delivery {
-	s.mu.Lock()
-	box := s.outbox
-	s.outbox = nil
-	s.mu.Unlock()
-	var out []Delivery
-	for _, ev := range box {
-		out = append(out, s.emit(ctx, ev))
-	}
-	return out
-}
-
-// Resend delivers the last delivered event n more times, each signed afresh, as Stripe's
-// retries are.
-func (s *Server) Resend(ctx context.Context, n int) ([]Delivery, error) {
-	s.mu.Lock()
-	last := s.last
-	s.mu.Unlock()
-	if last == nil {
-		return nil, errors.New("stripesim: no event delivered yet")
-	}
-	var out []Delivery
-	for range n {
-		out = append(out, s.Deliver(ctx, *last, Genuine))
-	}
-	return out, nil
-}
-
-// Deliveries returns every delivery so far, oldest first.
-func (s *Server) Deliveries() []Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Delivery(nil), s.deliveries...)
-}
-
-// Deliver POSTs ev to the webhook URL now, signed as f says, and records the answer.
+// Deliver POSTs ev to the webhook URL now, past Hold and Drop, signed as f says, and records
+// the answer.
 func (s *Server) Deliver(ctx context.Context, ev Event, f Forgery) Delivery {
+	ds := s.SendNow(ctx, Note{Event: ev, Forgery: f})
+	return ds[len(ds)-1]
+}
+
+// seal signs n's body at this moment as its Forgery says: the courier's Seal.
+func (s *Server) seal(n Note, _ int) (courier.Post, error) {
 	s.mu.Lock()
-	target, delay, secrets := s.webhookURL, s.delay, s.opts.WebhookSecrets
-	if f == Genuine {
-		evCopy := ev
-		s.last = &evCopy
-	}
+	target, secrets := s.webhookURL, s.opts.WebhookSecrets
 	s.mu.Unlock()
-	d := Delivery{EventID: ev.ID, Type: ev.Type, OrderNo: ev.OrderNo, Forgery: f}
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
+	if target == "" {
+		return courier.Post{}, errors.New("stripesim: no webhook URL")
 	}
-	at, body := s.clock.Now(), ev.Body
-	switch f {
+	at, body := s.clock.Now(), n.Body
+	switch n.Forgery {
 	case WrongSecret:
 		secrets = []string{NewWebhookSecret()}
 	case StaleTimestamp:
@@ -360,23 +250,24 @@ func (s *Server) Deliver(ctx context.Context, ev Event, f Forgery) Delivery {
 	case FutureTimestamp:
 		at = at.Add(10 * time.Minute)
 	}
-	d.Signature = SignatureHeader(at, body, secrets...)
+	sig := SignatureHeader(at, body, secrets...)
 	if s.opts.SendV0 {
-		d.Signature += ",v0=" + Sign("v0-scheme-"+secrets[0], at, body)
+		sig += ",v0=" + Sign("v0-scheme-"+secrets[0], at, body)
 	}
-	switch f {
+	switch n.Forgery {
 	case TamperedBody:
 		body = tamper(body)
 	case Unsigned:
-		d.Signature = ""
+		sig = ""
 	case V0Only:
-		d.Signature = "t=" + strconv.FormatInt(at.Unix(), 10) + ",v0=" + Sign(secrets[0], at, body)
+		sig = "t=" + strconv.FormatInt(at.Unix(), 10) + ",v0=" + Sign(secrets[0], at, body)
 	}
-	d.Status, d.Reply, d.Err = s.post(ctx, target, d.Signature, body)
-	s.mu.Lock()
-	s.deliveries = append(s.deliveries, d)
-	s.mu.Unlock()
-	return d
+	h := http.Header{"Content-Type": {"application/json; charset=utf-8"},
+		"User-Agent": {"Stripe/1.0 (+https://stripe.com/docs/webhooks)"}, "Cache-Control": {"no-cache"}}
+	if sig != "" {
+		h.Set("Stripe-Signature", sig)
+	}
+	return courier.Post{Method: http.MethodPost, URL: target, Header: h, Body: body}, nil
 }
 
 // tamper raises the amount in an event body (or, without one, changes a byte): what an
@@ -390,27 +281,4 @@ func tamper(body []byte) []byte {
 		out = append(bytes.Clone(body), ' ')
 	}
 	return out
-}
-
-func (s *Server) post(ctx context.Context, target, sig string, body []byte) (int, []byte, error) {
-	if target == "" {
-		return 0, nil, errors.New("stripesim: no webhook URL")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
-	req.Header.Set("Cache-Control", "no-cache")
-	if sig != "" {
-		req.Header.Set("Stripe-Signature", sig)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	reply, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	return resp.StatusCode, reply, err
 }

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/wechatsim"
 	"cardshop/adapters/memory"
-	"cardshop/adapters/wechatpay/wechatsim"
 )
 
 var start = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -6,7 +6,7 @@
 // public key and signs every answer with its own RSA key pair (Alipay's), over the exact bytes
 // of the response object, as Alipay does. Pay sends the signed form notification to the
 // trade's notify_url by POST and resends until the answer is "success", a bounded number of
-// times; switches resend, reorder (hold and release reversed), delay, drop and forge
+// times; switches resend, reorder (hold, then release in any order), delay, drop and forge
 // notifications, take the gateway down, fail refunds with ACQ.SYSTEM_ERROR, refuse them, or
 // lose their answers after paying out. Every request it received and every notification it
 // sent is kept for assertions, and refunds that moved money are counted.
@@ -30,7 +30,7 @@
 //     "success", whatever the HTTP status. Resends of one notification keep its notify_id.
 //   - Request timestamps are not checked against the clock.
 //
-// It imports the standard library only.
+// It imports the standard library and the simulators' courier (adapters/lab/paysim/courier).
 package alipaysim
 
 import (
@@ -53,6 +53,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"cardshop/adapters/lab/paysim/courier"
 )
 
 // Defaults of Config.
@@ -140,24 +142,17 @@ type Request struct {
 	Payout bool
 }
 
-// Delivery is one notification sent (or lost, or queued).
-type Delivery struct {
+// Note is one notification of the gateway, signed (or forged) when it was made.
+type Note struct {
 	OutTradeNo string
 	URL        string
 	Params     url.Values
 	Forged     Forgery
-	Attempt    int  // 1 for the first of a loop, 0 outside one
-	Dropped    bool // lost on the way
-	Held       bool // queued by Hold
-	Status     int
-	Body       string
-	Err        error
 }
 
-// Accepted reports whether the shop acknowledged.
-func (d Delivery) Accepted() bool {
-	return !d.Dropped && !d.Held && d.Err == nil && strings.TrimSpace(d.Body) == "success"
-}
+// Delivery is one attempt at a notification: sent, lost or queued. Accepted reports whether
+// the shop acknowledged it: the trimmed body is exactly "success".
+type Delivery = courier.Delivery[Note]
 
 // Forgery is a kind of forged notification.
 type Forgery int
@@ -179,28 +174,26 @@ var forgeryNames = map[Forgery]string{NotForged: "genuine", WrongKey: "wrong key
 func (f Forgery) String() string { return forgeryNames[f] }
 
 // Sim is a running simulated gateway. Its methods are safe for concurrent use.
+//
+// Its courier (embedded) carries the notifications: Retry, SetDelay, Drop, Hold, Held,
+// Release, Resend, Deliveries.
 type Sim struct {
-	cfg    Config
-	srv    *httptest.Server
-	client *http.Client
-	wrong  *rsa.PrivateKey // for WrongKey, made on first use
+	*courier.Courier[Note]
+
+	cfg   Config
+	srv   *httptest.Server
+	wrong *rsa.PrivateKey // for WrongKey, made on first use
 
 	mu           sync.Mutex
 	trades       map[string]*Trade // by out_trade_no
 	seq          int
 	payouts      int
 	requests     []Request
-	deliveries   []Delivery
 	outage       bool
 	refundOutage bool
 	refuseCode   string
 	refuseMsg    string
 	loseRefunds  int
-	retry        bool
-	delay        time.Duration
-	drop         int
-	hold         bool
-	held         []Delivery
 }
 
 // New starts a simulator; Close stops it.
@@ -227,11 +220,21 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	client := cfg.Client
-	if client == nil {
-		client = &http.Client{Timeout: 5 * time.Second}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 5 * time.Second}
 	}
-	s := &Sim{cfg: cfg, client: client, trades: map[string]*Trade{}, retry: true}
+	s := &Sim{cfg: cfg, trades: map[string]*Trade{}}
+	s.Courier = courier.New(courier.Config[Note]{
+		Client: cfg.Client,
+		Seal: func(n Note, _ int) (courier.Post, error) {
+			return courier.Post{Method: http.MethodPost, URL: n.URL, Body: []byte(n.Params.Encode()), Header: http.Header{
+				"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}, "User-Agent": {"Mozilla/4.0"}}}, nil
+		},
+		Acknowledged: func(_ int, reply []byte) bool { return strings.TrimSpace(string(reply)) == "success" },
+		Genuine:      func(n Note) bool { return n.Forged == NotForged },
+		MaxAttempts:  cfg.MaxAttempts,
+		Pause:        cfg.RetryPause,
+	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/gateway.do", s.gateway)
 	mux.HandleFunc("/cashier/", s.cashier)
@@ -276,38 +279,6 @@ func (s *Sim) RefundRefuse(subCode, subMsg string) {
 // is closed before a byte is written), as a timeout does.
 func (s *Sim) LoseRefundAnswers(n int) { s.mu.Lock(); s.loseRefunds = n; s.mu.Unlock() }
 
-// Retry switches resends on (the default) or off: off, one attempt.
-func (s *Sim) Retry(on bool) { s.mu.Lock(); s.retry = on; s.mu.Unlock() }
-
-// Delay makes every notification wait d before it is sent.
-func (s *Sim) Delay(d time.Duration) { s.mu.Lock(); s.delay = d; s.mu.Unlock() }
-
-// DropNext loses the next n notifications on the way: they count as attempts.
-func (s *Sim) DropNext(n int) { s.mu.Lock(); s.drop = n; s.mu.Unlock() }
-
-// Hold queues notifications instead of sending them (on) or sends them again (off).
-func (s *Sim) Hold(on bool) { s.mu.Lock(); s.hold = on; s.mu.Unlock() }
-
-// Release sends every queued notification once, in the order queued or reversed (to
-// reorder), and empties the queue.
-func (s *Sim) Release(ctx context.Context, reverse bool) []Delivery {
-	s.mu.Lock()
-	q := s.held
-	s.held = nil
-	s.mu.Unlock()
-	if reverse {
-		for i, j := 0, len(q)-1; i < j; i, j = i+1, j-1 {
-			q[i], q[j] = q[j], q[i]
-		}
-	}
-	out := make([]Delivery, 0, len(q))
-	for _, d := range q {
-		d.Held = false
-		out = append(out, s.deliver(ctx, d))
-	}
-	return out
-}
-
 // Trade returns the trade with that out_trade_no.
 func (s *Sim) Trade(outTradeNo string) (Trade, bool) {
 	s.mu.Lock()
@@ -329,13 +300,6 @@ func (s *Sim) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
-}
-
-// Deliveries lists the notifications sent, dropped or queued, oldest first.
-func (s *Sim) Deliveries() []Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Delivery(nil), s.deliveries...)
 }
 
 // SigningString is the string an RSA2 signature covers: every parameter but sign (and
@@ -384,7 +348,7 @@ func (s *Sim) Open(ctx context.Context, payURL string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	resp, err := s.client.Do(req)
+	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -458,42 +422,27 @@ func (s *Sim) Pay(ctx context.Context, outTradeNo string) error {
 	}
 	snap := *t
 	s.mu.Unlock()
-	return s.untilAcknowledged(ctx, func() Delivery { return s.notification(snap, "TRADE_SUCCESS", snap.NotifyID, nil, NotForged) })
+	return s.untilAcknowledged(ctx, s.notification(snap, "TRADE_SUCCESS", snap.NotifyID, nil, NotForged))
 }
 
-// untilAcknowledged sends make()'s notification until it is acknowledged, as Retry says.
-func (s *Sim) untilAcknowledged(ctx context.Context, make func() Delivery) error {
-	s.mu.Lock()
-	max, retry, pause := s.cfg.MaxAttempts, s.retry, s.cfg.RetryPause
-	s.mu.Unlock()
-	if !retry {
-		max = 1
+// untilAcknowledged sends n until the shop acknowledges it, as the courier's Retry says.
+func (s *Sim) untilAcknowledged(ctx context.Context, n Note) error {
+	ds := s.Send(ctx, n)
+	last := ds[len(ds)-1]
+	switch {
+	case last.Held:
+		return ErrHeld
+	case last.Accepted():
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
-	var last Delivery
-	for attempt := 1; attempt <= max; attempt++ {
-		if attempt > 1 && pause > 0 {
-			if err := sleep(ctx, pause); err != nil {
-				return err
-			}
-		}
-		d := make()
-		d.Attempt = attempt
-		last = s.deliver(ctx, d)
-		if last.Held {
-			return ErrHeld
-		}
-		if last.Accepted() {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-	return fmt.Errorf("%w after %d attempts: last answer %d %q, %v", ErrNotAcknowledged, max, last.Status, last.Body, last.Err)
+	return fmt.Errorf("%w after %d attempts: last answer %d %q, %v", ErrNotAcknowledged, len(ds), last.Status, last.Reply, last.Err)
 }
 
-// Resend sends a paid trade's notification once more (same notify_id), as Alipay's resends do.
-func (s *Sim) Resend(ctx context.Context, outTradeNo string) (Delivery, error) {
+// Renotify sends a paid trade's notification once more (same notify_id), as Alipay's resends
+// do.
+func (s *Sim) Renotify(ctx context.Context, outTradeNo string) (Delivery, error) {
 	t, err := s.snapshot(outTradeNo)
 	if err != nil {
 		return Delivery{}, err
@@ -529,7 +478,7 @@ func (s *Sim) NotifyRefund(ctx context.Context, outTradeNo string) error {
 		return ErrNoRefund
 	}
 	r := t.Refunds[len(t.Refunds)-1]
-	return s.untilAcknowledged(ctx, func() Delivery { return s.notification(t, t.Status, r.NotifyID, &r, NotForged) })
+	return s.untilAcknowledged(ctx, s.notification(t, t.Status, r.NotifyID, &r, NotForged))
 }
 
 // Forge sends a forged TRADE_SUCCESS notification of the trade (paid or not), once.
@@ -553,7 +502,7 @@ func (s *Sim) Forge(ctx context.Context, outTradeNo string, f Forgery) (Delivery
 // Deliver POSTs params as a notification to notifyURL, as they are (sign them with
 // SignNotification first for a genuine one).
 func (s *Sim) Deliver(ctx context.Context, notifyURL string, params url.Values) (Delivery, error) {
-	return s.send(ctx, Delivery{OutTradeNo: params.Get("out_trade_no"), URL: notifyURL, Params: params})
+	return s.send(ctx, Note{OutTradeNo: params.Get("out_trade_no"), URL: notifyURL, Params: params})
 }
 
 // SignNotification sets sign_type and sign on params with Alipay's key.
@@ -563,8 +512,8 @@ func (s *Sim) SignNotification(params url.Values) {
 	params.Set("sign", Sign(s.cfg.AlipayKey, []byte(SigningString(params, true))))
 }
 
-func (s *Sim) send(ctx context.Context, d Delivery) (Delivery, error) {
-	d = s.deliver(ctx, d)
+func (s *Sim) send(ctx context.Context, n Note) (Delivery, error) {
+	d := s.SendOnce(ctx, n)
 	if d.Held {
 		return d, ErrHeld
 	}
@@ -592,7 +541,7 @@ func (s *Sim) tradeNoLocked() string {
 
 // notification builds the trade's notification with trade_status, forged as f says; with a
 // refund, the refund's fields.
-func (s *Sim) notification(t Trade, status, notifyID string, r *Refund, f Forgery) Delivery {
+func (s *Sim) notification(t Trade, status, notifyID string, r *Refund, f Forgery) Note {
 	now := s.cfg.Now()
 	amount := yuan(t.Total)
 	p := url.Values{
@@ -656,7 +605,7 @@ func (s *Sim) notification(t Trade, status, notifyID string, r *Refund, f Forger
 		p.Del("sign")
 		p.Del("sign_type")
 	}
-	return Delivery{OutTradeNo: t.OutTradeNo, URL: t.NotifyURL, Params: p, Forged: f}
+	return Note{OutTradeNo: t.OutTradeNo, URL: t.NotifyURL, Params: p, Forged: f}
 }
 
 func (s *Sim) wrongKey() *rsa.PrivateKey {
@@ -670,63 +619,6 @@ func (s *Sim) wrongKey() *rsa.PrivateKey {
 		s.wrong = k
 	}
 	return s.wrong
-}
-
-// deliver sends d (or queues or loses it, as the switches say) and records it.
-func (s *Sim) deliver(ctx context.Context, d Delivery) Delivery {
-	s.mu.Lock()
-	if s.hold {
-		d.Held = true
-		s.held = append(s.held, d)
-		s.deliveries = append(s.deliveries, d)
-		s.mu.Unlock()
-		return d
-	}
-	delay := s.delay
-	if s.drop > 0 {
-		s.drop--
-		d.Dropped = true
-	}
-	s.mu.Unlock()
-	if delay > 0 {
-		if err := sleep(ctx, delay); err != nil {
-			d.Err = err
-		}
-	}
-	if !d.Dropped && d.Err == nil {
-		d.Status, d.Body, d.Err = s.post(ctx, d.URL, d.Params)
-	}
-	s.mu.Lock()
-	s.deliveries = append(s.deliveries, d)
-	s.mu.Unlock()
-	return d
-}
-
-func (s *Sim) post(ctx context.Context, u string, p url.Values) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(p.Encode()))
-	if err != nil {
-		return 0, "", err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-	req.Header.Set("User-Agent", "Mozilla/4.0")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	return resp.StatusCode, string(b), err
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // yuan formats fen as Alipay does: yuan with 2 decimals.

@@ -24,7 +24,7 @@
 // freezing a paid order (status 3) or releasing it (status 1). api.php?act=order answers the
 // status as upstream does: 0 unpaid, 1 paid, 2 refunded, 3 frozen.
 //
-// It imports the standard library only.
+// It imports the standard library and the simulators' courier (adapters/lab/paysim/courier).
 package epaysim
 
 import (
@@ -42,6 +42,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"cardshop/adapters/lab/paysim/courier"
 )
 
 // Defaults of Config.
@@ -117,25 +119,17 @@ type Request struct {
 	Refused string
 }
 
-// Delivery is one notification the gateway sent (or lost, or queued).
-type Delivery struct {
+// Note is one notification of the gateway, signed (or forged) when it was made.
+type Note struct {
 	OutTradeNo string
 	URL        string     // notify_url with the parameters appended
 	Params     url.Values // what was sent, signed or not
 	Forged     Forgery    // NotForged for a genuine one
-	Attempt    int        // 1 for the first of a Pay, 0 outside Pay's loop
-	Dropped    bool       // lost on the way: never reached the shop
-	Held       bool       // queued by Hold, not sent yet
-	Status     int        // the shop's HTTP status
-	Body       string     // the shop's answer (at most 4 KiB)
-	Err        error      // transport error
 }
 
-// Accepted reports whether the shop acknowledged: it answered, and the trimmed body is
-// exactly "success".
-func (d Delivery) Accepted() bool {
-	return !d.Dropped && !d.Held && d.Err == nil && strings.TrimSpace(d.Body) == "success"
-}
+// Delivery is one attempt at a notification: sent, lost or queued. Accepted reports whether
+// the shop acknowledged it: it answered, and the trimmed body is exactly "success".
+type Delivery = courier.Delivery[Note]
 
 // Forgery is a kind of forged notification.
 type Forgery int
@@ -156,23 +150,21 @@ var forgeryNames = map[Forgery]string{NotForged: "genuine", WrongKey: "wrong key
 func (f Forgery) String() string { return forgeryNames[f] }
 
 // Sim is a running simulated gateway. Its methods are safe for concurrent use.
+//
+// Its courier (embedded) carries the notifications: Retry, SetDelay, Drop, Hold, Held,
+// Release, Resend, Deliveries.
 type Sim struct {
-	cfg    Config
-	srv    *httptest.Server
-	client *http.Client
+	*courier.Courier[Note]
+
+	cfg Config
+	srv *httptest.Server
 
 	mu         sync.Mutex
 	orders     map[string]*Order // by out_trade_no
 	byTradeNo  map[string]string // trade_no → out_trade_no
 	seq        int
 	requests   []Request
-	deliveries []Delivery
 	outage     bool
-	retry      bool
-	delay      time.Duration
-	drop       int
-	hold       bool
-	held       []Delivery
 	refundsOff bool
 	refusal    string
 	loseRefund int
@@ -194,12 +186,20 @@ func New(cfg Config) *Sim {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	client := cfg.Client
-	if client == nil {
-		client = &http.Client{Timeout: 5 * time.Second}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 5 * time.Second}
 	}
-	s := &Sim{cfg: cfg, client: client, orders: map[string]*Order{}, byTradeNo: map[string]string{}, retry: true,
-		payouts: map[string]int{}}
+	s := &Sim{cfg: cfg, orders: map[string]*Order{}, byTradeNo: map[string]string{}, payouts: map[string]int{}}
+	s.Courier = courier.New(courier.Config[Note]{
+		Client: cfg.Client,
+		Seal: func(n Note, _ int) (courier.Post, error) {
+			return courier.Post{Method: http.MethodGet, URL: n.URL, Header: http.Header{"User-Agent": {"epaysim"}}}, nil
+		},
+		Acknowledged: func(_ int, reply []byte) bool { return strings.TrimSpace(string(reply)) == "success" },
+		Genuine:      func(n Note) bool { return n.Forged == NotForged },
+		MaxAttempts:  cfg.MaxAttempts,
+		Pause:        cfg.RetryPause,
+	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/submit.php", s.submit)
 	mux.HandleFunc("/mapi.php", s.mapi)
@@ -282,40 +282,6 @@ func (s *Sim) Payouts(outTradeNo string) int {
 	return s.payouts[outTradeNo]
 }
 
-// Retry switches Pay's resends on (the default) or off: off, Pay sends once.
-func (s *Sim) Retry(on bool) { s.mu.Lock(); s.retry = on; s.mu.Unlock() }
-
-// Delay makes every notification wait d before it is sent.
-func (s *Sim) Delay(d time.Duration) { s.mu.Lock(); s.delay = d; s.mu.Unlock() }
-
-// DropNext loses the next n notifications on the way: they count as attempts, the shop never
-// sees them.
-func (s *Sim) DropNext(n int) { s.mu.Lock(); s.drop = n; s.mu.Unlock() }
-
-// Hold queues notifications instead of sending them (on) or sends them again (off); Release
-// sends what was queued.
-func (s *Sim) Hold(on bool) { s.mu.Lock(); s.hold = on; s.mu.Unlock() }
-
-// Release sends every queued notification once, in the order queued or reversed (to
-// reorder), and empties the queue.
-func (s *Sim) Release(ctx context.Context, reverse bool) []Delivery {
-	s.mu.Lock()
-	q := s.held
-	s.held = nil
-	s.mu.Unlock()
-	if reverse {
-		for i, j := 0, len(q)-1; i < j; i, j = i+1, j-1 {
-			q[i], q[j] = q[j], q[i]
-		}
-	}
-	out := make([]Delivery, 0, len(q))
-	for _, d := range q {
-		d.Held = false
-		out = append(out, s.deliver(ctx, d))
-	}
-	return out
-}
-
 // Order returns the order with that out_trade_no.
 func (s *Sim) Order(outTradeNo string) (Order, bool) {
 	s.mu.Lock()
@@ -344,13 +310,6 @@ func (s *Sim) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
-}
-
-// Deliveries lists the notifications sent, dropped or queued, oldest first.
-func (s *Sim) Deliveries() []Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Delivery(nil), s.deliveries...)
 }
 
 // Sign signs params as the gateway does with its KEY and variant.
@@ -386,7 +345,7 @@ func (s *Sim) Open(ctx context.Context, payURL string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	resp, err := s.client.Do(req)
+	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -416,37 +375,27 @@ func (s *Sim) Pay(ctx context.Context, outTradeNo string) error {
 		o.Paid, o.EndTime = true, s.cfg.Now()
 	}
 	snap := *o
-	max, retry, pause := s.cfg.MaxAttempts, s.retry, s.cfg.RetryPause
 	s.mu.Unlock()
-	if !retry {
-		max = 1
-	}
-	var last Delivery
-	for attempt := 1; attempt <= max; attempt++ {
-		if attempt > 1 && pause > 0 {
-			if err := sleep(ctx, pause); err != nil {
-				return err
-			}
-		}
-		d := s.notification(snap, "TRADE_SUCCESS", NotForged)
-		d.Attempt = attempt
-		last = s.deliver(ctx, d)
-		if last.Held {
-			return ErrHeld
-		}
-		if last.Accepted() {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-	return fmt.Errorf("%w after %d attempts: last answer %d %q, %v", ErrNotAcknowledged, max, last.Status, last.Body, last.Err)
+	return s.acknowledged(ctx, s.Send(ctx, s.notification(snap, "TRADE_SUCCESS", NotForged)))
 }
 
-// Resend sends a paid order's notification once more, as a merchant's "re-notify" button or
+// acknowledged is Pay's answer once the courier's attempts ds are over.
+func (s *Sim) acknowledged(ctx context.Context, ds []Delivery) error {
+	last := ds[len(ds)-1]
+	switch {
+	case last.Held:
+		return ErrHeld
+	case last.Accepted():
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w after %d attempts: last answer %d %q, %v", ErrNotAcknowledged, len(ds), last.Status, last.Reply, last.Err)
+}
+
+// Renotify sends a paid order's notification once more, as a merchant's "re-notify" button or
 // a gateway's late retry does.
-func (s *Sim) Resend(ctx context.Context, outTradeNo string) (Delivery, error) {
+func (s *Sim) Renotify(ctx context.Context, outTradeNo string) (Delivery, error) {
 	o, err := s.snapshot(outTradeNo)
 	if err != nil {
 		return Delivery{}, err
@@ -479,11 +428,11 @@ func (s *Sim) Forge(ctx context.Context, outTradeNo string, f Forgery) (Delivery
 // Deliver sends params as a notification to notifyURL by GET, as they are (sign them with
 // Sign first for a genuine one).
 func (s *Sim) Deliver(ctx context.Context, notifyURL string, params url.Values) (Delivery, error) {
-	return s.send(ctx, Delivery{OutTradeNo: params.Get("out_trade_no"), URL: withQuery(notifyURL, params), Params: params})
+	return s.send(ctx, Note{OutTradeNo: params.Get("out_trade_no"), URL: withQuery(notifyURL, params), Params: params})
 }
 
-func (s *Sim) send(ctx context.Context, d Delivery) (Delivery, error) {
-	d = s.deliver(ctx, d)
+func (s *Sim) send(ctx context.Context, n Note) (Delivery, error) {
+	d := s.SendOnce(ctx, n)
 	if d.Held {
 		return d, ErrHeld
 	}
@@ -501,7 +450,7 @@ func (s *Sim) snapshot(outTradeNo string) (Order, error) {
 }
 
 // notification builds the order's notification with trade_status, forged as f says.
-func (s *Sim) notification(o Order, status string, f Forgery) Delivery {
+func (s *Sim) notification(o Order, status string, f Forgery) Note {
 	p := url.Values{
 		"pid":          {o.PID},
 		"trade_no":     {o.TradeNo},
@@ -533,52 +482,7 @@ func (s *Sim) notification(o Order, status string, f Forgery) Delivery {
 		p.Del("sign")
 		p.Del("sign_type")
 	}
-	return Delivery{OutTradeNo: o.OutTradeNo, URL: withQuery(o.NotifyURL, p), Params: p, Forged: f}
-}
-
-// deliver sends d (or queues, or loses it, as the switches say) and records it.
-func (s *Sim) deliver(ctx context.Context, d Delivery) Delivery {
-	s.mu.Lock()
-	if s.hold {
-		d.Held = true
-		s.held = append(s.held, d)
-		s.deliveries = append(s.deliveries, d)
-		s.mu.Unlock()
-		return d
-	}
-	delay := s.delay
-	if s.drop > 0 {
-		s.drop--
-		d.Dropped = true
-	}
-	s.mu.Unlock()
-	if delay > 0 {
-		if err := sleep(ctx, delay); err != nil {
-			d.Err = err
-		}
-	}
-	if !d.Dropped && d.Err == nil {
-		d.Status, d.Body, d.Err = s.get(ctx, d.URL)
-	}
-	s.mu.Lock()
-	s.deliveries = append(s.deliveries, d)
-	s.mu.Unlock()
-	return d
-}
-
-func (s *Sim) get(ctx context.Context, u string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	req.Header.Set("User-Agent", "epaysim")
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	return resp.StatusCode, string(b), err
+	return Note{OutTradeNo: o.OutTradeNo, URL: withQuery(o.NotifyURL, p), Params: p, Forged: f}
 }
 
 // withQuery appends params to u as gateways do: after "?", or "&" when u has a query.
@@ -588,17 +492,6 @@ func withQuery(u string, params url.Values) string {
 		sep = "&"
 	}
 	return u + sep + params.Encode()
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // validKey compares a KEY from a request in constant time.

@@ -327,7 +327,8 @@ func (s *Server) createRefund(form url.Values, key string) reply {
 		Amount: amount, Currency: ss.Currency, Reason: reason, Status: status, Metadata: meta, Created: s.clock.Now(), IdempotencyKey: key}
 	s.refunds[rf.ID] = rf
 	s.refundOrder = append(s.refundOrder, rf.ID)
-	s.outbox = append(s.outbox, s.refundEvent(EventRefundCreated, rf), s.chargeRefundedEvent(ss, rf))
+	s.Post(Note{Event: s.refundEvent(EventRefundCreated, rf)})
+	s.Post(Note{Event: s.chargeRefundedEvent(ss, rf)})
 	return ok(refundObj(rf))
 }
 

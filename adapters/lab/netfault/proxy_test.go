@@ -1,4 +1,4 @@
-package porttest
+package netfault
 
 import (
 	"bufio"

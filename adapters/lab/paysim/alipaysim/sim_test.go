@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"cardshop/adapters/alipay/alipaysim"
+	"cardshop/adapters/lab/paysim/alipaysim"
 )
 
 var (
@@ -194,7 +194,7 @@ func TestPayRetriesBoundedWithOneNotifyID(t *testing.T) {
 			t.Fatalf("notification %v", p)
 		}
 	}
-	if _, err := s.Resend(context.Background(), "nope"); !errors.Is(err, alipaysim.ErrUnknownTrade) {
+	if _, err := s.Renotify(context.Background(), "nope"); !errors.Is(err, alipaysim.ErrUnknownTrade) {
 		t.Fatal(err)
 	}
 }
@@ -203,7 +203,7 @@ func TestTimeExpireAndRefunds(t *testing.T) {
 	c := &clock{now: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
 	s := newSim(t, func(cfg *alipaysim.Config) { cfg.Now = c.Now })
 	s.Retry(false)
-	s.DropNext(10) // no shop: notifications are lost
+	s.Drop(10) // no shop: notifications are lost
 	expire := c.Now().Add(time.Minute).In(alipaysim.ChinaTime).Format(alipaysim.TimeLayout)
 	for _, no := range []string{"C1", "C2"} {
 		call(t, s, "alipay.trade.precreate", map[string]string{"out_trade_no": no, "total_amount": "3.00", "subject": "x", "time_expire": expire}, nil)

@@ -27,7 +27,8 @@
 // A session past its expires_at reads as expired; that expiry sends no event.
 //
 // It is written from Stripe's public API reference, independently of package stripe: the
-// gateway's tests check one against the other. It imports the domain and the standard library.
+// gateway's tests check one against the other. It imports the domain, the simulators' courier
+// and the standard library.
 package stripesim
 
 import (
@@ -47,6 +48,7 @@ import (
 	"sync"
 	"time"
 
+	"cardshop/adapters/lab/paysim/courier"
 	"cardshop/domain"
 )
 
@@ -109,30 +111,27 @@ type Request struct {
 }
 
 // Server is the simulator.
+//
+// Its courier (embedded) carries the webhook events: SetDelay, Drop, Hold, Held, Release,
+// Resend, Outbox, Flush, Deliveries.
 type Server struct {
+	*courier.Courier[Note]
+
 	// URL is the API's base URL (Config.BaseURL of the gateway).
 	URL string
 
 	srv        *httptest.Server
 	opts       Options
 	clock      domain.Clock
-	client     *http.Client
 	livemode   bool
 	mu         sync.Mutex
 	sessions   map[string]*Session
 	order      []string
 	idem       map[string]idemRecord
 	requests   []Request
-	deliveries []Delivery
-	outbox     []Event
-	held       []Event
-	last       *Event
 	outage     bool
 	throttle   bool
 	lose       int
-	drop       int
-	hold       bool
-	delay      time.Duration
 	webhookURL string
 	hang       int
 	hangPrefix string
@@ -165,15 +164,18 @@ func New(opts Options) (*Server, error) {
 	if len(opts.WebhookSecrets) == 0 {
 		return nil, errors.New("stripesim: at least one webhook secret")
 	}
-	s := &Server{opts: opts, clock: opts.Clock, client: opts.HTTPClient, livemode: strings.Contains(opts.SecretKey, "_live_"),
+	s := &Server{opts: opts, clock: opts.Clock, livemode: strings.Contains(opts.SecretKey, "_live_"),
 		sessions: map[string]*Session{}, idem: map[string]idemRecord{}, webhookURL: opts.WebhookURL,
 		refunds: map[string]*Refund{}}
 	if s.clock == nil {
 		s.clock = wallClock{}
 	}
-	if s.client == nil {
-		s.client = &http.Client{Timeout: 10 * time.Second}
-	}
+	s.Courier = courier.New(courier.Config[Note]{
+		Client:       opts.HTTPClient,
+		Seal:         s.seal,
+		Acknowledged: func(status int, _ []byte) bool { return status >= 200 && status < 300 },
+		Genuine:      func(n Note) bool { return n.Forgery == Genuine },
+	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", s.api)
 	s.srv = httptest.NewServer(mux)
@@ -535,7 +537,7 @@ func (s *Server) expire(id string) reply {
 			Message: fmt.Sprintf("Only Checkout Sessions with a status of open can be expired; this one is %s.", ss.Status)})}
 	}
 	ss.Status = "expired"
-	s.outbox = append(s.outbox, s.event(EventExpired, ss))
+	s.Post(Note{Event: s.event(EventExpired, ss)})
 	return ok(s.object(ss))
 }
 

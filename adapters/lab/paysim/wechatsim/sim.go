@@ -23,7 +23,7 @@
 //
 // It is written from WeChat Pay's public documentation with the standard library, independently
 // of package wechatpay and of WeChat Pay's SDK: the gateway's tests check one against the other.
-// It imports the domain and the standard library.
+// It imports the domain, the simulators' courier and the standard library.
 package wechatsim
 
 import (
@@ -51,6 +51,7 @@ import (
 	"sync"
 	"time"
 
+	"cardshop/adapters/lab/paysim/courier"
 	"cardshop/domain"
 )
 
@@ -147,14 +148,18 @@ type Request struct {
 }
 
 // Server is the simulator.
+//
+// Its courier (embedded) carries the notifications: SetDelay, Drop, Hold, Held, Release,
+// Resend, Outbox, Flush, Deliveries.
 type Server struct {
+	*courier.Courier[Note]
+
 	// URL is the API's base URL (Config.BaseURL of the gateway).
 	URL string
 
 	srv          *httptest.Server
 	opts         Options
 	clock        domain.Clock
-	client       *http.Client
 	platformKey  *rsa.PrivateKey
 	certPEM      string
 	certSerial   string
@@ -168,19 +173,12 @@ type Server struct {
 	refunds      map[string]*Refund
 	refundSeq    []string
 	requests     []Request
-	deliveries   []Delivery
-	outbox       []Notification
-	held         []Notification
-	last         *Notification
 	outage       bool
 	refundOutage bool
 	refuseCode   string
 	refuseMsg    string
 	refundAtOnce bool
 	lose         int
-	drop         int
-	hold         bool
-	delay        time.Duration
 	refundNotify string
 }
 
@@ -205,17 +203,21 @@ func New(opts Options) (*Server, error) {
 	if len(opts.APIv3Key) != 32 {
 		return nil, errors.New("wechatsim: the API v3 key must be 32 bytes")
 	}
-	s := &Server{opts: opts, clock: opts.Clock, client: opts.HTTPClient, signWith: opts.SignWith,
+	s := &Server{opts: opts, clock: opts.Clock, signWith: opts.SignWith,
 		orders: map[string]*Order{}, refunds: map[string]*Refund{}, refundNotify: opts.RefundNotifyURL}
 	if s.clock == nil {
 		s.clock = wallClock{}
 	}
-	if s.client == nil {
-		s.client = &http.Client{Timeout: 10 * time.Second}
-	}
 	if s.opts.MaxAttempts <= 0 {
 		s.opts.MaxAttempts = 3
 	}
+	s.Courier = courier.New(courier.Config[Note]{
+		Client:       opts.HTTPClient,
+		Seal:         s.seal,
+		Acknowledged: func(status int, _ []byte) bool { return status >= 200 && status < 300 },
+		Genuine:      func(n Note) bool { return n.Forgery == Genuine },
+		MaxAttempts:  s.opts.MaxAttempts,
+	})
 	var err error
 	if s.platformKey = opts.PlatformKey; s.platformKey == nil {
 		if s.platformKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
@@ -756,7 +758,7 @@ func (s *Server) refund(body []byte) reply {
 	o.TradeState = "REFUND"
 	if s.refundAtOnce {
 		r.Status = "SUCCESS"
-		s.outbox = append(s.outbox, s.refundNotification(r))
+		s.Post(Note{Notification: s.refundNotification(r)})
 	}
 	return answer(http.StatusOK, s.refundObject(r))
 }
