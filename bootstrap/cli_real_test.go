@@ -32,6 +32,19 @@ import (
 
 // cliDatabase creates an empty database of the test's own and drops it when the test ends; it
 // returns its DSN and a handle on it.
+// dropDatabase drops a test's own database, if it is there.
+func dropDatabase(t *testing.T, name string) {
+	server, err := sql.Open("mysql", porttest.MySQLDSN)
+	if err != nil {
+		t.Errorf("drop database %s: %v", name, err)
+		return
+	}
+	defer server.Close()
+	if _, err := server.Exec("DROP DATABASE IF EXISTS `" + name + "`"); err != nil {
+		t.Errorf("drop database %s: %v", name, err)
+	}
+}
+
 func cliDatabase(t *testing.T) (string, *sql.DB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -39,17 +52,7 @@ func cliDatabase(t *testing.T) (string, *sql.DB) {
 	name := fmt.Sprintf("cardshop_test_cli_%016x", rand.Uint64())
 	dsn, err := mysqlstore.CreateDatabase(ctx, porttest.MySQLDSN, name)
 	porttest.RequireService(t, "MariaDB", err)
-	t.Cleanup(func() {
-		server, err := sql.Open("mysql", porttest.MySQLDSN)
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer server.Close()
-		if _, err := server.Exec("DROP DATABASE IF EXISTS `" + name + "`"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
+	t.Cleanup(func() { dropDatabase(t, name) })
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -2,12 +2,13 @@ package bootstrap_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
 	"cardshop/adapters/memory"
@@ -20,12 +21,10 @@ import (
 	"cardshop/domain"
 )
 
-// historyPrefix names the RabbitMQ exchanges and queues of the history test; historyDatabase
-// is its own MariaDB database. Its products get fresh ids, so runs never collide.
-const (
-	historyPrefix   = "cardshop-history"
-	historyDatabase = "cardshop_test_history"
-)
+// Each run of the history has a MariaDB database and a RabbitMQ prefix of its own
+// (cardshop_test_history_<random>, cardshop-history-<random>), deleted when it ends: the outbox
+// and the delay queue are not per product, so two runs at once on one machine (two checkouts'
+// tests) sharing them would relay and close each other's orders.
 
 // TestConcurrentHistoryRealAdapters runs the concurrent history test (package historytest) on
 // Redis, MariaDB and RabbitMQ, built with the constructors bootstrap uses: the gate on Redis
@@ -65,8 +64,11 @@ func openRealHistory(t *testing.T, cfg application.Config, batch bool) historyte
 	}
 	gate := redisgate.New(rdb).WithAutoPipeline(ap)
 
-	dsn, err := mysqlstore.CreateDatabase(ctx, porttest.MySQLDSN, historyDatabase)
+	run := fmt.Sprintf("%016x", rand.Uint64())
+	name := "cardshop_test_history_" + run
+	dsn, err := mysqlstore.CreateDatabase(ctx, porttest.MySQLDSN, name)
 	porttest.RequireService(t, "MariaDB", err)
+	t.Cleanup(func() { dropDatabase(t, name) })
 	db, err := mysqlstore.Open(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -81,14 +83,18 @@ func openRealHistory(t *testing.T, cfg application.Config, batch bool) historyte
 		t.Fatal(err)
 	}
 
-	broker, err := rabbitmq.Dial(ctx, rabbitmq.Config{URL: porttest.AMQPURL, Prefix: historyPrefix,
-		Delays: []time.Duration{cfg.OrderTimeout}, Logger: quiet})
+	prefix, delays := "cardshop-history-"+run, []time.Duration{cfg.OrderTimeout}
+	broker, err := rabbitmq.Dial(ctx, rabbitmq.Config{URL: porttest.AMQPURL, Prefix: prefix, Delays: delays, Logger: quiet})
 	porttest.RequireService(t, "RabbitMQ", err)
 	t.Cleanup(func() {
 		if err := broker.Close(); err != nil {
 			t.Errorf("close broker: %v", err)
 		}
-		purgeDelivered(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := rabbitmq.DeleteTopology(ctx, porttest.AMQPURL, prefix, delays); err != nil {
+			t.Errorf("delete the history's queues: %v", err)
+		}
 	})
 	var ledger domain.Ledger = mysqlstore.New(db, keyring)
 	if batch {
@@ -101,25 +107,6 @@ func openRealHistory(t *testing.T, cfg application.Config, batch bool) historyte
 	}
 	return historytest.Ports{Ledger: ledger, Gate: gate, Queue: broker, Publisher: broker,
 		Clock: &memory.SystemClock{}, Consume: broker.Consume, NewProductID: porttest.NewProductID}
-}
-
-// purgeDelivered empties the notifiers' queue of the history's prefix: nothing consumes it
-// here, and every run publishes thousands of delivery events.
-func purgeDelivered(t *testing.T) {
-	conn, err := amqp.Dial(porttest.AMQPURL)
-	if err != nil {
-		t.Errorf("purge delivery events: %v", err)
-		return
-	}
-	defer func() { _ = conn.Close() }()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Errorf("purge delivery events: %v", err)
-		return
-	}
-	if _, err := ch.QueuePurge(historyPrefix+".delivered", false); err != nil {
-		t.Errorf("purge delivery events: %v", err)
-	}
 }
 
 // batchSizes counts a batching ledger's batches, for the history's log.
