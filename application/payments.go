@@ -71,7 +71,7 @@ func (s *Shop) CreatePayment(ctx context.Context, cmd NewPayment) (p domain.Paym
 	}
 	req := domain.PaymentRequest{OrderNo: o.No(), Amount: o.Amount(), Currency: s.cfg.Currency,
 		Subject:   fmt.Sprintf("%s × %d", product.Name(), o.Qty()),
-		ExpiresAt: o.ExpiresAt(), ReturnURL: s.returnURL(o.No()), NotifyURL: s.NotifyURL(gw.Provider()),
+		ExpiresAt: o.ExpiresAt(), ReturnURL: s.returnURL(o.No()), NotifyURL: s.notifyURL(gw.Provider()),
 		ClientIP: cmd.ClientIP}
 	made, err := gw.Create(ctx, req)
 	if err != nil {
@@ -109,17 +109,13 @@ func (s *Shop) currentPayment(ctx context.Context, no domain.OrderNo, provider d
 	return p, false, nil
 }
 
-// NotifyURL is where the provider sends its notifications.
-func (s *Shop) NotifyURL(p domain.Provider) string {
-	return s.cfg.PublicURL + "/api/payments/" + string(p) + "/notify"
+// notifyURL is where the provider sends its notifications.
+func (s *Shop) notifyURL(p domain.Provider) string {
+	return strings.ReplaceAll(s.cfg.NotifyURL, "{provider}", string(p))
 }
 
 func (s *Shop) returnURL(no domain.OrderNo) string {
-	u := s.cfg.ReturnURL
-	if u == "" {
-		u = s.cfg.PublicURL + "/api/orders/{order_no}"
-	}
-	return strings.ReplaceAll(u, "{order_no}", string(no))
+	return strings.ReplaceAll(s.cfg.ReturnURL, "{order_no}", string(no))
 }
 
 // Payments lists the order's payments (for its buyer's view and for operators).
@@ -179,7 +175,7 @@ var errRefused = errors.New("notification refused")
 func (s *Shop) HandleNotification(ctx context.Context, provider domain.Provider, in domain.InboundRequest, remote string) (domain.Reply, error) {
 	gw, ok := s.gateways[provider]
 	if !ok {
-		return domain.Reply{Status: 404}, domain.ErrProviderUnknown
+		return domain.Reply{}, domain.ErrProviderUnknown
 	}
 	if in.At.IsZero() {
 		in.At = s.clock.Now()

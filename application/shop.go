@@ -49,11 +49,11 @@ type Config struct {
 	// Currency is the shop's currency: every price, order and payment is an amount of its
 	// minor unit. A payment provider that cannot charge it is refused at start.
 	Currency domain.Currency
-	// PublicURL is the shop's address as buyers and providers reach it (no trailing slash):
-	// the providers' notify URLs are PublicURL + "/api/payments/<provider>/notify".
-	PublicURL string
+	// NotifyURL is where a provider sends its notifications; "{provider}" in it is replaced by
+	// the provider's name. The driving adapter that receives them states it.
+	NotifyURL string
 	// ReturnURL is where a provider sends the buyer back after paying; "{order_no}" in it is
-	// replaced by the order number. Empty: PublicURL + "/api/orders/{order_no}".
+	// replaced by the order number.
 	ReturnURL string
 	// PaymentCloseGrace is how long past an order's expiry the close keeps waiting for a
 	// provider that cannot be reached to close (or report) the order's open payment; after it
@@ -111,7 +111,7 @@ func DefaultConfig() Config {
 		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500, RebuildDelay: time.Second,
 		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: orderTimeout,
 		WebhookMaxBackoff: DefaultWebhookCap, Currency: domain.Currency{Code: "CNY", Exponent: 2},
-		PublicURL: "http://127.0.0.1:8080", PaymentCloseGrace: 10 * time.Minute,
+		PaymentCloseGrace: 10 * time.Minute,
 		ProductCacheTTL: 5 * time.Second, SaleStartMargin: 2 * time.Second, CatalogueLevelsEvery: 250 * time.Millisecond, CatalogueProductsEvery: 5 * time.Second,
 		NotificationRetention: DefaultNotificationRetention, RefusedNotificationRetention: DefaultRefusedNotificationRetention,
 		RefusedNotificationWindow: DefaultRefusedNotificationWindow, RefusedNotificationAddresses: DefaultRefusedNotificationAddresses}
@@ -193,9 +193,6 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	}
 	if cfg.Currency.IsZero() {
 		cfg.Currency = def.Currency
-	}
-	if cfg.PublicURL == "" {
-		cfg.PublicURL = def.PublicURL
 	}
 	if cfg.PaymentCloseGrace <= 0 {
 		cfg.PaymentCloseGrace = def.PaymentCloseGrace

@@ -351,7 +351,7 @@ func settings(c *Config) []setting {
 			c.Currency = cur
 			return nil
 		}},
-		{"CARDSHOP_PUBLIC_URL", app.PublicURL, func(v string) error {
+		{"CARDSHOP_PUBLIC_URL", "http://127.0.0.1:8080", func(v string) error {
 			u, err := url.Parse(v)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" ||
 				u.Fragment != "" || strings.HasSuffix(v, "/") {

@@ -129,7 +129,10 @@ func newShop(in shopIn) (*application.Shop, error) {
 	ac.BuyerCap, ac.BuyerWindow = in.Cfg.BuyerCap, in.Cfg.OrderTimeout
 	ac.OrphanAfter = in.Cfg.OrphanAfter
 	ac.WebhookMaxBackoff = in.Cfg.WebhookMaxBackoff
-	ac.Currency, ac.PublicURL, ac.ReturnURL = in.Cfg.Currency, in.Cfg.PublicURL, in.Cfg.ReturnURL
+	ac.Currency, ac.NotifyURL, ac.ReturnURL = in.Cfg.Currency, in.Cfg.PublicURL+httpapi.NotifyPath, in.Cfg.ReturnURL
+	if ac.ReturnURL == "" {
+		ac.ReturnURL = in.Cfg.PublicURL + httpapi.OrderPath
+	}
 	ac.PaymentCloseGrace = in.Cfg.PaymentCloseGrace
 	ac.SaleStartMargin = in.Cfg.SaleStartMargin
 	ac.NotificationRetention, ac.RefusedNotificationRetention = in.Cfg.NotificationRetention, in.Cfg.RefusedNotificationRetention

@@ -117,7 +117,7 @@ func newHarnessWith(t testing.TB, deps func(*application.Deps), opts ...option) 
 	}
 	cfg := application.DefaultConfig()
 	cfg.ReplayWait = 50 * time.Millisecond
-	cfg.PublicURL = shopURL
+	cfg.NotifyURL, cfg.ReturnURL = shopURL+httpapi.NotifyPath, shopURL+httpapi.OrderPath
 	if h.dev, err = devpay.New(devpay.Config{Secret: devpay.NewSecret(), BaseURL: shopURL, Now: h.clock.Now}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -80,7 +79,7 @@ func (s *Server) providerNotify(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	in := domain.InboundRequest{Method: c.Method(), Header: http.Header{}, Query: url.Values{}, Body: b, At: s.clock.Now()}
+	in := domain.InboundRequest{Method: c.Method(), Header: domain.Header{}, Query: url.Values{}, Body: b, At: s.clock.Now()}
 	c.Request().Header.VisitAll(func(k, v []byte) { in.Header.Add(string(k), string(v)) })
 	c.Request().URI().QueryArgs().VisitAll(func(k, v []byte) { in.Query.Add(string(k), string(v)) })
 	reply, err := s.shop.HandleNotification(c.UserContext(), provider, in, c.IP())

@@ -67,6 +67,13 @@ func DefaultConfig(adminToken string) Config {
 // request makes (a payment provider's API, a batch's COMMIT under load).
 const DefaultRequestTimeout = 5 * time.Second
 
+// The addresses this adapter serves that others are sent to: a provider's notifications
+// ("{provider}" its name) and a buyer's order ("{order_no}" its number). Prefix the public URL.
+const (
+	NotifyPath = "/api/payments/{provider}/notify"
+	OrderPath  = "/api/orders/{order_no}"
+)
+
 // Server holds the handlers' dependencies.
 type Server struct {
 	cfg    Config
