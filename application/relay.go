@@ -22,12 +22,8 @@ var (
 )
 
 // relayParallel is how many delivery events the outbox relay publishes at once, as many as the
-// production broker's pool of publisher channels (bootstrap: 64). One at a time, each waiting
-// for its confirm, a flash sale's paid orders outran it (70-135 events a second under load) and
-// a broker outage's backlog took minutes to drain. With 8 at once, the broker spent ~240 µs of
-// CPU on each event (a quorum queue commits what arrives together, and 8 is little), half a
-// core of two during the load check's payments; with 64, ~93 µs
-// (rabbitmq.BenchmarkPublishInFlight, docs/BENCHMARKS.md).
+// production broker's pool of publisher channels (bootstrap: 64); docs/BENCHMARKS.md has the
+// measurements behind the number.
 const relayParallel = 64
 
 // Retry backoff of a failed outbox message: the first retry waits about retryBase, each next

@@ -106,15 +106,27 @@ const DefaultOrphanAfter = 2 * time.Minute
 // here, except the buyer cap: DefaultConfig has none, the service caps each buyer unless told
 // otherwise (see its CARDSHOP_BUYER_CAP).
 func DefaultConfig() Config {
-	const orderTimeout = 15 * time.Minute
-	return Config{OrderTimeout: orderTimeout, IdempotencyTTL: 10 * time.Minute,
-		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500, RebuildDelay: time.Second,
-		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: orderTimeout,
-		WebhookMaxBackoff: DefaultWebhookCap, Currency: domain.Currency{Code: "CNY", Exponent: 2},
-		PaymentCloseGrace: 10 * time.Minute,
-		ProductCacheTTL: 5 * time.Second, SaleStartMargin: 2 * time.Second, CatalogueLevelsEvery: 250 * time.Millisecond, CatalogueProductsEvery: 5 * time.Second,
-		NotificationRetention: DefaultNotificationRetention, RefusedNotificationRetention: DefaultRefusedNotificationRetention,
-		RefusedNotificationWindow: DefaultRefusedNotificationWindow, RefusedNotificationAddresses: DefaultRefusedNotificationAddresses}
+	return Config{
+		OrderTimeout:                 15 * time.Minute,
+		IdempotencyTTL:               10 * time.Minute,
+		ReplayWait:                   time.Second,
+		SweepBatch:                   500,
+		RelayBatch:                   500,
+		RebuildDelay:                 time.Second,
+		OrphanAfter:                  DefaultOrphanAfter,
+		BuyerWindow:                  15 * time.Minute, // the order timeout
+		WebhookMaxBackoff:            DefaultWebhookCap,
+		Currency:                     domain.Currency{Code: "CNY", Exponent: 2},
+		PaymentCloseGrace:            10 * time.Minute,
+		ProductCacheTTL:              5 * time.Second,
+		SaleStartMargin:              2 * time.Second,
+		CatalogueLevelsEvery:         250 * time.Millisecond,
+		CatalogueProductsEvery:       5 * time.Second,
+		NotificationRetention:        DefaultNotificationRetention,
+		RefusedNotificationRetention: DefaultRefusedNotificationRetention,
+		RefusedNotificationWindow:    DefaultRefusedNotificationWindow,
+		RefusedNotificationAddresses: DefaultRefusedNotificationAddresses,
+	}
 }
 
 // Deps are the ports the use cases need.
@@ -181,42 +193,30 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	if cfg.OrphanAfter < 0 || cfg.BuyerCap < 0 || cfg.BuyerWindow < 0 || cfg.WebhookMaxBackoff < 0 {
 		return nil, errors.New("application: the orphan age, the buyer cap, the buyer window and the webhook backoff must not be negative")
 	}
+	// The settings a zero (or, where allowed, negative) value leaves at their default.
 	def := DefaultConfig()
-	if cfg.WebhookMaxBackoff == 0 {
-		cfg.WebhookMaxBackoff = def.WebhookMaxBackoff
-	}
-	if cfg.OrphanAfter == 0 {
-		cfg.OrphanAfter = def.OrphanAfter
-	}
-	if cfg.BuyerWindow == 0 {
-		cfg.BuyerWindow = cfg.OrderTimeout
-	}
-	if cfg.Currency.IsZero() {
-		cfg.Currency = def.Currency
-	}
-	if cfg.PaymentCloseGrace <= 0 {
-		cfg.PaymentCloseGrace = def.PaymentCloseGrace
-	}
-	if cfg.ProductCacheTTL <= 0 {
-		cfg.ProductCacheTTL = def.ProductCacheTTL
-	}
-	if cfg.CatalogueLevelsEvery <= 0 {
-		cfg.CatalogueLevelsEvery = def.CatalogueLevelsEvery
-	}
-	if cfg.CatalogueProductsEvery <= 0 {
-		cfg.CatalogueProductsEvery = def.CatalogueProductsEvery
-	}
-	if cfg.NotificationRetention <= 0 {
-		cfg.NotificationRetention = def.NotificationRetention
-	}
-	if cfg.RefusedNotificationRetention <= 0 {
-		cfg.RefusedNotificationRetention = def.RefusedNotificationRetention
-	}
-	if cfg.RefusedNotificationWindow <= 0 {
-		cfg.RefusedNotificationWindow = def.RefusedNotificationWindow
+	def.BuyerWindow = cfg.OrderTimeout
+	for _, d := range []struct{ v, def *time.Duration }{
+		{&cfg.WebhookMaxBackoff, &def.WebhookMaxBackoff},
+		{&cfg.OrphanAfter, &def.OrphanAfter},
+		{&cfg.BuyerWindow, &def.BuyerWindow},
+		{&cfg.PaymentCloseGrace, &def.PaymentCloseGrace},
+		{&cfg.ProductCacheTTL, &def.ProductCacheTTL},
+		{&cfg.CatalogueLevelsEvery, &def.CatalogueLevelsEvery},
+		{&cfg.CatalogueProductsEvery, &def.CatalogueProductsEvery},
+		{&cfg.NotificationRetention, &def.NotificationRetention},
+		{&cfg.RefusedNotificationRetention, &def.RefusedNotificationRetention},
+		{&cfg.RefusedNotificationWindow, &def.RefusedNotificationWindow},
+	} {
+		if *d.v <= 0 {
+			*d.v = *d.def
+		}
 	}
 	if cfg.RefusedNotificationAddresses <= 0 {
 		cfg.RefusedNotificationAddresses = def.RefusedNotificationAddresses
+	}
+	if cfg.Currency.IsZero() {
+		cfg.Currency = def.Currency
 	}
 	gateways := make(map[domain.Provider]domain.PaymentGateway, len(d.Gateways))
 	for _, g := range d.Gateways {
