@@ -142,39 +142,60 @@ type route struct {
 }
 
 func routes(k *console) []route {
-	const v, o, a = domain.RoleViewer, domain.RoleOperator, domain.RoleAdmin
-	return []route{
+	// A read is open to viewers; a write (act) takes its action's role, and a screen leading to
+	// one (its form or confirmation) the role of that action.
+	const v, act = domain.RoleViewer, domain.Role("")
+	return withActionRoles([]route{
 		{"GET", "/products", v, "", k.products},
-		{"GET", "/products/new", o, "", k.newProductPage},
-		{"POST", "/products", o, "product.create", k.createProduct},
+		{"GET", "/products/new", roleOf("product.create"), "", k.newProductPage},
+		{"POST", "/products", act, "product.create", k.createProduct},
 		{"GET", "/products/:id", v, "", k.product},
-		{"GET", "/products/:id/edit", o, "", k.editProductPage},
-		{"POST", "/products/:id", o, "product.update", k.updateProduct},
-		{"POST", "/products/:id/freeze", o, "product.freeze", k.freeze},
-		{"POST", "/products/:id/unfreeze", o, "product.unfreeze", k.unfreeze},
+		{"GET", "/products/:id/edit", roleOf("product.update"), "", k.editProductPage},
+		{"POST", "/products/:id", act, "product.update", k.updateProduct},
+		{"POST", "/products/:id/freeze", act, "product.freeze", k.freeze},
+		{"POST", "/products/:id/unfreeze", act, "product.unfreeze", k.unfreeze},
 		{"GET", "/products/:id/reconcile", v, "", k.reconcile},
 		{"GET", "/products/:id/codes", v, "", k.codes},
-		{"POST", "/products/:id/codes", o, "product.import", k.startImport},
-		{"GET", "/products/:id/imports/:job", o, "", k.importJob},
-		{"GET", "/products/:id/imports/:job/progress", o, "", k.importProgress},
-		{"POST", "/products/:id/codes/void/confirm", a, "", k.confirmVoid},
-		{"POST", "/products/:id/codes/void", a, "codes.void", k.voidCodes},
-		{"GET", "/products/:id/repair", a, "", k.confirmRepair},
-		{"POST", "/products/:id/repair", a, "product.repair", k.repair},
+		{"POST", "/products/:id/codes", act, "product.import", k.startImport},
+		{"GET", "/products/:id/imports/:job", roleOf("product.import"), "", k.importJob},
+		{"GET", "/products/:id/imports/:job/progress", roleOf("product.import"), "", k.importProgress},
+		{"POST", "/products/:id/codes/void/confirm", roleOf("codes.void"), "", k.confirmVoid},
+		{"POST", "/products/:id/codes/void", act, "codes.void", k.voidCodes},
+		{"GET", "/products/:id/repair", roleOf("product.repair"), "", k.confirmRepair},
+		{"POST", "/products/:id/repair", act, "product.repair", k.repair},
 		{"GET", "/orders", v, "", k.orderLookup},
 		{"GET", "/orders/:order_no", v, "", k.order},
-		{"GET", "/orders/:order_no/refund", a, "", k.confirmRefund},
-		{"POST", "/orders/:order_no/refund", a, "order.refund", k.refund},
-		{"GET", "/orders/:order_no/fulfil", o, "", k.confirmFulfil},
-		{"POST", "/orders/:order_no/fulfil", o, "order.fulfil", k.fulfil},
+		{"GET", "/orders/:order_no/refund", roleOf("order.refund"), "", k.confirmRefund},
+		{"POST", "/orders/:order_no/refund", act, "order.refund", k.refund},
+		{"GET", "/orders/:order_no/fulfil", roleOf("order.fulfil"), "", k.confirmFulfil},
+		{"POST", "/orders/:order_no/fulfil", act, "order.fulfil", k.fulfil},
 		{"GET", "/audit", v, "", k.audit},
 		{"GET", "/settings", v, "", k.settings},
 		{"POST", "/settings", v, "", k.saveSettings},
 		{"GET", "/alerts", v, "", k.alerts},
-		{"POST", "/alerts/:alert_id/ack", o, "alert.ack", k.ackAlert},
+		{"POST", "/alerts/:alert_id/ack", act, "alert.ack", k.ackAlert},
 		{"GET", "/dashboard", v, "", k.dashboard},
 		{"GET", "/dashboard/events", v, "", k.dashboardEvents},
+	})
+}
+
+// roleOf is the action's role (application.ActionRole).
+func roleOf(action string) domain.Role {
+	role, ok := application.ActionRole(action)
+	if !ok {
+		panic("console: no role for the action " + action)
 	}
+	return role
+}
+
+// withActionRoles gives each write its action's role.
+func withActionRoles(rs []route) []route {
+	for i, r := range rs {
+		if r.action != "" {
+			rs[i].role = roleOf(r.action)
+		}
+	}
+	return rs
 }
 
 // contentSecurityPolicy allows the console's own script and style files and nothing else: no

@@ -23,55 +23,55 @@ type adminRoute struct {
 	handler      fiber.Handler
 }
 
-// adminRoutes is the admin API with its roles. A viewer reads everything but codes and
-// operators; an operator runs the shop (products, imports, freezes, fulfils, buyer tokens, an
-// order's codes); an admin moves money and truth (refunds, gate repair, voiding codes: stock
-// destroyed for good, like a refund's void) and manages operators.
+// adminRoutes is the admin API with its roles: a read states its role, a write (act) takes its
+// action's (application.ActionRole).
 func adminRoutes(s *Server) []adminRoute {
-	const v, o, a = domain.RoleViewer, domain.RoleOperator, domain.RoleAdmin
-	return []adminRoute{
-		{"POST", "/products", o, "product.create", true, s.createProduct},
+	const v, a, act = domain.RoleViewer, domain.RoleAdmin, domain.Role("")
+	return withActionRoles([]adminRoute{
+		{"POST", "/products", act, "product.create", true, s.createProduct},
 		{"GET", "/products", v, "", false, s.listProducts},
 		{"GET", "/products/:id", v, "", false, s.getProduct},
-		{"PATCH", "/products/:id", o, "product.update", true, s.updateProduct},
+		{"PATCH", "/products/:id", act, "product.update", true, s.updateProduct},
 		// The body is the codes: never recorded, nor read twice (it is streamed).
-		{"POST", "/products/:id/codes", o, "product.import", false, s.importCodes},
+		{"POST", "/products/:id/codes", act, "product.import", false, s.importCodes},
 		// Voiding destroys sellable stock for good, as a refund that voids does: admin. The
 		// body (the codes) is never recorded; the handler records the reason and the counts.
-		{"POST", "/products/:id/codes/void", a, "codes.void", false, s.voidCodes},
-		{"POST", "/products/:id/freeze", o, "product.freeze", true, s.freezeProduct},
-		{"POST", "/products/:id/unfreeze", o, "product.unfreeze", true, s.unfreezeProduct},
+		{"POST", "/products/:id/codes/void", act, "codes.void", false, s.voidCodes},
+		{"POST", "/products/:id/freeze", act, "product.freeze", true, s.freezeProduct},
+		{"POST", "/products/:id/unfreeze", act, "product.unfreeze", true, s.unfreezeProduct},
 		{"GET", "/products/:id/reconcile", v, "", false, s.reconcile},
-		{"POST", "/products/:id/reconcile", a, "product.repair", false, s.reconcile},
+		{"POST", "/products/:id/reconcile", act, "product.repair", false, s.reconcile},
 		{"GET", "/orders", v, "", false, s.searchOrders},
 		{"GET", "/orders/:order_no", v, "", false, s.adminOrder}, // codes: operator (adminOrder)
 		{"GET", "/orders/:order_no/payments", v, "", false, s.listOrderPayments},
 		{"GET", "/payments/notifications", v, "", false, s.listNotifications},
-		{"POST", "/orders/:order_no/refund", a, "order.refund", true, s.refund},
-		{"POST", "/orders/:order_no/fulfil", o, "order.fulfil", true, s.fulfil},
-		{"POST", "/tokens", o, "buyer_token.issue", true, s.issueToken},
+		{"POST", "/orders/:order_no/refund", act, "order.refund", true, s.refund},
+		{"POST", "/orders/:order_no/fulfil", act, "order.fulfil", true, s.fulfil},
+		{"POST", "/tokens", act, "buyer_token.issue", true, s.issueToken},
 		{"GET", "/whoami", v, "", false, s.whoami},
 		{"GET", "/operators", a, "", false, s.listOperators},
-		{"POST", "/operators", a, "operator.create", true, s.createOperator},
-		{"PATCH", "/operators/:name", a, "operator.update", true, s.updateOperator},
-		{"POST", "/operators/:name/rotate", a, "operator.rotate", false, s.rotateOperator},
-		{"DELETE", "/operators/:name", a, "operator.remove", false, s.removeOperator},
+		{"POST", "/operators", act, "operator.create", true, s.createOperator},
+		{"PATCH", "/operators/:name", act, "operator.update", true, s.updateOperator},
+		{"POST", "/operators/:name/rotate", act, "operator.rotate", false, s.rotateOperator},
+		{"DELETE", "/operators/:name", act, "operator.remove", false, s.removeOperator},
 		{"GET", "/audit", v, "", false, s.listAudit},
 		{"GET", "/alerts", v, "", false, s.listAlerts},
-		{"POST", "/alerts/:alert_id/ack", o, "alert.ack", true, s.ackAlert},
-	}
+		{"POST", "/alerts/:alert_id/ack", act, "alert.ack", true, s.ackAlert},
+	})
 }
 
-// ActionRoles maps each audited admin action to the least role that may do it: the rules
-// another door to the same writes (the console) must keep.
-func ActionRoles() map[string]domain.Role {
-	out := map[string]domain.Role{}
-	for _, r := range adminRoutes(&Server{}) {
+// withActionRoles gives each write its action's role.
+func withActionRoles(rs []adminRoute) []adminRoute {
+	for i, r := range rs {
 		if r.action != "" {
-			out[r.action] = r.role
+			role, ok := application.ActionRole(r.action)
+			if !ok {
+				panic("httpapi: no role for the action " + r.action)
+			}
+			rs[i].role = role
 		}
 	}
-	return out
+	return rs
 }
 
 // maxAuditParams bounds the parameters recorded with an audit entry.
