@@ -46,7 +46,11 @@ const maxUnsentChanges = 100_000
 //
 // Errors: ErrGateRebuilding (another rebuild holds the fence, or this one outlived it),
 // ErrUnavailable.
-func (s *Shop) RebuildGate(ctx context.Context, p domain.Product) error {
+func (s *Catalogue) RebuildGate(ctx context.Context, p domain.Product) error {
+	return s.rebuildGate(ctx, p)
+}
+
+func (s *core) rebuildGate(ctx context.Context, p domain.Product) error {
 	token := attemptToken("rebuild")
 	holds, err := s.gate.BeginRebuild(ctx, p.ID(), token, rebuildFence)
 	if err != nil {
@@ -72,7 +76,7 @@ func (s *Shop) RebuildGate(ctx context.Context, p domain.Product) error {
 
 // rebuildPlan reads, in one snapshot of the ledger, what the product's gate must hold (see
 // RebuildGate), with the holds whose orders the snapshot already counts in Drop.
-func (s *Shop) rebuildPlan(ctx context.Context, id domain.ProductID, holds []domain.Hold) (domain.RebuildPlan, error) {
+func (s *core) rebuildPlan(ctx context.Context, id domain.ProductID, holds []domain.Hold) (domain.RebuildPlan, error) {
 	var plan domain.RebuildPlan
 	err := s.ledger.Snapshot(ctx, func(tx domain.Store) error {
 		plan = domain.RebuildPlan{}
@@ -143,7 +147,7 @@ func (s *Shop) rebuildPlan(ctx context.Context, id domain.ProductID, holds []dom
 // rebuilt too, one after the other, rather than when each is next ordered (until then the
 // readiness check reports the gate not ready). An operator can do the same at once with
 // POST /admin/products/{id}/reconcile?repair=true.
-func (s *Shop) rebuildGateLater(p domain.ProductID) {
+func (s *core) rebuildGateLater(p domain.ProductID) {
 	if _, busy := s.rebuilding.LoadOrStore(p, true); busy {
 		return
 	}
@@ -178,13 +182,13 @@ func (s *Shop) rebuildGateLater(p domain.ProductID) {
 
 // rebuildLost rebuilds p's gate from the ledger if the gate does not know p, with a
 // gate_rebuilt alert, and reports whether it did.
-func (s *Shop) rebuildLost(p domain.ProductID) bool {
+func (s *core) rebuildLost(p domain.ProductID) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, ok, err := s.gate.Levels(ctx, p); err != nil || ok {
 		return false // unreachable (a later request tries again) or rebuilt meanwhile
 	}
-	rep, err := s.Reconcile(ctx, p, true)
+	rep, err := s.reconcileID(ctx, p, true)
 	if err != nil {
 		s.log.ErrorContext(ctx, "automatic gate rebuild failed", "product", p, "err", err)
 		return false
@@ -198,4 +202,4 @@ func (s *Shop) rebuildLost(p domain.ProductID) bool {
 }
 
 // WaitBackground waits for background work started by use cases (automatic gate rebuilds).
-func (s *Shop) WaitBackground() { s.background.Wait() }
+func (a *App) WaitBackground() { a.core.background.Wait() }

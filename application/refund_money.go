@@ -40,7 +40,7 @@ import (
 //
 // An order paid through the signed callback has no payment here: its storefront returns the
 // money, and only the codes are refunded.
-func (s *Shop) refundMoney(ctx context.Context, o domain.Order, cmd Refund) (MoneyRefund, Refund, error) {
+func (s *core) refundMoney(ctx context.Context, o domain.Order, cmd Refund) (MoneyRefund, Refund, error) {
 	p, ok, err := s.paidPayment(ctx, o)
 	if err != nil || !ok {
 		return MoneyRefund{}, cmd, err
@@ -140,7 +140,7 @@ func decisionOf(p domain.Payment, cmd Refund) Refund {
 // giveBack returns a REFUNDING payment to prev (its record before this attempt took it), so a
 // later attempt may take the refund again. Only the attempt that took it calls this, once its
 // call to the provider has ended; the move is made even when the caller's context is done.
-func (s *Shop) giveBack(ctx context.Context, p, prev domain.Payment) {
+func (s *core) giveBack(ctx context.Context, p, prev domain.Payment) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	prev.UpdatedAt = s.clock.Now()
@@ -154,7 +154,7 @@ func (s *Shop) giveBack(ctx context.Context, p, prev domain.Payment) {
 // reference names, whatever status the payment records. The order is paid first and the
 // payment marked PAID after it (a notification, a close that found the payment paid), so a
 // payment named by a paid order may still read OPEN, EXPIRED or FAILED: its money is there.
-func (s *Shop) paidPayment(ctx context.Context, o domain.Order) (domain.Payment, bool, error) {
+func (s *core) paidPayment(ctx context.Context, o domain.Order) (domain.Payment, bool, error) {
 	if o.PaymentRef() == "" {
 		return domain.Payment{}, false, nil
 	}
@@ -172,7 +172,7 @@ func (s *Shop) paidPayment(ctx context.Context, o domain.Order) (domain.Payment,
 
 // setPayment records a payment's refund status (from the status p holds), best effort: the
 // provider's state is the truth and the next refund or notification reads it again.
-func (s *Shop) setPayment(ctx context.Context, p domain.Payment, to domain.PaymentStatus, ref, reason string) {
+func (s *core) setPayment(ctx context.Context, p domain.Payment, to domain.PaymentStatus, ref, reason string) {
 	next := p
 	next.Status, next.UpdatedAt = to, s.clock.Now()
 	if ref != "" {
@@ -187,7 +187,7 @@ func (s *Shop) setPayment(ctx context.Context, p domain.Payment, to domain.Payme
 // applyRefundNotice applies a provider's notification about a refund: succeeded → the payment
 // is REFUNDED and the order's codes are refunded as the operator decided when asking for the
 // refund (stored with the payment); refused → REFUND_FAILED with an alert; pending → nothing.
-func (s *Shop) applyRefundNotice(ctx context.Context, gw domain.PaymentGateway, n domain.ProviderNotice) (string, error) {
+func (s *core) applyRefundNotice(ctx context.Context, gw domain.PaymentGateway, n domain.ProviderNotice) (string, error) {
 	p, err := s.ledger.Payments().Payment(ctx, n.OrderNo, gw.Provider())
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", errRefused, err)
@@ -205,7 +205,7 @@ func (s *Shop) applyRefundNotice(ctx context.Context, gw domain.PaymentGateway, 
 		if p.Status == domain.PaymentRefunding || p.Status == domain.PaymentRefundFailed {
 			s.setPayment(ctx, p, domain.PaymentRefunded, n.ProviderRef, "")
 		}
-		res, err := s.RefundOrder(ctx, Refund{OrderNo: n.OrderNo, Reason: "refunded at " + string(gw.Provider())})
+		res, err := s.refundOrder(ctx, Refund{OrderNo: n.OrderNo, Reason: "refunded at " + string(gw.Provider())})
 		if err != nil && !errors.Is(err, domain.ErrInvalidTransition) {
 			return "", err
 		}

@@ -149,8 +149,41 @@ type Deps struct {
 	Logger  *slog.Logger
 }
 
-// Shop runs the use cases. It is safe for concurrent use.
-type Shop struct {
+// App holds the use cases, one service per kind of work; a driving adapter takes only the
+// services it calls. They share one core: the ports, the settings, and the steps several of
+// them take (settle, fulfil, reserve and cancel, stock returns, gate changes, the product
+// cache). All are safe for concurrent use.
+type App struct {
+	Sales     *Sales     // placing, reading, closing and sweeping orders; fulfils; sold-out answers
+	Payments  *Payments  // creating payments, notifications, the signed callback, refunds
+	Catalogue *Catalogue // products, codes (import, void), freezes, the gate (reconcile, rebuild), stock watch, dashboard
+	Admin     *Admin     // operators, sessions, the audit log, alerts
+	Relay     *Relay     // the outbox and the webhook relays
+
+	core *core
+}
+
+// Sales places, reads, closes and sweeps orders, fulfils them, and answers the public
+// catalogue and the sold-out rates.
+type Sales struct{ *core }
+
+// Payments creates payments and applies what providers and the storefront report: provider
+// notifications, the signed callback, refunds; and keeps the notification log.
+type Payments struct{ *core }
+
+// Catalogue runs products and their codes: create, update, freeze, import, void; and the gate:
+// reconcile, rebuild, stock watch, the dashboard.
+type Catalogue struct{ *core }
+
+// Admin runs operators and their sessions, the audit log and the alert log. Who may do what is
+// ActionRole's table.
+type Admin struct{ *core }
+
+// Relay carries the outbox to the gate, the broker and the storefront's webhook.
+type Relay struct{ *core }
+
+// core is what the services share: the ports, the settings and the caches.
+type core struct {
 	cfg      Config
 	ledger   domain.Ledger
 	gate     domain.StockGate
@@ -180,9 +213,9 @@ type Shop struct {
 	background sync.WaitGroup
 }
 
-// New checks deps and cfg and returns a Shop. A zero OrphanAfter or WebhookMaxBackoff takes
+// New checks deps and cfg and returns the App. A zero OrphanAfter or WebhookMaxBackoff takes
 // DefaultConfig's; a zero BuyerWindow is the order timeout.
-func New(cfg Config, d Deps) (*Shop, error) {
+func New(cfg Config, d Deps) (*App, error) {
 	if d.Ledger == nil || d.Gate == nil || d.Queue == nil || d.Publisher == nil || d.Verifier == nil ||
 		d.Alerter == nil || d.Clock == nil {
 		return nil, errors.New("application: every port is required")
@@ -234,13 +267,15 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	return &Shop{cfg: cfg, ledger: d.Ledger, gate: d.Gate, queue: d.Queue, pub: d.Publisher, notifier: d.Notifier,
+	c := &core{cfg: cfg, ledger: d.Ledger, gate: d.Gate, queue: d.Queue, pub: d.Publisher, notifier: d.Notifier,
 		verifier: d.Verifier, gateways: gateways, clock: d.Clock, log: d.Logger,
-		alerts: recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}}, nil
+		alerts: recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}}
+	return &App{Sales: &Sales{c}, Payments: &Payments{c}, Catalogue: &Catalogue{c}, Admin: &Admin{c},
+		Relay: &Relay{c}, core: c}, nil
 }
 
-// Config returns the shop's settings.
-func (s *Shop) Config() Config { return s.cfg }
+// Config returns the settings in force, defaults filled.
+func (a *App) Config() Config { return a.core.cfg }
 
 type cachedProduct struct {
 	p       domain.Product
@@ -248,7 +283,7 @@ type cachedProduct struct {
 }
 
 // product returns a product from the cache or, when absent or expired, the catalogue.
-func (s *Shop) product(ctx context.Context, id domain.ProductID) (domain.Product, error) {
+func (s *core) product(ctx context.Context, id domain.ProductID) (domain.Product, error) {
 	now := s.clock.Now()
 	if c, ok := s.products.Load(id); ok && now.Before(c.(cachedProduct).expires) {
 		return c.(cachedProduct).p, nil
@@ -293,7 +328,7 @@ func gateChangeMessage(c domain.GateChange, at time.Time) (domain.OutboxMessage,
 
 // applyGate applies a committed gate change right away. It is best effort: the outbox row
 // written in the same transaction makes the relay apply it (once, by Ref) if this fails.
-func (s *Shop) applyGate(ctx context.Context, c domain.GateChange) {
+func (s *core) applyGate(ctx context.Context, c domain.GateChange) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	if _, err := s.gate.Apply(ctx, c); err != nil {

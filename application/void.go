@@ -42,7 +42,7 @@ var errVoidBacklog = fmt.Errorf("too many gate changes are waiting for the relay
 // one over MaxVoidReason characters), ErrProductNotFound, ErrProductNotFrozen,
 // ErrGateNotReady, a VoidExceedsError (ErrVoidExceedsFreeStock), ErrUnavailable (the gate
 // cannot be reached or an unsent gate change of the product cannot be applied; nothing changed).
-func (s *Shop) VoidCodes(ctx context.Context, id domain.ProductID, codes []domain.CardCode, reason string) (VoidResult, error) {
+func (s *Catalogue) VoidCodes(ctx context.Context, id domain.ProductID, codes []domain.CardCode, reason string) (VoidResult, error) {
 	reason = strings.TrimSpace(reason)
 	switch {
 	case len(codes) == 0:
@@ -126,7 +126,7 @@ func (s *Shop) VoidCodes(ctx context.Context, id domain.ProductID, codes []domai
 
 // frozenGate reads the product's gate counters and refuses unless the gate knows the product
 // and has it frozen.
-func (s *Shop) frozenGate(ctx context.Context, id domain.ProductID) (domain.GateLevels, error) {
+func (s *core) frozenGate(ctx context.Context, id domain.ProductID) (domain.GateLevels, error) {
 	lv, ok, err := s.gate.Levels(ctx, id)
 	switch {
 	case err != nil:
@@ -143,7 +143,7 @@ func (s *Shop) frozenGate(ctx context.Context, id domain.ProductID) (domain.Gate
 // outbox (as tx reads it) holds unsent: those of earlier voids above all, whose -n the gate
 // must count before its stock is read. The relay still sends them later, changing nothing
 // then. One that cannot be applied (gate down, rebuilding) refuses the void.
-func (s *Shop) applyUnsent(ctx context.Context, tx domain.Store, id domain.ProductID) error {
+func (s *core) applyUnsent(ctx context.Context, tx domain.Store, id domain.ProductID) error {
 	msgs, err := tx.Outbox().Pending(ctx, s.clock.Now().AddDate(100, 0, 0), voidBacklog, domain.TopicGateChange)
 	if err != nil {
 		return fmt.Errorf("read unsent gate changes: %w", err)

@@ -300,7 +300,7 @@ func TestShopGetsTheBuyerBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var shop *application.Shop
+	var shop *application.App
 	app := fx.New(bootstrap.Module(cfg), fx.NopLogger, fx.Populate(&shop))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -316,7 +316,7 @@ func TestShopGetsTheNotificationRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var shop *application.Shop
+	var shop *application.App
 	app := fx.New(bootstrap.Module(cfg), fx.NopLogger, fx.Populate(&shop))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)

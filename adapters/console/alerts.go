@@ -40,7 +40,7 @@ func (k *console) alertsPage(c *fiber.Ctx, status int, errMsg, notice string) er
 		return k.render(c, fiber.StatusBadRequest, "alerts", view{Title: "Alerts", Error: msg, Data: d})
 	}
 	f.Limit = alertPageSize
-	if d.Alerts, err = k.shop.Alerts(c.UserContext(), f); err != nil {
+	if d.Alerts, err = k.operators.Alerts(c.UserContext(), f); err != nil {
 		return k.fail(c, err)
 	}
 	if n := len(d.Alerts); n == alertPageSize {
@@ -63,7 +63,7 @@ func (k *console) ackAlert(c *fiber.Ctx) error {
 	note := strings.TrimSpace(formValue(c, "note"))
 	id, err := httpapi.ParseAlertID(c.Params("alert_id"))
 	if err == nil {
-		_, err = k.shop.AcknowledgeAlert(c.UserContext(), id, identityOf(c).Name, note)
+		_, err = k.operators.AcknowledgeAlert(c.UserContext(), id, identityOf(c).Name, note)
 	}
 	k.record(c, "alert.ack", map[string]string{"note": note}, err)
 	switch {

@@ -45,7 +45,7 @@ func (k *console) login(c *fiber.Ctx) error {
 		}
 		return k.fail(c, err)
 	}
-	ended, err := k.shop.ConsoleSessionsEnded(c.UserContext(), id.Name)
+	ended, err := k.operators.ConsoleSessionsEnded(c.UserContext(), id.Name)
 	if err != nil {
 		return k.fail(c, err)
 	}
@@ -76,7 +76,7 @@ func (k *console) authenticate(ctx context.Context, tok string) (application.Ide
 	if k.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(k.cfg.AdminToken)) == 1 {
 		return application.LegacyAdminIdentity, nil
 	}
-	return k.shop.Authenticate(ctx, tok)
+	return k.operators.Authenticate(ctx, tok)
 }
 
 // allowLogin charges a login attempt to the client IP. A limiter that cannot decide (Redis
@@ -109,7 +109,7 @@ func secure(c *fiber.Ctx) bool { return c.Protocol() == "https" }
 func (k *console) logout(c *fiber.Ctx) error {
 	k.clearCookie(c)
 	id, s := identityOf(c), sessionOf(c)
-	if err := k.shop.ConsoleLogOut(c.UserContext(), id.Name, time.UnixMicro(s.IssuedAt)); err != nil {
+	if err := k.operators.ConsoleLogOut(c.UserContext(), id.Name, time.UnixMicro(s.IssuedAt)); err != nil {
 		k.log.ErrorContext(c.UserContext(), "console: logout not recorded", "operator", id.Name, "err", err)
 		return k.errorPage(c, fiber.StatusServiceUnavailable,
 			"You are logged out of this browser, but the logout could not be recorded: a copy of this session may still work. Log in and out again.")
@@ -158,7 +158,7 @@ func (k *console) entry(c *fiber.Ctx, action, params string, err error) domain.A
 func (k *console) appendEntry(ctx context.Context, e domain.AuditEntry) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, aerr := k.shop.Record(ctx, e); aerr != nil {
+	if _, aerr := k.operators.Record(ctx, e); aerr != nil {
 		k.log.ErrorContext(ctx, "audit entry not stored", "operator", e.Operator, "action", e.Action,
 			"target", e.Target, "result", e.Result, "err", aerr)
 	}

@@ -68,15 +68,26 @@ const (
 	DefaultLoginWindow     = time.Minute
 )
 
+// Services are the use cases the console calls.
+type Services struct {
+	Sales     *application.Sales
+	Payments  *application.Payments
+	Catalogue *application.Catalogue
+	Admin     *application.Admin
+}
+
 // console holds the handlers' dependencies.
 type console struct {
-	cfg   Config
-	seal  sealer
-	shop  *application.Shop
-	clock domain.Clock
-	log   *slog.Logger
-	pages pages
-	jobs  *importJobs // the code imports running or finished on this instance
+	cfg       Config
+	seal      sealer
+	sales     *application.Sales
+	payments  *application.Payments
+	catalogue *application.Catalogue
+	operators *application.Admin
+	clock     domain.Clock
+	log       *slog.Logger
+	pages     pages
+	jobs      *importJobs // the code imports running or finished on this instance
 
 	dash    *sampler      // the dashboard's numbers, shared by every page and stream
 	streams chan struct{} // one token per open dashboard stream
@@ -87,7 +98,7 @@ type console struct {
 // Mount adds the console's routes under /console to app (the JSON API's app: the console
 // shares its middleware — request ids, metrics, panics recovered — but answers HTML itself,
 // never through the API's JSON error handler).
-func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Clock, log *slog.Logger) {
+func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -98,7 +109,7 @@ func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Cloc
 		cfg.TimeZone = time.UTC
 	}
 	if cfg.AuthFailures == nil {
-		cfg.AuthFailures = httpapi.NewAuthFailures(shop, cfg.Limiter, clock, log)
+		cfg.AuthFailures = httpapi.NewAuthFailures(svc.Admin, cfg.Limiter, clock, log)
 	}
 	if cfg.MaxImportBytes <= 0 {
 		cfg.MaxImportBytes = httpapi.DefaultConfig("").MaxImportBytes
@@ -112,8 +123,9 @@ func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Cloc
 	if cfg.StreamLifetime <= 0 {
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
-	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), shop: shop, clock: clock, log: log, pages: parsePages(),
-		dash:    &sampler{shop: shop, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
+	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
+		catalogue: svc.Catalogue, operators: svc.Admin, clock: clock, log: log, pages: parsePages(),
+		dash:    &sampler{catalogue: svc.Catalogue, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
 	k.voids = &pendingVoids{clock: clock, byID: map[string]pendingVoid{}}
@@ -263,7 +275,7 @@ func (k *console) identity(ctx context.Context, s session) (application.Identity
 		}
 		return k.notLoggedOut(ctx, s, application.LegacyAdminIdentity)
 	}
-	op, err := k.shop.Operator(ctx, string(s.Name))
+	op, err := k.operators.Operator(ctx, string(s.Name))
 	if errors.Is(err, domain.ErrOperatorNotFound) || errors.Is(err, domain.ErrInvalidInput) {
 		return application.Identity{}, errBadSession
 	}
@@ -278,7 +290,7 @@ func (k *console) identity(ctx context.Context, s session) (application.Identity
 
 // notLoggedOut refuses a session issued at or before its identity's last logout.
 func (k *console) notLoggedOut(ctx context.Context, s session, id application.Identity) (application.Identity, error) {
-	ended, err := k.shop.ConsoleSessionsEnded(ctx, id.Name)
+	ended, err := k.operators.ConsoleSessionsEnded(ctx, id.Name)
 	if err != nil {
 		return application.Identity{}, err
 	}

@@ -194,7 +194,7 @@ func newJobID() string {
 func (k *console) startImport(c *fiber.Ctx) error {
 	id, err := productID(c)
 	if err == nil {
-		_, err = k.shop.Product(c.UserContext(), id)
+		_, err = k.catalogue.Product(c.UserContext(), id)
 	}
 	if err != nil {
 		k.record(c, "product.import", nil, err)
@@ -270,7 +270,7 @@ func discard(f *os.File) {
 func (k *console) runImport(ctx context.Context, job *importJob, f *os.File, e domain.AuditEntry) {
 	ctx, cancel := context.WithTimeout(ctx, importTimeout)
 	defer cancel()
-	rep, err := k.shop.ImportCodes(ctx, job.Product, countingReader{r: f, job: job})
+	rep, err := k.catalogue.ImportCodes(ctx, job.Product, countingReader{r: f, job: job})
 	discard(f)
 	if err != nil {
 		k.log.ErrorContext(ctx, "console: import stopped", "product", job.Product, "job", job.ID, "through", rep.Through, "err", err)
@@ -307,7 +307,7 @@ func (k *console) importJob(c *fiber.Ctx) error {
 	if err != nil {
 		return k.fail(c, err)
 	}
-	p, err := k.shop.Product(c.UserContext(), id)
+	p, err := k.catalogue.Product(c.UserContext(), id)
 	if err != nil {
 		return k.fail(c, err)
 	}

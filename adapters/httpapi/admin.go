@@ -110,7 +110,7 @@ func (s *Server) createProduct(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.shop.CreateProduct(c.UserContext(), application.NewProduct{ID: domain.ProductID(req.ID),
+	p, err := s.products.CreateProduct(c.UserContext(), application.NewProduct{ID: domain.ProductID(req.ID),
 		Name: req.Name, Price: domain.Money(req.Price), MaxPerOrder: req.MaxPerOrder,
 		Tiers: domainTiers(req.Tiers), StockDisplay: display,
 		Sale:                domain.SaleRules{StartsAt: timeOrZero(req.StartsAt), EndsAt: timeOrZero(req.EndsAt), BuyerLimit: req.BuyerLimit},
@@ -150,7 +150,7 @@ func (s *Server) updateProduct(c *fiber.Ctx) error {
 	}
 	patch.StartsAt, patch.EndsAt = req.StartsAt.ptr(), req.EndsAt.ptr()
 	patch.BuyerLimit, patch.RefundReleasesLimit, patch.LowStockThreshold = req.BuyerLimit, req.RefundReleasesLimit, req.LowStockThreshold
-	p, err := s.shop.UpdateProduct(c.UserContext(), id, patch)
+	p, err := s.products.UpdateProduct(c.UserContext(), id, patch)
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (s *Server) updateProduct(c *fiber.Ctx) error {
 }
 
 func (s *Server) listProducts(c *fiber.Ctx) error {
-	ps, err := s.shop.Products(c.UserContext())
+	ps, err := s.products.Products(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func (s *Server) getProduct(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.shop.Product(c.UserContext(), id)
+	p, err := s.products.Product(c.UserContext(), id)
 	if err != nil {
 		return err
 	}
@@ -262,7 +262,7 @@ func (s *Server) importCodes(c *fiber.Ctx) error {
 		return errBodyTooLarge
 	}
 	body := &importBody{r: requestBody(c), left: s.cfg.MaxImportBytes, length: int64(c.Request().Header.ContentLength())}
-	rep, err := s.shop.ImportCodes(c.UserContext(), id, body)
+	rep, err := s.products.ImportCodes(c.UserContext(), id, body)
 	if !errors.Is(err, domain.ErrProductNotFound) {
 		c.Locals(auditOutcomeKey, NewImportAudit(rep, body.read).Fields())
 	}
@@ -340,7 +340,7 @@ func (s *Server) freezeProduct(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, true); err != nil {
 		return err
 	}
-	if err := s.shop.FreezeProduct(c.UserContext(), id, req.Reason); err != nil {
+	if err := s.products.FreezeProduct(c.UserContext(), id, req.Reason); err != nil {
 		return err
 	}
 	return s.getProduct(c)
@@ -351,7 +351,7 @@ func (s *Server) unfreezeProduct(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.shop.UnfreezeProduct(c.UserContext(), id); err != nil {
+	if err := s.products.UnfreezeProduct(c.UserContext(), id); err != nil {
 		return err
 	}
 	return s.getProduct(c)
@@ -386,7 +386,7 @@ func (s *Server) reconcile(c *fiber.Ctx) error {
 		return err
 	}
 	repair := c.Method() == fiber.MethodPost && c.QueryBool("repair", false)
-	rep, err := s.shop.Reconcile(c.UserContext(), id, repair)
+	rep, err := s.products.Reconcile(c.UserContext(), id, repair)
 	if err != nil {
 		return err
 	}
@@ -423,9 +423,9 @@ func (s *Server) adminOrder(c *fiber.Ctx) error {
 	// (order.codes_read) before the codes are answered.
 	var v application.OrderView
 	if withCodes {
-		v, err = s.shop.AdminOrderCodes(c.UserContext(), no, application.Reader{Identity: identityOf(c), ClientAddr: c.IP()})
+		v, err = s.sales.AdminOrderCodes(c.UserContext(), no, application.Reader{Identity: identityOf(c), ClientAddr: c.IP()})
 	} else {
-		v, err = s.shop.AdminOrder(c.UserContext(), no)
+		v, err = s.sales.AdminOrder(c.UserContext(), no)
 	}
 	if err != nil {
 		return err
@@ -467,7 +467,7 @@ func (s *Server) refund(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, true); err != nil {
 		return err
 	}
-	res, err := s.shop.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Void: req.Void,
+	res, err := s.payments.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Void: req.Void,
 		Recycle: req.Recycle, Reason: req.Reason})
 	if err != nil {
 		return err
@@ -491,7 +491,7 @@ func (s *Server) fulfil(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.shop.FulfilOrder(c.UserContext(), no)
+	o, err := s.sales.FulfilOrder(c.UserContext(), no)
 	if err != nil {
 		return err
 	}

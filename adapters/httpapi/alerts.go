@@ -45,7 +45,7 @@ func (s *Server) listAlerts(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	alerts, err := s.shop.Alerts(c.UserContext(), f)
+	alerts, err := s.operators.Alerts(c.UserContext(), f)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (s *Server) ackAlert(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, true); err != nil {
 		return err
 	}
-	a, err := s.shop.AcknowledgeAlert(c.UserContext(), id, identityOf(c).Name, req.Note)
+	a, err := s.operators.AcknowledgeAlert(c.UserContext(), id, identityOf(c).Name, req.Note)
 	if err != nil {
 		return err
 	}

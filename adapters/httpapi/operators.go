@@ -94,7 +94,7 @@ func (s *Server) audited(action string, body bool) fiber.Handler {
 			Params: params, Result: AuditResult(c.Response().StatusCode(), err), ClientAddr: c.IP()}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), 5*time.Second)
 		defer cancel()
-		if _, aerr := s.shop.Record(ctx, e); aerr != nil {
+		if _, aerr := s.operators.Record(ctx, e); aerr != nil {
 			s.log.ErrorContext(ctx, "audit entry not stored", "operator", e.Operator, "action", e.Action,
 				"target", e.Target, "result", e.Result, "err", aerr)
 		}
@@ -217,7 +217,7 @@ func newOperatorResponse(o domain.Operator, token string) operatorResponse {
 }
 
 func (s *Server) listOperators(c *fiber.Ctx) error {
-	ops, err := s.shop.Operators(c.UserContext())
+	ops, err := s.operators.Operators(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (s *Server) createOperator(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, false); err != nil {
 		return err
 	}
-	o, token, err := s.shop.CreateOperator(c.UserContext(), req.Name, req.Role)
+	o, token, err := s.operators.CreateOperator(c.UserContext(), req.Name, req.Role)
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (s *Server) updateOperator(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, false); err != nil {
 		return err
 	}
-	o, err := s.shop.SetOperatorRole(c.UserContext(), c.Params("name"), req.Role)
+	o, err := s.operators.SetOperatorRole(c.UserContext(), c.Params("name"), req.Role)
 	if err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func (s *Server) updateOperator(c *fiber.Ctx) error {
 }
 
 func (s *Server) rotateOperator(c *fiber.Ctx) error {
-	o, token, err := s.shop.RotateOperator(c.UserContext(), c.Params("name"))
+	o, token, err := s.operators.RotateOperator(c.UserContext(), c.Params("name"))
 	if err != nil {
 		return err
 	}
@@ -272,7 +272,7 @@ func (s *Server) rotateOperator(c *fiber.Ctx) error {
 }
 
 func (s *Server) removeOperator(c *fiber.Ctx) error {
-	if err := s.shop.RemoveOperator(c.UserContext(), c.Params("name")); err != nil {
+	if err := s.operators.RemoveOperator(c.UserContext(), c.Params("name")); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -297,7 +297,7 @@ func (s *Server) listAudit(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	entries, err := s.shop.AuditLog(c.UserContext(), f)
+	entries, err := s.operators.AuditLog(c.UserContext(), f)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func (s *Server) createPayment(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, created, err := s.shop.CreatePayment(c.UserContext(), application.NewPayment{Buyer: buyerOf(c), OrderNo: no,
+	p, created, err := s.payments.CreatePayment(c.UserContext(), application.NewPayment{Buyer: buyerOf(c), OrderNo: no,
 		Provider: provider, ClientIP: c.IP()})
 	if err != nil {
 		return err
@@ -82,7 +82,7 @@ func (s *Server) providerNotify(c *fiber.Ctx) error {
 	in := domain.InboundRequest{Method: c.Method(), Header: domain.Header{}, Query: url.Values{}, Body: b, At: s.clock.Now()}
 	c.Request().Header.VisitAll(func(k, v []byte) { in.Header.Add(string(k), string(v)) })
 	c.Request().URI().QueryArgs().VisitAll(func(k, v []byte) { in.Query.Add(string(k), string(v)) })
-	reply, err := s.shop.HandleNotification(c.UserContext(), provider, in, c.IP())
+	reply, err := s.payments.HandleNotification(c.UserContext(), provider, in, c.IP())
 	if errors.Is(err, domain.ErrProviderUnknown) {
 		return err
 	}
@@ -149,7 +149,7 @@ func (s *Server) listNotifications(c *fiber.Ctx) error {
 		limit = n
 	}
 	q.Limit = limit
-	recs, err := s.shop.Notifications(c.UserContext(), q)
+	recs, err := s.payments.Notifications(c.UserContext(), q)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (s *Server) listOrderPayments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ps, err := s.shop.Payments(c.UserContext(), no)
+	ps, err := s.payments.OrderPayments(c.UserContext(), no)
 	if err != nil {
 		return err
 	}

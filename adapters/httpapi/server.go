@@ -74,13 +74,24 @@ const (
 	OrderPath  = "/api/orders/{order_no}"
 )
 
+// Services are the use cases the API calls.
+type Services struct {
+	Sales     *application.Sales
+	Payments  *application.Payments
+	Catalogue *application.Catalogue
+	Admin     *application.Admin
+}
+
 // Server holds the handlers' dependencies.
 type Server struct {
-	cfg    Config
-	shop   *application.Shop
-	tokens *authtoken.Issuer
-	clock  domain.Clock
-	log    *slog.Logger
+	cfg       Config
+	sales     *application.Sales
+	payments  *application.Payments
+	products  *application.Catalogue
+	operators *application.Admin
+	tokens    *authtoken.Issuer
+	clock     domain.Clock
+	log       *slog.Logger
 
 	limiterWarnings limiterWarnings
 	rendered        atomic.Pointer[renderedCatalogue] // the public catalogue, encoded
@@ -100,15 +111,16 @@ func (s *Server) deadline(c *fiber.Ctx) error {
 // New builds the Fiber app with every route. The app streams request bodies (so a large code
 // import is never held in memory) and therefore bounds every other body itself. It panics
 // when cfg.RateLimits sets a limit without a Limiter or a Window.
-func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock domain.Clock, log *slog.Logger) *fiber.App {
+func New(cfg Config, svc Services, tokens *authtoken.Issuer, clock domain.Clock, log *slog.Logger) *fiber.App {
 	cfg.RateLimits.check()
 	if log == nil {
 		log = slog.Default()
 	}
 	if cfg.AuthFailures == nil {
-		cfg.AuthFailures = NewAuthFailures(shop, cfg.RateLimits.Limiter, clock, log)
+		cfg.AuthFailures = NewAuthFailures(svc.Admin, cfg.RateLimits.Limiter, clock, log)
 	}
-	s := &Server{cfg: cfg, shop: shop, tokens: tokens, clock: clock, log: log}
+	s := &Server{cfg: cfg, sales: svc.Sales, payments: svc.Payments, products: svc.Catalogue, operators: svc.Admin,
+		tokens: tokens, clock: clock, log: log}
 	app := fiber.New(fiber.Config{
 		AppName:           "cardshop",
 		ErrorHandler:      errorHandler(log),
@@ -226,7 +238,7 @@ func (s *Server) admin(c *fiber.Ctx) error {
 		c.Locals(identityKey, application.LegacyAdminIdentity)
 		return c.Next()
 	}
-	id, err := s.shop.Authenticate(c.UserContext(), tok)
+	id, err := s.operators.Authenticate(c.UserContext(), tok)
 	if errors.Is(err, domain.ErrUnauthorized) {
 		s.cfg.AuthFailures.Refused(c, ActionAuthFailed, tok, AuditResult(0, err), AdminAuthFailuresPerIP)
 	}

@@ -60,7 +60,7 @@ func (s *Server) voidCodes(c *fiber.Ctx) error {
 		}
 		codes[i] = code
 	}
-	res, err := s.shop.VoidCodes(c.UserContext(), id, codes, req.Reason)
+	res, err := s.products.VoidCodes(c.UserContext(), id, codes, req.Reason)
 	c.Locals(auditOutcomeKey, map[string]any{"reason": clipReason(req.Reason), "given": len(codes), "voided": res.Voided,
 		"not_found": res.NotFound, "not_voidable": res.NotVoidable})
 	if err != nil {
