@@ -22,6 +22,7 @@ import (
 	"cardshop/adapters/metrics"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/webhook"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -166,7 +167,7 @@ type httpIn struct {
 	Admin     *application.Admin
 	Tokens    *authtoken.Issuer
 	Clock     domain.Clock
-	Limiter   httpapi.Limiter
+	Limiter   webkit.Limiter
 	Metrics   *metrics.Metrics
 	Readiness Readiness
 	Queues    QueueBacklog
@@ -188,7 +189,7 @@ func newHTTP(in httpIn) *fiber.App {
 	hc.DevPay = in.Payments.dev
 	hc.RequestTimeout = in.Cfg.RequestTimeout
 	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
-	hc.AuthFailures = httpapi.NewAuthFailures(in.Admin, in.Limiter, in.Clock, in.Log)
+	hc.AuthFailures = webkit.NewAuthFailures(in.Admin, in.Limiter, in.Clock, in.Log)
 	app := httpapi.New(hc, httpapi.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin},
 		in.Tokens, in.Clock, in.Log)
 	// The operator console shares the API's app (and its middleware) under /console; its

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
@@ -35,7 +35,7 @@ type codesData struct {
 // entry recorded (Known false for an entry without them: a refusal, or an older entry).
 type importEntry struct {
 	Entry  domain.AuditEntry
-	Counts httpapi.ImportAudit
+	Counts webkit.ImportAudit
 	Known  bool
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/filesystem"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -29,18 +29,18 @@ type Config struct {
 	// TokenSecret is CARDSHOP_TOKEN_SECRET: the session cookies' key is derived from it.
 	TokenSecret string
 	// Limiter limits login attempts per client IP (LoginsPerWindow per LoginWindow); the
-	// httpapi port, so that with Redis the budget is shared by every instance. Nil: no limit.
-	Limiter         httpapi.Limiter
+	// API's limiter too, so that with Redis the budget is shared by every instance. Nil: no limit.
+	Limiter         webkit.Limiter
 	LoginsPerWindow int
 	LoginWindow     time.Duration
 	// TimeZone is CARDSHOP_CONSOLE_TIMEZONE: the zone pages show and read times in until an
 	// operator picks another on the settings page (per browser). Nil: UTC.
 	TimeZone *time.Location
-	// MaxImportBytes bounds an uploaded file of codes: the API's httpapi.Config.MaxImportBytes.
+	// MaxImportBytes bounds an uploaded file of codes: webkit.DefaultMaxImportBytes unless set.
 	// Zero: the API's default.
 	MaxImportBytes int64
 	// Readiness are the checks of GET /readyz: the dashboard shows each dependency's state.
-	Readiness []httpapi.ReadinessCheck
+	Readiness []webkit.ReadinessCheck
 	// Queues reads the delay queue's backlog, messages by queue name (RabbitMQ's queues, or the
 	// memory queue's pending closes); nil: the dashboard shows none.
 	Queues func(context.Context) (map[string]int64, error)
@@ -57,7 +57,7 @@ type Config struct {
 	StreamLifetime   time.Duration
 	// AuthFailures records failed and rate-limited logins (the API's, shared, so that its
 	// bound per instance is one); nil: the console makes its own on Limiter.
-	AuthFailures *httpapi.AuthFailures
+	AuthFailures *webkit.AuthFailures
 }
 
 // Default login limit: ten attempts a minute per client IP. A token has 256 random bits, so
@@ -109,10 +109,10 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 		cfg.TimeZone = time.UTC
 	}
 	if cfg.AuthFailures == nil {
-		cfg.AuthFailures = httpapi.NewAuthFailures(svc.Admin, cfg.Limiter, clock, log)
+		cfg.AuthFailures = webkit.NewAuthFailures(svc.Admin, cfg.Limiter, clock, log)
 	}
 	if cfg.MaxImportBytes <= 0 {
-		cfg.MaxImportBytes = httpapi.DefaultConfig("").MaxImportBytes
+		cfg.MaxImportBytes = webkit.DefaultMaxImportBytes
 	}
 	if cfg.DashboardEvery <= 0 {
 		cfg.DashboardEvery = DefaultDashboardEvery

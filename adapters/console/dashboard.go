@@ -15,7 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 )
 
@@ -38,7 +38,7 @@ const chartW, chartH = 300.0, 80.0
 // one does.
 type sampler struct {
 	catalogue *application.Catalogue
-	checks    []httpapi.ReadinessCheck
+	checks    []webkit.ReadinessCheck
 	queues    func(context.Context) (map[string]int64, error)
 	every     time.Duration
 	log       *slog.Logger
@@ -71,7 +71,7 @@ func (s *sampler) read(ctx context.Context) dashView {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		states, _ := httpapi.CheckReadiness(ctx, s.checks, httpapi.DefaultReadinessTimeout, s.log)
+		states, _ := webkit.CheckReadiness(ctx, s.checks, webkit.DefaultReadinessTimeout, s.log)
 		for _, c := range s.checks {
 			v.Ready = append(v.Ready, readyView{Name: c.Name, State: states[c.Name]})
 		}

@@ -20,6 +20,7 @@ import (
 
 	"cardshop/adapters/console"
 	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -203,7 +204,7 @@ func TestDashboardEventsStreamSnapshotsAndEndWithTheClientOrTheService(t *testin
 	stop := make(chan struct{})
 	base, cookie, shutdown := streamServer(t, h, console.Config{DashboardEvery: 20 * time.Millisecond, DashboardStreams: 1,
 		Stop: stop,
-		Readiness: []httpapi.ReadinessCheck{{Name: "mariadb", Check: func(context.Context) error { return nil }},
+		Readiness: []webkit.ReadinessCheck{{Name: "mariadb", Check: func(context.Context) error { return nil }},
 			{Name: "redis", Check: func(context.Context) error { return errors.New("down") }}},
 		Queues: func(context.Context) (map[string]int64, error) { return map[string]int64{"order-timeouts": 7}, nil }})
 

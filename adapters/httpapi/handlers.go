@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"cardshop/adapters/paysig"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -66,7 +67,7 @@ func (s *Server) orderResponse(o domain.Order, cards []domain.Card, admin bool) 
 }
 
 func (s *Server) placeOrder(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
+	b, err := webkit.ReadBody(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ type callbackResponse struct {
 // answers 200 {"result":"success"}; anything else is an error the provider should retry
 // (5xx) or give up on (4xx).
 func (s *Server) paymentCallback(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
+	b, err := webkit.ReadBody(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}

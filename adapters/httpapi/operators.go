@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -90,8 +90,8 @@ func (s *Server) audited(action string, body bool) fiber.Handler {
 			params = withOutcome(params, out)
 		}
 		id := identityOf(c)
-		e := domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: AuditTarget(c),
-			Params: params, Result: AuditResult(c.Response().StatusCode(), err), ClientAddr: c.IP()}
+		e := domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: webkit.AuditTarget(c),
+			Params: params, Result: webkit.AuditResult(c.Response().StatusCode(), err), ClientAddr: c.IP()}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), 5*time.Second)
 		defer cancel()
 		if _, aerr := s.operators.Record(ctx, e); aerr != nil {
@@ -100,45 +100,6 @@ func (s *Server) audited(action string, body bool) fiber.Handler {
 		}
 		return err
 	}
-}
-
-// AuditResult is how the audit log words a write's outcome: the status it answered with, or
-// for an error the API's status and stable code ("409 sold_out"). The console records its
-// writes with it too, so an entry reads the same whichever door the write came through.
-func AuditResult(status int, err error) string {
-	if err == nil {
-		return strconv.Itoa(status)
-	}
-	api := lookup(err)
-	return strconv.Itoa(api.status) + " " + api.code
-}
-
-// AuditTarget names what the route acts on, as the audit log records it: the console's routes
-// use it too, so both doors name a target alike.
-func AuditTarget(c *fiber.Ctx) string {
-	switch {
-	case c.Params("id") != "":
-		return "product " + c.Params("id")
-	case c.Params("order_no") != "":
-		return "order " + c.Params("order_no")
-	case c.Params("name") != "":
-		return "operator " + c.Params("name")
-	case c.Params("alert_id") != "":
-		return "alert " + c.Params("alert_id")
-	}
-	return ""
-}
-
-// SecretField reports whether a parameter may hold a secret or a code: never recorded (the
-// console leaves the same fields out of its entries).
-func SecretField(k string) bool {
-	k = strings.ToLower(k)
-	for _, w := range []string{"token", "secret", "password", "code", "key"} {
-		if strings.Contains(k, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // auditOutcomeKey holds, in a request's locals, what a handler adds to its audit entry's
@@ -163,7 +124,7 @@ func withOutcome(params string, out map[string]any) string {
 func auditParams(c *fiber.Ctx, body bool) string {
 	p := map[string]any{}
 	for k, v := range c.Queries() {
-		if !SecretField(k) {
+		if !webkit.SecretField(k) {
 			p[k] = v
 		}
 	}
@@ -171,7 +132,7 @@ func auditParams(c *fiber.Ctx, body bool) string {
 		var fields map[string]any
 		if json.Unmarshal(c.Body(), &fields) == nil {
 			for k, v := range fields {
-				if !SecretField(k) {
+				if !webkit.SecretField(k) {
 					p[k] = v
 				}
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -75,7 +76,7 @@ func (s *Server) providerNotify(c *fiber.Ctx) error {
 	if err != nil {
 		return domain.ErrProviderUnknown
 	}
-	b, err := body(c, s.cfg.MaxBodyBytes)
+	b, err := webkit.ReadBody(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"cardshop/adapters/strictjson"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -38,7 +39,7 @@ func (s *Server) voidCodes(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	b, err := body(c, maxVoidBody)
+	b, err := webkit.ReadBody(c, maxVoidBody)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package httpapi
+package webkit
 
 import (
 	"context"
@@ -125,4 +125,14 @@ func (a *AuthFailures) append(ctx context.Context, e domain.AuditEntry) {
 		a.log.ErrorContext(ctx, "audit entry not stored", "action", e.Action, "target", e.Target,
 			"client_addr", e.ClientAddr, "err", err)
 	}
+}
+
+// Limiter decides whether one more request under a key is within a limit. Rate limiting is a
+// concern of the HTTP edge, not of the shop, so the port lives here and not in the domain;
+// adapters/ratelimit implements it in memory and on Redis (shared by every instance).
+type Limiter interface {
+	// Allow charges one request to key against limit requests per window. It reports whether
+	// the request may go ahead and, when not, how long until one would be allowed. An error
+	// means the limiter could not decide (Redis unreachable: it wraps domain.ErrUnavailable).
+	Allow(ctx context.Context, key string, limit int, window time.Duration) (allowed bool, retryAfter time.Duration, err error)
 }
