@@ -124,19 +124,11 @@ type appIn struct {
 }
 
 func newApp(in appIn) (*application.App, error) {
-	ac := application.DefaultConfig()
-	ac.OrderTimeout, ac.IdempotencyTTL = in.Cfg.OrderTimeout, in.Cfg.IdempotencyTTL
-	// A buyer's budget lasts one order timeout: as long as an unpaid reservation can lock stock.
-	ac.BuyerCap, ac.BuyerWindow = in.Cfg.BuyerCap, in.Cfg.OrderTimeout
-	ac.OrphanAfter = in.Cfg.OrphanAfter
-	ac.WebhookMaxBackoff = in.Cfg.WebhookMaxBackoff
-	ac.Currency, ac.NotifyURL, ac.ReturnURL = in.Cfg.Currency, in.Cfg.PublicURL+httpapi.NotifyPath, in.Cfg.ReturnURL
+	ac := in.Cfg.Config
+	ac.NotifyURL = in.Cfg.PublicURL + httpapi.NotifyPath
 	if ac.ReturnURL == "" {
 		ac.ReturnURL = in.Cfg.PublicURL + httpapi.OrderPath
 	}
-	ac.PaymentCloseGrace = in.Cfg.PaymentCloseGrace
-	ac.SaleStartMargin = in.Cfg.SaleStartMargin
-	ac.NotificationRetention, ac.RefusedNotificationRetention = in.Cfg.NotificationRetention, in.Cfg.RefusedNotificationRetention
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
 		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Verifier: in.Signer, Gateways: in.Payments.all,
 		Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
