@@ -207,12 +207,17 @@ func (s *Admin) Operators(ctx context.Context) ([]domain.Operator, error) {
 
 // Record appends an entry to the audit log, stamped now; it returns the entry's id.
 func (s *Admin) Record(ctx context.Context, e domain.AuditEntry) (int64, error) {
-	return s.audit(ctx, e)
+	return appendAudit(ctx, s.ledger, s.clock, e)
 }
 
 func (s *core) audit(ctx context.Context, e domain.AuditEntry) (int64, error) {
-	e.At = s.clock.Now().UTC().Truncate(time.Microsecond)
-	return s.ledger.Audit().Append(ctx, e)
+	return appendAudit(ctx, s.ledger, s.clock, e)
+}
+
+// appendAudit appends e to the audit log, stamped now.
+func appendAudit(ctx context.Context, l domain.Ledger, clock domain.Clock, e domain.AuditEntry) (int64, error) {
+	e.At = clock.Now().UTC().Truncate(time.Microsecond)
+	return l.Audit().Append(ctx, e)
 }
 
 // MaxAuditPage bounds one page of the audit log.

@@ -150,9 +150,10 @@ type Deps struct {
 }
 
 // App holds the use cases, one service per kind of work; a driving adapter takes only the
-// services it calls. They share one core: the ports, the settings, and the steps several of
-// them take (settle, fulfil, reserve and cancel, stock returns, gate changes, the product
-// cache). All are safe for concurrent use.
+// services it calls. Sales, Payments, Catalogue and Relay share one core: the ports, the
+// settings, and the steps several of them take (settle, fulfil, reserve and cancel, stock
+// returns, gate changes, the product cache, the relay). Admin stands apart on the ledger and
+// the clock. All are safe for concurrent use.
 type App struct {
 	Sales     *Sales     // placing, reading, closing and sweeping orders; fulfils; sold-out answers
 	Payments  *Payments  // creating payments, notifications, the signed callback, refunds
@@ -175,9 +176,12 @@ type Payments struct{ *core }
 // reconcile, rebuild, stock watch, the dashboard.
 type Catalogue struct{ *core }
 
-// Admin runs operators and their sessions, the audit log and the alert log. Who may do what is
-// ActionRole's table.
-type Admin struct{ *core }
+// Admin runs operators and their sessions, the audit log and the alert log: the ledger and the
+// clock are all it needs. Who may do what is ActionRole's table.
+type Admin struct {
+	ledger domain.Ledger
+	clock  domain.Clock
+}
 
 // Relay carries the outbox to the gate, the broker and the storefront's webhook.
 type Relay struct{ *core }
@@ -270,7 +274,7 @@ func New(cfg Config, d Deps) (*App, error) {
 	c := &core{cfg: cfg, ledger: d.Ledger, gate: d.Gate, queue: d.Queue, pub: d.Publisher, notifier: d.Notifier,
 		verifier: d.Verifier, gateways: gateways, clock: d.Clock, log: d.Logger,
 		alerts: recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}}
-	return &App{Sales: &Sales{c}, Payments: &Payments{c}, Catalogue: &Catalogue{c}, Admin: &Admin{c},
+	return &App{Sales: &Sales{c}, Payments: &Payments{c}, Catalogue: &Catalogue{c}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
 		Relay: &Relay{c}, core: c}, nil
 }
 
