@@ -47,7 +47,7 @@ type CatalogueItem struct {
 // CatalogueSnapshot is one instance's view of the public catalogue. It is immutable: every
 // refresh that changes something publishes a new one.
 type CatalogueSnapshot struct {
-	// Version increases with every published snapshot of this Shop, so a caller can cache what
+	// Version increases with every published snapshot of this App, so a caller can cache what
 	// it derives from one (an encoded body) until the version changes.
 	Version  uint64
 	Currency domain.Currency

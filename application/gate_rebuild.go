@@ -19,30 +19,11 @@ const rebuildFence = 30 * time.Second
 const maxUnsentChanges = 100_000
 
 // RebuildGate sets a product's gate from the ledger so that every unit is counted exactly
-// once, while orders, payments, closes and refunds go on:
-//
-//  1. BeginRebuild fences the product at the gate and lists its holds in one step: from then
-//     on no reservation is taken or given back and no change applied there until step 3 (new
-//     orders wait up to Config.ReplayWait, then answer ErrGateNotReady; changes wait in the
-//     outbox; cancels retry).
-//  2. One Snapshot of the ledger reads the live codes, the qty of PENDING and PAID orders, the
-//     unsent gate changes of the product, and which holds' orders it already counts.
-//  3. FinishRebuild writes, in one step and only if the fence is still this rebuild's:
-//     sold = qty of PENDING and PAID orders + the holds the snapshot does not count (their
-//     orders are still being written, or never will be: they keep being tracked, and their
-//     Cancel or release returns exactly those units); stock = live codes - sold; the unsent
-//     changes the snapshot counts are marked applied, so the relay's Apply of them changes
-//     nothing, while changes committed after the snapshot are applied once as usual; the
-//     holds the snapshot counts stop being tracked (their units follow their orders). The
-//     frozen flag is set if the catalogue says frozen and never cleared (a freeze that landed
-//     during the rebuild stands). The sale rules are written from the catalogue and, with a
-//     per-buyer limit, each buyer's holding count: the ledger's PENDING and PAID orders
-//     (REFUNDED too unless refunds release the limit) plus the holds still in flight. Then
-//     the fence is lifted.
-//
-// When the gate
-// had lost the product (Redis restarted empty), reservations taken before the loss are gone
-// with it; rebuildGateLater waits Config.RebuildDelay for their orders first.
+// once, while orders, payments, closes and refunds go on: BeginRebuild fences the product and
+// lists its holds, one ledger Snapshot is read, and FinishRebuild writes the counters, the sale
+// rules and the buyers' holding counts only if the fence is still this rebuild's. While fenced,
+// new orders wait up to Config.ReplayWait, then answer ErrGateNotReady. The steps and their
+// guarantee are docs/DESIGN.md, "Design decisions" (repair).
 //
 // Errors: ErrGateRebuilding (another rebuild holds the fence, or this one outlived it),
 // ErrUnavailable.

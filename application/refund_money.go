@@ -11,35 +11,17 @@ import (
 )
 
 // refundMoney returns an order's money through the provider that took it, before its codes are
-// released. The order's payment at that provider moves PAID (or REFUND_FAILED) → REFUNDING,
-// with a refund number and the operator's decision about the codes (cmd's Void, Recycle and
-// Reason): every attempt at that refund — a retry after a timeout, a second operator — sends
-// the same number, which the provider uses as its idempotency reference, so the money is
-// returned once (a new refund after a refusal gets the next number). Then:
-//
-//   - succeeded: REFUNDED, and the codes may go;
-//   - pending (the provider finishes later): the payment stays REFUNDING and the answer says so
-//     (Status REFUNDING); the provider's refund notification, or the operator's next refund,
-//     finishes it;
-//   - refused: REFUND_FAILED with the provider's reason, a refund_failed alert and
-//     ErrRefundRefused; the order stays as it was;
-//   - the provider cannot be reached: a refund_pending alert, and ErrUnavailable: the operator
-//     runs the refund again;
-//   - the provider offers no refund (an epay gateway without its refund API): the codes are
-//     refunded and an operator returns the money by hand (refund_by_hand alert).
-//
-// A provider whose Refund is not idempotent by number (epay) is called only by the attempt that
-// won the move to REFUNDING: another attempt meanwhile answers REFUNDING without calling it, and
-// the winner whose call brought no answer gives the payment back to where it was, so that the
-// operator's next refund may send again (epay's Refund reads the order first: a refund that did
-// go through is answered succeeded, not paid twice).
+// released. The payment moves PAID (or REFUND_FAILED) → REFUNDING with a refund number and the
+// operator's decision about the codes; every attempt at that refund sends the same number, so
+// the money is returned once. Then: succeeded → REFUNDED; pending → stays REFUNDING (Status
+// REFUNDING); refused → REFUND_FAILED, a refund_failed alert and ErrRefundRefused; unreachable
+// → a refund_pending alert and ErrUnavailable; no refund API → a refund_by_hand alert. Where a
+// provider's Refund is not idempotent by number (epay), only the attempt that won the move to
+// REFUNDING calls it. docs/DESIGN.md, "Payments" (refunds), has the reasons.
 //
 // The decision it returns is the one to apply to the codes: the one stored with the payment's
-// refund (a refund asked for earlier is finished with its operator's decision, whatever a later
-// call asks), else cmd's.
-//
-// An order paid through the signed callback has no payment here: its storefront returns the
-// money, and only the codes are refunded.
+// refund, else cmd's. An order paid through the signed callback has no payment here: only its
+// codes are refunded.
 func (s *core) refundMoney(ctx context.Context, o domain.Order, cmd Refund) (MoneyRefund, Refund, error) {
 	p, ok, err := s.paidPayment(ctx, o)
 	if err != nil || !ok {

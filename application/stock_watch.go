@@ -17,7 +17,7 @@ import (
 // Config.CatalogueProductsEvery, after a product changed on this instance, and after another
 // instance recorded a crossing first (this copy's stock state is then behind).
 type stockWatch struct {
-	mu       sync.Mutex // one pass at a time per Shop
+	mu       sync.Mutex // one pass at a time per App
 	products []domain.Product
 	readAt   time.Time
 	stale    atomic.Bool

@@ -31,7 +31,7 @@ type voidResponse struct {
 }
 
 // voidCodes answers POST /admin/products/{id}/codes/void: the given codes of a frozen product
-// that are sellable become VOID (Shop.VoidCodes). A code that is not a code is refused by its
+// that are sellable become VOID (application.Catalogue.VoidCodes). A code that is not a code is refused by its
 // position in the list, never echoed. The audit entry records the reason and the counts,
 // never a code (the route records no body).
 func (s *Server) voidCodes(c *fiber.Ctx) error {

@@ -1,5 +1,5 @@
 // Package historytest is the concurrent history test: N workers issue random use cases against
-// one Shop at the same time, with random short pauses, over a few products with small pools;
+// one App at the same time, with random short pauses, over a few products with small pools;
 // at checkpoints the workers stop, everything in flight settles (timeouts held back, the
 // outbox drained) and every invariant is checked. A Backend supplies the driven ports — the
 // memory adapters, or Redis, MariaDB and RabbitMQ — and the same history runs on either. The
@@ -35,7 +35,7 @@ import (
 	"cardshop/domain"
 )
 
-// Ports are the driven adapters a Backend provides; the driver builds the Shop on them with
+// Ports are the driven adapters a Backend provides; the driver builds the App on them with
 // its own verifier (paysig), alert recorder and a recorder around Publisher.
 type Ports struct {
 	Ledger    domain.Ledger
@@ -56,12 +56,12 @@ type Backend struct {
 	Package string
 	// Duration is the default length of a run (the CI budget).
 	Duration time.Duration
-	// Open returns the ports for a Shop with cfg (the delay queue needs the order timeout). It
+	// Open returns the ports for an App with cfg (the delay queue needs the order timeout). It
 	// stops the test (porttest.RequireService) when a service cannot be reached.
 	Open func(t *testing.T, cfg application.Config) Ports
 }
 
-// Config is the Shop configuration of a history: orders expire within a second, so late
+// Config is the App configuration of a history: orders expire within a second, so late
 // payments, the sweeper and the delay queue all take part; idempotency keys are forgotten
 // after a few seconds, so replays also reach the ledger's unique (buyer, key).
 func Config() application.Config {
