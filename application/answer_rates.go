@@ -92,11 +92,11 @@ func rateWindow(now time.Time) (time.Time, uint32) {
 // SoldOutAnswers returns how many sold-out answers THIS instance gave for p in each of the last
 // RateIntervals complete RateStep intervals. The answers of other instances are not in it: a
 // sold-out answer touches only the gate, never the ledger, so no shared record of it exists.
-func (s *Shop) SoldOutAnswers(p domain.ProductID) RateSeries {
+func (s *Sales) SoldOutAnswers(p domain.ProductID) RateSeries {
 	return s.soldOutAnswers(p, s.clock.Now())
 }
 
-func (s *Shop) soldOutAnswers(p domain.ProductID, now time.Time) RateSeries {
+func (s *core) soldOutAnswers(p domain.ProductID, now time.Time) RateSeries {
 	from, first := rateWindow(now)
 	out := RateSeries{From: from, Counts: make([]int64, RateIntervals)}
 	if r, ok := s.rates.soldOut.Load(p); ok {

@@ -26,30 +26,26 @@ const (
 // Config is everything the service reads from its environment. Every variable is listed in
 // the configuration table of docs/CONFIGURATION.md.
 type Config struct {
-	Adapters       string        // CARDSHOP_ADAPTERS: memory | real
-	HTTPAddr       string        // CARDSHOP_HTTP_ADDR
-	PprofAddr      string        // CARDSHOP_PPROF_ADDR: net/http/pprof on this address when set
-	AdminToken     domain.Secret // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars; real adapters: >= 32, not published)
-	PaymentSecret  domain.Secret // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
-	TokenSecret    domain.Secret // CARDSHOP_TOKEN_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
-	OrderTimeout   time.Duration // CARDSHOP_ORDER_TIMEOUT
-	IdempotencyTTL time.Duration // CARDSHOP_IDEMPOTENCY_TTL
-	BuyerCap       int64         // CARDSHOP_BUYER_CAP: units per buyer, product and order timeout; 0 = no limit
+	Adapters      string        // CARDSHOP_ADAPTERS: memory | real
+	HTTPAddr      string        // CARDSHOP_HTTP_ADDR
+	PprofAddr     string        // CARDSHOP_PPROF_ADDR: net/http/pprof on this address when set
+	AdminToken    domain.Secret // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars; real adapters: >= 32, not published)
+	PaymentSecret domain.Secret // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
+	TokenSecret   domain.Secret // CARDSHOP_TOKEN_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
+	// Config is the use cases' settings, as the application states them: the table binds
+	// CARDSHOP_ORDER_TIMEOUT, _IDEMPOTENCY_TTL, _BUYER_CAP, _ORPHAN_AFTER,
+	// _NOTIFICATION_RETENTION, _REFUSED_NOTIFICATION_RETENTION, _SALE_START_MARGIN,
+	// _WEBHOOK_MAX_BACKOFF, _CURRENCY, _RETURN_URL and _PAYMENT_CLOSE_GRACE straight to its
+	// fields; the others keep application.DefaultConfig's values. A buyer's budget lasts one
+	// order timeout (BuyerWindow zero). NotifyURL, and ReturnURL when not set, follow from
+	// PublicURL (newApp).
+	application.Config
 	SweepInterval  time.Duration // CARDSHOP_SWEEP_INTERVAL
-	OrphanAfter    time.Duration // CARDSHOP_ORPHAN_AFTER
 	RelayInterval  time.Duration // CARDSHOP_RELAY_INTERVAL
-	// NotificationRetention is CARDSHOP_NOTIFICATION_RETENTION: how long the notification log
-	// keeps a verified payment notification; RefusedNotificationRetention
-	// (CARDSHOP_REFUSED_NOTIFICATION_RETENTION) how long it keeps an aggregate of refused ones.
-	NotificationRetention        time.Duration
-	RefusedNotificationRetention time.Duration
-	CallbackWindow               time.Duration // CARDSHOP_CALLBACK_WINDOW
-	LogLevel                     slog.Level    // CARDSHOP_LOG_LEVEL: debug | info | warn | error
-	ShutdownGrace                time.Duration // CARDSHOP_SHUTDOWN_GRACE
-	RequestTimeout               time.Duration // CARDSHOP_REQUEST_TIMEOUT: the deadline of every /api request
-	// SaleStartMargin is CARDSHOP_SALE_START_MARGIN: refuse orders locally this long before a
-	// sale starts (by the instance's clock); closer to the start, Redis's clock decides.
-	SaleStartMargin time.Duration
+	CallbackWindow time.Duration // CARDSHOP_CALLBACK_WINDOW
+	LogLevel       slog.Level    // CARDSHOP_LOG_LEVEL: debug | info | warn | error
+	ShutdownGrace  time.Duration // CARDSHOP_SHUTDOWN_GRACE
+	RequestTimeout time.Duration // CARDSHOP_REQUEST_TIMEOUT: the deadline of every /api request
 	// ClockOffset is CARDSHOP_CLOCK_OFFSET: added to the wall clock; for tests of instances
 	// whose clocks disagree (the load check's start-instant scenario). 0 in production.
 	ClockOffset time.Duration
@@ -97,27 +93,23 @@ type Config struct {
 	RatePerBuyer int           // CARDSHOP_RATE_PER_BUYER: orders per window per buyer (0 = off)
 	RateWindow   time.Duration // CARDSHOP_RATE_WINDOW: the window of both rate limits
 
-	WebhookURL        string        // CARDSHOP_WEBHOOK_URL: the storefront's endpoint for delivery events; empty = none
-	WebhookSecret     domain.Secret // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
-	WebhookTimeout    time.Duration // CARDSHOP_WEBHOOK_TIMEOUT: one attempt
-	WebhookMaxBackoff time.Duration // CARDSHOP_WEBHOOK_MAX_BACKOFF: longest wait between two attempts
+	WebhookURL     string        // CARDSHOP_WEBHOOK_URL: the storefront's endpoint for delivery events; empty = none
+	WebhookSecret  domain.Secret // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
+	WebhookTimeout time.Duration // CARDSHOP_WEBHOOK_TIMEOUT: one attempt
 
-	Currency          domain.Currency // CARDSHOP_CURRENCY: the shop's ISO 4217 currency
-	PublicURL         string          // CARDSHOP_PUBLIC_URL: the shop's address as buyers and providers reach it
-	ReturnURL         string          // CARDSHOP_RETURN_URL: where providers send the buyer back ({order_no} replaced)
-	PaymentCloseGrace time.Duration   // CARDSHOP_PAYMENT_CLOSE_GRACE: how long a close waits for an unreachable provider
-	DevPayments       bool            // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
-	DevPaymentsReal   bool            // CARDSHOP_DEV_PAYMENTS_ALLOW_REAL: allow the dev provider with the real adapters
-	StripeKey         domain.Secret   // CARDSHOP_STRIPE_SECRET_KEY: enables Stripe
-	StripeWebhook     domain.Secret   // CARDSHOP_STRIPE_WEBHOOK_SECRETS: whsec_… signing secret(s), comma-separated
-	StripeAPIURL      string          // CARDSHOP_STRIPE_API_URL
-	EpayURL           string          // CARDSHOP_EPAY_URL: the epay gateway's base URL; enables epay
-	EpayPID           string          // CARDSHOP_EPAY_PID: merchant id
-	EpayKey           domain.Secret   // CARDSHOP_EPAY_KEY: merchant key
-	EpaySign          string          // CARDSHOP_EPAY_SIGN: append | ampkey
-	EpayType          string          // CARDSHOP_EPAY_TYPE: alipay | wxpay | qqpay | …
-	EpayMode          string          // CARDSHOP_EPAY_MODE: redirect | api
-	EpayRefunds       bool            // CARDSHOP_EPAY_REFUNDS: the gateway offers api.php?act=refund
+	PublicURL       string        // CARDSHOP_PUBLIC_URL: the shop's address as buyers and providers reach it
+	DevPayments     bool          // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
+	DevPaymentsReal bool          // CARDSHOP_DEV_PAYMENTS_ALLOW_REAL: allow the dev provider with the real adapters
+	StripeKey       domain.Secret // CARDSHOP_STRIPE_SECRET_KEY: enables Stripe
+	StripeWebhook   domain.Secret // CARDSHOP_STRIPE_WEBHOOK_SECRETS: whsec_… signing secret(s), comma-separated
+	StripeAPIURL    string        // CARDSHOP_STRIPE_API_URL
+	EpayURL         string        // CARDSHOP_EPAY_URL: the epay gateway's base URL; enables epay
+	EpayPID         string        // CARDSHOP_EPAY_PID: merchant id
+	EpayKey         domain.Secret // CARDSHOP_EPAY_KEY: merchant key
+	EpaySign        string        // CARDSHOP_EPAY_SIGN: append | ampkey
+	EpayType        string        // CARDSHOP_EPAY_TYPE: alipay | wxpay | qqpay | …
+	EpayMode        string        // CARDSHOP_EPAY_MODE: redirect | api
+	EpayRefunds     bool          // CARDSHOP_EPAY_REFUNDS: the gateway offers api.php?act=refund
 
 	AlipayURL        string        // CARDSHOP_ALIPAY_URL: Alipay's gateway.do
 	AlipayAppID      string        // CARDSHOP_ALIPAY_APP_ID: enables Alipay
@@ -352,7 +344,7 @@ func settings(c *Config) []setting {
 			c.Currency = cur
 			return nil
 		}},
-		{"CARDSHOP_PUBLIC_URL", app.PublicURL, func(v string) error {
+		{"CARDSHOP_PUBLIC_URL", "http://127.0.0.1:8080", func(v string) error {
 			u, err := url.Parse(v)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" ||
 				u.Fragment != "" || strings.HasSuffix(v, "/") {
@@ -494,7 +486,8 @@ func EnvDefault(name string) (string, bool) {
 // fails the start instead of silently running with a default; so is, with the real adapters,
 // a published development secret or an obviously weak one (checkSecrets).
 func LoadConfig(environ []string) (Config, error) {
-	var c Config
+	c := Config{Config: application.DefaultConfig()}
+	c.BuyerWindow = 0 // one order timeout, whatever CARDSHOP_ORDER_TIMEOUT says
 	table := map[string]setting{}
 	for _, s := range settings(&c) {
 		table[s.name] = s

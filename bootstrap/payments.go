@@ -101,7 +101,7 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if strings.HasPrefix(cfg.PublicURL, "https://") {
 			// WeChat Pay sends a refund's result only to the URL sent with it (https only); over
 			// plain http a refund it answers PROCESSING is finished by running the refund again.
-			wc.RefundNotifyURL = cfg.PublicURL + "/api/payments/wechatpay/notify"
+			wc.RefundNotifyURL = cfg.PublicURL + strings.ReplaceAll(httpapi.NotifyPath, "{provider}", string(wechatpay.Name))
 		}
 		if cfg.WechatPlatformPEM != "" {
 			certs, err := pemOrFile(cfg.WechatPlatformPEM)

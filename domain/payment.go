@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"net/textproto"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -235,17 +235,45 @@ func (o PaymentOutcome) String() string {
 	return "unknown"
 }
 
-// InboundRequest is a provider's notification as it reached the HTTP server: the raw bytes a
-// gateway verifies.
+// InboundRequest is a provider's notification as it reached the shop: the raw bytes a gateway
+// verifies.
 type InboundRequest struct {
 	Method string
-	Header http.Header
+	Header Header
 	Query  url.Values
 	Body   []byte
 	At     time.Time // when it arrived (the shop's clock): signature freshness is checked against it
 }
 
-// Reply is the exact HTTP answer a provider expects.
+// Header holds a notification's header fields by canonical name ("Content-Type"): Add and Set
+// canonicalize, Get and Values look a name up whatever its case. An http.Header converts to it
+// as it is.
+type Header map[string][]string
+
+// Get returns the first value of the field k, or "".
+func (h Header) Get(k string) string {
+	if v := h[textproto.CanonicalMIMEHeaderKey(k)]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// Values returns every value of the field k.
+func (h Header) Values(k string) []string { return h[textproto.CanonicalMIMEHeaderKey(k)] }
+
+// Add appends v to the field k.
+func (h Header) Add(k, v string) {
+	k = textproto.CanonicalMIMEHeaderKey(k)
+	h[k] = append(h[k], v)
+}
+
+// Set makes v the only value of the field k.
+func (h Header) Set(k, v string) { h[textproto.CanonicalMIMEHeaderKey(k)] = []string{v} }
+
+// Del removes the field k.
+func (h Header) Del(k string) { delete(h, textproto.CanonicalMIMEHeaderKey(k)) }
+
+// Reply is the exact answer a provider expects to its notification, as its gateway states it.
 type Reply struct {
 	Status      int
 	ContentType string

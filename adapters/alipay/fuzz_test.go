@@ -59,7 +59,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add("", false)
 	f.Fuzz(func(t *testing.T, raw string, post bool) {
 		in := domain.InboundRequest{Method: http.MethodPost, Body: []byte(raw),
-			Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}}
+			Header: domain.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}}
 		if !post {
 			q, err := url.ParseQuery(raw)
 			if err != nil {

@@ -111,7 +111,7 @@ func TestNotifyStatusesAndShapes(t *testing.T) {
 	no := orderNo(12)
 	paid(t, sim, g, sh, no, 1234)
 	verify := func(p url.Values, get bool) (domain.ProviderNotice, error) {
-		in := domain.InboundRequest{Method: http.MethodPost, Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}},
+		in := domain.InboundRequest{Method: http.MethodPost, Header: domain.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}},
 			Body: []byte(p.Encode()), At: time.Now()}
 		if get {
 			in = domain.InboundRequest{Method: http.MethodGet, Query: p, At: time.Now()}
@@ -155,7 +155,7 @@ func TestNotifyStatusesAndShapes(t *testing.T) {
 		t.Errorf("a parameter sent twice: %v", err)
 	}
 	p = genuine(t, sim, no, func(url.Values) {})
-	in := domain.InboundRequest{Method: http.MethodPost, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(p.Encode())}
+	in := domain.InboundRequest{Method: http.MethodPost, Header: domain.Header{"Content-Type": {"application/json"}}, Body: []byte(p.Encode())}
 	if _, err := g.Verify(context.Background(), in); !errors.Is(err, domain.ErrBadSignature) {
 		t.Errorf("a JSON content type: %v", err)
 	}

@@ -3,6 +3,7 @@ package devpay_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -46,7 +47,7 @@ func TestPaymentGatewayContract(t *testing.T) {
 			if sent == nil {
 				return porttest.Notification{}, errors.New("the pay page sent nothing: " + strings.TrimSpace(string(rp.Body)))
 			}
-			return porttest.Notification{Method: sent.Method, Header: sent.Header, Body: sent.Body}, nil
+			return porttest.Notification{Method: sent.Method, Header: http.Header(sent.Header), Body: sent.Body}, nil
 		}
 		created := &recordingGateway{PaymentGateway: g, created: func(no domain.OrderNo, c domain.PaymentCreated) {
 			mu.Lock()

@@ -25,7 +25,7 @@ func FuzzVerify(f *testing.F) {
 	g, _ := newTestGateway(f, testSecret)
 	f.Fuzz(func(t *testing.T, body, ts, sig string, skew int64, sign bool) {
 		at := t0.Add(time.Duration(skew%3600) * time.Second)
-		in := domain.InboundRequest{Method: http.MethodPost, Header: http.Header{}, Body: []byte(body), At: at}
+		in := domain.InboundRequest{Method: http.MethodPost, Header: domain.Header{}, Body: []byte(body), At: at}
 		if sign {
 			in = signed(g, body, t0)
 			in.At = at

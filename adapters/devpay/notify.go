@@ -50,7 +50,7 @@ func (g *Gateway) notifySig(ts string, body []byte) string {
 func (g *Gateway) notification(n notice, at time.Time) domain.InboundRequest {
 	body, _ := json.Marshal(n) // strings and an integer: cannot fail
 	ts := strconv.FormatInt(at.Unix(), 10)
-	h := http.Header{}
+	h := domain.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set(HeaderTimestamp, ts)
 	h.Set(HeaderSignature, "v1="+g.notifySig(ts, body))

@@ -58,7 +58,7 @@ func FuzzVerify(f *testing.F) {
 		in := domain.InboundRequest{Method: http.MethodGet}
 		if post {
 			in = domain.InboundRequest{Method: http.MethodPost, Body: []byte(raw),
-				Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}}
+				Header: domain.Header{"Content-Type": {"application/x-www-form-urlencoded"}}}
 		} else {
 			q, err := url.ParseQuery(raw)
 			if err != nil {

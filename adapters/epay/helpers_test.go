@@ -58,7 +58,7 @@ func newShop(t *testing.T, g *epay.Gateway) *shop {
 	s := &shop{g: g}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		in := domain.InboundRequest{Method: r.Method, Header: r.Header, Query: r.URL.Query(), Body: body, At: time.Now()}
+		in := domain.InboundRequest{Method: r.Method, Header: domain.Header(r.Header), Query: r.URL.Query(), Body: body, At: time.Now()}
 		n, err := g.Verify(r.Context(), in)
 		s.mu.Lock()
 		s.inbound = append(s.inbound, in)

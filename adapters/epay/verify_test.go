@@ -223,11 +223,11 @@ func TestVerifyMethods(t *testing.T) {
 		ok   bool
 	}{
 		{"GET query", domain.InboundRequest{Method: http.MethodGet, Query: q}, true},
-		{"POST form", domain.InboundRequest{Method: http.MethodPost, Header: form, Body: []byte(q.Encode())}, true},
+		{"POST form", domain.InboundRequest{Method: http.MethodPost, Header: domain.Header(form), Body: []byte(q.Encode())}, true},
 		{"POST form, no content type", domain.InboundRequest{Method: http.MethodPost, Body: []byte(q.Encode())}, true},
 		{"POST, params in query", domain.InboundRequest{Method: http.MethodPost, Query: q}, true},
-		{"POST JSON", domain.InboundRequest{Method: http.MethodPost, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(q.Encode())}, false},
-		{"POST broken form", domain.InboundRequest{Method: http.MethodPost, Header: form, Body: []byte(q.Encode() + "&x=%zz")}, false},
+		{"POST JSON", domain.InboundRequest{Method: http.MethodPost, Header: domain.Header{"Content-Type": {"application/json"}}, Body: []byte(q.Encode())}, false},
+		{"POST broken form", domain.InboundRequest{Method: http.MethodPost, Header: domain.Header(form), Body: []byte(q.Encode() + "&x=%zz")}, false},
 		{"PUT", domain.InboundRequest{Method: http.MethodPut, Query: q}, false},
 		{"GET nothing", domain.InboundRequest{Method: http.MethodGet}, false},
 	}

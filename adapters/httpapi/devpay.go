@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
@@ -27,7 +28,7 @@ func (s *Server) devPayPage(c *fiber.Ctx) error {
 // devPayConfirm takes the buyer's "Pay" or "Fail" and hands the dev provider's notification
 // to the same use case as every provider's notify route.
 func (s *Server) devPayConfirm(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
+	b, err := webkit.ReadBody(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}
@@ -36,7 +37,7 @@ func (s *Server) devPayConfirm(c *fiber.Ctx) error {
 		return domain.Invalid("body", "not a form")
 	}
 	deliver := func(ctx context.Context, in domain.InboundRequest) (domain.Reply, error) {
-		return s.shop.HandleNotification(ctx, "dev", in, c.IP())
+		return s.payments.HandleNotification(ctx, "dev", in, c.IP())
 	}
 	return writeReply(c, s.cfg.DevPay.Confirm(c.UserContext(), form, deliver))
 }

@@ -78,7 +78,7 @@ func (g *faultGate) failWith(err error) {
 type harness struct {
 	t      testing.TB
 	app    *fiber.App
-	shop   *application.Shop
+	shop   *application.App
 	clock  *memory.FakeClock
 	ledger *memory.Ledger
 	gate   *faultGate
@@ -117,7 +117,7 @@ func newHarnessWith(t testing.TB, deps func(*application.Deps), opts ...option) 
 	}
 	cfg := application.DefaultConfig()
 	cfg.ReplayWait = 50 * time.Millisecond
-	cfg.PublicURL = shopURL
+	cfg.NotifyURL, cfg.ReturnURL = shopURL+httpapi.NotifyPath, shopURL+httpapi.OrderPath
 	if h.dev, err = devpay.New(devpay.Config{Secret: devpay.NewSecret(), BaseURL: shopURL, Now: h.clock.Now}); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func newHarnessWith(t testing.TB, deps func(*application.Deps), opts ...option) 
 	for _, o := range opts {
 		o(&hc)
 	}
-	h.app = httpapi.New(hc, h.shop, h.tokens, h.clock, log)
+	h.app = httpapi.New(hc, services(h.shop), h.tokens, h.clock, log)
 	return h
 }
 
@@ -432,4 +432,9 @@ func (h *harness) cardCounts(id int64) domain.CardCounts {
 		h.t.Fatal(err)
 	}
 	return c
+}
+
+// services are the API's services of a.
+func services(a *application.App) httpapi.Services {
+	return httpapi.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin}
 }

@@ -308,6 +308,6 @@ func (r PaymentRig) inbound(t *testing.T, n Notification, late time.Duration) do
 	if err != nil {
 		t.Fatalf("notification URL %q: %v", n.URL, err)
 	}
-	return domain.InboundRequest{Method: n.Method, Header: n.Header.Clone(), Query: u.Query(),
+	return domain.InboundRequest{Method: n.Method, Header: domain.Header(n.Header.Clone()), Query: u.Query(),
 		Body: append([]byte(nil), n.Body...), At: r.Now().Add(late)}
 }

@@ -77,7 +77,7 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 // receive is the shop's side: raw bytes in, Verify, Reply out.
 func (r *rig) receive(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	n, err := r.gw.Verify(req.Context(), domain.InboundRequest{Method: req.Method, Header: req.Header,
+	n, err := r.gw.Verify(req.Context(), domain.InboundRequest{Method: req.Method, Header: domain.Header(req.Header),
 		Query: req.URL.Query(), Body: body, At: r.clock.Now()})
 	r.mu.Lock()
 	if err != nil {

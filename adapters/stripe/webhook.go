@@ -131,7 +131,7 @@ func sign(whsec domain.Secret, t int64, body []byte) []byte {
 
 // checkSignature accepts one header whose timestamp is within Tolerance of at and one of whose
 // v1 signatures is body's under one of the endpoint secrets.
-func (g *Gateway) checkSignature(h http.Header, body []byte, at time.Time) error {
+func (g *Gateway) checkSignature(h domain.Header, body []byte, at time.Time) error {
 	values := h.Values(SignatureHeader)
 	if len(values) > 1 {
 		return fmt.Errorf("%w: %d %s headers", domain.ErrBadSignature, len(values), SignatureHeader)

@@ -207,7 +207,7 @@ func verifyAt(t *testing.T, secrets []string, header string, body []byte, at tim
 	if header != "" {
 		h.Set(stripe.SignatureHeader, header)
 	}
-	return gw.Verify(context.Background(), domain.InboundRequest{Method: http.MethodPost, Header: h, Body: body, At: at})
+	return gw.Verify(context.Background(), domain.InboundRequest{Method: http.MethodPost, Header: domain.Header(h), Body: body, At: at})
 }
 
 // The example is computed outside Go (OpenSSL: printf '1740830405.' | cat - the file |
@@ -313,7 +313,7 @@ func TestSignatureHeaderShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	two := http.Header{stripe.SignatureHeader: {"t=" + ts + ",v1=" + good, "t=" + ts + ",v1=" + good}}
-	if _, err := gw.Verify(context.Background(), domain.InboundRequest{Header: two, Body: body, At: at}); !errors.Is(err, domain.ErrBadSignature) {
+	if _, err := gw.Verify(context.Background(), domain.InboundRequest{Header: domain.Header(two), Body: body, At: at}); !errors.Is(err, domain.ErrBadSignature) {
 		t.Errorf("two headers: %v", err)
 	}
 }

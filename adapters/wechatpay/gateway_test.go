@@ -157,11 +157,11 @@ func TestFreshnessIsJudgedAtTheArrival(t *testing.T) {
 	n, _ := r.sim.PayNotification(string(orderNo))
 	// The same bytes arriving 5 minutes after signing are stale.
 	h, body := signedAt(r, start, n.Body)
-	_, err := r.gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: h, Body: body, At: start.Add(5 * time.Minute)})
+	_, err := r.gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: domain.Header(h), Body: body, At: start.Add(5 * time.Minute)})
 	if !errors.Is(err, domain.ErrBadSignature) {
 		t.Fatal(err)
 	}
-	if _, err := r.gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: h, Body: body, At: start.Add(5*time.Minute - time.Second)}); err != nil {
+	if _, err := r.gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: domain.Header(h), Body: body, At: start.Add(5*time.Minute - time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 func (h *history) reconcileAll(ctx context.Context) []string {
 	var v []string
 	for i, p := range h.products {
-		rep, err := h.shop.Reconcile(ctx, p.id, false)
+		rep, err := h.shop.Catalogue.Reconcile(ctx, p.id, false)
 		if err != nil {
 			v = append(v, fmt.Sprintf("product %d (#%d): reconcile: %v", p.id, i, err))
 			continue

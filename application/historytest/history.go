@@ -1,5 +1,5 @@
 // Package historytest is the concurrent history test: N workers issue random use cases against
-// one Shop at the same time, with random short pauses, over a few products with small pools;
+// one App at the same time, with random short pauses, over a few products with small pools;
 // at checkpoints the workers stop, everything in flight settles (timeouts held back, the
 // outbox drained) and every invariant is checked. A Backend supplies the driven ports — the
 // memory adapters, or Redis, MariaDB and RabbitMQ — and the same history runs on either. The
@@ -35,7 +35,7 @@ import (
 	"cardshop/domain"
 )
 
-// Ports are the driven adapters a Backend provides; the driver builds the Shop on them with
+// Ports are the driven adapters a Backend provides; the driver builds the App on them with
 // its own verifier (paysig), alert recorder and a recorder around Publisher.
 type Ports struct {
 	Ledger    domain.Ledger
@@ -56,12 +56,12 @@ type Backend struct {
 	Package string
 	// Duration is the default length of a run (the CI budget).
 	Duration time.Duration
-	// Open returns the ports for a Shop with cfg (the delay queue needs the order timeout). It
+	// Open returns the ports for an App with cfg (the delay queue needs the order timeout). It
 	// stops the test (porttest.RequireService) when a service cannot be reached.
 	Open func(t *testing.T, cfg application.Config) Ports
 }
 
-// Config is the Shop configuration of a history: orders expire within a second, so late
+// Config is the App configuration of a history: orders expire within a second, so late
 // payments, the sweeper and the delay queue all take part; idempotency keys are forgotten
 // after a few seconds, so replays also reach the ledger's unique (buyer, key).
 func Config() application.Config {
@@ -222,7 +222,7 @@ type history struct {
 	s       settings
 	cfg     application.Config
 	ports   Ports
-	shop    *application.Shop
+	shop    *application.App
 	signer  *paysig.Signer
 	alerts  *alertLog
 	pub     *publishLog
@@ -285,7 +285,7 @@ func Run(t *testing.T, b Backend) {
 			return fmt.Errorf("history checkpoint: %w", domain.ErrUnavailable)
 		}
 		defer h.pause.leave()
-		return h.shop.CloseExpired(ctx, no)
+		return h.shop.Sales.CloseExpired(ctx, no)
 	})
 	h.setup()
 	h.run(replay)
@@ -320,14 +320,14 @@ func (h *history) setup() {
 		case i == limitProduct:
 			rules.BuyerLimit = maxPerOrder
 		}
-		p, err := h.shop.CreateProduct(ctx, application.NewProduct{ID: id, Name: fmt.Sprintf("history %d", i),
+		p, err := h.shop.Catalogue.CreateProduct(ctx, application.NewProduct{ID: id, Name: fmt.Sprintf("history %d", i),
 			Price: prices[i%len(prices)], MaxPerOrder: maxPerOrder, Sale: rules, RefundReleasesLimit: i == 0 || i == limitProduct})
 		if err != nil {
 			h.t.Fatalf("create product: %v", err)
 		}
 		h.products = append(h.products, product{id: p.ID(), price: p.Price(), rules: rules})
 		codes := h.newCodes(i, initialCodes)
-		rep, err := h.shop.ImportCodes(ctx, p.ID(), strings.NewReader(strings.Join(codes, "\n")))
+		rep, err := h.shop.Catalogue.ImportCodes(ctx, p.ID(), strings.NewReader(strings.Join(codes, "\n")))
 		if err != nil || rep.Added != initialCodes {
 			h.t.Fatalf("import the first codes: %+v, %v", rep, err)
 		}
@@ -399,7 +399,7 @@ func (h *history) checkpoint(replay, what string, all bool) {
 func (h *history) settle(replay string) {
 	ctx := context.Background()
 	for _, p := range h.products {
-		if err := h.shop.UnfreezeProduct(ctx, p.id); err != nil {
+		if err := h.shop.Catalogue.UnfreezeProduct(ctx, p.id); err != nil {
 			h.violate("settle: unfreeze %d: %v", p.id, err)
 		}
 	}
@@ -412,7 +412,7 @@ func (h *history) settle(replay string) {
 	// A provider that could not close a payment holds the close back for the grace.
 	time.Sleep(time.Until(last.Add(h.cfg.PaymentCloseGrace + 100*time.Millisecond)))
 	h.pause.hold()
-	if _, err := h.shop.Sweep(ctx); err != nil {
+	if _, err := h.shop.Sales.Sweep(ctx); err != nil {
 		h.violate("settle: sweep: %v", err)
 	}
 	h.finishRefunds(ctx)
@@ -437,10 +437,10 @@ func (h *history) settle(replay string) {
 // One the sale rules keep from its codes (a late payment past the buyer's limit or the sale's
 // end) is refunded instead, and must end REFUNDED.
 func (h *history) fulfilAtLast(ctx context.Context, r *orderRec) {
-	o, err := h.shop.FulfilOrder(ctx, r.no)
+	o, err := h.shop.Sales.FulfilOrder(ctx, r.no)
 	if isErr(err, domain.ErrBuyerHoldingLimit) || isErr(err, domain.ErrSaleEnded) {
 		d := h.decide(r, nil)
-		res, rerr := h.shop.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: d.void, Recycle: d.recycle, Reason: d.reason})
+		res, rerr := h.shop.Payments.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: d.void, Recycle: d.recycle, Reason: d.reason})
 		if rerr == nil && res.Money.Status == domain.PaymentRefunding {
 			h.finishRefunds(ctx)
 			res.Order, rerr = h.ports.Ledger.Orders().Order(ctx, r.no)
@@ -453,11 +453,11 @@ func (h *history) fulfilAtLast(ctx context.Context, r *orderRec) {
 	if err != nil && isErr(err, domain.ErrSoldOut) {
 		idx := h.productIndex(r.product)
 		codes := h.newCodes(idx, r.qty)
-		if _, err := h.shop.ImportCodes(ctx, r.product, strings.NewReader(strings.Join(codes, "\n"))); err != nil {
+		if _, err := h.shop.Catalogue.ImportCodes(ctx, r.product, strings.NewReader(strings.Join(codes, "\n"))); err != nil {
 			h.violate("settle: import codes for %s: %v", r.no, err)
 			return
 		}
-		o, err = h.shop.FulfilOrder(ctx, r.no)
+		o, err = h.shop.Sales.FulfilOrder(ctx, r.no)
 	}
 	if err != nil || o.Status() != domain.StatusPaid {
 		h.violate("settle: UNFULFILLED order %s (qty %d) could not be fulfilled with stock there: %s, %v", r.no, r.qty, o.Status(), err)
@@ -468,7 +468,7 @@ func (h *history) fulfilAtLast(ctx context.Context, r *orderRec) {
 func (h *history) drain(ctx context.Context) error {
 	deadline := time.Now().Add(drainTimeout)
 	for {
-		_, relayErr := h.shop.RelayOutbox(ctx)
+		_, relayErr := h.shop.Relay.RelayOutbox(ctx)
 		n, err := h.ports.Ledger.Outbox().Backlog(ctx, domain.TopicGateChange, domain.TopicDelivered)
 		if err == nil && n == 0 {
 			return nil

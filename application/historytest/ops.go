@@ -107,11 +107,11 @@ func (w *worker) do(name string) {
 		w.paymentFailed(ctx)
 	case "close-expired":
 		if r := w.pick(func(r *orderRec) bool { return r.status() == domain.StatusPending }); r != nil {
-			err := w.h.shop.CloseExpired(ctx, r.no)
+			err := w.h.shop.Sales.CloseExpired(ctx, r.no)
 			w.log(name, "%s due=%v → %s", r.no, w.due(r), w.outcome(name, err))
 		}
 	case "sweep":
-		n, err := w.h.shop.Sweep(ctx)
+		n, err := w.h.shop.Sales.Sweep(ctx)
 		w.log(name, "%d → %s", n, w.outcome(name, err))
 	case "refund":
 		w.refund(ctx)
@@ -121,23 +121,23 @@ func (w *worker) do(name string) {
 		p := w.product()
 		var err error
 		if name == "freeze" {
-			err = w.h.shop.FreezeProduct(ctx, p.id, "history")
+			err = w.h.shop.Catalogue.FreezeProduct(ctx, p.id, "history")
 		} else {
-			err = w.h.shop.UnfreezeProduct(ctx, p.id)
+			err = w.h.shop.Catalogue.UnfreezeProduct(ctx, p.id)
 		}
 		w.log(name, "p%d → %s", p.id, w.outcome(name, err))
 	case "repair":
 		// Only the last product is repaired: a rebuild heals the gate it sets, and the others'
 		// gates must keep whatever drift the other operations cause for the checkpoint to see.
 		p := w.h.products[productsN-1]
-		rep, err := w.h.shop.Reconcile(ctx, p.id, true)
+		rep, err := w.h.shop.Catalogue.Reconcile(ctx, p.id, true)
 		w.log(name, "p%d → %d differences after the rebuild, %s", p.id, rep.Differences, w.outcome(name, err))
 	case "import":
 		w.importCodes(ctx)
 	case "void":
 		w.voidCodes(ctx)
 	case "relay":
-		n, err := w.h.shop.RelayOutbox(ctx)
+		n, err := w.h.shop.Relay.RelayOutbox(ctx)
 		w.log(name, "%d sent → %s", n, w.outcome(name, err))
 	case "provider-create":
 		w.providerCreate(ctx)
@@ -225,7 +225,7 @@ func (w *worker) pick(ok func(*orderRec) bool) *orderRec {
 
 func (w *worker) place(ctx context.Context) {
 	p, buyer, qty, key := w.product(), w.buyer(), 1+w.rng.IntN(maxPerOrder), w.newKey()
-	res, err := w.h.shop.PlaceOrder(ctx, application.PlaceOrder{Buyer: buyer, Product: p.id, Qty: qty, IdempotencyKey: key})
+	res, err := w.h.shop.Sales.PlaceOrder(ctx, application.PlaceOrder{Buyer: buyer, Product: p.id, Qty: qty, IdempotencyKey: key})
 	if err == nil {
 		if res.Replayed {
 			w.h.violate("a fresh key %s was answered as a replay of %s", key, res.Order.No())
@@ -252,7 +252,7 @@ func (w *worker) replay(ctx context.Context, same bool) {
 	if !same {
 		qty = 1 + (r.qty+w.rng.IntN(maxPerOrder-1))%maxPerOrder // any other qty
 	}
-	res, err := w.h.shop.PlaceOrder(ctx, application.PlaceOrder{Buyer: r.buyer, Product: r.product, Qty: qty, IdempotencyKey: r.key})
+	res, err := w.h.shop.Sales.PlaceOrder(ctx, application.PlaceOrder{Buyer: r.buyer, Product: r.product, Qty: qty, IdempotencyKey: r.key})
 	switch {
 	case err == nil && !same:
 		w.h.violate("key %s of %s (qty %d) reused with qty %d answered order %s", r.key, r.no, r.qty, qty, res.Order.No())
@@ -273,7 +273,7 @@ func (w *worker) doubleSubmit(ctx context.Context) {
 	res := make([]application.PlacedOrder, k)
 	errs := make([]error, k)
 	parallel(k, func(i int) {
-		res[i], errs[i] = w.h.shop.PlaceOrder(ctx, application.PlaceOrder{Buyer: buyer, Product: p.id, Qty: qty, IdempotencyKey: key})
+		res[i], errs[i] = w.h.shop.Sales.PlaceOrder(ctx, application.PlaceOrder{Buyer: buyer, Product: p.id, Qty: qty, IdempotencyKey: key})
 	})
 	var outs []string
 	fresh, nos := 0, map[domain.OrderNo]bool{}
@@ -306,7 +306,7 @@ func (w *worker) payLate(ctx context.Context) {
 		return
 	}
 	if r.status() == domain.StatusPending {
-		if err := w.h.shop.CloseExpired(ctx, r.no); err != nil {
+		if err := w.h.shop.Sales.CloseExpired(ctx, r.no); err != nil {
 			w.outcome("pay-late", err)
 		}
 	}
@@ -378,7 +378,7 @@ func (w *worker) payments(ctx context.Context, r *orderRec, k int, concurrent, p
 // pay sends one notice through the signed callback or straight to ApplyPayment.
 func (h *history) pay(ctx context.Context, no domain.OrderNo, paid bool, amount domain.Money, ref string, viaCallback bool) (domain.Order, error) {
 	if !viaCallback {
-		return h.shop.ApplyPayment(ctx, domain.PaymentNotice{OrderNo: no, Paid: paid, Amount: amount, PaymentRef: ref})
+		return h.shop.Payments.ApplyPayment(ctx, domain.PaymentNotice{OrderNo: no, Paid: paid, Amount: amount, PaymentRef: ref})
 	}
 	status := "paid"
 	if !paid {
@@ -388,7 +388,7 @@ func (h *history) pay(ctx context.Context, no domain.OrderNo, paid bool, amount 
 	if err != nil {
 		return domain.Order{}, err
 	}
-	return h.shop.HandlePaymentCallback(ctx, application.SignedCallback{Timestamp: ts, Signature: sig, Body: body})
+	return h.shop.Payments.HandlePaymentCallback(ctx, application.SignedCallback{Timestamp: ts, Signature: sig, Body: body})
 }
 
 // underpay pays less (or more) than the order's amount: refused with ErrAmountMismatch.
@@ -436,7 +436,7 @@ func (w *worker) refund(ctx context.Context) {
 	answers := map[string]int{}
 	var mu sync.Mutex
 	parallel(k, func(int) {
-		res, err := w.h.shop.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: void, Recycle: recycle, Reason: d.reason})
+		res, err := w.h.shop.Payments.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: void, Recycle: recycle, Reason: d.reason})
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -462,7 +462,7 @@ func (w *worker) fulfil(ctx context.Context) {
 	var mu sync.Mutex
 	refunding := w.h.refundTaken(r)
 	parallel(k, func(int) {
-		o, err := w.h.shop.FulfilOrder(ctx, r.no)
+		o, err := w.h.shop.Sales.FulfilOrder(ctx, r.no)
 		mu.Lock()
 		defer mu.Unlock()
 		if err == nil && refunding {
@@ -521,7 +521,7 @@ func (w *worker) importCodes(ctx context.Context) {
 		dup = 1
 	}
 	w.h.mu.Unlock()
-	rep, err := w.h.shop.ImportCodes(ctx, p.id, strings.NewReader(strings.Join(lines, "\n")))
+	rep, err := w.h.shop.Catalogue.ImportCodes(ctx, p.id, strings.NewReader(strings.Join(lines, "\n")))
 	if err == nil {
 		if rep.Added != len(fresh) || rep.Duplicates != dup || rep.Invalid != 0 {
 			w.h.violate("import of %d fresh codes and %d known one into %d reported %+v", len(fresh), dup, p.id, rep)
@@ -556,10 +556,10 @@ func (w *worker) voidCodes(ctx context.Context) {
 	if len(codes) == 0 {
 		return
 	}
-	err := w.h.shop.FreezeProduct(ctx, p.id, "history: leaked")
+	err := w.h.shop.Catalogue.FreezeProduct(ctx, p.id, "history: leaked")
 	var res application.VoidResult
 	if err == nil {
-		res, err = w.h.shop.VoidCodes(ctx, p.id, codes, "history")
+		res, err = w.h.shop.Catalogue.VoidCodes(ctx, p.id, codes, "history")
 		if err == nil && (res.Voided+res.NotVoidable != len(codes) || res.NotFound != 0) {
 			w.h.violate("void of %d of p%d's codes reported %+v", len(codes), p.id, res)
 		}

@@ -86,7 +86,7 @@ func (w *worker) notify(ctx context.Context, f *fakeProvider, in domain.InboundR
 	answers := map[string]int{}
 	var mu sync.Mutex
 	one := func(int) {
-		_, err := w.h.shop.HandleNotification(ctx, f.name, in, "127.0.0.1")
+		_, err := w.h.shop.Payments.HandleNotification(ctx, f.name, in, "127.0.0.1")
 		mu.Lock()
 		defer mu.Unlock()
 		answers[w.outcome("notify", err)]++
@@ -120,7 +120,7 @@ func (w *worker) providerCreate(ctx context.Context) {
 	}
 	var outs []string
 	for _, name := range names {
-		p, created, err := w.h.shop.CreatePayment(ctx, application.NewPayment{Buyer: r.buyer, OrderNo: r.no, Provider: name})
+		p, created, err := w.h.shop.Payments.CreatePayment(ctx, application.NewPayment{Buyer: r.buyer, OrderNo: r.no, Provider: name})
 		if err != nil {
 			outs = append(outs, string(name)+" "+w.outcome("provider-create", err))
 			continue
@@ -187,7 +187,7 @@ func (w *worker) providerLate(ctx context.Context) {
 		return
 	}
 	if r.status() == domain.StatusPending {
-		if err := w.h.shop.CloseExpired(ctx, r.no); err != nil {
+		if err := w.h.shop.Sales.CloseExpired(ctx, r.no); err != nil {
 			w.outcome("provider-late", err)
 		}
 	}
@@ -217,7 +217,7 @@ func (w *worker) providerRefund(ctx context.Context) {
 	answers := map[string]int{}
 	var mu sync.Mutex
 	parallel(k, func(int) {
-		res, err := w.h.shop.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: d.void, Recycle: d.recycle, Reason: d.reason})
+		res, err := w.h.shop.Payments.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: d.void, Recycle: d.recycle, Reason: d.reason})
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -254,7 +254,7 @@ func (w *worker) reveal(ctx context.Context) {
 	if r == nil {
 		return
 	}
-	v, err := w.h.shop.AdminOrderCodes(ctx, r.no, application.Reader{Identity: application.Identity{Name: "history", Role: domain.RoleOperator}})
+	v, err := w.h.shop.Sales.AdminOrderCodes(ctx, r.no, application.Reader{Identity: application.Identity{Name: "history", Role: domain.RoleOperator}})
 	if err == nil {
 		r.see(v.Order)
 		if len(v.Cards) > 0 {
@@ -289,13 +289,13 @@ func (w *worker) refundThenFulfil(ctx context.Context) {
 func (w *worker) pendingRefundThenFulfil(ctx context.Context, op string, r *orderRec) {
 	w.h.hpay.pendNext(r.no)
 	d := w.h.decide(r, w.rng)
-	res, err := w.h.shop.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: d.void, Recycle: d.recycle, Reason: d.reason})
+	res, err := w.h.shop.Payments.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: d.void, Recycle: d.recycle, Reason: d.reason})
 	if err != nil || res.Money.Status != domain.PaymentRefunding {
 		w.log(op, "%s %s refund → %s %s, %s", r.no, d, res.Order.Status(), res.Money.Status, w.outcome(op, err))
 		return
 	}
 	w.stock(ctx, r)
-	o, ferr := w.h.shop.FulfilOrder(ctx, r.no)
+	o, ferr := w.h.shop.Sales.FulfilOrder(ctx, r.no)
 	if ferr == nil {
 		r.see(o)
 		w.h.violate("fulfil during refund: order %s was fulfilled (%s, codes given) while its refund at %s was pending", r.no, o.Status(), res.Money.Provider)
@@ -307,7 +307,7 @@ func (w *worker) pendingRefundThenFulfil(ctx context.Context, op string, r *orde
 func (w *worker) stock(ctx context.Context, r *orderRec) {
 	i := w.h.productIndex(r.product)
 	codes := w.h.newCodes(i, r.qty)
-	if _, err := w.h.shop.ImportCodes(ctx, r.product, strings.NewReader(strings.Join(codes, "\n"))); err != nil {
+	if _, err := w.h.shop.Catalogue.ImportCodes(ctx, r.product, strings.NewReader(strings.Join(codes, "\n"))); err != nil {
 		w.h.violate("import codes for %s: %v", r.no, err)
 		return
 	}
@@ -326,25 +326,25 @@ func (w *worker) scenarioUnfulfilled(ctx context.Context) {
 	r := &orderRec{product: p.id, qty: 1}
 	w.stock(ctx, r)
 	key := w.newKey()
-	res, err := w.h.shop.PlaceOrder(ctx, application.PlaceOrder{Buyer: w.buyer(), Product: p.id, Qty: 1, IdempotencyKey: key})
+	res, err := w.h.shop.Sales.PlaceOrder(ctx, application.PlaceOrder{Buyer: w.buyer(), Product: p.id, Qty: 1, IdempotencyKey: key})
 	if err != nil {
 		w.log(op, "place → %s", w.outcome(op, err))
 		return
 	}
 	r = w.h.recordAs(res.Order, key, true)
 	defer r.private.Store(false)
-	if _, _, err := w.h.shop.CreatePayment(ctx, application.NewPayment{Buyer: r.buyer, OrderNo: r.no, Provider: idemProvider}); err != nil {
+	if _, _, err := w.h.shop.Payments.CreatePayment(ctx, application.NewPayment{Buyer: r.buyer, OrderNo: r.no, Provider: idemProvider}); err != nil {
 		w.log(op, "%s create payment → %s", r.no, w.outcome(op, err))
 		return
 	}
 	r.payments.Or(providerBit(idemProvider))
 	w.h.hpay.failCloses(r.no)
 	time.Sleep(time.Until(r.expires.Add(w.h.cfg.PaymentCloseGrace + 20*time.Millisecond)))
-	if err := w.h.shop.CloseExpired(ctx, r.no); err != nil {
+	if err := w.h.shop.Sales.CloseExpired(ctx, r.no); err != nil {
 		w.log(op, "%s close → %s", r.no, w.outcome(op, err))
 		return
 	}
-	if err := w.h.shop.FreezeProduct(ctx, p.id, "history scenario"); err != nil {
+	if err := w.h.shop.Catalogue.FreezeProduct(ctx, p.id, "history scenario"); err != nil {
 		w.log(op, "%s freeze → %s", r.no, w.outcome(op, err))
 		return
 	}
@@ -357,7 +357,7 @@ func (w *worker) scenarioUnfulfilled(ctx context.Context) {
 	if ok {
 		late = w.notify(ctx, w.h.hpay, in, 1, false)
 	}
-	if err := w.h.shop.UnfreezeProduct(ctx, p.id); err != nil {
+	if err := w.h.shop.Catalogue.UnfreezeProduct(ctx, p.id); err != nil {
 		w.h.violate("scenario: unfreeze %d: %v", p.id, err)
 	}
 	o, err := w.h.ports.Ledger.Orders().Order(ctx, r.no)
@@ -379,7 +379,7 @@ func (h *history) finishRefunds(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		if _, err := h.shop.HandleNotification(ctx, idemProvider, in, "127.0.0.1"); err != nil {
+		if _, err := h.shop.Payments.HandleNotification(ctx, idemProvider, in, "127.0.0.1"); err != nil {
 			h.violate("settle: hpay's notification that the refund %s of %s succeeded: %v", pr.refundNo, pr.no, err)
 		}
 	}
@@ -407,13 +407,13 @@ func (w *worker) windowLate(ctx context.Context) {
 			return
 		}
 		key := w.newKey()
-		res, err := w.h.shop.PlaceOrder(ctx, application.PlaceOrder{Buyer: w.buyer(), Product: p.id, Qty: 1, IdempotencyKey: key})
+		res, err := w.h.shop.Sales.PlaceOrder(ctx, application.PlaceOrder{Buyer: w.buyer(), Product: p.id, Qty: 1, IdempotencyKey: key})
 		if err != nil {
 			w.log(op, "place → %s", w.outcome(op, err))
 			return
 		}
 		r = w.h.recordAs(res.Order, key, true)
-		if _, _, err := w.h.shop.CreatePayment(ctx, application.NewPayment{Buyer: r.buyer, OrderNo: r.no, Provider: epayProvider}); err != nil {
+		if _, _, err := w.h.shop.Payments.CreatePayment(ctx, application.NewPayment{Buyer: r.buyer, OrderNo: r.no, Provider: epayProvider}); err != nil {
 			r.private.Store(false)
 			w.log(op, "%s create payment → %s", r.no, w.outcome(op, err))
 			return
@@ -427,11 +427,11 @@ func (w *worker) windowLate(ctx context.Context) {
 	}
 	defer r.private.Store(false)
 	r.dirty.Store(true)
-	if err := w.h.shop.CloseExpired(ctx, r.no); err != nil {
+	if err := w.h.shop.Sales.CloseExpired(ctx, r.no); err != nil {
 		w.outcome(op, err)
 	}
 	w.stock(ctx, r)
-	if err := w.h.shop.UnfreezeProduct(ctx, p.id); err != nil {
+	if err := w.h.shop.Catalogue.UnfreezeProduct(ctx, p.id); err != nil {
 		w.outcome(op, err)
 	}
 	w.payAtProviders(ctx, op, r, 1+w.rng.IntN(3))
@@ -449,7 +449,7 @@ func (w *worker) limitLate(ctx context.Context) {
 	w.stock(ctx, &orderRec{product: p.id, qty: 2 * maxPerOrder})
 	place := func() *orderRec {
 		key := w.newKey()
-		res, err := w.h.shop.PlaceOrder(ctx, application.PlaceOrder{Buyer: buyer, Product: p.id, Qty: maxPerOrder, IdempotencyKey: key})
+		res, err := w.h.shop.Sales.PlaceOrder(ctx, application.PlaceOrder{Buyer: buyer, Product: p.id, Qty: maxPerOrder, IdempotencyKey: key})
 		if err != nil {
 			w.log(op, "place → %s", w.outcome(op, err))
 			return nil
@@ -461,13 +461,13 @@ func (w *worker) limitLate(ctx context.Context) {
 		return
 	}
 	defer first.private.Store(false)
-	if _, _, err := w.h.shop.CreatePayment(ctx, application.NewPayment{Buyer: buyer, OrderNo: first.no, Provider: epayProvider}); err != nil {
+	if _, _, err := w.h.shop.Payments.CreatePayment(ctx, application.NewPayment{Buyer: buyer, OrderNo: first.no, Provider: epayProvider}); err != nil {
 		w.log(op, "%s create payment → %s", first.no, w.outcome(op, err))
 		return
 	}
 	first.payments.Or(providerBit(epayProvider))
 	time.Sleep(time.Until(first.expires.Add(20 * time.Millisecond)))
-	if err := w.h.shop.CloseExpired(ctx, first.no); err != nil {
+	if err := w.h.shop.Sales.CloseExpired(ctx, first.no); err != nil {
 		w.log(op, "%s close → %s", first.no, w.outcome(op, err))
 		return
 	}

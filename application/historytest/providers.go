@@ -297,7 +297,7 @@ func (f *fakeProvider) notification(n fakeNotice) domain.InboundRequest {
 	h := http.Header{}
 	h.Set(fakeSigHead, f.sign(body))
 	h.Set("Content-Type", "application/json")
-	return domain.InboundRequest{Method: http.MethodPost, Header: h, Body: body}
+	return domain.InboundRequest{Method: http.MethodPost, Header: domain.Header(h), Body: body}
 }
 
 // paidNotice is the notification of the order's paid payment; false when it is not paid.

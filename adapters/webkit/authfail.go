@@ -1,4 +1,4 @@
-package httpapi
+package webkit
 
 import (
 	"context"
@@ -44,7 +44,7 @@ const (
 // refusal recorded writes their count too (ActionAuthUnrecorded), at most once a window. It is
 // safe for concurrent use.
 type AuthFailures struct {
-	shop    *application.Shop
+	admin   *application.Admin
 	limiter Limiter
 	now     func() time.Time
 	log     *slog.Logger
@@ -57,11 +57,11 @@ type AuthFailures struct {
 }
 
 // NewAuthFailures returns the recorder of refused authentications; limiter may be nil.
-func NewAuthFailures(shop *application.Shop, limiter Limiter, clock domain.Clock, log *slog.Logger) *AuthFailures {
+func NewAuthFailures(admin *application.Admin, limiter Limiter, clock domain.Clock, log *slog.Logger) *AuthFailures {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &AuthFailures{shop: shop, limiter: limiter, now: clock.Now, log: log}
+	return &AuthFailures{admin: admin, limiter: limiter, now: clock.Now, log: log}
 }
 
 // Refused records one refused authentication of kind action from the request's client, with
@@ -121,8 +121,18 @@ func (a *AuthFailures) take(withinIP bool) (record bool, unrecorded int) {
 func (a *AuthFailures) append(ctx context.Context, e domain.AuditEntry) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, err := a.shop.Record(ctx, e); err != nil {
+	if _, err := a.admin.Record(ctx, e); err != nil {
 		a.log.ErrorContext(ctx, "audit entry not stored", "action", e.Action, "target", e.Target,
 			"client_addr", e.ClientAddr, "err", err)
 	}
+}
+
+// Limiter decides whether one more request under a key is within a limit. Rate limiting is a
+// concern of the HTTP edge, not of the shop, so the port lives here and not in the domain;
+// adapters/ratelimit implements it in memory and on Redis (shared by every instance).
+type Limiter interface {
+	// Allow charges one request to key against limit requests per window. It reports whether
+	// the request may go ahead and, when not, how long until one would be allowed. An error
+	// means the limiter could not decide (Redis unreachable: it wraps domain.ErrUnavailable).
+	Allow(ctx context.Context, key string, limit int, window time.Duration) (allowed bool, retryAfter time.Duration, err error)
 }
