@@ -6,7 +6,7 @@ import (
 
 	"cardshop/adapters/memory"
 	"cardshop/application"
-	"cardshop/application/historytest"
+	"cardshop/adapters/lab/historytest"
 )
 
 // TestConcurrentHistory runs the concurrent history test (package historytest) on the memory

@@ -17,7 +17,7 @@ import (
 	"cardshop/adapters/rabbitmq"
 	"cardshop/adapters/redisgate"
 	"cardshop/application"
-	"cardshop/application/historytest"
+	"cardshop/adapters/lab/historytest"
 	"cardshop/domain"
 )
 

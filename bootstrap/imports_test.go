@@ -187,7 +187,7 @@ func folderOf(path string) string { return strings.TrimPrefix(path, module+"/") 
 
 // lab lists the folders of test and measurement equipment: nothing in them ships in the
 // cardshop binary.
-var lab = []string{"adapters/lab/", "adapters/porttest/", "application/historytest/", "cmd/loadcheck/"}
+var lab = []string{"adapters/lab/", "adapters/porttest/", "cmd/loadcheck/"}
 
 func inLab(folder string) bool {
 	return slices.ContainsFunc(lab, func(l string) bool { return strings.HasPrefix(folder, l) })
