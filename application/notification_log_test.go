@@ -42,7 +42,7 @@ func refusedTotal(recs []domain.NotificationRecord) (rows int, total int64) {
 // payAfterForgeries sends a genuine success for o and checks that the operators' list shows it.
 func payAfterForgeries(t *testing.T, f *fixture, o domain.Order) {
 	t.Helper()
-	if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), "198.51.100.200"); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), "198.51.100.200"); err != nil {
 		t.Fatalf("the genuine notification: %v", err)
 	}
 	for _, q := range []domain.NotificationQuery{{Limit: 100}, {Limit: 1}, {OrderNo: o.No(), Limit: 10}} {
@@ -68,10 +68,10 @@ func TestForgedNotificationsFromOneAddressAreOneRecord(t *testing.T) {
 		if i == sent/2 {
 			f.clock.Advance(time.Second) // still the same window
 		}
-		reply, err := f.shop.Payments.HandleNotification(f.ctx, "acme", forged(o), "203.0.113.5")
+		err := f.shop.Payments.HandleNotification(f.ctx, "acme", forged(o), "203.0.113.5")
 		is(t, "a forged notification", err, domain.ErrBadSignature)
-		if reply.Status == 200 {
-			t.Fatalf("a forged notification answered %d %q, want the provider's refusal", reply.Status, reply.Body)
+		if err == nil {
+			t.Fatal("a forged notification was accepted, want the provider's refusal")
 		}
 	}
 	if _, err := f.shop.Payments.PruneNotifications(f.ctx); err != nil { // adds the counts held in memory
@@ -105,7 +105,7 @@ func TestForgedNotificationsFromManyAddressesAreBounded(t *testing.T) {
 	before, after := f.mustPlace(t, "alice", p.ID(), 1), f.mustPlace(t, "bob", p.ID(), 1)
 	mustCreatePayment(t, f, before, "acme")
 	mustCreatePayment(t, f, after, "acme")
-	if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(before, "paid", before.Amount(), "CNY"), "198.51.100.200"); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(before, "paid", before.Amount(), "CNY"), "198.51.100.200"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -114,7 +114,7 @@ func TestForgedNotificationsFromManyAddressesAreBounded(t *testing.T) {
 	for w := range windows {
 		for i := range sent / windows {
 			addr := fmt.Sprintf("10.%d.%d.%d", w, i/256, i%256)
-			if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", forged(before), addr); err == nil {
+			if err := f.shop.Payments.HandleNotification(f.ctx, "acme", forged(before), addr); err == nil {
 				t.Fatal("a forged notification was accepted")
 			}
 		}
@@ -123,7 +123,7 @@ func TestForgedNotificationsFromManyAddressesAreBounded(t *testing.T) {
 	rest := sent - sent/windows*windows
 	for i := range rest { // a malformed body from a tracked address: another reason, the same record
 		in := domain.InboundRequest{Method: "POST", Header: map[string][]string{"X-Test-Sig": {"ok"}}, Body: []byte("{")}
-		if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", in, fmt.Sprintf("10.9.0.%d", i)); err == nil {
+		if err := f.shop.Payments.HandleNotification(f.ctx, "acme", in, fmt.Sprintf("10.9.0.%d", i)); err == nil {
 			t.Fatal("an unparsable notification was accepted")
 		}
 	}
@@ -189,7 +189,7 @@ func TestConcurrentForgedNotificationsAddUp(t *testing.T) {
 					f.clock.Advance(time.Minute) // a window ends while the others send
 				}
 				addr := fmt.Sprintf("10.0.%d.%d", g, i%8) // 256 addresses
-				if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", forged(o), addr); err == nil {
+				if err := f.shop.Payments.HandleNotification(f.ctx, "acme", forged(o), addr); err == nil {
 					t.Error("a forged notification was accepted")
 					return
 				}
@@ -229,7 +229,7 @@ func TestNotificationRetention(t *testing.T) {
 		if !genuine {
 			in = forged(o)
 		}
-		if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", in, "203.0.113.9"); (err == nil) != genuine {
+		if err := f.shop.Payments.HandleNotification(f.ctx, "acme", in, "203.0.113.9"); (err == nil) != genuine {
 			t.Fatalf("notification (genuine %t): %v", genuine, err)
 		}
 	}

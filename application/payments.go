@@ -165,17 +165,17 @@ var errRefused = errors.New("notification refused")
 // Every verified notification is recorded in the notification log with what was done; those
 // refused before verification are counted there per provider, address and window
 // (recordRefused), so that anyone's forgeries cannot grow the log without bound.
-// The Reply is what the provider expects; it is a refusal (the provider resends) with every
-// error.
+// A nil error means the notification is accepted (also a duplicate); any error is a refusal,
+// and the provider resends. The driving adapter answers each in the provider's own words.
 //
 // Errors: ErrProviderUnknown; ErrUnverified wrapping the verification's error (ErrBadSignature,
 // ErrInvalidInput, ErrUnavailable), already counted and logged at a limited pace; then
 // errRefused-wrapped refusals (ErrAmountMismatch, ErrPaymentNotFound), ErrInvalidInput,
 // ErrUnavailable (the provider resends later).
-func (s *Payments) HandleNotification(ctx context.Context, provider domain.Provider, in domain.InboundRequest, remote string) (domain.Reply, error) {
+func (s *Payments) HandleNotification(ctx context.Context, provider domain.Provider, in domain.InboundRequest, remote string) error {
 	gw, ok := s.gateways[provider]
 	if !ok {
-		return domain.Reply{}, domain.ErrProviderUnknown
+		return domain.ErrProviderUnknown
 	}
 	if in.At.IsZero() {
 		in.At = s.clock.Now()
@@ -185,7 +185,7 @@ func (s *Payments) HandleNotification(ctx context.Context, provider domain.Provi
 	if err != nil {
 		rec.Result = "refused: " + refusal(err)
 		s.recordRefused(ctx, rec, err)
-		return gw.Reply(false), fmt.Errorf("%w: %w", ErrUnverified, err)
+		return fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
 	rec.Verified, rec.Count = true, 1
 	rec.OrderNo, rec.EventID, rec.ProviderRef, rec.Outcome = n.OrderNo, n.EventID, n.ProviderRef, n.Outcome.String()
@@ -197,11 +197,11 @@ func (s *Payments) HandleNotification(ctx context.Context, provider domain.Provi
 			rec.Result = "not applied yet: " + refusal(err)
 		}
 		s.record(ctx, rec)
-		return gw.Reply(false), err
+		return err
 	}
 	rec.Accepted, rec.Result = true, result
 	s.record(ctx, rec)
-	return gw.Reply(true), nil
+	return nil
 }
 
 // refusal is an error's reason for the notification log: the sentinel's words, never a secret.

@@ -19,7 +19,7 @@ func paidThrough(t *testing.T, f *fixture, gw *scriptedGateway, pid domain.Produ
 	t.Helper()
 	o := f.mustPlace(t, buyer, pid, qty)
 	mustCreatePayment(t, f, o, string(gw.name))
-	if _, err := f.shop.Payments.HandleNotification(f.ctx, gw.name, notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, gw.name, notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
 		t.Fatalf("pay %s: %v", o.No(), err)
 	}
 	return f.order(t, o.No())
@@ -128,7 +128,7 @@ func TestRefundPendingUntilTheProviderNotifies(t *testing.T) {
 	}
 	b, _ := json.Marshal(scriptedNotice{OrderNo: string(o.No()), Ref: "rf", Event: "evt-refund", RefundNo: domain.RefundNoOf(o.No()), Refund: "succeeded"})
 	in := domain.InboundRequest{Method: "POST", Header: map[string][]string{"X-Test-Sig": {"ok"}}, Body: b}
-	if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", in, ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", in, ""); err != nil {
 		t.Fatalf("refund notification: %v", err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusRefunded {
@@ -140,7 +140,7 @@ func TestRefundPendingUntilTheProviderNotifies(t *testing.T) {
 	// A notification about another refund number is refused.
 	b, _ = json.Marshal(scriptedNotice{OrderNo: string(o.No()), Event: "evt-x", RefundNo: "other", Refund: "succeeded"})
 	in.Body = b
-	if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", in, ""); err == nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", in, ""); err == nil {
 		t.Fatal("a notification of an unknown refund was accepted")
 	}
 	f.assertInvariants(t, p.ID())
@@ -186,7 +186,7 @@ func TestConcurrentRefundsPayOutOnce(t *testing.T) {
 		f.mustPlace(t, "carol", p.ID(), 2)
 	}
 	gw.set(func(g *scriptedGateway) { g.state[late.No()] = domain.OutcomePaid })
-	if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(late, "paid", late.Amount(), "CNY"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(late, "paid", late.Amount(), "CNY"), ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.order(t, late.No()); got.Status() != domain.StatusUnfulfilled && got.Status() != domain.StatusPaid {
@@ -261,7 +261,7 @@ func TestRefundOfAnOrderPaidLateMeanwhileReturnsTheMoney(t *testing.T) {
 	}
 	gw.set(func(g *scriptedGateway) { g.state[o.No()] = domain.OutcomePaid }) // the buyer paid just in time
 	late := func() {
-		if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
+		if err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
 			t.Errorf("the late success: %v", err)
 		}
 	}
@@ -353,7 +353,7 @@ func TestPendingRefundFinishesWithTheOperatorsDecision(t *testing.T) {
 				t.Fatalf("pending refund = %+v, %v", res, err)
 			}
 			if tc.byNotice {
-				if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
+				if err := f.shop.Payments.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
 					t.Fatalf("refund notification: %v", err)
 				}
 			} else {
@@ -465,7 +465,7 @@ func unfulfilledThrough(t *testing.T, f *fixture, gw *scriptedGateway) (domain.P
 	}
 	f.mustPlace(t, "carol", p.ID(), 2)
 	gw.set(func(g *scriptedGateway) { g.state[o.No()] = domain.OutcomePaid })
-	if _, err := f.shop.Payments.HandleNotification(f.ctx, gw.name, notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, gw.name, notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
 		t.Fatalf("pay %s: %v", o.No(), err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusUnfulfilled {
@@ -495,7 +495,7 @@ func TestFulfilRefusedWhileTheRefundIsPending(t *testing.T) {
 	if after := f.counts(t, p.ID()); after[domain.CardSold] != before[domain.CardSold] || len(f.soldCards(t, o.No())) != 0 {
 		t.Fatalf("pool %v after the refused fulfil (was %v): nothing may be allocated", after, before)
 	}
-	if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
 		t.Fatalf("refund notification: %v", err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusRefunded {
@@ -561,7 +561,7 @@ func TestFulfilLosesToARefundBetweenItsCheckAndItsTransaction(t *testing.T) {
 	if got := f.order(t, o.No()); got.Status() != domain.StatusUnfulfilled || len(f.soldCards(t, o.No())) != 0 {
 		t.Fatalf("order %s with %d codes; want UNFULFILLED with none", got.Status(), len(f.soldCards(t, o.No())))
 	}
-	if _, err := f.shop.Payments.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
 		t.Fatalf("refund notification: %v", err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusRefunded {

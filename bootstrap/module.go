@@ -178,7 +178,7 @@ func newHTTP(in httpIn) *fiber.App {
 	hc := httpapi.DefaultConfig(in.Cfg.AdminToken.Reveal())
 	hc.RateLimits = httpapi.RateLimits{PerIP: in.Cfg.RatePerIP, PerBuyer: in.Cfg.RatePerBuyer, Window: in.Cfg.RateWindow, Limiter: in.Limiter}
 	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
-	hc.DevPay = in.Payments.dev
+	hc.DevPay, hc.Replies = in.Payments.dev, in.Payments.replies
 	hc.RequestTimeout = in.Cfg.RequestTimeout
 	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
 	hc.AuthFailures = webkit.NewAuthFailures(in.Admin, in.Limiter, in.Clock, in.Log)

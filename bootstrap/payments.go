@@ -1,10 +1,12 @@
 package bootstrap
 
 import (
+	"context"
 	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -18,11 +20,32 @@ import (
 	"cardshop/domain"
 )
 
-// paymentGateways are the enabled payment providers, and the dev provider's pages when it is
-// enabled.
+// paymentGateways are the enabled payment providers, the answers their notifications expect,
+// and the dev provider's pages when it is enabled.
 type paymentGateways struct {
-	all []domain.PaymentGateway
-	dev httpapi.DevPages // nil unless CARDSHOP_DEV_PAYMENTS
+	all     []domain.PaymentGateway
+	replies map[domain.Provider]httpapi.NotifyReplier
+	dev     httpapi.DevPages // nil unless CARDSHOP_DEV_PAYMENTS
+}
+
+// gateway is a provider adapter: the port, and the answer its notify route gives.
+type gateway interface {
+	domain.PaymentGateway
+	httpapi.NotifyReplier
+}
+
+func (p *paymentGateways) add(g gateway) {
+	p.all = append(p.all, g)
+	p.replies[g.Provider()] = g
+}
+
+// devPages serves the dev provider's pages to the HTTP adapter.
+type devPages struct{ g *devpay.Gateway }
+
+func (d devPages) PayPage(query url.Values) httpapi.Page { return httpapi.Page(d.g.PayPage(query)) }
+
+func (d devPages) Confirm(ctx context.Context, form url.Values, deliver func(context.Context, domain.InboundRequest) error) httpapi.Page {
+	return httpapi.Page(d.g.Confirm(ctx, form, deliver))
 }
 
 // providerClient is the HTTP client of every provider call: bounded, never following a
@@ -39,7 +62,7 @@ func providerClient() *http.Client {
 // A provider that cannot be built (a malformed key, a currency it cannot charge) stops the
 // start, naming it.
 func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error) {
-	var out paymentGateways
+	out := paymentGateways{replies: map[domain.Provider]httpapi.NotifyReplier{}}
 	if cfg.StripeKey != "" {
 		var secrets []string
 		for _, s := range strings.Split(cfg.StripeWebhook.Reveal(), ",") {
@@ -52,7 +75,7 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_STRIPE_*: %w", err)
 		}
-		out.all = append(out.all, g)
+		out.add(g)
 	}
 	if cfg.EpayURL != "" {
 		variant, err := epay.ParseSignVariant(cfg.EpaySign)
@@ -68,7 +91,7 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_EPAY_*: %w", err)
 		}
-		out.all = append(out.all, g)
+		out.add(g)
 	}
 	if cfg.AlipayAppID != "" {
 		method, err := alipay.ParseMethod(cfg.AlipayMethod)
@@ -88,7 +111,7 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_ALIPAY_*: %w", err)
 		}
-		out.all = append(out.all, g)
+		out.add(g)
 	}
 	if cfg.WechatMchID != "" {
 		priv, err := pemOrFile(cfg.WechatPrivateKey.Reveal())
@@ -119,7 +142,7 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_WECHAT_*: %w", err)
 		}
-		out.all = append(out.all, g)
+		out.add(g)
 	}
 	if cfg.DevPayments {
 		// A secret of this process: a pay link from before a restart shows "not valid".
@@ -127,8 +150,8 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_DEV_PAYMENTS: %w", err)
 		}
-		out.all = append(out.all, g)
-		out.dev = g
+		out.add(g)
+		out.dev = devPages{g}
 	}
 	for _, g := range out.all {
 		if !g.Supports(cfg.Currency) {

@@ -273,13 +273,6 @@ func (h Header) Set(k, v string) { h[textproto.CanonicalMIMEHeaderKey(k)] = []st
 // Del removes the field k.
 func (h Header) Del(k string) { delete(h, textproto.CanonicalMIMEHeaderKey(k)) }
 
-// Reply is the exact answer a provider expects to its notification, as its gateway states it.
-type Reply struct {
-	Status      int
-	ContentType string
-	Body        []byte
-}
-
 // ProviderNotice is a notification a gateway verified: its signature, its freshness, its
 // merchant. Nothing in it has been checked against the ledger yet.
 type ProviderNotice struct {
@@ -330,9 +323,6 @@ type PaymentGateway interface {
 	// it. Errors: ErrBadSignature for an unsigned, forged or stale one; a ValidationError for a
 	// well-signed one that does not parse.
 	Verify(ctx context.Context, in InboundRequest) (ProviderNotice, error)
-	// Reply is the answer the provider expects: accepted (also for a duplicate) or refused
-	// (it will resend).
-	Reply(accepted bool) Reply
 	// Query asks the provider where the order's payment stands.
 	Query(ctx context.Context, p Payment) (PaymentState, error)
 	// Close makes the payment unpayable at the provider (expire a session, close a trade).

@@ -122,7 +122,7 @@ func newShop(t *testing.T, g *alipay.Gateway) *shop {
 			s.notices = append(s.notices, n)
 		}
 		s.mu.Unlock()
-		rep := g.Reply(err == nil)
+		rep := replyOf(g.Reply(err == nil))
 		w.Header().Set("Content-Type", rep.ContentType)
 		w.WriteHeader(rep.Status)
 		_, _ = w.Write(rep.Body)
@@ -167,4 +167,15 @@ func mustCurrency(t *testing.T, code string) domain.Currency {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// reply is the gateway's Reply as one value: replyOf(g.Reply(accepted)).
+type reply struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+func replyOf(status int, contentType string, body []byte) reply {
+	return reply{status, contentType, body}
 }

@@ -15,7 +15,7 @@ import (
 
 func TestReply(t *testing.T) {
 	g := newGateway(t, newSim(t, nil), alipay.MethodPage, nil)
-	ok, refused := g.Reply(true), g.Reply(false)
+	ok, refused := replyOf(g.Reply(true)), replyOf(g.Reply(false))
 	if ok.Status != 200 || string(ok.Body) != "success" || refused.Status != 200 || string(refused.Body) != "failure" ||
 		ok.ContentType != "text/plain; charset=utf-8" {
 		t.Fatalf("replies %+v %+v", ok, refused)

@@ -40,16 +40,16 @@ func TestPaymentGatewayContract(t *testing.T) {
 			form := u.Query()
 			form.Set("choice", "pay")
 			var sent *domain.InboundRequest
-			rp := gw.Confirm(context.Background(), form, func(_ context.Context, in domain.InboundRequest) (domain.Reply, error) {
+			rp := gw.Confirm(context.Background(), form, func(_ context.Context, in domain.InboundRequest) error {
 				sent = &in
-				return gw.Reply(true), nil
+				return nil
 			})
 			if sent == nil {
 				return porttest.Notification{}, errors.New("the pay page sent nothing: " + strings.TrimSpace(string(rp.Body)))
 			}
 			return porttest.Notification{Method: sent.Method, Header: http.Header(sent.Header), Body: sent.Body}, nil
 		}
-		created := &recordingGateway{PaymentGateway: g, created: func(no domain.OrderNo, c domain.PaymentCreated) {
+		created := &recordingGateway{PaymentAdapter: g, created: func(no domain.OrderNo, c domain.PaymentCreated) {
 			mu.Lock()
 			links[no] = c.PayURL
 			mu.Unlock()
@@ -107,12 +107,12 @@ func TestPaymentGatewayContract(t *testing.T) {
 
 // recordingGateway tells created about every payment created, so the rig knows its pay URL.
 type recordingGateway struct {
-	domain.PaymentGateway
+	porttest.PaymentAdapter
 	created func(domain.OrderNo, domain.PaymentCreated)
 }
 
 func (r *recordingGateway) Create(ctx context.Context, req domain.PaymentRequest) (domain.PaymentCreated, error) {
-	c, err := r.PaymentGateway.Create(ctx, req)
+	c, err := r.PaymentAdapter.Create(ctx, req)
 	if err == nil {
 		r.created(req.OrderNo, c)
 	}

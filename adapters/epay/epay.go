@@ -165,12 +165,12 @@ func (g *Gateway) Supports(c domain.Currency) bool { return c.Code == cny.Code }
 
 // Reply is the plain text the gateway looks for: "success" stops its resends, anything else
 // ("fail") makes it resend. Both are 200: gateways read the body, not the status.
-func (g *Gateway) Reply(accepted bool) domain.Reply {
-	body := "fail"
+func (g *Gateway) Reply(accepted bool) (status int, contentType string, body []byte) {
+	text := "fail"
 	if accepted {
-		body = "success"
+		text = "success"
 	}
-	return domain.Reply{Status: http.StatusOK, ContentType: "text/plain; charset=utf-8", Body: []byte(body)}
+	return http.StatusOK, "text/plain; charset=utf-8", []byte(text)
 }
 
 // Close is not offered by epay v1: a payment stays payable at the gateway.

@@ -69,7 +69,7 @@ func newShop(t *testing.T, g *epay.Gateway) *shop {
 		}
 		accepted := err == nil && !s.refuseOK
 		s.mu.Unlock()
-		rep := g.Reply(accepted)
+		rep := replyOf(g.Reply(accepted))
 		w.Header().Set("Content-Type", rep.ContentType)
 		w.WriteHeader(rep.Status)
 		_, _ = w.Write(rep.Body)
@@ -105,4 +105,15 @@ func created(t *testing.T, sim *epaysim.Sim, g *epay.Gateway, r domain.PaymentRe
 		t.Fatal(err)
 	}
 	return c
+}
+
+// reply is the gateway's Reply as one value: replyOf(g.Reply(accepted)).
+type reply struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+func replyOf(status int, contentType string, body []byte) reply {
+	return reply{status, contentType, body}
 }

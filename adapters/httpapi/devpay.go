@@ -14,8 +14,15 @@ import (
 // "Pay" and a "Fail" button for an order's payment, and the confirmation that sends the
 // provider's signed notification through deliver, the same path a real provider's takes.
 type DevPages interface {
-	PayPage(query url.Values) domain.Reply
-	Confirm(ctx context.Context, form url.Values, deliver func(context.Context, domain.InboundRequest) (domain.Reply, error)) domain.Reply
+	PayPage(query url.Values) Page
+	Confirm(ctx context.Context, form url.Values, deliver func(context.Context, domain.InboundRequest) error) Page
+}
+
+// Page is a page or a provider's reply, written as it is.
+type Page struct {
+	Status      int
+	ContentType string
+	Body        []byte
 }
 
 // devPayPage shows the dev provider's pay page of a signed link.
@@ -36,14 +43,14 @@ func (s *Server) devPayConfirm(c *fiber.Ctx) error {
 	if err != nil {
 		return domain.Invalid("body", "not a form")
 	}
-	deliver := func(ctx context.Context, in domain.InboundRequest) (domain.Reply, error) {
+	deliver := func(ctx context.Context, in domain.InboundRequest) error {
 		return s.payments.HandleNotification(ctx, "dev", in, c.IP())
 	}
 	return writeReply(c, s.cfg.DevPay.Confirm(c.UserContext(), form, deliver))
 }
 
 // writeReply writes a page or a provider reply as it is, never cached.
-func writeReply(c *fiber.Ctx, r domain.Reply) error {
+func writeReply(c *fiber.Ctx, r Page) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if r.ContentType != "" {
 		c.Set(fiber.HeaderContentType, r.ContentType)

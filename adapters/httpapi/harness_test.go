@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,7 +132,7 @@ func newHarnessWith(t testing.TB, deps func(*application.Deps), opts ...option) 
 		t.Fatal(err)
 	}
 	hc := httpapi.DefaultConfig(adminToken)
-	hc.DevPay = h.dev
+	hc.DevPay, hc.Replies = devPages{h.dev}, map[domain.Provider]httpapi.NotifyReplier{h.dev.Provider(): h.dev}
 	for _, o := range opts {
 		o(&hc)
 	}
@@ -437,4 +438,13 @@ func (h *harness) cardCounts(id int64) domain.CardCounts {
 // services are the API's services of a.
 func services(a *application.App) httpapi.Services {
 	return httpapi.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin}
+}
+
+// devPages serves the dev provider's pages to the API, as the service wires them.
+type devPages struct{ g *devpay.Gateway }
+
+func (d devPages) PayPage(query url.Values) httpapi.Page { return httpapi.Page(d.g.PayPage(query)) }
+
+func (d devPages) Confirm(ctx context.Context, form url.Values, deliver func(context.Context, domain.InboundRequest) error) httpapi.Page {
+	return httpapi.Page(d.g.Confirm(ctx, form, deliver))
 }

@@ -83,21 +83,25 @@ func (s *Server) providerNotify(c *fiber.Ctx) error {
 	in := domain.InboundRequest{Method: c.Method(), Header: domain.Header{}, Query: url.Values{}, Body: b, At: s.clock.Now()}
 	c.Request().Header.VisitAll(func(k, v []byte) { in.Header.Add(string(k), string(v)) })
 	c.Request().URI().QueryArgs().VisitAll(func(k, v []byte) { in.Query.Add(string(k), string(v)) })
-	reply, err := s.payments.HandleNotification(c.UserContext(), provider, in, c.IP())
+	replier, ok := s.cfg.Replies[provider]
+	if !ok {
+		return domain.ErrProviderUnknown
+	}
+	err = s.payments.HandleNotification(c.UserContext(), provider, in, c.IP())
 	if errors.Is(err, domain.ErrProviderUnknown) {
 		return err
 	}
-	status := reply.Status
+	status, contentType, body := replier.Reply(err == nil)
 	if errors.Is(err, domain.ErrUnavailable) {
 		status = fiber.StatusServiceUnavailable
 	}
 	if err != nil && !errors.Is(err, application.ErrUnverified) { // those the use case logs at a limited pace
 		s.log.InfoContext(c.UserContext(), "payment notification not accepted", "provider", provider, "status", status, "err", err)
 	}
-	if reply.ContentType != "" {
-		c.Set(fiber.HeaderContentType, reply.ContentType)
+	if contentType != "" {
+		c.Set(fiber.HeaderContentType, contentType)
 	}
-	return c.Status(status).Send(reply.Body)
+	return c.Status(status).Send(body)
 }
 
 // notificationResponse is one logged provider notification.

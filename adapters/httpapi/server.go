@@ -41,6 +41,9 @@ type Config struct {
 	// DevPay, when set, serves the built-in dev provider's pay pages (GET /dev/pay/{order_no}
 	// and POST /dev/pay/{order_no}/confirm); nil: those paths do not exist.
 	DevPay DevPages
+	// Replies answer each enabled payment provider's notifications, by its name: what the
+	// provider expects when one is accepted or refused. A provider without one is unknown here.
+	Replies map[domain.Provider]NotifyReplier
 	// RequestTimeout is the deadline of every /api request (0: none): each call it makes to a
 	// dependency (Redis, MariaDB, RabbitMQ, a payment provider) ends by then at the latest, and
 	// a request that reaches it answers 503 with Retry-After. Work that must finish whatever the
@@ -51,6 +54,12 @@ type Config struct {
 	// with the console so that its bound per instance is one. Nil: New makes its own on the
 	// RateLimits' Limiter.
 	AuthFailures *webkit.AuthFailures
+}
+
+// NotifyReplier is a payment provider's answer to its notifications, written as it is: accepted
+// (also a duplicate) or refused (the provider resends). Every provider adapter has one.
+type NotifyReplier interface {
+	Reply(accepted bool) (status int, contentType string, body []byte)
 }
 
 // AdminAuthFailuresPerIP bounds the refused admin tokens of one client address recorded per

@@ -221,11 +221,11 @@ func parseEvent(body []byte) (domain.ProviderNotice, error) {
 
 // Reply is 200 {"received":true} for an accepted event; 400 for a refused one, which Stripe
 // sends again.
-func (g *Gateway) Reply(accepted bool) domain.Reply {
+func (g *Gateway) Reply(accepted bool) (status int, contentType string, body []byte) {
 	if accepted {
-		return domain.Reply{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"received":true}`)}
+		return http.StatusOK, "application/json", []byte(`{"received":true}`)
 	}
-	return domain.Reply{Status: http.StatusBadRequest, ContentType: "application/json", Body: []byte(`{"received":false}`)}
+	return http.StatusBadRequest, "application/json", []byte(`{"received":false}`)
 }
 
 // parseRefund reads a refund event's refund into n. A refund without metadata[refund_no] was

@@ -123,7 +123,7 @@ func (r *rig) receive(w http.ResponseWriter, req *http.Request) {
 		r.notices = append(r.notices, n)
 	}
 	r.mu.Unlock()
-	rp := r.gw.Reply(err == nil)
+	rp := replyOf(r.gw.Reply(err == nil))
 	if rp.ContentType != "" {
 		w.Header().Set("Content-Type", rp.ContentType)
 	}
@@ -162,4 +162,15 @@ func (r *rig) paid(no domain.OrderNo, amount domain.Money) domain.Payment {
 	}
 	p.Status = domain.PaymentPaid
 	return p
+}
+
+// reply is the gateway's Reply as one value: replyOf(g.Reply(accepted)).
+type reply struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+func replyOf(status int, contentType string, body []byte) reply {
+	return reply{status, contentType, body}
 }

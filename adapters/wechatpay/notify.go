@@ -180,10 +180,9 @@ func (g *Gateway) refundNotice(n domain.ProviderNotice, event string, plain []by
 
 // Reply is 204 without a body for an accepted notification; 400 with
 // {"code":"FAIL","message":…} for a refused one, which WeChat Pay sends again.
-func (g *Gateway) Reply(accepted bool) domain.Reply {
+func (g *Gateway) Reply(accepted bool) (status int, contentType string, body []byte) {
 	if accepted {
-		return domain.Reply{Status: http.StatusNoContent}
+		return http.StatusNoContent, "", nil
 	}
-	return domain.Reply{Status: http.StatusBadRequest, ContentType: "application/json",
-		Body: []byte(`{"code":"FAIL","message":"refused"}`)}
+	return http.StatusBadRequest, "application/json", []byte(`{"code":"FAIL","message":"refused"}`)
 }

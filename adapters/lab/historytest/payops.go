@@ -86,7 +86,7 @@ func (w *worker) notify(ctx context.Context, f *fakeProvider, in domain.InboundR
 	answers := map[string]int{}
 	var mu sync.Mutex
 	one := func(int) {
-		_, err := w.h.shop.Payments.HandleNotification(ctx, f.name, in, "127.0.0.1")
+		err := w.h.shop.Payments.HandleNotification(ctx, f.name, in, "127.0.0.1")
 		mu.Lock()
 		defer mu.Unlock()
 		answers[w.outcome("notify", err)]++
@@ -379,7 +379,7 @@ func (h *history) finishRefunds(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		if _, err := h.shop.Payments.HandleNotification(ctx, idemProvider, in, "127.0.0.1"); err != nil {
+		if err := h.shop.Payments.HandleNotification(ctx, idemProvider, in, "127.0.0.1"); err != nil {
 			h.violate("settle: hpay's notification that the refund %s of %s succeeded: %v", pr.refundNo, pr.no, err)
 		}
 	}

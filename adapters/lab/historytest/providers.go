@@ -145,13 +145,6 @@ func (f *fakeProvider) Verify(_ context.Context, in domain.InboundRequest) (doma
 	return out, nil
 }
 
-func (f *fakeProvider) Reply(accepted bool) domain.Reply {
-	if accepted {
-		return domain.Reply{Status: http.StatusOK, ContentType: "text/plain", Body: []byte("success")}
-	}
-	return domain.Reply{Status: http.StatusBadRequest, ContentType: "text/plain", Body: []byte("fail")}
-}
-
 // Query answers the payment's state from the provider's own ledger.
 func (f *fakeProvider) Query(_ context.Context, p domain.Payment) (domain.PaymentState, error) {
 	f.mu.Lock()
