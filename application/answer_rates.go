@@ -96,7 +96,7 @@ func (s *Sales) SoldOutAnswers(p domain.ProductID) RateSeries {
 	return s.soldOutAnswers(p, s.clock.Now())
 }
 
-func (s *core) soldOutAnswers(p domain.ProductID, now time.Time) RateSeries {
+func (s *stock) soldOutAnswers(p domain.ProductID, now time.Time) RateSeries {
 	from, first := rateWindow(now)
 	out := RateSeries{From: from, Counts: make([]int64, RateIntervals)}
 	if r, ok := s.rates.soldOut.Load(p); ok {

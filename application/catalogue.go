@@ -155,7 +155,7 @@ func (s *Sales) Catalogue(ctx context.Context) (*CatalogueSnapshot, error) {
 // invalidateCatalogue makes the next catalogue request (and the next stock watch) read the
 // products from the ledger, so a change made on this instance shows at once here; other
 // instances see it within Config.CatalogueProductsEvery.
-func (s *core) invalidateCatalogue() {
+func (s *stock) invalidateCatalogue() {
 	s.catalogue.stale.Store(true)
 	s.catalogue.checkedAt.Store(0)
 	s.stockWatch.stale.Store(true)

@@ -31,7 +31,7 @@ func (s *Catalogue) RebuildGate(ctx context.Context, p domain.Product) error {
 	return s.rebuildGate(ctx, p)
 }
 
-func (s *core) rebuildGate(ctx context.Context, p domain.Product) error {
+func (s *stock) rebuildGate(ctx context.Context, p domain.Product) error {
 	token := attemptToken("rebuild")
 	holds, err := s.gate.BeginRebuild(ctx, p.ID(), token, rebuildFence)
 	if err != nil {
@@ -57,7 +57,7 @@ func (s *core) rebuildGate(ctx context.Context, p domain.Product) error {
 
 // rebuildPlan reads, in one snapshot of the ledger, what the product's gate must hold (see
 // RebuildGate), with the holds whose orders the snapshot already counts in Drop.
-func (s *core) rebuildPlan(ctx context.Context, id domain.ProductID, holds []domain.Hold) (domain.RebuildPlan, error) {
+func (s *stock) rebuildPlan(ctx context.Context, id domain.ProductID, holds []domain.Hold) (domain.RebuildPlan, error) {
 	var plan domain.RebuildPlan
 	err := s.ledger.Snapshot(ctx, func(tx domain.Store) error {
 		plan = domain.RebuildPlan{}

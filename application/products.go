@@ -157,7 +157,7 @@ func (s *Catalogue) UpdateProduct(ctx context.Context, id domain.ProductID, patc
 // every buyer's holding count (the gate keeps no counts without a limit, refunded orders count
 // or not by the setting, and a retried change must find them right too); other changes only
 // replace the rules. A rebuild in progress refuses (ErrGateRebuilding): send the change again.
-func (s *core) applyRules(ctx context.Context, p domain.Product, patch ProductPatch) error {
+func (s *stock) applyRules(ctx context.Context, p domain.Product, patch ProductPatch) error {
 	limited := p.Sale().BuyerLimit > 0
 	if limited && (patch.BuyerLimit != nil || patch.RefundReleasesLimit != nil) {
 		return s.rebuildGate(ctx, p)
@@ -187,7 +187,7 @@ func (s *Catalogue) UnfreezeProduct(ctx context.Context, id domain.ProductID) er
 	return s.setFrozen(ctx, id, false, "")
 }
 
-func (s *core) setFrozen(ctx context.Context, id domain.ProductID, frozen bool, reason string) error {
+func (s *stock) setFrozen(ctx context.Context, id domain.ProductID, frozen bool, reason string) error {
 	defer s.invalidateCatalogue()
 	if err := s.ledger.Products().SetFrozen(ctx, id, frozen, reason); err != nil {
 		return fmt.Errorf("store sale state: %w", err)
@@ -463,7 +463,7 @@ func (b *importBatchState) merge(rep *ImportReport, added int) {
 
 // importBatch commits the batch's codes (a stock-in flow row and the gate change with them)
 // and merges its report into rep. A batch that fails leaves rep as it was.
-func (s *core) importBatch(ctx context.Context, id domain.ProductID, b *importBatchState, rep *ImportReport) error {
+func (s *stock) importBatch(ctx context.Context, id domain.ProductID, b *importBatchState, rep *ImportReport) error {
 	if len(b.codes) == 0 {
 		b.merge(rep, 0)
 		return nil

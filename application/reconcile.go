@@ -44,7 +44,7 @@ func (s *Catalogue) Reconcile(ctx context.Context, id domain.ProductID, repair b
 	return s.reconcileID(ctx, id, repair)
 }
 
-func (s *core) reconcileID(ctx context.Context, id domain.ProductID, repair bool) (Reconciliation, error) {
+func (s *stock) reconcileID(ctx context.Context, id domain.ProductID, repair bool) (Reconciliation, error) {
 	p, err := s.ledger.Products().Product(ctx, id)
 	if err != nil {
 		return Reconciliation{}, fmt.Errorf("reconcile: %w", err)
@@ -64,7 +64,7 @@ func (s *core) reconcileID(ctx context.Context, id domain.ProductID, repair bool
 
 // reconcile reads p's numbers from every side; p is the catalogue's product Reconcile read
 // (a repair changes the gate, never the product).
-func (s *core) reconcile(ctx context.Context, p domain.Product) (Reconciliation, error) {
+func (s *stock) reconcile(ctx context.Context, p domain.Product) (Reconciliation, error) {
 	id := p.ID()
 	rep := Reconciliation{Product: id, Cards: map[string]int64{}, Orders: map[string]domain.StatusTotal{}}
 	var err error

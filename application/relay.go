@@ -68,7 +68,7 @@ var errGateChangesUnsent = fmt.Errorf("gate changes could not be applied before 
 // drainGateChanges applies every unsent gate change now, waiting for its retry time or not,
 // and fails when one still fails. A gate rebuild must come after them: the ledger's numbers
 // it copies already count them, and one applied after the rebuild would count twice.
-func (s *core) drainGateChanges(ctx context.Context) error {
+func (s *stock) drainGateChanges(ctx context.Context) error {
 	_, failed, err := s.relayTopics(ctx, relayRun{batch: s.cfg.RelayBatch, parallel: 1,
 		topics: []string{domain.TopicGateChange}, send: s.relay, drain: true})
 	if err != nil {
@@ -118,7 +118,7 @@ type relayRun struct {
 // how many failed. A relay that dies before that write leaves the page's sent messages unsent,
 // to be sent again: delivery is at least once, and each topic's receiver drops a repeat (the
 // gate by the change's Ref, consumers and storefronts by the event's ID).
-func (s *core) relayTopics(ctx context.Context, r relayRun) (sent, failedAll int, _ error) {
+func (s *outbox) relayTopics(ctx context.Context, r relayRun) (sent, failedAll int, _ error) {
 	batch := r.batch
 	for {
 		due := s.clock.Now()
@@ -192,7 +192,7 @@ const (
 // claim is marked at once (its page may outlast the claim: slow webhooks, and another relay
 // would send it again); any other is marked with its page. The error is the ledger's, when the
 // claim or the outcome could not be recorded.
-func (s *core) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRun) (relayOutcome, error) {
+func (s *outbox) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRun) (relayOutcome, error) {
 	if r.lease > 0 {
 		won, err := s.ledger.Outbox().Claim(ctx, m.ID, m.RetryAt, s.clock.Now().Add(r.lease))
 		if err != nil {
@@ -222,7 +222,7 @@ func (s *core) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRun)
 // retryDelay is how long a message of topic waits after its attempt-th failure: exponential
 // from retryBase up to the topic's cap, with jitter (a random point in the upper half) so that
 // messages that failed together are not all retried together.
-func (s *core) retryDelay(topic string, attempt int) time.Duration {
+func (s *outbox) retryDelay(topic string, attempt int) time.Duration {
 	limit := brokerRetryCap
 	switch topic {
 	case domain.TopicGateChange:
@@ -237,7 +237,7 @@ func (s *core) retryDelay(topic string, attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (s *core) relay(ctx context.Context, m domain.OutboxMessage) error {
+func (s *outbox) relay(ctx context.Context, m domain.OutboxMessage) error {
 	switch m.Topic {
 	case domain.TopicGateChange:
 		c, err := DecodeGateChange(m.Payload)
@@ -256,7 +256,7 @@ func (s *core) relay(ctx context.Context, m domain.OutboxMessage) error {
 // notify sends a webhook message: a delivery event (order.delivered) or a stock event (its
 // own type). The notification's ID is the event's, so a receiver can drop the copies that
 // at-least-once delivery may bring.
-func (s *core) notify(ctx context.Context, m domain.OutboxMessage) error {
+func (s *outbox) notify(ctx context.Context, m domain.OutboxMessage) error {
 	if s.notifier == nil {
 		return errNoWebhook
 	}

@@ -150,10 +150,12 @@ type Deps struct {
 }
 
 // App holds the use cases, one service per kind of work; a driving adapter takes only the
-// services it calls. Sales, Payments, Catalogue and Relay share one core: the ports, the
-// settings, and the steps several of them take (settle, fulfil, reserve and cancel, stock
-// returns, gate changes, the product cache, the relay). Admin stands apart on the ledger and
-// the clock. All are safe for concurrent use.
+// services it calls. Each service holds only the ports it uses, in three nested layers: Relay
+// the outbox's (ledger, gate, broker, webhook, clock); Catalogue those and the stock steps and
+// caches (gate changes, reconcile and rebuild, the product cache, the public catalogue);
+// Sales and Payments, which share the steps of an order's life (settle, fulfil, reserve and
+// cancel, stock returns), all of them. Admin stands apart on the ledger and the clock. All are
+// safe for concurrent use.
 type App struct {
 	Sales     *Sales     // placing, reading, closing and sweeping orders; fulfils; sold-out answers
 	Payments  *Payments  // creating payments, notifications, the signed callback, refunds
@@ -174,7 +176,7 @@ type Payments struct{ *core }
 
 // Catalogue runs products and their codes: create, update, freeze, import, void; and the gate:
 // reconcile, rebuild, stock watch, the dashboard.
-type Catalogue struct{ *core }
+type Catalogue struct{ *stock }
 
 // Admin runs operators and their sessions, the audit log and the alert log: the ledger and the
 // clock are all it needs. Who may do what is ActionRole's table.
@@ -184,21 +186,23 @@ type Admin struct {
 }
 
 // Relay carries the outbox to the gate, the broker and the storefront's webhook.
-type Relay struct{ *core }
+type Relay struct{ *outbox }
 
-// core is what the services share: the ports, the settings and the caches.
-type core struct {
+// outbox is what the relay needs: the outbox in the ledger and where its messages go.
+type outbox struct {
 	cfg      Config
 	ledger   domain.Ledger
 	gate     domain.StockGate
-	queue    domain.DelayQueue
 	pub      domain.EventPublisher
 	notifier domain.Notifier // nil: no webhook
-	verifier domain.PaymentVerifier
-	gateways map[domain.Provider]domain.PaymentGateway
-	alerts   domain.Alerter
 	clock    domain.Clock
 	log      *slog.Logger
+}
+
+// stock is what Catalogue needs: the outbox, the steps that change or check the gate, and the
+// caches of products and stock that every service reads.
+type stock struct {
+	*outbox
 
 	// products caches products (price, tiers, limit) so that the hot path of placing an order,
 	// and above all its sold-out answer, touches the gate only. A domain.Product is immutable,
@@ -208,10 +212,20 @@ type core struct {
 	products   sync.Map      // domain.ProductID -> cachedProduct
 	productGen atomic.Uint64 // counts UpdateProduct calls: a read that raced one is not cached
 
-	catalogue  catalogue      // the public catalogue's snapshot (Catalogue)
-	stockWatch stockWatch     // WatchStock's product list
-	rates      answerRates    // this instance's sold-out answers per product (SoldOutAnswers)
-	refused    refusedNotices // this instance's notifications refused before verification (recordRefused)
+	catalogue  catalogue   // the public catalogue's snapshot (Catalogue)
+	stockWatch stockWatch  // WatchStock's product list
+	rates      answerRates // this instance's sold-out answers per product (SoldOutAnswers)
+}
+
+// core is what Sales and Payments share: every port, and the steps of an order's life.
+type core struct {
+	*stock
+	queue    domain.DelayQueue
+	verifier domain.PaymentVerifier
+	gateways map[domain.Provider]domain.PaymentGateway
+	alerts   domain.Alerter
+
+	refused refusedNotices // this instance's notifications refused before verification (recordRefused)
 
 	rebuilding sync.Map // domain.ProductID -> true while an automatic gate rebuild is pending
 	background sync.WaitGroup
@@ -271,11 +285,12 @@ func New(cfg Config, d Deps) (*App, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	c := &core{cfg: cfg, ledger: d.Ledger, gate: d.Gate, queue: d.Queue, pub: d.Publisher, notifier: d.Notifier,
-		verifier: d.Verifier, gateways: gateways, clock: d.Clock, log: d.Logger,
+	o := &outbox{cfg: cfg, ledger: d.Ledger, gate: d.Gate, pub: d.Publisher, notifier: d.Notifier, clock: d.Clock, log: d.Logger}
+	st := &stock{outbox: o}
+	c := &core{stock: st, queue: d.Queue, verifier: d.Verifier, gateways: gateways,
 		alerts: recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}}
-	return &App{Sales: &Sales{c}, Payments: &Payments{c}, Catalogue: &Catalogue{c}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
-		Relay: &Relay{c}, core: c}, nil
+	return &App{Sales: &Sales{c}, Payments: &Payments{c}, Catalogue: &Catalogue{st}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
+		Relay: &Relay{o}, core: c}, nil
 }
 
 // Config returns the settings in force, defaults filled.
@@ -332,7 +347,7 @@ func gateChangeMessage(c domain.GateChange, at time.Time) (domain.OutboxMessage,
 
 // applyGate applies a committed gate change right away. It is best effort: the outbox row
 // written in the same transaction makes the relay apply it (once, by Ref) if this fails.
-func (s *core) applyGate(ctx context.Context, c domain.GateChange) {
+func (s *stock) applyGate(ctx context.Context, c domain.GateChange) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	if _, err := s.gate.Apply(ctx, c); err != nil {

@@ -126,7 +126,7 @@ func (s *Catalogue) VoidCodes(ctx context.Context, id domain.ProductID, codes []
 
 // frozenGate reads the product's gate counters and refuses unless the gate knows the product
 // and has it frozen.
-func (s *core) frozenGate(ctx context.Context, id domain.ProductID) (domain.GateLevels, error) {
+func (s *stock) frozenGate(ctx context.Context, id domain.ProductID) (domain.GateLevels, error) {
 	lv, ok, err := s.gate.Levels(ctx, id)
 	switch {
 	case err != nil:
@@ -143,7 +143,7 @@ func (s *core) frozenGate(ctx context.Context, id domain.ProductID) (domain.Gate
 // outbox (as tx reads it) holds unsent: those of earlier voids above all, whose -n the gate
 // must count before its stock is read. The relay still sends them later, changing nothing
 // then. One that cannot be applied (gate down, rebuilding) refuses the void.
-func (s *core) applyUnsent(ctx context.Context, tx domain.Store, id domain.ProductID) error {
+func (s *stock) applyUnsent(ctx context.Context, tx domain.Store, id domain.ProductID) error {
 	msgs, err := tx.Outbox().Pending(ctx, s.clock.Now().AddDate(100, 0, 0), voidBacklog, domain.TopicGateChange)
 	if err != nil {
 		return fmt.Errorf("read unsent gate changes: %w", err)
