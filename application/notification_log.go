@@ -172,7 +172,7 @@ func refusedReason(err error) string {
 
 // recordRefused counts a notification refused before verification: see the notification log
 // rule at the top of this file.
-func (s *core) recordRefused(ctx context.Context, rec domain.NotificationRecord, err error) {
+func (s *Payments) recordRefused(ctx context.Context, rec domain.NotificationRecord, err error) {
 	reason := refusedReason(err)
 	step := s.refused.add(rec, reason, s.cfg.RefusedNotificationWindow, s.cfg.RefusedNotificationAddresses)
 	if step.log > 0 {
@@ -194,7 +194,7 @@ func (s *core) recordRefused(ctx context.Context, rec domain.NotificationRecord,
 	}
 }
 
-func (s *core) addRefused(ctx context.Context, rec domain.NotificationRecord) {
+func (s *Payments) addRefused(ctx context.Context, rec domain.NotificationRecord) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	if err := s.ledger.Notifications().RecordRefused(ctx, rec); err != nil {

@@ -92,7 +92,7 @@ func (s *core) clearlyBeforeStart(p domain.Product) error {
 	return nil
 }
 
-func (s *core) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, key domain.IdempotencyKey) (PlacedOrder, error) {
+func (s *Sales) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, key domain.IdempotencyKey) (PlacedOrder, error) {
 	now := s.clock.Now()
 	order, err := domain.NewOrder(domain.NewOrderNo(now, cmd.Buyer, rand.Uint64()), cmd.Buyer, p, cmd.Qty, key, now, s.cfg.OrderTimeout)
 	if err != nil {

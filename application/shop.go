@@ -153,9 +153,10 @@ type Deps struct {
 // services it calls. Each service holds only the ports it uses, in three nested layers: Relay
 // the outbox's (ledger, gate, broker, webhook, clock); Catalogue those and the stock steps and
 // caches (gate changes, reconcile and rebuild, the product cache, the public catalogue);
-// Sales and Payments, which share the steps of an order's life (settle, fulfil, reserve and
-// cancel, stock returns), all of them. Admin stands apart on the ledger and the clock. All are
-// safe for concurrent use.
+// Sales and Payments those, the payment providers and the alerter, and the steps of an
+// order's life they share (settle, fulfil, reserve and cancel, stock returns), with the delay
+// queue Sales' own and the callback's verifier Payments'. Admin stands apart on the ledger and
+// the clock. All are safe for concurrent use.
 type App struct {
 	Sales     *Sales     // placing, reading, closing and sweeping orders; fulfils; sold-out answers
 	Payments  *Payments  // creating payments, notifications, the signed callback, refunds
@@ -168,11 +169,18 @@ type App struct {
 
 // Sales places, reads, closes and sweeps orders, fulfils them, and answers the public
 // catalogue and the sold-out rates.
-type Sales struct{ *core }
+type Sales struct {
+	*core
+	queue domain.DelayQueue // each order's close at its expiry
+}
 
 // Payments creates payments and applies what providers and the storefront report: provider
 // notifications, the signed callback, refunds; and keeps the notification log.
-type Payments struct{ *core }
+type Payments struct {
+	*core
+	verifier domain.PaymentVerifier // the storefront's signed callback
+	refused  refusedNotices         // this instance's notifications refused before verification (recordRefused)
+}
 
 // Catalogue runs products and their codes: create, update, freeze, import, void; and the gate:
 // reconcile, rebuild, stock watch, the dashboard.
@@ -217,15 +225,12 @@ type stock struct {
 	rates      answerRates // this instance's sold-out answers per product (SoldOutAnswers)
 }
 
-// core is what Sales and Payments share: every port, and the steps of an order's life.
+// core is what Sales and Payments share: the stock layer, the payment providers and the
+// alerter, and the steps of an order's life (settle, fulfil, reserve and cancel).
 type core struct {
 	*stock
-	queue    domain.DelayQueue
-	verifier domain.PaymentVerifier
 	gateways map[domain.Provider]domain.PaymentGateway
 	alerts   domain.Alerter
-
-	refused refusedNotices // this instance's notifications refused before verification (recordRefused)
 
 	rebuilding sync.Map // domain.ProductID -> true while an automatic gate rebuild is pending
 	background sync.WaitGroup
@@ -287,9 +292,9 @@ func New(cfg Config, d Deps) (*App, error) {
 	}
 	o := &outbox{cfg: cfg, ledger: d.Ledger, gate: d.Gate, pub: d.Publisher, notifier: d.Notifier, clock: d.Clock, log: d.Logger}
 	st := &stock{outbox: o}
-	c := &core{stock: st, queue: d.Queue, verifier: d.Verifier, gateways: gateways,
+	c := &core{stock: st, gateways: gateways,
 		alerts: recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}}
-	return &App{Sales: &Sales{c}, Payments: &Payments{c}, Catalogue: &Catalogue{st}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
+	return &App{Sales: &Sales{core: c, queue: d.Queue}, Payments: &Payments{core: c, verifier: d.Verifier}, Catalogue: &Catalogue{st}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
 		Relay: &Relay{o}, core: c}, nil
 }
 

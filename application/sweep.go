@@ -46,7 +46,7 @@ func (s *Sales) Sweep(ctx context.Context) (int, error) {
 // closeAll closes the orders of due, up to sweepParallel at once, and returns how many wait for
 // their payment provider. After the first other failure it starts no more closes, waits for
 // those under way and returns that failure.
-func (s *core) closeAll(ctx context.Context, due []domain.Order) (waiting int, _ error) {
+func (s *Sales) closeAll(ctx context.Context, due []domain.Order) (waiting int, _ error) {
 	var (
 		mu       sync.Mutex
 		firstErr error
