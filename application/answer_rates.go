@@ -44,11 +44,11 @@ func (r *answerRing) count(interval uint32) int64 {
 	if uint32(v>>32) != interval {
 		return 0
 	}
-	return int64(uint32(v))
+	return int64(uint32(v)) //nolint:gosec // G115: the low half holds the count
 }
 
 // intervalOf numbers the RateStep interval holding t.
-func intervalOf(t time.Time) uint32 { return uint32(t.Unix() / int64(RateStep/time.Second)) }
+func intervalOf(t time.Time) uint32 { return uint32(t.Unix() / int64(RateStep/time.Second)) } //nolint:gosec // G115: interval numbers wrap by design
 
 // answerRates holds this instance's rings of sold-out answers, one per product asked for.
 type answerRates struct {

@@ -504,6 +504,7 @@ func (s *stock) importBatch(ctx context.Context, id domain.ProductID, b *importB
 			b.outcome(b.lines[i], SkipDuplicate, "already in this product (an earlier line or an earlier import)")
 		case domain.ImportInPool:
 			b.outcome(b.lines[i], SkipInPool, "already in another product's pool")
+		default: // added: counted in res.Added
 		}
 	}
 	b.merge(rep, res.Added)

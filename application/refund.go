@@ -124,6 +124,7 @@ func (s *core) refunded(ctx context.Context, o domain.Order) (RefundResult, erro
 			out.Recycled += int(e.Qty)
 		case domain.FlowRefundVoid:
 			out.Voided += int(e.Qty)
+		default: // other flows: not a refund's
 		}
 	}
 	return out, nil

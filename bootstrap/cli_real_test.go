@@ -404,6 +404,9 @@ func TestCLIRealImportCodes(t *testing.T) {
 			t.Fatalf("a code is stored in clear: %q", cipher)
 		}
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	if err := rows.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -917,6 +920,9 @@ func TestCLIRealOperatorCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		stored = append(stored, l)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	if err := rows.Close(); err != nil {
 		t.Fatal(err)

@@ -249,8 +249,8 @@ func runWorkers(lc fx.Lifecycle, cfg Config, w workers, consumer Consumer, log *
 // streams, which would never finish, are ended first (stop).
 func serveHTTP(lc fx.Lifecycle, cfg Config, app *fiber.App, stop streamsStop, log *slog.Logger) {
 	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			ln, err := net.Listen("tcp", cfg.HTTPAddr)
+		OnStart: func(ctx context.Context) error {
+			ln, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.HTTPAddr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 			}
@@ -285,8 +285,8 @@ func servePprof(lc fx.Lifecycle, cfg Config, log *slog.Logger) {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Addr: cfg.PprofAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			ln, err := net.Listen("tcp", cfg.PprofAddr)
+		OnStart: func(ctx context.Context) error {
+			ln, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.PprofAddr)
 			if err != nil {
 				return fmt.Errorf("pprof listen on %s: %w", cfg.PprofAddr, err)
 			}

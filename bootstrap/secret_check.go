@@ -125,6 +125,7 @@ func judge(s namedSecret) string {
 		return ""
 	case codeHashKey:
 		return judgeKey(v, minCodeHashKey, false)
+	default: // judged below
 	}
 	for _, p := range publishedSecrets {
 		if v == p {

@@ -102,7 +102,7 @@ func streamServer(t *testing.T, h *harness, cfg console.Config) (string, string,
 			if err := app.ShutdownWithTimeout(5 * time.Second); err != nil {
 				t.Errorf("shutdown: %v", err)
 			}
-			<-served
+			<-served //nolint:errcheck // app.Listener's error after a shutdown says nothing
 		})
 	}
 	t.Cleanup(shutdown)

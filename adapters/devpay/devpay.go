@@ -345,6 +345,7 @@ func (g *Gateway) Close(_ context.Context, p domain.Payment) error {
 		return domain.ErrAlreadyPaid
 	case stOpen:
 		rec.state = stExpired
+	default: // failed or expired already: nothing to close
 	}
 	return nil
 }

@@ -190,6 +190,7 @@ func (g *Gateway) PayPage(query url.Values) Page {
 	case stFailed:
 		v.Title, v.Tone, v.Message = "Payment failed", toneBad, "This payment failed. Nothing was charged; start a new order in the shop to try again."
 		return g.withBackLink(v, lk, http.StatusOK)
+	default: // open: the payment form below
 	}
 	v.Title, v.Tone = "Pay for your order", toneNeutral
 	v.Form = &formView{Action: string(lk.OrderNo) + "/confirm"}

@@ -144,6 +144,7 @@ func (g *Gateway) transactionNotice(n domain.ProviderNotice, plain []byte) (doma
 		}
 	case domain.OutcomeFailed, domain.OutcomePending:
 		n.Reason = clip(t.TradeState+" "+t.TradeStateMsg, 200)
+	default: // nothing more to check
 	}
 	return n, nil
 }

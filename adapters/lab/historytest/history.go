@@ -427,6 +427,7 @@ func (h *history) settle(replay string) {
 			h.violate("settle: order %s is still PENDING after its expiry and a sweep", r.no)
 		case domain.StatusUnfulfilled:
 			h.fulfilAtLast(ctx, r)
+		default: // settled: nothing to do
 		}
 	}
 	h.pause.release()

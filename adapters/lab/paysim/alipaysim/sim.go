@@ -592,6 +592,7 @@ func (s *Sim) notification(t Trade, status, notifyID string, r *Refund, f Forger
 		p.Set("auth_app_id", "9021000199990009")
 	case OtherSeller:
 		p.Set("seller_id", "2088999999999999")
+	default: // not forged, or forged after signing
 	}
 	p.Set("sign_type", "RSA2")
 	p.Set("sign", Sign(key, []byte(SigningString(p, true))))
@@ -604,6 +605,7 @@ func (s *Sim) notification(t Trade, status, notifyID string, r *Refund, f Forger
 	case Unsigned:
 		p.Del("sign")
 		p.Del("sign_type")
+	default: // not forged, or forged before signing
 	}
 	return Note{OutTradeNo: t.OutTradeNo, URL: t.NotifyURL, Params: p, Forged: f}
 }

@@ -469,6 +469,7 @@ func (s *Sim) notification(o Order, status string, f Forgery) Note {
 		key = "wrong-" + key
 	case OtherPID:
 		p.Set("pid", s.cfg.PID+"9")
+	default: // not forged, or forged after signing
 	}
 	p.Set("sign", Sign(p, key, s.cfg.AmpKey))
 	p.Set("sign_type", "MD5")
@@ -481,6 +482,7 @@ func (s *Sim) notification(o Order, status string, f Forgery) Note {
 	case Unsigned:
 		p.Del("sign")
 		p.Del("sign_type")
+	default: // not forged, or forged before signing
 	}
 	return Note{OutTradeNo: o.OutTradeNo, URL: withQuery(o.NotifyURL, p), Params: p, Forged: f}
 }

@@ -249,6 +249,7 @@ func (s *Server) seal(n Note, _ int) (courier.Post, error) {
 		at = at.Add(-10 * time.Minute)
 	case FutureTimestamp:
 		at = at.Add(10 * time.Minute)
+	default: // genuine, or forged after signing
 	}
 	sig := SignatureHeader(at, body, secrets...)
 	if s.opts.SendV0 {
@@ -261,6 +262,7 @@ func (s *Server) seal(n Note, _ int) (courier.Post, error) {
 		sig = ""
 	case V0Only:
 		sig = "t=" + strconv.FormatInt(at.Unix(), 10) + ",v0=" + Sign(secrets[0], at, body)
+	default: // genuine, or forged before signing
 	}
 	h := http.Header{"Content-Type": {"application/json; charset=utf-8"},
 		"User-Agent": {"Stripe/1.0 (+https://stripe.com/docs/webhooks)"}, "Cache-Control": {"no-cache"}}

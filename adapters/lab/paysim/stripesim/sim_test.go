@@ -139,9 +139,11 @@ func TestAuthRoutesAndSwitches(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/checkout/sessions/cs_test_x", nil)
 	req.SetBasicAuth(key, "")
-	if resp, err := s.Client().Do(req); err != nil || resp.StatusCode != 404 {
+	resp, err := s.Client().Do(req)
+	if err != nil || resp.StatusCode != 404 {
 		t.Fatalf("basic auth: %v %v", resp, err)
 	}
+	_ = resp.Body.Close()
 	s.Outage(true)
 	if st, body, _ := call(t, s, http.MethodPost, "/v1/checkout/sessions", key, "k", form(start.Add(time.Hour))); st != 503 || errorOf(body)["type"] != "api_error" {
 		t.Fatalf("outage: %d %v", st, body)

@@ -260,6 +260,7 @@ func (s *Server) forge(n Notification, f Forgery) (send, signed []byte) {
 		env.Resource.Ciphertext = base64.StdEncoding.EncodeToString(ct)
 		b, _ := json.Marshal(env)
 		return b, b
+	default: // genuine, or forged in the headers
 	}
 	return n.Body, n.Body
 }
@@ -275,6 +276,7 @@ func (s *Server) seal(n Note, _ int) (courier.Post, error) {
 		at = at.Add(-5 * time.Minute)
 	case FutureTimestamp:
 		at = at.Add(5 * time.Minute)
+	default: // the timestamp stays
 	}
 	send, signed := s.forge(n.Notification, n.Forgery)
 	s.mu.Lock()
@@ -287,6 +289,7 @@ func (s *Server) seal(n Note, _ int) (courier.Post, error) {
 		h.Set("Wechatpay-Serial", NewSerial())
 	case Unsigned:
 		h.Del("Wechatpay-Signature")
+	default: // the headers stay
 	}
 	if n.URL == "" {
 		return courier.Post{}, errors.New("wechatsim: no notify_url")
