@@ -1,7 +1,7 @@
 # cardshop — `make help` lists the targets.
 SHELL := /bin/bash
 GO ?= go
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+GOLANGCI_LINT := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 # Development secrets for `make run` only: the service refuses to start without secrets, and
 # these are public, so the real adapters refuse them (`cardshop secrets` prints fresh ones).
@@ -38,8 +38,9 @@ migrate: ## apply the MySQL schema to CARDSHOP_MYSQL_DSN (default: root@127.0.0.
 	$(GO) run ./cmd/cardshop migrate
 
 .PHONY: build
-build: ## build bin/cardshop
+build: ## build bin/cardshop (the service) and bin/cardshopctl (the operators' command line)
 	$(GO) build -o bin/cardshop ./cmd/cardshop
+	$(GO) build -o bin/cardshopctl ./cmd/cardshopctl
 
 .PHONY: services
 services: ## (re)start MariaDB, Redis, RabbitMQ and a 3-node Redis Cluster if they are down
@@ -59,7 +60,7 @@ console-screenshots: ## write docs/console/*.png: the console's screens in headl
 	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run '^(TestConsoleInABrowser|TestDashboardInABrowser)$$/^memory$$' ./bootstrap/
 
 .PHONY: check
-check: fmt-check vet lint ## gofmt, go vet and staticcheck
+check: fmt-check vet lint ## gofmt, go vet and golangci-lint
 
 .PHONY: fmt-check
 fmt-check: ## fail if gofmt would change a file
@@ -70,8 +71,8 @@ vet: ## go vet
 	$(GO) vet ./...
 
 .PHONY: lint
-lint: ## staticcheck (fetched through the module proxy on first use)
-	GOFLAGS= $(GO) run $(STATICCHECK) ./...
+lint: ## golangci-lint with .golangci.yml: staticcheck, errcheck, gosec, … (fetched through the module proxy on first use)
+	GOFLAGS= $(GO) run $(GOLANGCI_LINT) run ./...
 
 # `make soak DURATION=1h`: DURATION is a Go duration in s, m or h; the go test timeout leaves
 # room for the checkpoints and the settling at the end.

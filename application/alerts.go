@@ -39,7 +39,7 @@ const MaxAlertPage = 1000
 // Alerts lists alerts, newest first; a Limit outside 1..MaxAlertPage is 100.
 //
 // Errors: ErrInvalidInput (an unknown status), ErrUnavailable.
-func (s *Shop) Alerts(ctx context.Context, f domain.AlertFilter) ([]domain.AlertRecord, error) {
+func (s *Admin) Alerts(ctx context.Context, f domain.AlertFilter) ([]domain.AlertRecord, error) {
 	if f.Limit < 1 || f.Limit > MaxAlertPage {
 		f.Limit = 100
 	}
@@ -49,7 +49,7 @@ func (s *Shop) Alerts(ctx context.Context, f domain.AlertFilter) ([]domain.Alert
 // OpenAlerts counts the open alerts by kind, for the dashboard.
 //
 // Errors: ErrUnavailable.
-func (s *Shop) OpenAlerts(ctx context.Context) (map[string]int64, error) {
+func (s *Admin) OpenAlerts(ctx context.Context) (map[string]int64, error) {
 	return s.ledger.Alerts().OpenCounts(ctx)
 }
 
@@ -58,7 +58,7 @@ func (s *Shop) OpenAlerts(ctx context.Context) (map[string]int64, error) {
 //
 // Errors: ErrInvalidInput (the note), ErrAlertNotFound, ErrAlertAcknowledged (someone did
 // already; the first acknowledgement stays), ErrUnavailable.
-func (s *Shop) AcknowledgeAlert(ctx context.Context, id int64, by domain.OperatorName, note string) (domain.AlertRecord, error) {
+func (s *Admin) AcknowledgeAlert(ctx context.Context, id int64, by domain.OperatorName, note string) (domain.AlertRecord, error) {
 	note, err := domain.ParseAlertNote(strings.TrimSpace(note))
 	if err != nil {
 		return domain.AlertRecord{}, err

@@ -26,7 +26,7 @@ func TestAlertsAreRecordedAndAcknowledgedOnce(t *testing.T) {
 	if kinds := f.alertsFor(o.No()); !hasKind(kinds, "paid_unfulfilled") {
 		t.Fatalf("paged alerts %v, want paid_unfulfilled", kinds)
 	}
-	open, err := f.shop.Alerts(f.ctx, domain.AlertFilter{Product: p.ID()})
+	open, err := f.shop.Admin.Alerts(f.ctx, domain.AlertFilter{Product: p.ID()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,36 +39,36 @@ func TestAlertsAreRecordedAndAcknowledgedOnce(t *testing.T) {
 	if unfulfilled.ID == 0 || !unfulfilled.Open() || unfulfilled.Count != 1 || !unfulfilled.RaisedAt.Equal(t0) {
 		t.Fatalf("open alerts of the product %+v, want an open paid_unfulfilled for %s raised at %v", open, o.No(), t0)
 	}
-	counts, err := f.shop.OpenAlerts(f.ctx)
+	counts, err := f.shop.Admin.OpenAlerts(f.ctx)
 	if err != nil || counts["paid_unfulfilled"] != 1 || counts["stock_inconsistency"] != 1 {
 		t.Fatalf("open alerts by kind %v (%v), want one paid_unfulfilled and one stock_inconsistency", counts, err)
 	}
 
 	// Bad input changes nothing.
-	if _, err := f.shop.AcknowledgeAlert(f.ctx, unfulfilled.ID, "ann", strings.Repeat("x", domain.MaxAlertNote+1)); !errors.Is(err, domain.ErrInvalidInput) {
+	if _, err := f.shop.Admin.AcknowledgeAlert(f.ctx, unfulfilled.ID, "ann", strings.Repeat("x", domain.MaxAlertNote+1)); !errors.Is(err, domain.ErrInvalidInput) {
 		t.Fatalf("a note too long: err = %v, want ErrInvalidInput", err)
 	}
 	for _, id := range []int64{0, -1, unfulfilled.ID + 1000} {
-		if _, err := f.shop.AcknowledgeAlert(f.ctx, id, "ann", ""); !errors.Is(err, domain.ErrAlertNotFound) {
+		if _, err := f.shop.Admin.AcknowledgeAlert(f.ctx, id, "ann", ""); !errors.Is(err, domain.ErrAlertNotFound) {
 			t.Fatalf("acknowledge alert %d: err = %v, want ErrAlertNotFound", id, err)
 		}
 	}
 
 	f.clock.Advance(time.Minute)
-	got, err := f.shop.AcknowledgeAlert(f.ctx, unfulfilled.ID, "ann", "  refunding it  ")
+	got, err := f.shop.Admin.AcknowledgeAlert(f.ctx, unfulfilled.ID, "ann", "  refunding it  ")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Open() || got.AckedBy != "ann" || got.AckNote != "refunding it" || !got.AckedAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("acknowledged alert %+v, want it closed by ann at %v with the note trimmed", got, t0.Add(time.Minute))
 	}
-	if _, err := f.shop.AcknowledgeAlert(f.ctx, unfulfilled.ID, "bob", ""); !errors.Is(err, domain.ErrAlertAcknowledged) {
+	if _, err := f.shop.Admin.AcknowledgeAlert(f.ctx, unfulfilled.ID, "bob", ""); !errors.Is(err, domain.ErrAlertAcknowledged) {
 		t.Fatalf("a second acknowledgement: err = %v, want ErrAlertAcknowledged", err)
 	}
-	if counts, _ := f.shop.OpenAlerts(f.ctx); counts["paid_unfulfilled"] != 0 {
+	if counts, _ := f.shop.Admin.OpenAlerts(f.ctx); counts["paid_unfulfilled"] != 0 {
 		t.Fatalf("open alerts by kind %v after the acknowledgement, want no paid_unfulfilled", counts)
 	}
-	if _, err := f.shop.Alerts(f.ctx, domain.AlertFilter{Status: "closed"}); !errors.Is(err, domain.ErrInvalidInput) {
+	if _, err := f.shop.Admin.Alerts(f.ctx, domain.AlertFilter{Status: "closed"}); !errors.Is(err, domain.ErrInvalidInput) {
 		t.Fatalf("an unknown status: err = %v, want ErrInvalidInput", err)
 	}
 }

@@ -44,11 +44,11 @@ func (r *answerRing) count(interval uint32) int64 {
 	if uint32(v>>32) != interval {
 		return 0
 	}
-	return int64(uint32(v))
+	return int64(uint32(v)) //nolint:gosec // G115: the low half holds the count
 }
 
 // intervalOf numbers the RateStep interval holding t.
-func intervalOf(t time.Time) uint32 { return uint32(t.Unix() / int64(RateStep/time.Second)) }
+func intervalOf(t time.Time) uint32 { return uint32(t.Unix() / int64(RateStep/time.Second)) } //nolint:gosec // G115: interval numbers wrap by design
 
 // answerRates holds this instance's rings of sold-out answers, one per product asked for.
 type answerRates struct {
@@ -92,11 +92,11 @@ func rateWindow(now time.Time) (time.Time, uint32) {
 // SoldOutAnswers returns how many sold-out answers THIS instance gave for p in each of the last
 // RateIntervals complete RateStep intervals. The answers of other instances are not in it: a
 // sold-out answer touches only the gate, never the ledger, so no shared record of it exists.
-func (s *Shop) SoldOutAnswers(p domain.ProductID) RateSeries {
+func (s *Sales) SoldOutAnswers(p domain.ProductID) RateSeries {
 	return s.soldOutAnswers(p, s.clock.Now())
 }
 
-func (s *Shop) soldOutAnswers(p domain.ProductID, now time.Time) RateSeries {
+func (s *stock) soldOutAnswers(p domain.ProductID, now time.Time) RateSeries {
 	from, first := rateWindow(now)
 	out := RateSeries{From: from, Counts: make([]int64, RateIntervals)}
 	if r, ok := s.rates.soldOut.Load(p); ok {

@@ -31,7 +31,7 @@ func BenchmarkPlaceOrder(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := f.shop.PlaceOrder(f.ctx, cmds[i]); err != nil {
+		if _, err := f.shop.Sales.PlaceOrder(f.ctx, cmds[i]); err != nil {
 			b.Fatalf("place order %d: %v", i, err)
 		}
 	}
@@ -44,7 +44,7 @@ func BenchmarkPayOrder(b *testing.B) {
 	p := f.createProduct(b, 1, b.N)
 	notices := make([]domain.PaymentNotice, b.N)
 	for i, cmd := range benchOrders(p.ID(), b.N) {
-		res, err := f.shop.PlaceOrder(f.ctx, cmd)
+		res, err := f.shop.Sales.PlaceOrder(f.ctx, cmd)
 		if err != nil {
 			b.Fatalf("place order %d: %v", i, err)
 		}
@@ -53,7 +53,7 @@ func BenchmarkPayOrder(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if o, err := f.shop.ApplyPayment(f.ctx, notices[i]); err != nil || o.Status() != domain.StatusPaid {
+		if o, err := f.shop.Payments.ApplyPayment(f.ctx, notices[i]); err != nil || o.Status() != domain.StatusPaid {
 			b.Fatalf("pay order %d: %v", i, err)
 		}
 	}
@@ -64,7 +64,7 @@ func BenchmarkPayOrder(b *testing.B) {
 func BenchmarkPlaceOrderSoldOut(b *testing.B) {
 	f := newFixture(b)
 	p := f.createProduct(b, 1, 1)
-	if _, err := f.shop.PlaceOrder(f.ctx, benchOrders(p.ID(), 1)[0]); err != nil {
+	if _, err := f.shop.Sales.PlaceOrder(f.ctx, benchOrders(p.ID(), 1)[0]); err != nil {
 		b.Fatalf("take the only code: %v", err)
 	}
 	cmds := benchOrders(p.ID(), 10000)
@@ -73,7 +73,7 @@ func BenchmarkPlaceOrderSoldOut(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		cmd := cmds[i%len(cmds)]
 		cmd.IdempotencyKey = cmds[(i+1)%len(cmds)].IdempotencyKey
-		if _, err := f.shop.PlaceOrder(f.ctx, cmd); !errors.Is(err, domain.ErrSoldOut) {
+		if _, err := f.shop.Sales.PlaceOrder(f.ctx, cmd); !errors.Is(err, domain.ErrSoldOut) {
 			b.Fatalf("order %d: %v, want sold out", i, err)
 		}
 	}

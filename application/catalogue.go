@@ -47,7 +47,7 @@ type CatalogueItem struct {
 // CatalogueSnapshot is one instance's view of the public catalogue. It is immutable: every
 // refresh that changes something publishes a new one.
 type CatalogueSnapshot struct {
-	// Version increases with every published snapshot of this Shop, so a caller can cache what
+	// Version increases with every published snapshot of this App, so a caller can cache what
 	// it derives from one (an encoded body) until the version changes.
 	Version  uint64
 	Currency domain.Currency
@@ -106,7 +106,7 @@ const catalogueRefreshTimeout = 5 * time.Second
 //
 // Errors: ErrUnavailable (no snapshot could be made yet), the context's error while waiting
 // for the first one.
-func (s *Shop) Catalogue(ctx context.Context) (*CatalogueSnapshot, error) {
+func (s *Sales) Catalogue(ctx context.Context) (*CatalogueSnapshot, error) {
 	c := &s.catalogue
 	now := s.clock.Now()
 	snap := c.snap.Load()
@@ -155,7 +155,7 @@ func (s *Shop) Catalogue(ctx context.Context) (*CatalogueSnapshot, error) {
 // invalidateCatalogue makes the next catalogue request (and the next stock watch) read the
 // products from the ledger, so a change made on this instance shows at once here; other
 // instances see it within Config.CatalogueProductsEvery.
-func (s *Shop) invalidateCatalogue() {
+func (s *stock) invalidateCatalogue() {
 	s.catalogue.stale.Store(true)
 	s.catalogue.checkedAt.Store(0)
 	s.stockWatch.stale.Store(true)
@@ -163,7 +163,7 @@ func (s *Shop) invalidateCatalogue() {
 
 // refreshCatalogue builds the snapshot from the products (read again when due) and one
 // LevelsMany of the gate; it returns prev when nothing changed. Only the flight calls it.
-func (s *Shop) refreshCatalogue(ctx context.Context, prev *CatalogueSnapshot, now time.Time) (*CatalogueSnapshot, error) {
+func (s *core) refreshCatalogue(ctx context.Context, prev *CatalogueSnapshot, now time.Time) (*CatalogueSnapshot, error) {
 	c := &s.catalogue
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), catalogueRefreshTimeout)
 	defer cancel()

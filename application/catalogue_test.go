@@ -72,7 +72,7 @@ func newCatalogueFixture(t *testing.T, block chan struct{}) *catalogueFixture {
 
 func (f *catalogueFixture) catalogue(t *testing.T) *application.CatalogueSnapshot {
 	t.Helper()
-	snap, err := f.shop.Catalogue(f.ctx)
+	snap, err := f.shop.Sales.Catalogue(f.ctx)
 	if err != nil {
 		t.Fatalf("Catalogue: %v", err)
 	}
@@ -96,12 +96,12 @@ func TestCatalogueStatuses(t *testing.T) {
 	soldOut := f.createProduct(t, 5, 1)
 	f.mustPlace(t, "buyer-1", soldOut.ID(), 1)
 	paused := f.createProduct(t, 5, 3)
-	if err := f.shop.FreezeProduct(f.ctx, paused.ID(), "audit"); err != nil {
+	if err := f.shop.Catalogue.FreezeProduct(f.ctx, paused.ID(), "audit"); err != nil {
 		t.Fatal(err)
 	}
 	display := domain.StockLevel
 	tiers := []domain.PriceTier{{MinQty: 3, UnitPrice: testPrice - 100}}
-	if _, err := f.shop.UpdateProduct(f.ctx, onSale.ID(), application.ProductPatch{StockDisplay: &display, Tiers: &tiers}); err != nil {
+	if _, err := f.shop.Catalogue.UpdateProduct(f.ctx, onSale.ID(), application.ProductPatch{StockDisplay: &display, Tiers: &tiers}); err != nil {
 		t.Fatal(err)
 	}
 	snap := f.catalogue(t)
@@ -195,7 +195,7 @@ func TestCatalogueRefreshIsASingleFlight(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			started <- struct{}{}
-			snaps[i], _ = f.shop.Catalogue(f.ctx)
+			snaps[i], _ = f.shop.Sales.Catalogue(f.ctx)
 		}()
 	}
 	for range n {
@@ -219,7 +219,7 @@ func TestCatalogueServesTheLastSnapshotWhenTheGateFails(t *testing.T) {
 	f := newCatalogueFixture(t, nil)
 	f.createProduct(t, 5, 3)
 	f.gate.fail.Store(true)
-	if _, err := f.shop.Catalogue(f.ctx); !errors.Is(err, domain.ErrUnavailable) {
+	if _, err := f.shop.Sales.Catalogue(f.ctx); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("Catalogue with the gate down and no snapshot: err = %v, want ErrUnavailable", err)
 	}
 	f.clock.Advance(f.shop.Config().CatalogueLevelsEvery)
@@ -245,7 +245,7 @@ func TestCatalogueSeesAChangeOnThisInstanceAtOnce(t *testing.T) {
 	p := f.createProduct(t, 5, 3)
 	f.catalogue(t)
 	name := "renamed"
-	if _, err := f.shop.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{Name: &name}); err != nil {
+	if _, err := f.shop.Catalogue.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{Name: &name}); err != nil {
 		t.Fatal(err)
 	}
 	if got := item(t, f.catalogue(t), p.ID()); got.Name != name {
@@ -255,7 +255,7 @@ func TestCatalogueSeesAChangeOnThisInstanceAtOnce(t *testing.T) {
 	if got := item(t, f.catalogue(t), q.ID()); got.Status != application.CatalogueSoldOut {
 		t.Fatalf("new product without codes: %+v", got)
 	}
-	if err := f.shop.FreezeProduct(f.ctx, p.ID(), ""); err != nil {
+	if err := f.shop.Catalogue.FreezeProduct(f.ctx, p.ID(), ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := item(t, f.catalogue(t), p.ID()); got.Status != application.CataloguePaused {

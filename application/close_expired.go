@@ -19,7 +19,7 @@ import (
 // Errors: ErrUnavailable (requeue and try again), also when the order kept changing under it
 // (settle's limit) or a provider could not close its payment yet: the next delivery finds it
 // settled.
-func (s *Shop) CloseExpired(ctx context.Context, no domain.OrderNo) error {
+func (s *Sales) CloseExpired(ctx context.Context, no domain.OrderNo) error {
 	return s.closeExpired(ctx, no, nil)
 }
 
@@ -27,7 +27,7 @@ func (s *Shop) CloseExpired(ctx context.Context, no domain.OrderNo) error {
 // not), which the first attempt uses instead of reading it again: the sweeper has just listed
 // it. A stale copy is safe: the close is a conditional change from PENDING, which loses to any
 // change made since (errLostRace), and the next attempt reads the order afresh.
-func (s *Shop) closeExpired(ctx context.Context, no domain.OrderNo, read *domain.Order) error {
+func (s *Sales) closeExpired(ctx context.Context, no domain.OrderNo, read *domain.Order) error {
 	_, err := settle(ctx, s.cfg.ReplayWait, "close expired order", func() (struct{}, error) {
 		o := read
 		read = nil
@@ -38,7 +38,7 @@ func (s *Shop) closeExpired(ctx context.Context, no domain.OrderNo, read *domain
 
 // closeOnce reads the order unless o is given and, if it is PENDING and due, closes it with
 // one conditional change (errLostRace when another change won).
-func (s *Shop) closeOnce(ctx context.Context, no domain.OrderNo, known *domain.Order) error {
+func (s *Sales) closeOnce(ctx context.Context, no domain.OrderNo, known *domain.Order) error {
 	if known != nil {
 		return s.closeRead(ctx, *known)
 	}
@@ -54,7 +54,7 @@ func (s *Shop) closeOnce(ctx context.Context, no domain.OrderNo, known *domain.O
 }
 
 // closeRead closes o, as read from the ledger, if it is PENDING and due.
-func (s *Shop) closeRead(ctx context.Context, o domain.Order) error {
+func (s *Sales) closeRead(ctx context.Context, o domain.Order) error {
 	no := o.No()
 	if o.Status() != domain.StatusPending {
 		return nil

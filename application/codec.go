@@ -34,15 +34,6 @@ func encodeDelivery(e domain.DeliveryEvent) ([]byte, error) {
 	return b, nil
 }
 
-// DecodeDelivery parses an order.delivered (or webhook) outbox payload.
-func DecodeDelivery(b []byte) (domain.DeliveryEvent, error) {
-	var e domain.DeliveryEvent
-	if err := json.Unmarshal(b, &e); err != nil {
-		return e, fmt.Errorf("decode delivery event: %w", err)
-	}
-	return e, nil
-}
-
 func encodeStockEvent(e domain.StockEvent) ([]byte, error) {
 	b, err := json.Marshal(e)
 	if err != nil {

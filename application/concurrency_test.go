@@ -80,9 +80,9 @@ func TestFlashSaleNeverOversells(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			if i%2 == 0 {
-				paid[i], payErrs[i] = f.shop.HandlePaymentCallback(f.ctx, cb)
+				paid[i], payErrs[i] = f.shop.Payments.HandlePaymentCallback(f.ctx, cb)
 			} else {
-				paid[i], payErrs[i] = f.shop.ApplyPayment(f.ctx, paidNotice(o))
+				paid[i], payErrs[i] = f.shop.Payments.ApplyPayment(f.ctx, paidNotice(o))
 			}
 		})
 	}
@@ -117,7 +117,7 @@ func TestConcurrentIdenticalCallbacksAllocateOnce(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			got[i], errs[i] = f.shop.HandlePaymentCallback(f.ctx, cb)
+			got[i], errs[i] = f.shop.Payments.HandlePaymentCallback(f.ctx, cb)
 		})
 	}
 	close(start)
@@ -161,8 +161,8 @@ func TestCloseRacesPayment(t *testing.T) {
 		var paid domain.Order
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		wg.Go(func() { <-start; closeErr = f.shop.CloseExpired(f.ctx, o.No()) })
-		wg.Go(func() { <-start; paid, payErr = f.shop.ApplyPayment(f.ctx, paidNotice(o)) })
+		wg.Go(func() { <-start; closeErr = f.shop.Sales.CloseExpired(f.ctx, o.No()) })
+		wg.Go(func() { <-start; paid, payErr = f.shop.Payments.ApplyPayment(f.ctx, paidNotice(o)) })
 		close(start)
 		wg.Wait()
 		if closeErr != nil || payErr != nil {
@@ -196,8 +196,8 @@ func TestCloseRacesPaymentWithoutStock(t *testing.T) {
 		var rival application.PlacedOrder
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		wg.Go(func() { <-start; closeErr = f.shop.CloseExpired(f.ctx, o.No()) })
-		wg.Go(func() { <-start; _, payErr = f.shop.ApplyPayment(f.ctx, paidNotice(o)) })
+		wg.Go(func() { <-start; closeErr = f.shop.Sales.CloseExpired(f.ctx, o.No()) })
+		wg.Go(func() { <-start; _, payErr = f.shop.Payments.ApplyPayment(f.ctx, paidNotice(o)) })
 		wg.Go(func() {
 			<-start
 			// The rival keeps trying for a moment, as a flash-sale buyer would.
@@ -255,7 +255,7 @@ func TestConcurrentRefundsRecycleOnce(t *testing.T) {
 			for i := range n {
 				wg.Go(func() {
 					<-start
-					got[i], errs[i] = f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: void})
+					got[i], errs[i] = f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: void})
 				})
 			}
 			close(start)

@@ -63,7 +63,7 @@ func (p ProductDashboard) PaymentSuccess() (float64, bool) {
 // the ledger (two queries each), and this instance's sold-out answers; then the outbox and
 // webhook backlogs, the overdue orders and the open alerts. It is meant to be called by one sampler every few
 // seconds, whatever the number of dashboards open.
-func (s *Shop) Dashboard(ctx context.Context) (SaleDashboard, error) {
+func (s *Catalogue) Dashboard(ctx context.Context) (SaleDashboard, error) {
 	now := s.clock.Now()
 	out := SaleDashboard{At: now}
 	ps, err := s.ledger.Products().Products(ctx)
@@ -105,7 +105,7 @@ func (s *Shop) Dashboard(ctx context.Context) (SaleDashboard, error) {
 	if out.Outbox, err = s.ledger.Outbox().Backlog(ctx); err != nil {
 		return SaleDashboard{}, fmt.Errorf("dashboard outbox backlog: %w", err)
 	}
-	if out.Webhook, err = s.WebhookBacklog(ctx); err != nil {
+	if out.Webhook, err = s.ledger.Outbox().Backlog(ctx, webhookTopics...); err != nil {
 		return SaleDashboard{}, fmt.Errorf("dashboard webhook backlog: %w", err)
 	}
 	overdue, err := s.ledger.Orders().Expired(ctx, now, OverdueCap+1)
@@ -113,7 +113,7 @@ func (s *Shop) Dashboard(ctx context.Context) (SaleDashboard, error) {
 		return SaleDashboard{}, fmt.Errorf("dashboard overdue orders: %w", err)
 	}
 	out.Overdue, out.OverdueMore = min(len(overdue), OverdueCap), len(overdue) > OverdueCap
-	if out.OpenAlerts, err = s.OpenAlerts(ctx); err != nil {
+	if out.OpenAlerts, err = s.ledger.Alerts().OpenCounts(ctx); err != nil {
 		return SaleDashboard{}, fmt.Errorf("dashboard open alerts: %w", err)
 	}
 	return out, nil

@@ -17,15 +17,15 @@ func TestDashboardAfterASmallSale(t *testing.T) {
 	f := newFixture(t)
 	p := f.createProduct(t, 1, 3)
 	frozen := f.createProduct(t, 1, 1)
-	if err := f.shop.FreezeProduct(f.ctx, frozen.ID(), "test"); err != nil {
+	if err := f.shop.Catalogue.FreezeProduct(f.ctx, frozen.ID(), "test"); err != nil {
 		t.Fatal(err)
 	}
-	upcoming, err := f.shop.CreateProduct(f.ctx, application.NewProduct{Name: "later", Price: testPrice, MaxPerOrder: 1,
+	upcoming, err := f.shop.Catalogue.CreateProduct(f.ctx, application.NewProduct{Name: "later", Price: testPrice, MaxPerOrder: 1,
 		Sale: domain.SaleRules{StartsAt: t0.Add(time.Hour)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ended, err := f.shop.CreateProduct(f.ctx, application.NewProduct{Name: "over", Price: testPrice, MaxPerOrder: 1,
+	ended, err := f.shop.Catalogue.CreateProduct(f.ctx, application.NewProduct{Name: "over", Price: testPrice, MaxPerOrder: 1,
 		Sale: domain.SaleRules{StartsAt: t0.Add(-2 * time.Hour), EndsAt: t0.Add(-time.Hour)}})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestDashboardAfterASmallSale(t *testing.T) {
 	}
 	f.clock.Advance(application.RateStep)
 
-	d, err := f.shop.Dashboard(f.ctx)
+	d, err := f.shop.Catalogue.Dashboard(f.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,13 +99,13 @@ func TestDashboardAfterASmallSale(t *testing.T) {
 
 	// The unpaid order expires: overdue until it is closed, then it counts against the rate.
 	f.clock.Advance(f.cfg.OrderTimeout)
-	if d, err = f.shop.Dashboard(f.ctx); err != nil || d.Overdue != 1 || d.OverdueMore {
+	if d, err = f.shop.Catalogue.Dashboard(f.ctx); err != nil || d.Overdue != 1 || d.OverdueMore {
 		t.Fatalf("overdue = %d (more %v), %v; want 1", d.Overdue, d.OverdueMore, err)
 	}
-	if err := f.shop.CloseExpired(f.ctx, placed[2].No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, placed[2].No()); err != nil {
 		t.Fatal(err)
 	}
-	if d, err = f.shop.Dashboard(f.ctx); err != nil {
+	if d, err = f.shop.Catalogue.Dashboard(f.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if rate, ok := d.Products[0].PaymentSuccess(); !ok || rate != 2.0/3 || d.Overdue != 0 {

@@ -35,11 +35,11 @@ func closeWhileGateDown(t *testing.T) (*fixture, *memory.Gate, *applyFaultGate, 
 	o := f.mustPlace(t, "alice", p.ID(), 3)
 	fg.down.Store(true)
 	f.clock.Advance(f.shop.Config().OrderTimeout + time.Second)
-	_ = f.shop.CloseExpired(f.ctx, o.No()) // the ledger closes it; the gate's restore fails
+	_ = f.shop.Sales.CloseExpired(f.ctx, o.No()) // the ledger closes it; the gate's restore fails
 	if got := f.order(t, o.No()).Status(); got != domain.StatusClosed {
 		t.Fatalf("order %s after its close, want CLOSED", got)
 	}
-	if n, err := f.shop.RelayOutbox(f.ctx); err != nil || n != 0 {
+	if n, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil || n != 0 {
 		t.Fatalf("relay while the gate is down sent %d (%v)", n, err)
 	}
 	return f, mg, fg, p.ID()
@@ -52,12 +52,12 @@ func TestRepairAppliesGateChangesWaitingForRetryFirst(t *testing.T) {
 	f, mg, fg, pid := closeWhileGateDown(t)
 	fg.down.Store(false)
 	mg.Flush() // Redis restarted empty: the counters and the Ref markers are gone
-	rep, err := f.shop.Reconcile(f.ctx, pid, true)
+	rep, err := f.shop.Catalogue.Reconcile(f.ctx, pid, true)
 	if err != nil || !rep.OK() {
 		t.Fatalf("repair: %v, %d differences", err, rep.Differences)
 	}
 	f.clock.Advance(time.Minute) // past any retry time
-	if _, err := f.shop.RelayOutbox(f.ctx); err != nil {
+	if _, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if lv := f.levels(t, pid); lv.Stock != 10 || lv.Sold != 0 {
@@ -71,7 +71,7 @@ func TestRepairAppliesGateChangesWaitingForRetryFirst(t *testing.T) {
 func TestRepairRefusesWhileGateChangesFail(t *testing.T) {
 	f, _, fg, pid := closeWhileGateDown(t)
 	before := f.levels(t, pid)
-	if _, err := f.shop.Reconcile(f.ctx, pid, true); !errors.Is(err, domain.ErrUnavailable) {
+	if _, err := f.shop.Catalogue.Reconcile(f.ctx, pid, true); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("repair with the gate down: %v, want ErrUnavailable", err)
 	}
 	if lv := f.levels(t, pid); lv != before {
@@ -94,13 +94,13 @@ func TestChangeAppliedWhileGateMissingIsNotCountedAfterRebuild(t *testing.T) {
 	f := newFixture(t, withGate(func(m *memory.Gate) domain.StockGate { mg = m; return m }))
 	p := f.createProduct(t, 5, 10)
 	o := f.mustPlace(t, "alice", p.ID(), 3)
-	if _, err := f.shop.RelayOutbox(f.ctx); err != nil { // the import's change is sent: only the close's will be pending
+	if _, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil { // the import's change is sent: only the close's will be pending
 		t.Fatal(err)
 	}
 	mg.Flush() // Redis restarted empty
 	f.clock.Advance(f.shop.Config().OrderTimeout + time.Second)
-	_ = f.shop.CloseExpired(f.ctx, o.No()) // committed; its immediate apply finds no product
-	if err := f.shop.RebuildGate(f.ctx, p); err != nil {
+	_ = f.shop.Sales.CloseExpired(f.ctx, o.No()) // committed; its immediate apply finds no product
+	if err := f.shop.Catalogue.RebuildGate(f.ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	if lv := f.levels(t, p.ID()); lv.Stock != 10 || lv.Sold != 0 {

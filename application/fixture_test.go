@@ -88,7 +88,7 @@ type fixture struct {
 	pub    *memory.Publisher
 	alerts *memory.Alerts
 	signer *paysig.Signer
-	shop   *application.Shop
+	shop   *application.App
 
 	keySeq  atomic.Int64
 	codeSeq atomic.Int64
@@ -150,7 +150,7 @@ func newFixture(t tester, opts ...option) *fixture {
 // createProduct creates a product with the per-order limit and codes fresh codes.
 func (f *fixture) createProduct(t tester, limit, codes int) domain.Product {
 	t.Helper()
-	p, err := f.shop.CreateProduct(f.ctx, application.NewProduct{Name: "gift card", Price: testPrice, MaxPerOrder: limit})
+	p, err := f.shop.Catalogue.CreateProduct(f.ctx, application.NewProduct{Name: "gift card", Price: testPrice, MaxPerOrder: limit})
 	if err != nil {
 		t.Fatalf("create product: %v", err)
 	}
@@ -172,7 +172,7 @@ func (f *fixture) newCodes(n int) []string {
 // importLines imports the text and counts what it added.
 func (f *fixture) importLines(t tester, pid domain.ProductID, text string) application.ImportReport {
 	t.Helper()
-	rep, err := f.shop.ImportCodes(f.ctx, pid, strings.NewReader(text))
+	rep, err := f.shop.Catalogue.ImportCodes(f.ctx, pid, strings.NewReader(text))
 	if err != nil {
 		t.Fatalf("import codes: %v", err)
 	}
@@ -203,7 +203,7 @@ func (f *fixture) track(o domain.Order) {
 
 // place places an order with the given key and records it for assertInvariants.
 func (f *fixture) place(buyer domain.BuyerID, pid domain.ProductID, qty int, key string) (application.PlacedOrder, error) {
-	res, err := f.shop.PlaceOrder(f.ctx, application.PlaceOrder{Buyer: buyer, Product: pid, Qty: qty, IdempotencyKey: key})
+	res, err := f.shop.Sales.PlaceOrder(f.ctx, application.PlaceOrder{Buyer: buyer, Product: pid, Qty: qty, IdempotencyKey: key})
 	if err == nil {
 		f.track(res.Order)
 	}
@@ -239,7 +239,7 @@ func paidNotice(o domain.Order) domain.PaymentNotice {
 // pay applies a successful payment of the order's amount.
 func (f *fixture) pay(t tester, no domain.OrderNo) (domain.Order, error) {
 	t.Helper()
-	return f.shop.ApplyPayment(f.ctx, paidNotice(f.order(t, no)))
+	return f.shop.Payments.ApplyPayment(f.ctx, paidNotice(f.order(t, no)))
 }
 
 // signed builds a callback signed now by the fixture's clock.
@@ -265,7 +265,7 @@ func (f *fixture) callbackFor(t tester, o domain.Order, status string, amount do
 func (f *fixture) payByCallback(t tester, no domain.OrderNo) (domain.Order, error) {
 	t.Helper()
 	o := f.order(t, no)
-	return f.shop.HandlePaymentCallback(f.ctx, f.callbackFor(t, o, "paid", o.Amount()))
+	return f.shop.Payments.HandlePaymentCallback(f.ctx, f.callbackFor(t, o, "paid", o.Amount()))
 }
 
 func (f *fixture) mustPay(t tester, no domain.OrderNo) domain.Order {
@@ -399,7 +399,7 @@ type buyerKey struct {
 func (f *fixture) assertInvariants(t tester, pid domain.ProductID) {
 	t.Helper()
 	ctx := f.ctx
-	if _, err := f.shop.RelayOutbox(ctx); err != nil {
+	if _, err := f.shop.Relay.RelayOutbox(ctx); err != nil {
 		t.Fatalf("relay outbox: %v", err)
 	}
 	// Webhook messages have a relay of their own (RelayWebhooks), tested where it matters.
@@ -560,7 +560,7 @@ func (f *fixture) assertInvariants(t tester, pid domain.ProductID) {
 		}
 	}
 
-	rep, err := f.shop.Reconcile(ctx, pid, false)
+	rep, err := f.shop.Catalogue.Reconcile(ctx, pid, false)
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}

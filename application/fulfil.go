@@ -20,7 +20,7 @@ import (
 // Errors: ErrOrderNotFound, ErrInvalidTransition (not UNFULFILLED), ErrRefundInProgress,
 // ErrSoldOut, ErrProductFrozen, ErrPaidAfterSaleEnded (wrapping ErrSaleEnded),
 // ErrFulfilOverLimit (wrapping ErrBuyerHoldingLimit), ErrGateNotReady, ErrUnavailable.
-func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
+func (s *Sales) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
 	return settle(ctx, s.cfg.ReplayWait, "fulfil", func() (domain.Order, error) {
 		o, err := s.ledger.Orders().Order(ctx, no)
 		if err != nil {
@@ -40,7 +40,7 @@ func (s *Shop) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order
 // page shows it instead of the button.
 //
 // Errors: also ErrUnavailable (the payments could not be read).
-func (s *Shop) FulfilRefusal(ctx context.Context, o domain.Order) error {
+func (s *Sales) FulfilRefusal(ctx context.Context, o domain.Order) error {
 	if o.Status() != domain.StatusUnfulfilled {
 		return fmt.Errorf("%w: order is %s", domain.ErrInvalidTransition, o.Status())
 	}
@@ -94,7 +94,7 @@ func keepRefundOut(ctx context.Context, tx domain.Store, o domain.Order) error {
 // errInFlight and reads the order again once the holder is done. Only the attempt that took the
 // units gives them back, and only while its hold is tracked; after a crash or a lost COMMIT
 // reply the orphan sweep returns them if the order did not become PAID.
-func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotice, late bool) (domain.Order, error) {
+func (s *core) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotice, late bool) (domain.Order, error) {
 	now := s.clock.Now()
 	from := o.Status()
 	var lateRes domain.Reservation
@@ -210,7 +210,7 @@ func (s *Shop) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 
 // forgetHold stops tracking the order's reservation at the gate, best effort: the orphan sweep
 // forgets it later when this fails.
-func (s *Shop) forgetHold(ctx context.Context, o domain.Order) {
+func (s *core) forgetHold(ctx context.Context, o domain.Order) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	if err := s.gate.Forget(ctx, o.Product(), []domain.OrderNo{o.No()}); err != nil {
@@ -227,7 +227,7 @@ const (
 
 // unfulfilled records an accepted payment that cannot be fulfilled. release says whether the
 // order still holds a gate reservation to give back (it does when it was PENDING).
-func (s *Shop) unfulfilled(ctx context.Context, o domain.Order, n domain.PaymentNotice, reason string, release bool) (domain.Order, error) {
+func (s *core) unfulfilled(ctx context.Context, o domain.Order, n domain.PaymentNotice, reason string, release bool) (domain.Order, error) {
 	now := s.clock.Now()
 	from := o.Status()
 	u := o
@@ -269,7 +269,7 @@ func (s *Shop) unfulfilled(ctx context.Context, o domain.Order, n domain.Payment
 	return u, nil
 }
 
-func (s *Shop) freezeOnInconsistency(ctx context.Context, o domain.Order) {
+func (s *core) freezeOnInconsistency(ctx context.Context, o domain.Order) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	reason := "gate and ledger disagree: pool short while paying " + string(o.No())

@@ -24,7 +24,7 @@ func FuzzImportCodes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		fx := newFixture(t)
 		p := fx.createProduct(t, 3, 0)
-		rep, err := fx.shop.ImportCodes(fx.ctx, p.ID(), bytes.NewReader(body))
+		rep, err := fx.shop.Catalogue.ImportCodes(fx.ctx, p.ID(), bytes.NewReader(body))
 		fx.mu.Lock()
 		fx.imported[p.ID()] += int64(rep.Added)
 		fx.mu.Unlock()
@@ -57,7 +57,7 @@ func FuzzImportCodes(f *testing.F) {
 		// after the last newline.
 		q := fx.createProduct(t, 3, 0)
 		broken := errors.New("cut")
-		cut, err := fx.shop.ImportCodes(fx.ctx, q.ID(), &cutReader{body: string(body), err: broken})
+		cut, err := fx.shop.Catalogue.ImportCodes(fx.ctx, q.ID(), &cutReader{body: string(body), err: broken})
 		fx.mu.Lock()
 		fx.imported[q.ID()] += int64(cut.Added)
 		fx.mu.Unlock()

@@ -19,34 +19,19 @@ const rebuildFence = 30 * time.Second
 const maxUnsentChanges = 100_000
 
 // RebuildGate sets a product's gate from the ledger so that every unit is counted exactly
-// once, while orders, payments, closes and refunds go on:
-//
-//  1. BeginRebuild fences the product at the gate and lists its holds in one step: from then
-//     on no reservation is taken or given back and no change applied there until step 3 (new
-//     orders wait up to Config.ReplayWait, then answer ErrGateNotReady; changes wait in the
-//     outbox; cancels retry).
-//  2. One Snapshot of the ledger reads the live codes, the qty of PENDING and PAID orders, the
-//     unsent gate changes of the product, and which holds' orders it already counts.
-//  3. FinishRebuild writes, in one step and only if the fence is still this rebuild's:
-//     sold = qty of PENDING and PAID orders + the holds the snapshot does not count (their
-//     orders are still being written, or never will be: they keep being tracked, and their
-//     Cancel or release returns exactly those units); stock = live codes - sold; the unsent
-//     changes the snapshot counts are marked applied, so the relay's Apply of them changes
-//     nothing, while changes committed after the snapshot are applied once as usual; the
-//     holds the snapshot counts stop being tracked (their units follow their orders). The
-//     frozen flag is set if the catalogue says frozen and never cleared (a freeze that landed
-//     during the rebuild stands). The sale rules are written from the catalogue and, with a
-//     per-buyer limit, each buyer's holding count: the ledger's PENDING and PAID orders
-//     (REFUNDED too unless refunds release the limit) plus the holds still in flight. Then
-//     the fence is lifted.
-//
-// When the gate
-// had lost the product (Redis restarted empty), reservations taken before the loss are gone
-// with it; rebuildGateLater waits Config.RebuildDelay for their orders first.
+// once, while orders, payments, closes and refunds go on: BeginRebuild fences the product and
+// lists its holds, one ledger Snapshot is read, and FinishRebuild writes the counters, the sale
+// rules and the buyers' holding counts only if the fence is still this rebuild's. While fenced,
+// new orders wait up to Config.ReplayWait, then answer ErrGateNotReady. The steps and their
+// guarantee are docs/DESIGN.md, "Design decisions" (repair).
 //
 // Errors: ErrGateRebuilding (another rebuild holds the fence, or this one outlived it),
 // ErrUnavailable.
-func (s *Shop) RebuildGate(ctx context.Context, p domain.Product) error {
+func (s *Catalogue) RebuildGate(ctx context.Context, p domain.Product) error {
+	return s.rebuildGate(ctx, p)
+}
+
+func (s *stock) rebuildGate(ctx context.Context, p domain.Product) error {
 	token := attemptToken("rebuild")
 	holds, err := s.gate.BeginRebuild(ctx, p.ID(), token, rebuildFence)
 	if err != nil {
@@ -72,7 +57,7 @@ func (s *Shop) RebuildGate(ctx context.Context, p domain.Product) error {
 
 // rebuildPlan reads, in one snapshot of the ledger, what the product's gate must hold (see
 // RebuildGate), with the holds whose orders the snapshot already counts in Drop.
-func (s *Shop) rebuildPlan(ctx context.Context, id domain.ProductID, holds []domain.Hold) (domain.RebuildPlan, error) {
+func (s *stock) rebuildPlan(ctx context.Context, id domain.ProductID, holds []domain.Hold) (domain.RebuildPlan, error) {
 	var plan domain.RebuildPlan
 	err := s.ledger.Snapshot(ctx, func(tx domain.Store) error {
 		plan = domain.RebuildPlan{}
@@ -143,7 +128,7 @@ func (s *Shop) rebuildPlan(ctx context.Context, id domain.ProductID, holds []dom
 // rebuilt too, one after the other, rather than when each is next ordered (until then the
 // readiness check reports the gate not ready). An operator can do the same at once with
 // POST /admin/products/{id}/reconcile?repair=true.
-func (s *Shop) rebuildGateLater(p domain.ProductID) {
+func (s *core) rebuildGateLater(p domain.ProductID) {
 	if _, busy := s.rebuilding.LoadOrStore(p, true); busy {
 		return
 	}
@@ -178,13 +163,13 @@ func (s *Shop) rebuildGateLater(p domain.ProductID) {
 
 // rebuildLost rebuilds p's gate from the ledger if the gate does not know p, with a
 // gate_rebuilt alert, and reports whether it did.
-func (s *Shop) rebuildLost(p domain.ProductID) bool {
+func (s *core) rebuildLost(p domain.ProductID) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, ok, err := s.gate.Levels(ctx, p); err != nil || ok {
 		return false // unreachable (a later request tries again) or rebuilt meanwhile
 	}
-	rep, err := s.Reconcile(ctx, p, true)
+	rep, err := s.reconcileID(ctx, p, true)
 	if err != nil {
 		s.log.ErrorContext(ctx, "automatic gate rebuild failed", "product", p, "err", err)
 		return false
@@ -198,4 +183,4 @@ func (s *Shop) rebuildLost(p domain.ProductID) bool {
 }
 
 // WaitBackground waits for background work started by use cases (automatic gate rebuilds).
-func (s *Shop) WaitBackground() { s.background.Wait() }
+func (a *App) WaitBackground() { a.core.background.Wait() }

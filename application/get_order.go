@@ -26,7 +26,7 @@ type OrderView struct {
 //
 // Errors: ErrOrderNotFound, ErrUnavailable (also when the reveal cannot be recorded: then no
 // code is returned).
-func (s *Shop) BuyerOrder(ctx context.Context, buyer domain.BuyerID, no domain.OrderNo) (OrderView, error) {
+func (s *Sales) BuyerOrder(ctx context.Context, buyer domain.BuyerID, no domain.OrderNo) (OrderView, error) {
 	o, err := s.ledger.Orders().Order(ctx, no)
 	if err != nil {
 		return OrderView{}, fmt.Errorf("load order: %w", err)
@@ -42,7 +42,7 @@ func (s *Shop) BuyerOrder(ctx context.Context, buyer domain.BuyerID, no domain.O
 // turning its codes void.
 //
 // Errors: ErrOrderNotFound, ErrUnavailable.
-func (s *Shop) AdminOrder(ctx context.Context, no domain.OrderNo) (OrderView, error) {
+func (s *Sales) AdminOrder(ctx context.Context, no domain.OrderNo) (OrderView, error) {
 	o, err := s.ledger.Orders().Order(ctx, no)
 	if err != nil {
 		return OrderView{}, fmt.Errorf("load order: %w", err)
@@ -70,7 +70,7 @@ const ActionCodesRead = "order.codes_read"
 //
 // Errors: ErrForbidden (a role below operator), ErrOrderNotFound, ErrUnavailable (also when
 // the reveal or the audit entry cannot be recorded: then no code is returned).
-func (s *Shop) AdminOrderCodes(ctx context.Context, no domain.OrderNo, by Reader) (OrderView, error) {
+func (s *Sales) AdminOrderCodes(ctx context.Context, no domain.OrderNo, by Reader) (OrderView, error) {
 	if by.Name == "" || !by.Role.Allows(domain.RoleOperator) {
 		return OrderView{}, fmt.Errorf("read the codes of order %s: %w", no, domain.ErrForbidden)
 	}
@@ -92,7 +92,7 @@ func (s *Shop) AdminOrderCodes(ctx context.Context, no domain.OrderNo, by Reader
 	}{len(ids), idRanges(ids)})
 	e := domain.AuditEntry{Operator: by.Name, Role: by.Role, Action: ActionCodesRead, Target: "order " + string(no),
 		Params: string(params), Result: "200", ClientAddr: by.ClientAddr}
-	if _, err := s.Record(ctx, e); err != nil {
+	if _, err := s.audit(ctx, e); err != nil {
 		return OrderView{}, revealFailed(no, fmt.Errorf("audit the read: %w", err))
 	}
 	return v, nil
@@ -122,7 +122,7 @@ func idRanges(ids []int64) string {
 	return b.String()
 }
 
-func (s *Shop) view(ctx context.Context, o domain.Order, withCodes bool) (OrderView, error) {
+func (s *core) view(ctx context.Context, o domain.Order, withCodes bool) (OrderView, error) {
 	if !withCodes || o.Status() != domain.StatusPaid {
 		return OrderView{Order: o}, nil
 	}
@@ -151,7 +151,7 @@ func (s *Shop) view(ctx context.Context, o domain.Order, withCodes bool) (OrderV
 // that decided to recycle either completes before the reveal (which then finds the order
 // REFUNDED) or loses to it and decides again (voiding). Codes read after a refund are not SOLD
 // to the order any more, and Cards does not return them.
-func (s *Shop) reveal(ctx context.Context, o domain.Order) (domain.Order, error) {
+func (s *core) reveal(ctx context.Context, o domain.Order) (domain.Order, error) {
 	if o.Revealed() {
 		return o, nil
 	}

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/historytest"
 	"cardshop/adapters/memory"
 	"cardshop/application"
-	"cardshop/application/historytest"
 )
 
 // TestConcurrentHistory runs the concurrent history test (package historytest) on the memory

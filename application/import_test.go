@@ -99,7 +99,7 @@ func TestImportOfACutBodyNeverImportsItsLastLine(t *testing.T) {
 	f := newFixture(t)
 	p := f.createProduct(t, 3, 0)
 	broken := errors.New("connection reset")
-	rep, err := f.shop.ImportCodes(f.ctx, p.ID(), &cutReader{body: "CUT-00001\n# note\nCUT-00002\nCUT-000", err: broken})
+	rep, err := f.shop.Catalogue.ImportCodes(f.ctx, p.ID(), &cutReader{body: "CUT-00001\n# note\nCUT-00002\nCUT-000", err: broken})
 	f.imported[p.ID()] += int64(rep.Added)
 	if !errors.Is(err, broken) || !strings.Contains(err.Error(), "after line 3") {
 		t.Fatalf("err = %v, want the read error after line 3", err)
@@ -114,7 +114,7 @@ func TestImportOfACutBodyNeverImportsItsLastLine(t *testing.T) {
 	}
 
 	// Cut right after a newline: nothing is unterminated.
-	rep, err = f.shop.ImportCodes(f.ctx, p.ID(), &cutReader{body: "CUT-00003\n", err: io.ErrUnexpectedEOF})
+	rep, err = f.shop.Catalogue.ImportCodes(f.ctx, p.ID(), &cutReader{body: "CUT-00003\n", err: io.ErrUnexpectedEOF})
 	f.imported[p.ID()] += int64(rep.Added)
 	if !errors.Is(err, io.ErrUnexpectedEOF) || rep.Added != 1 || rep.Unterminated != 0 || rep.Through != 1 {
 		t.Fatalf("cut after a newline: %+v, %v", rep, err)
@@ -122,12 +122,12 @@ func TestImportOfACutBodyNeverImportsItsLastLine(t *testing.T) {
 
 	// An end that cannot be told from a cut (a chunked body): the last line without a newline
 	// is reported, the rest is a normal import.
-	rep, err = f.shop.ImportCodes(f.ctx, p.ID(), &cutReader{body: "CUT-00004\nCUT-00005", err: application.ErrUnconfirmedEnd})
+	rep, err = f.shop.Catalogue.ImportCodes(f.ctx, p.ID(), &cutReader{body: "CUT-00004\nCUT-00005", err: application.ErrUnconfirmedEnd})
 	f.imported[p.ID()] += int64(rep.Added)
 	if err != nil || rep.Added != 1 || rep.Unterminated != 1 || skipped(rep) != "2:unterminated" || rep.Through != 1 {
 		t.Fatalf("unconfirmed end: %+v, %v", rep, err)
 	}
-	rep, err = f.shop.ImportCodes(f.ctx, p.ID(), &cutReader{body: "CUT-00006\n", err: application.ErrUnconfirmedEnd})
+	rep, err = f.shop.Catalogue.ImportCodes(f.ctx, p.ID(), &cutReader{body: "CUT-00006\n", err: application.ErrUnconfirmedEnd})
 	f.imported[p.ID()] += int64(rep.Added)
 	if err != nil || rep.Added != 1 || rep.Unterminated != 0 || rep.Through != 1 {
 		t.Fatalf("unconfirmed end after a newline: %+v, %v", rep, err)
@@ -191,11 +191,11 @@ func TestCardCountsCountsByStatus(t *testing.T) {
 	q := f.createProduct(t, 3, 0)
 	f.importLines(t, p.ID(), "COUNT-0001\nCOUNT-0002\n")
 	f.importLines(t, q.ID(), "COUNT-0003\n")
-	got, err := f.shop.CardCounts(t.Context(), p.ID())
+	got, err := f.shop.Catalogue.CardCounts(t.Context(), p.ID())
 	if err != nil || len(got) != 1 || got[domain.CardUnsold] != 2 {
 		t.Fatalf("CardCounts = %v, %v; want 2 UNSOLD", got, err)
 	}
-	if _, err := f.shop.CardCounts(t.Context(), 999); !errors.Is(err, domain.ErrProductNotFound) {
+	if _, err := f.shop.Catalogue.CardCounts(t.Context(), 999); !errors.Is(err, domain.ErrProductNotFound) {
 		t.Fatalf("unknown product: %v", err)
 	}
 }

@@ -172,7 +172,7 @@ func refusedReason(err error) string {
 
 // recordRefused counts a notification refused before verification: see the notification log
 // rule at the top of this file.
-func (s *Shop) recordRefused(ctx context.Context, rec domain.NotificationRecord, err error) {
+func (s *Payments) recordRefused(ctx context.Context, rec domain.NotificationRecord, err error) {
 	reason := refusedReason(err)
 	step := s.refused.add(rec, reason, s.cfg.RefusedNotificationWindow, s.cfg.RefusedNotificationAddresses)
 	if step.log > 0 {
@@ -194,7 +194,7 @@ func (s *Shop) recordRefused(ctx context.Context, rec domain.NotificationRecord,
 	}
 }
 
-func (s *Shop) addRefused(ctx context.Context, rec domain.NotificationRecord) {
+func (s *Payments) addRefused(ctx context.Context, rec domain.NotificationRecord) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	if err := s.ledger.Notifications().RecordRefused(ctx, rec); err != nil {
@@ -206,7 +206,7 @@ func (s *Shop) addRefused(ctx context.Context, rec domain.NotificationRecord) {
 // RefusedNotifications returns how many notifications this instance refused before
 // verification since it started, by provider and reason; every enabled provider and reason is
 // present (from 0).
-func (s *Shop) RefusedNotifications() map[RefusedNotificationKey]int64 {
+func (s *Payments) RefusedNotifications() map[RefusedNotificationKey]int64 {
 	out := make(map[RefusedNotificationKey]int64, len(s.gateways)*len(RefusedReasons))
 	for p := range s.gateways {
 		for _, r := range RefusedReasons {
@@ -227,7 +227,7 @@ func (s *Shop) RefusedNotifications() map[RefusedNotificationKey]int64 {
 // Config.RefusedNotificationRetention, in batches of notificationPruneBatch, at most
 // notificationPrunePasses batches per run. It returns how many records it deleted. Every
 // instance may run it at once.
-func (s *Shop) PruneNotifications(ctx context.Context) (int, error) {
+func (s *Payments) PruneNotifications(ctx context.Context) (int, error) {
 	now := s.clock.Now()
 	for _, r := range s.refused.due(now, s.cfg.RefusedNotificationWindow) {
 		s.addRefused(ctx, r)

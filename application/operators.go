@@ -63,7 +63,7 @@ func TokenName(token string) (name domain.OperatorName, ok bool) {
 // or replaced token is ErrUnauthorized (which of them is not told).
 //
 // Errors: ErrUnauthorized, ErrUnavailable.
-func (s *Shop) Authenticate(ctx context.Context, token string) (Identity, error) {
+func (s *Admin) Authenticate(ctx context.Context, token string) (Identity, error) {
 	name, secret, ok := strings.Cut(token, ".")
 	if !ok || secret == "" {
 		return Identity{}, domain.ErrUnauthorized
@@ -90,7 +90,7 @@ func (s *Shop) Authenticate(ctx context.Context, token string) (Identity, error)
 // stored).
 //
 // Errors: ErrInvalidInput, ErrOperatorExists, ErrUnavailable.
-func (s *Shop) CreateOperator(ctx context.Context, name string, role string) (domain.Operator, string, error) {
+func (s *Admin) CreateOperator(ctx context.Context, name string, role string) (domain.Operator, string, error) {
 	n, err := domain.ParseOperatorName(name)
 	if err != nil {
 		return domain.Operator{}, "", err
@@ -115,7 +115,7 @@ func (s *Shop) CreateOperator(ctx context.Context, name string, role string) (do
 // at once on every instance (each request reads the operator).
 //
 // Errors: ErrInvalidInput, ErrOperatorNotFound, ErrUnavailable.
-func (s *Shop) RotateOperator(ctx context.Context, name string) (domain.Operator, string, error) {
+func (s *Admin) RotateOperator(ctx context.Context, name string) (domain.Operator, string, error) {
 	n, err := domain.ParseOperatorName(name)
 	if err != nil {
 		return domain.Operator{}, "", err
@@ -134,7 +134,7 @@ func (s *Shop) RotateOperator(ctx context.Context, name string) (domain.Operator
 // SetOperatorRole changes an operator's role; it applies from the operator's next request.
 //
 // Errors: ErrInvalidInput, ErrOperatorNotFound, ErrUnavailable.
-func (s *Shop) SetOperatorRole(ctx context.Context, name, role string) (domain.Operator, error) {
+func (s *Admin) SetOperatorRole(ctx context.Context, name, role string) (domain.Operator, error) {
 	n, err := domain.ParseOperatorName(name)
 	if err != nil {
 		return domain.Operator{}, err
@@ -152,7 +152,7 @@ func (s *Shop) SetOperatorRole(ctx context.Context, name, role string) (domain.O
 // RemoveOperator deletes an operator; its token stops working at once.
 //
 // Errors: ErrInvalidInput, ErrOperatorNotFound, ErrUnavailable.
-func (s *Shop) RemoveOperator(ctx context.Context, name string) error {
+func (s *Admin) RemoveOperator(ctx context.Context, name string) error {
 	n, err := domain.ParseOperatorName(name)
 	if err != nil {
 		return err
@@ -167,7 +167,7 @@ func (s *Shop) RemoveOperator(ctx context.Context, name string) error {
 // request (its role, and whether its token was rotated since the session began).
 //
 // Errors: ErrInvalidInput, ErrOperatorNotFound, ErrUnavailable.
-func (s *Shop) Operator(ctx context.Context, name string) (domain.Operator, error) {
+func (s *Admin) Operator(ctx context.Context, name string) (domain.Operator, error) {
 	n, err := domain.ParseOperatorName(name)
 	if err != nil {
 		return domain.Operator{}, err
@@ -181,7 +181,7 @@ func (s *Shop) Operator(ctx context.Context, name string) (domain.Operator, erro
 // it: that session always ends. Every session of the identity ends, in every browser.
 //
 // Errors: ErrUnavailable.
-func (s *Shop) ConsoleLogOut(ctx context.Context, name domain.OperatorName, issued time.Time) error {
+func (s *Admin) ConsoleLogOut(ctx context.Context, name domain.OperatorName, issued time.Time) error {
 	at := s.clock.Now().UTC().Truncate(time.Microsecond)
 	if issued.After(at) {
 		at = issued.UTC()
@@ -196,26 +196,35 @@ func (s *Shop) ConsoleLogOut(ctx context.Context, name domain.OperatorName, issu
 // at or before it is over.
 //
 // Errors: ErrUnavailable.
-func (s *Shop) ConsoleSessionsEnded(ctx context.Context, name domain.OperatorName) (time.Time, error) {
+func (s *Admin) ConsoleSessionsEnded(ctx context.Context, name domain.OperatorName) (time.Time, error) {
 	return s.ledger.Operators().SessionsEnded(ctx, name)
 }
 
 // Operators lists the operators (without their token hashes' use: they are never shown).
-func (s *Shop) Operators(ctx context.Context) ([]domain.Operator, error) {
+func (s *Admin) Operators(ctx context.Context) ([]domain.Operator, error) {
 	return s.ledger.Operators().Operators(ctx)
 }
 
 // Record appends an entry to the audit log, stamped now; it returns the entry's id.
-func (s *Shop) Record(ctx context.Context, e domain.AuditEntry) (int64, error) {
-	e.At = s.clock.Now().UTC().Truncate(time.Microsecond)
-	return s.ledger.Audit().Append(ctx, e)
+func (s *Admin) Record(ctx context.Context, e domain.AuditEntry) (int64, error) {
+	return appendAudit(ctx, s.ledger, s.clock, e)
+}
+
+func (s *core) audit(ctx context.Context, e domain.AuditEntry) (int64, error) {
+	return appendAudit(ctx, s.ledger, s.clock, e)
+}
+
+// appendAudit appends e to the audit log, stamped now.
+func appendAudit(ctx context.Context, l domain.Ledger, clock domain.Clock, e domain.AuditEntry) (int64, error) {
+	e.At = clock.Now().UTC().Truncate(time.Microsecond)
+	return l.Audit().Append(ctx, e)
 }
 
 // MaxAuditPage bounds one page of the audit log.
 const MaxAuditPage = 1000
 
 // AuditLog lists audit entries, newest first; a Limit outside 1..MaxAuditPage is 100.
-func (s *Shop) AuditLog(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEntry, error) {
+func (s *Admin) AuditLog(ctx context.Context, f domain.AuditFilter) ([]domain.AuditEntry, error) {
 	if f.Limit < 1 || f.Limit > MaxAuditPage {
 		f.Limit = 100
 	}

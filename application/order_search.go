@@ -11,7 +11,7 @@ import (
 // (OrderRepo.Search: f.Limit from 1 to domain.MaxOrderPage, f.After pages on).
 //
 // Errors: ErrInvalidInput (a filter that fails f.Check), ErrUnavailable.
-func (s *Shop) SearchOrders(ctx context.Context, f domain.OrderFilter) ([]domain.Order, error) {
+func (s *Sales) SearchOrders(ctx context.Context, f domain.OrderFilter) ([]domain.Order, error) {
 	found, err := s.ledger.Orders().Search(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("search orders: %w", err)
@@ -20,7 +20,7 @@ func (s *Shop) SearchOrders(ctx context.Context, f domain.OrderFilter) ([]domain
 }
 
 // OrderFlow lists the order's stock flow rows (reserve, pay, restores, …), oldest first.
-func (s *Shop) OrderFlow(ctx context.Context, no domain.OrderNo) ([]domain.FlowEntry, error) {
+func (s *Sales) OrderFlow(ctx context.Context, no domain.OrderNo) ([]domain.FlowEntry, error) {
 	es, err := s.ledger.Flows().Entries(ctx, string(no))
 	if err != nil {
 		return nil, fmt.Errorf("load flow of order %s: %w", no, err)
@@ -32,7 +32,7 @@ func (s *Shop) OrderFlow(ctx context.Context, no domain.OrderNo) ([]domain.FlowE
 // order they were recorded: its order.delivered event to the broker (domain.TopicDelivered)
 // and, when a webhook is configured, to the storefront's webhook (domain.TopicWebhook), each
 // with its attempts and next retry. A message carries the order's numbers, never a code.
-func (s *Shop) OrderDeliveries(ctx context.Context, no domain.OrderNo) ([]domain.OutboxRecord, error) {
+func (s *Sales) OrderDeliveries(ctx context.Context, no domain.OrderNo) ([]domain.OutboxRecord, error) {
 	rs, err := s.ledger.Outbox().ByKey(ctx, string(no), domain.TopicDelivered, domain.TopicWebhook)
 	if err != nil {
 		return nil, fmt.Errorf("load deliveries of order %s: %w", no, err)

@@ -25,7 +25,7 @@ import (
 // It returns how many holds it released. A product whose pass fails does not stop the others;
 // the errors are joined. Errors: ErrUnavailable (the next pass tries again; releasing is
 // atomic and idempotent at the gate, so a pass cut short is harmless).
-func (s *Shop) SweepOrphans(ctx context.Context) (int, error) {
+func (s *Sales) SweepOrphans(ctx context.Context) (int, error) {
 	products, err := s.ledger.Products().Products(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("sweep orphans: list products: %w", err)
@@ -48,7 +48,7 @@ func (s *Shop) SweepOrphans(ctx context.Context) (int, error) {
 
 // sweepOrphansOf settles the product's holds at least Config.OrphanAfter old by the gate's
 // clock, a batch at a time. (now only dates the alerts.)
-func (s *Shop) sweepOrphansOf(ctx context.Context, p domain.ProductID, now time.Time) (int, error) {
+func (s *core) sweepOrphansOf(ctx context.Context, p domain.ProductID, now time.Time) (int, error) {
 	released := 0
 	for {
 		holds, err := s.gate.Holds(ctx, p, s.cfg.OrphanAfter, s.cfg.SweepBatch)

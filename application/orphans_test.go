@@ -39,7 +39,7 @@ func (f *fixture) holds(t *testing.T, pid domain.ProductID) []domain.Hold {
 
 func (f *fixture) sweep(t *testing.T) int {
 	t.Helper()
-	n, err := f.shop.Sweep(f.ctx)
+	n, err := f.shop.Sales.Sweep(f.ctx)
 	if err != nil {
 		t.Fatalf("sweep: %v", err)
 	}
@@ -148,7 +148,7 @@ func TestSweepOrphansWorksInBatches(t *testing.T) {
 		f.clock.Advance(time.Millisecond)
 	}
 	f.clock.Advance(f.cfg.OrphanAfter)
-	n, err := f.shop.SweepOrphans(f.ctx)
+	n, err := f.shop.Sales.SweepOrphans(f.ctx)
 	is(t, "sweep orphans", err, nil)
 	if n != len(orphans) {
 		t.Fatalf("released %d, want %d", n, len(orphans))
@@ -184,7 +184,7 @@ func TestOrphanReleaseRacesLateCancel(t *testing.T) {
 		})
 		wg.Go(func() {
 			<-start
-			n, err := f.shop.SweepOrphans(context.Background())
+			n, err := f.shop.Sales.SweepOrphans(context.Background())
 			if err != nil {
 				t.Error(err)
 			}

@@ -21,7 +21,7 @@ type SignedCallback struct {
 //
 // Errors: ErrBadSignature (forged, unsigned or stale: nothing changed), ErrInvalidInput,
 // ErrOrderNotFound, ErrAmountMismatch, ErrUnavailable (the provider must retry).
-func (s *Shop) HandlePaymentCallback(ctx context.Context, cb SignedCallback) (domain.Order, error) {
+func (s *Payments) HandlePaymentCallback(ctx context.Context, cb SignedCallback) (domain.Order, error) {
 	n, err := s.verifier.Verify(cb.Timestamp, cb.Signature, cb.Body, s.clock.Now())
 	if err != nil {
 		if errors.Is(err, domain.ErrBadSignature) {
@@ -46,7 +46,7 @@ func (s *Shop) HandlePaymentCallback(ctx context.Context, cb SignedCallback) (do
 //   - failed, PENDING: FAILED and the reservation returned.
 //
 // Errors: ErrOrderNotFound, ErrAmountMismatch, ErrGateNotReady, ErrUnavailable.
-func (s *Shop) ApplyPayment(ctx context.Context, n domain.PaymentNotice) (domain.Order, error) {
+func (s *Payments) ApplyPayment(ctx context.Context, n domain.PaymentNotice) (domain.Order, error) {
 	a, err := s.applyPayment(ctx, n)
 	return a.order, err
 }
@@ -58,7 +58,7 @@ type applied struct {
 	changed bool
 }
 
-func (s *Shop) applyPayment(ctx context.Context, n domain.PaymentNotice) (applied, error) {
+func (s *core) applyPayment(ctx context.Context, n domain.PaymentNotice) (applied, error) {
 	return settle(ctx, s.cfg.ReplayWait, "apply payment", func() (applied, error) {
 		o, err := s.ledger.Orders().Order(ctx, n.OrderNo)
 		if err != nil {
@@ -74,7 +74,7 @@ func (s *Shop) applyPayment(ctx context.Context, n domain.PaymentNotice) (applie
 	})
 }
 
-func (s *Shop) paymentSucceeded(ctx context.Context, o domain.Order, n domain.PaymentNotice) (domain.Order, error) {
+func (s *core) paymentSucceeded(ctx context.Context, o domain.Order, n domain.PaymentNotice) (domain.Order, error) {
 	if err := o.CheckPayment(n.Amount); err != nil {
 		s.alerts.Alert(ctx, domain.Alert{Kind: "amount_mismatch", Product: o.Product(), OrderNo: o.No(),
 			Message: fmt.Sprintf("paid %s, due %s; order left %s", n.Amount, o.Amount(), o.Status())})
@@ -98,7 +98,7 @@ func (s *Shop) paymentSucceeded(ctx context.Context, o domain.Order, n domain.Pa
 
 // paymentFailed moves a PENDING order to FAILED and returns its reservation. For any other
 // state the notice is stale and changes nothing.
-func (s *Shop) paymentFailed(ctx context.Context, o domain.Order, n domain.PaymentNotice) (domain.Order, error) {
+func (s *core) paymentFailed(ctx context.Context, o domain.Order, n domain.PaymentNotice) (domain.Order, error) {
 	if o.Status() != domain.StatusPending {
 		return o, nil
 	}

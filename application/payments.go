@@ -19,7 +19,7 @@ type NewPayment struct {
 }
 
 // Providers lists the enabled payment providers, by name.
-func (s *Shop) Providers() []domain.Provider {
+func (s *Payments) Providers() []domain.Provider {
 	out := make([]domain.Provider, 0, len(s.gateways))
 	for p := range s.gateways {
 		out = append(out, p)
@@ -41,7 +41,7 @@ func (s *Shop) Providers() []domain.Provider {
 // Errors: ErrProviderUnknown, ErrOrderNotFound (also another buyer's order),
 // ErrOrderNotPayable (not PENDING, and not paid through this provider), ErrUnavailable (the provider or the ledger could not be
 // reached: retry; a retry reaches the same payment at providers that take an idempotency key).
-func (s *Shop) CreatePayment(ctx context.Context, cmd NewPayment) (p domain.Payment, created bool, err error) {
+func (s *Payments) CreatePayment(ctx context.Context, cmd NewPayment) (p domain.Payment, created bool, err error) {
 	gw, ok := s.gateways[cmd.Provider]
 	if !ok {
 		return domain.Payment{}, false, domain.ErrProviderUnknown
@@ -71,7 +71,7 @@ func (s *Shop) CreatePayment(ctx context.Context, cmd NewPayment) (p domain.Paym
 	}
 	req := domain.PaymentRequest{OrderNo: o.No(), Amount: o.Amount(), Currency: s.cfg.Currency,
 		Subject:   fmt.Sprintf("%s × %d", product.Name(), o.Qty()),
-		ExpiresAt: o.ExpiresAt(), ReturnURL: s.returnURL(o.No()), NotifyURL: s.NotifyURL(gw.Provider()),
+		ExpiresAt: o.ExpiresAt(), ReturnURL: s.returnURL(o.No()), NotifyURL: s.notifyURL(gw.Provider()),
 		ClientIP: cmd.ClientIP}
 	made, err := gw.Create(ctx, req)
 	if err != nil {
@@ -101,7 +101,7 @@ func (s *Shop) CreatePayment(ctx context.Context, cmd NewPayment) (p domain.Paym
 	return p, true, nil
 }
 
-func (s *Shop) currentPayment(ctx context.Context, no domain.OrderNo, provider domain.Provider) (domain.Payment, bool, error) {
+func (s *core) currentPayment(ctx context.Context, no domain.OrderNo, provider domain.Provider) (domain.Payment, bool, error) {
 	p, err := s.ledger.Payments().Payment(ctx, no, provider)
 	if err != nil {
 		return domain.Payment{}, false, fmt.Errorf("load payment: %w", err)
@@ -109,21 +109,17 @@ func (s *Shop) currentPayment(ctx context.Context, no domain.OrderNo, provider d
 	return p, false, nil
 }
 
-// NotifyURL is where the provider sends its notifications.
-func (s *Shop) NotifyURL(p domain.Provider) string {
-	return s.cfg.PublicURL + "/api/payments/" + string(p) + "/notify"
+// notifyURL is where the provider sends its notifications.
+func (s *core) notifyURL(p domain.Provider) string {
+	return strings.ReplaceAll(s.cfg.NotifyURL, "{provider}", string(p))
 }
 
-func (s *Shop) returnURL(no domain.OrderNo) string {
-	u := s.cfg.ReturnURL
-	if u == "" {
-		u = s.cfg.PublicURL + "/api/orders/{order_no}"
-	}
-	return strings.ReplaceAll(u, "{order_no}", string(no))
+func (s *core) returnURL(no domain.OrderNo) string {
+	return strings.ReplaceAll(s.cfg.ReturnURL, "{order_no}", string(no))
 }
 
-// Payments lists the order's payments (for its buyer's view and for operators).
-func (s *Shop) Payments(ctx context.Context, no domain.OrderNo) ([]domain.Payment, error) {
+// OrderPayments lists the order's payments (for its buyer's view and for operators).
+func (s *Payments) OrderPayments(ctx context.Context, no domain.OrderNo) ([]domain.Payment, error) {
 	ps, err := s.ledger.Payments().OfOrder(ctx, no)
 	if err != nil {
 		return nil, fmt.Errorf("load payments: %w", err)
@@ -134,7 +130,7 @@ func (s *Shop) Payments(ctx context.Context, no domain.OrderNo) ([]domain.Paymen
 // Notifications lists the newest provider notifications q selects (of one order, verified or
 // refused only; q.Limit bounded to 1..1000), as they were received and judged: what an
 // operator reads when a buyer says "I paid". Refused ones are aggregates (see recordRefused).
-func (s *Shop) Notifications(ctx context.Context, q domain.NotificationQuery) ([]domain.NotificationRecord, error) {
+func (s *Payments) Notifications(ctx context.Context, q domain.NotificationQuery) ([]domain.NotificationRecord, error) {
 	q.Limit = min(max(q.Limit, 1), 1000)
 	recs, err := s.ledger.Notifications().Recent(ctx, q)
 	if err != nil {
@@ -169,17 +165,17 @@ var errRefused = errors.New("notification refused")
 // Every verified notification is recorded in the notification log with what was done; those
 // refused before verification are counted there per provider, address and window
 // (recordRefused), so that anyone's forgeries cannot grow the log without bound.
-// The Reply is what the provider expects; it is a refusal (the provider resends) with every
-// error.
+// A nil error means the notification is accepted (also a duplicate); any error is a refusal,
+// and the provider resends. The driving adapter answers each in the provider's own words.
 //
 // Errors: ErrProviderUnknown; ErrUnverified wrapping the verification's error (ErrBadSignature,
 // ErrInvalidInput, ErrUnavailable), already counted and logged at a limited pace; then
 // errRefused-wrapped refusals (ErrAmountMismatch, ErrPaymentNotFound), ErrInvalidInput,
 // ErrUnavailable (the provider resends later).
-func (s *Shop) HandleNotification(ctx context.Context, provider domain.Provider, in domain.InboundRequest, remote string) (domain.Reply, error) {
+func (s *Payments) HandleNotification(ctx context.Context, provider domain.Provider, in domain.InboundRequest, remote string) error {
 	gw, ok := s.gateways[provider]
 	if !ok {
-		return domain.Reply{Status: 404}, domain.ErrProviderUnknown
+		return domain.ErrProviderUnknown
 	}
 	if in.At.IsZero() {
 		in.At = s.clock.Now()
@@ -189,7 +185,7 @@ func (s *Shop) HandleNotification(ctx context.Context, provider domain.Provider,
 	if err != nil {
 		rec.Result = "refused: " + refusal(err)
 		s.recordRefused(ctx, rec, err)
-		return gw.Reply(false), fmt.Errorf("%w: %w", ErrUnverified, err)
+		return fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
 	rec.Verified, rec.Count = true, 1
 	rec.OrderNo, rec.EventID, rec.ProviderRef, rec.Outcome = n.OrderNo, n.EventID, n.ProviderRef, n.Outcome.String()
@@ -201,11 +197,11 @@ func (s *Shop) HandleNotification(ctx context.Context, provider domain.Provider,
 			rec.Result = "not applied yet: " + refusal(err)
 		}
 		s.record(ctx, rec)
-		return gw.Reply(false), err
+		return err
 	}
 	rec.Accepted, rec.Result = true, result
 	s.record(ctx, rec)
-	return gw.Reply(true), nil
+	return nil
 }
 
 // refusal is an error's reason for the notification log: the sentinel's words, never a secret.
@@ -223,7 +219,7 @@ func refusal(err error) string {
 	return "not accepted"
 }
 
-func (s *Shop) record(ctx context.Context, rec domain.NotificationRecord) {
+func (s *core) record(ctx context.Context, rec domain.NotificationRecord) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	if err := s.ledger.Notifications().Record(ctx, rec); err != nil {
@@ -232,7 +228,7 @@ func (s *Shop) record(ctx context.Context, rec domain.NotificationRecord) {
 }
 
 // applyNotice applies a verified notice and says what it did.
-func (s *Shop) applyNotice(ctx context.Context, gw domain.PaymentGateway, n domain.ProviderNotice) (string, error) {
+func (s *core) applyNotice(ctx context.Context, gw domain.PaymentGateway, n domain.ProviderNotice) (string, error) {
 	if n.RefundNo != "" {
 		return s.applyRefundNotice(ctx, gw, n)
 	}
@@ -284,7 +280,7 @@ func (s *Shop) applyNotice(ctx context.Context, gw domain.PaymentGateway, n doma
 }
 
 // noticePaid pays the order of a verified success.
-func (s *Shop) noticePaid(ctx context.Context, gw domain.PaymentGateway, p domain.Payment, n domain.ProviderNotice) (string, error) {
+func (s *core) noticePaid(ctx context.Context, gw domain.PaymentGateway, p domain.Payment, n domain.ProviderNotice) (string, error) {
 	o, err := s.ledger.Orders().Order(ctx, n.OrderNo)
 	if err != nil {
 		return "", fmt.Errorf("load order: %w", err)
@@ -338,7 +334,7 @@ func (s *Shop) noticePaid(ctx context.Context, gw domain.PaymentGateway, p domai
 // provider that cannot be asked refuses the notice with ErrUnavailable (the provider resends;
 // the order's close at its expiry asks again, and after the close grace a resend takes the late
 // path, confirmed the same way). A record that says refunded or frozen raises an alert.
-func (s *Shop) confirmNotice(ctx context.Context, c domain.NoticeConfirmer, provider domain.Provider, p domain.Payment, n domain.ProviderNotice) error {
+func (s *core) confirmNotice(ctx context.Context, c domain.NoticeConfirmer, provider domain.Provider, p domain.Payment, n domain.ProviderNotice) error {
 	st, err := c.ConfirmPaid(ctx, p, n)
 	switch {
 	case errors.Is(err, domain.ErrUnavailable):
@@ -359,7 +355,7 @@ func (s *Shop) confirmNotice(ctx context.Context, c domain.NoticeConfirmer, prov
 // alertReversed raises the alert of a payment its provider has as paid and then refunded
 // (payment_refunded_at_provider) or frozen (payment_frozen_at_provider): the order is never
 // paid on it; an operator checks the provider's console.
-func (s *Shop) alertReversed(ctx context.Context, p domain.Payment, outcome domain.PaymentOutcome, what string) {
+func (s *core) alertReversed(ctx context.Context, p domain.Payment, outcome domain.PaymentOutcome, what string) {
 	kind := "payment_refunded_at_provider"
 	if outcome == domain.OutcomeFrozen {
 		kind = "payment_frozen_at_provider"
@@ -371,7 +367,7 @@ func (s *Shop) alertReversed(ctx context.Context, p domain.Payment, outcome doma
 // closeOtherPayments closes, at their providers, the order's payments still open elsewhere once
 // one provider paid it, so the buyer cannot pay twice through another channel; best effort (a
 // second payment that still arrives raises second_payment for a refund by hand).
-func (s *Shop) closeOtherPayments(ctx context.Context, no domain.OrderNo, paidAt domain.Provider) {
+func (s *core) closeOtherPayments(ctx context.Context, no domain.OrderNo, paidAt domain.Provider) {
 	ps, err := s.ledger.Payments().OfOrder(ctx, no)
 	if err != nil {
 		s.log.WarnContext(ctx, "other open payments not closed", "order_no", no, "err", err)
@@ -403,7 +399,7 @@ func paymentRef(p domain.Payment) string {
 
 // movePayment records a payment's new status when it is still in one of from; best effort
 // (the order's state is the truth, the payment's is what the provider last said).
-func (s *Shop) movePayment(ctx context.Context, p domain.Payment, to domain.PaymentStatus, from ...domain.PaymentStatus) {
+func (s *core) movePayment(ctx context.Context, p domain.Payment, to domain.PaymentStatus, from ...domain.PaymentStatus) {
 	cur, err := s.ledger.Payments().Payment(ctx, p.OrderNo, p.Provider)
 	if err != nil {
 		s.log.WarnContext(ctx, "payment status not recorded", "order_no", p.OrderNo, "provider", p.Provider, "err", err)
@@ -436,7 +432,7 @@ var errPaymentOpen = fmt.Errorf("an open payment could not be closed at its prov
 // order closes with an alert. A provider that cannot be reached keeps the close waiting (errPaymentOpen)
 // until Config.PaymentCloseGrace past the expiry; then the order closes with an alert, and a
 // payment that still arrives takes the late-payment path.
-func (s *Shop) settlePayments(ctx context.Context, o domain.Order) (paid bool, err error) {
+func (s *core) settlePayments(ctx context.Context, o domain.Order) (paid bool, err error) {
 	ps, err := s.ledger.Payments().OfOrder(ctx, o.No())
 	if err != nil {
 		return false, fmt.Errorf("load payments: %w", err)
@@ -470,7 +466,7 @@ func (s *Shop) settlePayments(ctx context.Context, o domain.Order) (paid bool, e
 			if st.ProviderRef != "" && p.ProviderRef == "" {
 				p.ProviderRef = st.ProviderRef
 			}
-			if _, err := s.ApplyPayment(ctx, domain.PaymentNotice{OrderNo: o.No(), Paid: true, Amount: st.Amount, PaymentRef: paymentRef(p)}); err != nil {
+			if _, err := s.applyPayment(ctx, domain.PaymentNotice{OrderNo: o.No(), Paid: true, Amount: st.Amount, PaymentRef: paymentRef(p)}); err != nil {
 				return false, err
 			}
 			s.movePayment(ctx, p, domain.PaymentPaid, domain.PaymentOpen)
@@ -503,7 +499,7 @@ func (s *Shop) settlePayments(ctx context.Context, o domain.Order) (paid bool, e
 }
 
 // waitForProvider keeps an order's close waiting for its provider, up to the grace.
-func (s *Shop) waitForProvider(ctx context.Context, o domain.Order, p domain.Payment, cause error) (bool, error) {
+func (s *core) waitForProvider(ctx context.Context, o domain.Order, p domain.Payment, cause error) (bool, error) {
 	if s.clock.Now().Before(o.ExpiresAt().Add(s.cfg.PaymentCloseGrace)) {
 		s.log.WarnContext(ctx, "order close waits for its payment provider", "order_no", o.No(), "provider", p.Provider, "err", cause)
 		return false, errPaymentOpen

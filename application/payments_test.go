@@ -103,13 +103,6 @@ func (g *scriptedGateway) Verify(_ context.Context, in domain.InboundRequest) (d
 	return out, nil
 }
 
-func (g *scriptedGateway) Reply(accepted bool) domain.Reply {
-	if accepted {
-		return domain.Reply{Status: 200, ContentType: "text/plain", Body: []byte("success")}
-	}
-	return domain.Reply{Status: 400, ContentType: "text/plain", Body: []byte("fail")}
-}
-
 func (g *scriptedGateway) Query(_ context.Context, p domain.Payment) (domain.PaymentState, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -215,7 +208,7 @@ func notice(o domain.Order, outcome string, amount domain.Money, currency string
 
 func mustCreatePayment(t *testing.T, f *fixture, o domain.Order, provider string) domain.Payment {
 	t.Helper()
-	p, _, err := f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: o.Buyer(), OrderNo: o.No(), Provider: domain.Provider(provider)})
+	p, _, err := f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{Buyer: o.Buyer(), OrderNo: o.No(), Provider: domain.Provider(provider)})
 	if err != nil {
 		t.Fatalf("create payment at %s: %v", provider, err)
 	}
@@ -229,36 +222,36 @@ func TestCreatePayment(t *testing.T) {
 	o := f.mustPlace(t, "alice", p.ID(), 2)
 
 	gw.set(func(g *scriptedGateway) { g.down = true })
-	_, _, err := f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: o.No(), Provider: "acme"})
+	_, _, err := f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: o.No(), Provider: "acme"})
 	is(t, "create while the provider is down", err, domain.ErrUnavailable)
-	if ps, _ := f.shop.Payments(f.ctx, o.No()); len(ps) != 0 {
+	if ps, _ := f.shop.Payments.OrderPayments(f.ctx, o.No()); len(ps) != 0 {
 		t.Fatalf("payments after a failed create: %+v", ps)
 	}
 	gw.set(func(g *scriptedGateway) { g.down = false })
 
-	first, created, err := f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: o.No(), Provider: "acme"})
+	first, created, err := f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: o.No(), Provider: "acme"})
 	if err != nil || !created || first.Status != domain.PaymentOpen || first.Amount != o.Amount() ||
 		first.Currency != f.cfg.Currency || first.PayURL == "" {
 		t.Fatalf("create = %+v, created %v, %v", first, created, err)
 	}
-	again, created, err := f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: o.No(), Provider: "acme"})
+	again, created, err := f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: o.No(), Provider: "acme"})
 	if err != nil || created || again.ProviderRef != first.ProviderRef {
 		t.Fatalf("create again = %+v, created %v, %v; want the same payment", again, created, err)
 	}
 	if n := gw.creates.Load(); n != 1 {
 		t.Fatalf("the provider saw %d creates, want 1", n)
 	}
-	_, _, err = f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "mallory", OrderNo: o.No(), Provider: "acme"})
+	_, _, err = f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{Buyer: "mallory", OrderNo: o.No(), Provider: "acme"})
 	is(t, "another buyer's order", err, domain.ErrOrderNotFound)
-	_, _, err = f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: o.No(), Provider: "nope"})
+	_, _, err = f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: o.No(), Provider: "nope"})
 	is(t, "an unknown provider", err, domain.ErrProviderUnknown)
 
 	closed := f.mustPlace(t, "bob", p.ID(), 1)
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if err := f.shop.CloseExpired(f.ctx, closed.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, closed.No()); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "bob", OrderNo: closed.No(), Provider: "acme"})
+	_, _, err = f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{Buyer: "bob", OrderNo: closed.No(), Provider: "acme"})
 	is(t, "a CLOSED order", err, domain.ErrOrderNotPayable)
 }
 
@@ -272,7 +265,7 @@ func TestConcurrentCreatesMakeOnePayment(t *testing.T) {
 	refs := make([]string, 10)
 	for i := range refs {
 		wg.Go(func() {
-			pay, _, err := f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: o.No(), Provider: "acme"})
+			pay, _, err := f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: o.No(), Provider: "acme"})
 			if err != nil {
 				t.Error(err)
 			}
@@ -280,7 +273,7 @@ func TestConcurrentCreatesMakeOnePayment(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ps, err := f.shop.Payments(f.ctx, o.No())
+	ps, err := f.shop.Payments.OrderPayments(f.ctx, o.No())
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("payments = %+v, %v; want one", ps, err)
 	}
@@ -302,9 +295,8 @@ func TestNotificationPaysTheOrderOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Go(func() {
-			reply, err := f.shop.HandleNotification(f.ctx, "acme", in, "203.0.113.9")
-			if err != nil || reply.Status != 200 || string(reply.Body) != "success" {
-				t.Errorf("notification = %d %q, %v", reply.Status, reply.Body, err)
+			if err := f.shop.Payments.HandleNotification(f.ctx, "acme", in, "203.0.113.9"); err != nil {
+				t.Errorf("notification refused: %v", err)
 			}
 		})
 	}
@@ -316,17 +308,17 @@ func TestNotificationPaysTheOrderOnce(t *testing.T) {
 	if ft := f.flowTypes(t, o.No()); ft[domain.FlowPay] != 1 {
 		t.Fatalf("flow %v, want one pay row", ft)
 	}
-	if ps, _ := f.shop.Payments(f.ctx, o.No()); len(ps) != 1 || ps[0].Status != domain.PaymentPaid {
+	if ps, _ := f.shop.Payments.OrderPayments(f.ctx, o.No()); len(ps) != 1 || ps[0].Status != domain.PaymentPaid {
 		t.Fatalf("payment %+v, want PAID", ps)
 	}
 	// A stale "failed" after the success changes nothing.
-	if _, err := f.shop.HandleNotification(f.ctx, "acme", notice(o, "failed", o.Amount(), "CNY"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(o, "failed", o.Amount(), "CNY"), ""); err != nil {
 		t.Fatalf("stale failure: %v", err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusPaid {
 		t.Fatalf("order %s after a stale failure, want PAID", got.Status())
 	}
-	recs, err := f.shop.Notifications(f.ctx, domain.NotificationQuery{OrderNo: o.No(), Limit: 100})
+	recs, err := f.shop.Payments.Notifications(f.ctx, domain.NotificationQuery{OrderNo: o.No(), Limit: 100})
 	if err != nil || len(recs) != 11 {
 		t.Fatalf("notification log = %d records, %v; want 11", len(recs), err)
 	}
@@ -373,10 +365,10 @@ func TestNotificationsThatMustNotPay(t *testing.T) {
 	}
 	for _, c := range cases {
 		before := f.alertCount(c.alert)
-		reply, err := f.shop.HandleNotification(f.ctx, c.provider, c.in, "")
+		err := f.shop.Payments.HandleNotification(f.ctx, c.provider, c.in, "")
 		is(t, c.name, err, c.want)
-		if reply.Status == 200 {
-			t.Fatalf("%s answered %d %q, want a refusal", c.name, reply.Status, reply.Body)
+		if err == nil {
+			t.Fatalf("%s accepted, want a refusal", c.name)
 		}
 		if c.alert != "" && f.alertCount(c.alert) != before+1 {
 			t.Fatalf("%s raised no %s alert", c.name, c.alert)
@@ -385,7 +377,7 @@ func TestNotificationsThatMustNotPay(t *testing.T) {
 			t.Fatalf("%s: order %s, want PENDING", c.name, got.Status())
 		}
 	}
-	recs, _ := f.shop.Notifications(f.ctx, domain.NotificationQuery{Limit: 100})
+	recs, _ := f.shop.Payments.Notifications(f.ctx, domain.NotificationQuery{Limit: 100})
 	if len(recs) != len(cases) {
 		t.Fatalf("log has %d records, want %d", len(recs), len(cases))
 	}
@@ -407,7 +399,7 @@ func TestExpiryAsksTheProviderFirst(t *testing.T) {
 	mustCreatePayment(t, f, o, "acme")
 	gw.set(func(g *scriptedGateway) { g.state[o.No()] = domain.OutcomePaid })
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if _, err := f.shop.Sweep(f.ctx); err != nil {
+	if _, err := f.shop.Sales.Sweep(f.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusPaid {
@@ -419,13 +411,13 @@ func TestExpiryAsksTheProviderFirst(t *testing.T) {
 	o2 := f.mustPlace(t, "bob", p.ID(), 1)
 	mustCreatePayment(t, f, o2, "acme")
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if err := f.shop.CloseExpired(f.ctx, o2.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, o2.No()); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.order(t, o2.No()); got.Status() != domain.StatusClosed || gw.closes.Load() != 1 {
 		t.Fatalf("order %s after %d closes, want CLOSED after one", got.Status(), gw.closes.Load())
 	}
-	if ps, _ := f.shop.Payments(f.ctx, o2.No()); ps[0].Status != domain.PaymentExpired {
+	if ps, _ := f.shop.Payments.OrderPayments(f.ctx, o2.No()); ps[0].Status != domain.PaymentExpired {
 		t.Fatalf("payment %s, want EXPIRED", ps[0].Status)
 	}
 	f.assertInvariants(t, p.ID())
@@ -443,8 +435,8 @@ func TestCloseWaitsForAnUnreachableProvider(t *testing.T) {
 	mustCreatePayment(t, f, o, "acme")
 	gw.set(func(g *scriptedGateway) { g.down = true })
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	is(t, "close while the provider is down", f.shop.CloseExpired(f.ctx, o.No()), domain.ErrUnavailable)
-	if _, err := f.shop.Sweep(f.ctx); err != nil {
+	is(t, "close while the provider is down", f.shop.Sales.CloseExpired(f.ctx, o.No()), domain.ErrUnavailable)
+	if _, err := f.shop.Sales.Sweep(f.ctx); err != nil {
 		t.Fatalf("sweep: %v (an order waiting for its provider must not stop the sweep)", err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusPending {
@@ -454,7 +446,7 @@ func TestCloseWaitsForAnUnreachableProvider(t *testing.T) {
 		t.Fatalf("the other order %s, want CLOSED by the sweep", got.Status())
 	}
 	gw.set(func(g *scriptedGateway) { g.down = false })
-	if err := f.shop.CloseExpired(f.ctx, o.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, o.No()); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusClosed {
@@ -467,7 +459,7 @@ func TestCloseWaitsForAnUnreachableProvider(t *testing.T) {
 	mustCreatePayment(t, f, o3, "acme")
 	gw.set(func(g *scriptedGateway) { g.down = true })
 	f.clock.Advance(f.cfg.OrderTimeout + f.cfg.PaymentCloseGrace + time.Second)
-	if err := f.shop.CloseExpired(f.ctx, o3.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, o3.No()); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.order(t, o3.No()); got.Status() != domain.StatusClosed || f.alertCount("payment_close_failed") != 1 {
@@ -486,10 +478,10 @@ func TestLateSuccessIsConfirmedWithTheProvider(t *testing.T) {
 	mustCreatePayment(t, f, o, "acme")
 	gw.set(func(g *scriptedGateway) { g.noClose = true }) // the provider cannot close: the order closes regardless
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if err := f.shop.CloseExpired(f.ctx, o.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, o.No()); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.shop.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), "")
+	err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), "")
 	if !errors.Is(err, domain.ErrInvalidInput) && err == nil {
 		t.Fatal("a success the provider does not confirm was accepted")
 	}
@@ -497,7 +489,7 @@ func TestLateSuccessIsConfirmedWithTheProvider(t *testing.T) {
 		t.Fatalf("order %s after an unconfirmed late success, want CLOSED", got.Status())
 	}
 	gw.set(func(g *scriptedGateway) { g.state[o.No()] = domain.OutcomePaid })
-	if _, err := f.shop.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
 		t.Fatalf("a confirmed late success: %v", err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusPaid {
@@ -518,16 +510,16 @@ func TestNoPayLinkForAnOrderThatMovedOn(t *testing.T) {
 	closed := f.mustPlace(t, "alice", p.ID(), 1)
 	mustCreatePayment(t, f, closed, "acme")
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if err := f.shop.CloseExpired(f.ctx, closed.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, closed.No()); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.order(t, closed.No()); got.Status() != domain.StatusClosed {
 		t.Fatalf("order %s, want CLOSED", got.Status())
 	}
-	if ps, _ := f.shop.Payments(f.ctx, closed.No()); len(ps) != 1 || ps[0].Status != domain.PaymentOpen {
+	if ps, _ := f.shop.Payments.OrderPayments(f.ctx, closed.No()); len(ps) != 1 || ps[0].Status != domain.PaymentOpen {
 		t.Fatalf("payments %+v: want the one the provider could not close, OPEN", ps)
 	}
-	_, _, err := f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: closed.No(), Provider: "acme"})
+	_, _, err := f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{Buyer: "alice", OrderNo: closed.No(), Provider: "acme"})
 	is(t, "the open payment of a CLOSED order", err, domain.ErrOrderNotPayable)
 
 	paid := f.mustPlace(t, "bob", p.ID(), 1)
@@ -535,13 +527,13 @@ func TestNoPayLinkForAnOrderThatMovedOn(t *testing.T) {
 	mustCreatePayment(t, f, paid, "other")
 	b, _ := json.Marshal(scriptedNotice{OrderNo: string(paid.No()), Ref: "other-" + string(paid.No()), Event: "evt-paid",
 		Outcome: "paid", Amount: int64(paid.Amount()), Currency: "CNY"})
-	if _, err := f.shop.HandleNotification(f.ctx, "other", domain.InboundRequest{Method: "POST",
+	if err := f.shop.Payments.HandleNotification(f.ctx, "other", domain.InboundRequest{Method: "POST",
 		Header: map[string][]string{"X-Test-Sig": {"ok"}}, Body: b}, ""); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "bob", OrderNo: paid.No(), Provider: "acme"})
+	_, _, err = f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{Buyer: "bob", OrderNo: paid.No(), Provider: "acme"})
 	is(t, "the open payment of an order paid elsewhere", err, domain.ErrOrderNotPayable)
-	got, created, err := f.shop.CreatePayment(f.ctx, application.NewPayment{Buyer: "bob", OrderNo: paid.No(), Provider: "other"})
+	got, created, err := f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{Buyer: "bob", OrderNo: paid.No(), Provider: "other"})
 	if err != nil || created || got.Status != domain.PaymentPaid {
 		t.Fatalf("the paid payment asked again = %+v, created %v, %v; want it, PAID", got, created, err)
 	}
@@ -557,13 +549,13 @@ func TestPaymentAtOneProviderClosesTheOthers(t *testing.T) {
 	o := f.mustPlace(t, "alice", p.ID(), 1)
 	mustCreatePayment(t, f, o, "acme")
 	mustCreatePayment(t, f, o, "other")
-	if _, err := f.shop.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
 		t.Fatal(err)
 	}
 	if other.closes.Load() != 1 {
 		t.Fatalf("the other provider saw %d closes, want 1", other.closes.Load())
 	}
-	ps, _ := f.shop.Payments(f.ctx, o.No())
+	ps, _ := f.shop.Payments.OrderPayments(f.ctx, o.No())
 	got := map[domain.Provider]domain.PaymentStatus{}
 	for _, pay := range ps {
 		got[pay.Provider] = pay.Status

@@ -25,6 +25,10 @@ type PlacedOrder struct {
 	Replayed bool
 }
 
+// Currency is the shop's currency: every price, order and payment is an amount of its minor
+// unit.
+func (s *Sales) Currency() domain.Currency { return s.cfg.Currency }
+
 // PlaceOrder validates the request, claims the idempotency key and reserves the stock at the
 // gate in one step, then writes the PENDING order and its reserve flow row in one transaction
 // and schedules its timeout. If the ledger write fails, the reservation is cancelled before
@@ -42,7 +46,7 @@ type PlacedOrder struct {
 // Errors: ErrInvalidIdempotencyKey, ErrInvalidInput, ErrProductNotFound, ErrQtyOutOfRange,
 // ErrSoldOut, ErrProductFrozen, ErrBuyerLimit, ErrBuyerHoldingLimit, ErrSaleNotStarted,
 // ErrSaleEnded, ErrGateNotReady, ErrIdempotencyMismatch, ErrRequestInProgress, ErrUnavailable.
-func (s *Shop) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, error) {
+func (s *Sales) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, error) {
 	key, err := domain.ParseIdempotencyKey(cmd.IdempotencyKey)
 	if err != nil {
 		return PlacedOrder{}, err
@@ -77,7 +81,7 @@ func (s *Shop) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, err
 // Config.SaleStartMargin before the product's sale starts: the pre-start storm then costs no
 // gate round trip. Within the margin (and after the start) the gate decides, by its own clock,
 // so instances whose clocks disagree by less than the margin still agree on the start.
-func (s *Shop) clearlyBeforeStart(p domain.Product) error {
+func (s *core) clearlyBeforeStart(p domain.Product) error {
 	starts := p.Sale().StartsAt
 	if starts.IsZero() || s.cfg.SaleStartMargin <= 0 {
 		return nil
@@ -88,7 +92,7 @@ func (s *Shop) clearlyBeforeStart(p domain.Product) error {
 	return nil
 }
 
-func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, key domain.IdempotencyKey) (PlacedOrder, error) {
+func (s *Sales) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, key domain.IdempotencyKey) (PlacedOrder, error) {
 	now := s.clock.Now()
 	order, err := domain.NewOrder(domain.NewOrderNo(now, cmd.Buyer, rand.Uint64()), cmd.Buyer, p, cmd.Qty, key, now, s.cfg.OrderTimeout)
 	if err != nil {
@@ -171,7 +175,7 @@ func (s *Shop) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, 
 
 // replay answers a repeated submission with the original order, waiting a little for it to be
 // written when the original request is still running.
-func (s *Shop) replay(ctx context.Context, no domain.OrderNo, buyer domain.BuyerID, fingerprint string) (PlacedOrder, error) {
+func (s *core) replay(ctx context.Context, no domain.OrderNo, buyer domain.BuyerID, fingerprint string) (PlacedOrder, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, s.cfg.ReplayWait)
 	defer cancel()
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
@@ -198,7 +202,7 @@ func (s *Shop) replay(ctx context.Context, no domain.OrderNo, buyer domain.Buyer
 // same key and another body may hold a fresh claim for a moment (until its order fails to be
 // written as a duplicate and its reservation is given back); a re-send of the original request
 // meanwhile is still answered with its order. Only this rare path reads the ledger.
-func (s *Shop) mismatch(ctx context.Context, buyer domain.BuyerID, key domain.IdempotencyKey, fingerprint string) (PlacedOrder, error) {
+func (s *core) mismatch(ctx context.Context, buyer domain.BuyerID, key domain.IdempotencyKey, fingerprint string) (PlacedOrder, error) {
 	o, err := s.ledger.Orders().OrderByKey(ctx, buyer, key)
 	if err == nil && o.Fingerprint() == fingerprint {
 		return PlacedOrder{Order: o, Replayed: true}, nil
@@ -206,7 +210,7 @@ func (s *Shop) mismatch(ctx context.Context, buyer domain.BuyerID, key domain.Id
 	return PlacedOrder{}, domain.ErrIdempotencyMismatch
 }
 
-func (s *Shop) replayFromLedger(ctx context.Context, buyer domain.BuyerID, key domain.IdempotencyKey, fingerprint string) (PlacedOrder, error) {
+func (s *core) replayFromLedger(ctx context.Context, buyer domain.BuyerID, key domain.IdempotencyKey, fingerprint string) (PlacedOrder, error) {
 	o, err := s.ledger.Orders().OrderByKey(ctx, buyer, key)
 	if err != nil {
 		return PlacedOrder{}, fmt.Errorf("load original order: %w", err)
@@ -221,7 +225,7 @@ func (s *Shop) replayFromLedger(ctx context.Context, buyer domain.BuyerID, key d
 // retrying briefly while the ledger is unreachable. known is false when it could not tell.
 // The read-back ends by the request's deadline when it has one (a stalled database must not
 // keep the buyer past it: unknown keeps the units held, and the orphan sweep settles them).
-func (s *Shop) orderStored(ctx context.Context, no domain.OrderNo) (stored, known bool) {
+func (s *core) orderStored(ctx context.Context, no domain.OrderNo) (stored, known bool) {
 	ctx, cancel := withinDeadline(ctx)
 	defer cancel()
 	for i := 0; i < 5 && ctx.Err() == nil; i++ {

@@ -10,7 +10,7 @@ import (
 
 func (f *fixture) createTiered(t *testing.T, tiers []domain.PriceTier, codes int) domain.Product {
 	t.Helper()
-	p, err := f.shop.CreateProduct(f.ctx, application.NewProduct{Name: "wholesale", Price: 1000, MaxPerOrder: 50, Tiers: tiers})
+	p, err := f.shop.Catalogue.CreateProduct(f.ctx, application.NewProduct{Name: "wholesale", Price: 1000, MaxPerOrder: 50, Tiers: tiers})
 	if err != nil {
 		t.Fatalf("create product: %v", err)
 	}
@@ -37,7 +37,7 @@ func TestOrderPriceIsFixedAtPlacement(t *testing.T) {
 	}
 
 	price, tiers := domain.Money(1500), []domain.PriceTier{{MinQty: 5, UnitPrice: 1400}}
-	if _, err := f.shop.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{Price: &price, Tiers: &tiers}); err != nil {
+	if _, err := f.shop.Catalogue.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{Price: &price, Tiers: &tiers}); err != nil {
 		t.Fatal(err)
 	}
 	if stored := f.order(t, o.No()); stored.Record() != o.Record() {
@@ -68,7 +68,7 @@ func TestAnotherInstanceSeesAPriceChangeWithinTheCacheTTL(t *testing.T) {
 	}
 	placeOther := func(buyer domain.BuyerID) domain.Order {
 		t.Helper()
-		res, err := other.PlaceOrder(f.ctx, application.PlaceOrder{Buyer: buyer, Product: p.ID(), Qty: 1, IdempotencyKey: f.newKey()})
+		res, err := other.Sales.PlaceOrder(f.ctx, application.PlaceOrder{Buyer: buyer, Product: p.ID(), Qty: 1, IdempotencyKey: f.newKey()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestAnotherInstanceSeesAPriceChangeWithinTheCacheTTL(t *testing.T) {
 		t.Fatalf("unit price %d, want 1000", o.UnitPrice())
 	}
 	price := domain.Money(1200)
-	if _, err := f.shop.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{Price: &price}); err != nil {
+	if _, err := f.shop.Catalogue.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{Price: &price}); err != nil {
 		t.Fatal(err)
 	}
 	ttl := other.Config().ProductCacheTTL
@@ -98,7 +98,7 @@ func TestAnotherInstanceSeesAPriceChangeWithinTheCacheTTL(t *testing.T) {
 func TestUpdateProductRefusesBadChanges(t *testing.T) {
 	f := newFixture(t)
 	p := f.createTiered(t, []domain.PriceTier{{MinQty: 5, UnitPrice: 900}}, 1)
-	before, _ := f.shop.Product(f.ctx, p.ID())
+	before, _ := f.shop.Catalogue.Product(f.ctx, p.ID())
 	low, one, bad, display := domain.Money(800), 4, []domain.PriceTier{{MinQty: 1, UnitPrice: 900}}, domain.StockDisplay("maybe")
 	for name, patch := range map[string]application.ProductPatch{
 		"price below a tier": {Price: &low},
@@ -106,19 +106,19 @@ func TestUpdateProductRefusesBadChanges(t *testing.T) {
 		"tier at 1":          {Tiers: &bad},
 		"unknown display":    {StockDisplay: &display},
 	} {
-		if _, err := f.shop.UpdateProduct(f.ctx, p.ID(), patch); !errors.Is(err, domain.ErrInvalidInput) {
+		if _, err := f.shop.Catalogue.UpdateProduct(f.ctx, p.ID(), patch); !errors.Is(err, domain.ErrInvalidInput) {
 			t.Errorf("%s: err = %v, want ErrInvalidInput", name, err)
 		}
 	}
-	after, _ := f.shop.Product(f.ctx, p.ID())
+	after, _ := f.shop.Catalogue.Product(f.ctx, p.ID())
 	if after.Price() != before.Price() || after.MaxPerOrder() != before.MaxPerOrder() || len(after.Tiers()) != 1 {
 		t.Fatalf("a refused change changed the product: %+v", after.Record())
 	}
-	if _, err := f.shop.UpdateProduct(f.ctx, 987654, application.ProductPatch{Price: &low}); !errors.Is(err, domain.ErrProductNotFound) {
+	if _, err := f.shop.Catalogue.UpdateProduct(f.ctx, 987654, application.ProductPatch{Price: &low}); !errors.Is(err, domain.ErrProductNotFound) {
 		t.Fatalf("unknown product: err = %v, want ErrProductNotFound", err)
 	}
 	none := []domain.PriceTier{}
-	q, err := f.shop.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{Tiers: &none, Price: &low})
+	q, err := f.shop.Catalogue.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{Tiers: &none, Price: &low})
 	if err != nil || q.Tiers() != nil || q.Price() != 800 {
 		t.Fatalf("removing the tiers: %+v, %v", q.Record(), err)
 	}

@@ -32,7 +32,7 @@ type NewProduct struct {
 // CreateProduct stores a product and initialises its gate at zero stock.
 //
 // Errors: ErrInvalidInput, ErrProductExists, ErrUnavailable.
-func (s *Shop) CreateProduct(ctx context.Context, cmd NewProduct) (domain.Product, error) {
+func (s *Catalogue) CreateProduct(ctx context.Context, cmd NewProduct) (domain.Product, error) {
 	// To the microsecond, as the ledger keeps it: the answer shows what every later read shows.
 	p, err := domain.NewProduct(cmd.ID, cmd.Name, cmd.Price, cmd.MaxPerOrder, s.clock.Now().Truncate(time.Microsecond))
 	if err != nil {
@@ -61,7 +61,7 @@ func (s *Shop) CreateProduct(ctx context.Context, cmd NewProduct) (domain.Produc
 // Product returns a product as the catalogue has it.
 //
 // Errors: ErrProductNotFound, ErrUnavailable.
-func (s *Shop) Product(ctx context.Context, id domain.ProductID) (domain.Product, error) {
+func (s *Catalogue) Product(ctx context.Context, id domain.ProductID) (domain.Product, error) {
 	return s.ledger.Products().Product(ctx, id)
 }
 
@@ -95,7 +95,7 @@ func (p ProductPatch) touchesRules() bool {
 // public catalogue shows them after its next ledger refresh (Catalogue).
 //
 // Errors: ErrInvalidInput, ErrProductNotFound, ErrUnavailable.
-func (s *Shop) UpdateProduct(ctx context.Context, id domain.ProductID, patch ProductPatch) (domain.Product, error) {
+func (s *Catalogue) UpdateProduct(ctx context.Context, id domain.ProductID, patch ProductPatch) (domain.Product, error) {
 	p, err := s.ledger.Products().Product(ctx, id)
 	if err != nil {
 		return domain.Product{}, err
@@ -157,23 +157,23 @@ func (s *Shop) UpdateProduct(ctx context.Context, id domain.ProductID, patch Pro
 // every buyer's holding count (the gate keeps no counts without a limit, refunded orders count
 // or not by the setting, and a retried change must find them right too); other changes only
 // replace the rules. A rebuild in progress refuses (ErrGateRebuilding): send the change again.
-func (s *Shop) applyRules(ctx context.Context, p domain.Product, patch ProductPatch) error {
+func (s *stock) applyRules(ctx context.Context, p domain.Product, patch ProductPatch) error {
 	limited := p.Sale().BuyerLimit > 0
 	if limited && (patch.BuyerLimit != nil || patch.RefundReleasesLimit != nil) {
-		return s.RebuildGate(ctx, p)
+		return s.rebuildGate(ctx, p)
 	}
 	return s.gate.SetRules(ctx, p.ID(), p.Sale())
 }
 
 // Products lists the catalogue.
-func (s *Shop) Products(ctx context.Context) ([]domain.Product, error) {
+func (s *Catalogue) Products(ctx context.Context) ([]domain.Product, error) {
 	return s.ledger.Products().Products(ctx)
 }
 
 // FreezeProduct stops sales of a product (ledger and gate).
 //
 // Errors: ErrProductNotFound, ErrUnavailable.
-func (s *Shop) FreezeProduct(ctx context.Context, id domain.ProductID, reason string) error {
+func (s *Catalogue) FreezeProduct(ctx context.Context, id domain.ProductID, reason string) error {
 	if reason == "" {
 		reason = "frozen by operator"
 	}
@@ -183,11 +183,11 @@ func (s *Shop) FreezeProduct(ctx context.Context, id domain.ProductID, reason st
 // UnfreezeProduct resumes sales of a product.
 //
 // Errors: ErrProductNotFound, ErrUnavailable.
-func (s *Shop) UnfreezeProduct(ctx context.Context, id domain.ProductID) error {
+func (s *Catalogue) UnfreezeProduct(ctx context.Context, id domain.ProductID) error {
 	return s.setFrozen(ctx, id, false, "")
 }
 
-func (s *Shop) setFrozen(ctx context.Context, id domain.ProductID, frozen bool, reason string) error {
+func (s *stock) setFrozen(ctx context.Context, id domain.ProductID, frozen bool, reason string) error {
 	defer s.invalidateCatalogue()
 	if err := s.ledger.Products().SetFrozen(ctx, id, frozen, reason); err != nil {
 		return fmt.Errorf("store sale state: %w", err)
@@ -290,7 +290,7 @@ const maxImportLine = 64 << 10
 // names the last of them, and the read error is returned with the report.
 //
 // Errors: ErrProductNotFound, ErrUnavailable, r's error (the report says what was imported).
-func (s *Shop) ImportCodes(ctx context.Context, id domain.ProductID, r io.Reader) (ImportReport, error) {
+func (s *Catalogue) ImportCodes(ctx context.Context, id domain.ProductID, r io.Reader) (ImportReport, error) {
 	if _, err := s.ledger.Products().Product(ctx, id); err != nil {
 		return ImportReport{}, fmt.Errorf("import codes: %w", err)
 	}
@@ -463,7 +463,7 @@ func (b *importBatchState) merge(rep *ImportReport, added int) {
 
 // importBatch commits the batch's codes (a stock-in flow row and the gate change with them)
 // and merges its report into rep. A batch that fails leaves rep as it was.
-func (s *Shop) importBatch(ctx context.Context, id domain.ProductID, b *importBatchState, rep *ImportReport) error {
+func (s *stock) importBatch(ctx context.Context, id domain.ProductID, b *importBatchState, rep *ImportReport) error {
 	if len(b.codes) == 0 {
 		b.merge(rep, 0)
 		return nil
@@ -504,6 +504,7 @@ func (s *Shop) importBatch(ctx context.Context, id domain.ProductID, b *importBa
 			b.outcome(b.lines[i], SkipDuplicate, "already in this product (an earlier line or an earlier import)")
 		case domain.ImportInPool:
 			b.outcome(b.lines[i], SkipInPool, "already in another product's pool")
+		default: // added: counted in res.Added
 		}
 	}
 	b.merge(rep, res.Added)
@@ -518,7 +519,7 @@ func (s *Shop) importBatch(ctx context.Context, id domain.ProductID, b *importBa
 // an empty pool.
 //
 // Errors: ErrProductNotFound, ErrUnavailable.
-func (s *Shop) CardCounts(ctx context.Context, id domain.ProductID) (domain.CardCounts, error) {
+func (s *Catalogue) CardCounts(ctx context.Context, id domain.ProductID) (domain.CardCounts, error) {
 	if _, err := s.ledger.Products().Product(ctx, id); err != nil {
 		return nil, err
 	}
@@ -535,7 +536,7 @@ func (s *Shop) CardCounts(ctx context.Context, id domain.ProductID) (domain.Card
 // the same numbers with every other side's.
 //
 // Errors: ErrUnavailable.
-func (s *Shop) StockLevels(ctx context.Context, ids ...domain.ProductID) (map[domain.ProductID]domain.GateLevels, error) {
+func (s *Catalogue) StockLevels(ctx context.Context, ids ...domain.ProductID) (map[domain.ProductID]domain.GateLevels, error) {
 	levels, err := s.gate.LevelsMany(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("stock levels: %w", err)

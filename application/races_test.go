@@ -36,7 +36,7 @@ func TestConcurrentLatePaymentsOfOneOrder(t *testing.T) {
 		placed[i] = f.mustPlace(t, domain.BuyerID(fmt.Sprintf("late-%02d", i)), p.ID(), qty)
 	}
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if _, err := f.shop.Sweep(f.ctx); err != nil {
+	if _, err := f.shop.Sales.Sweep(f.ctx); err != nil {
 		t.Fatalf("sweep: %v", err)
 	}
 	for _, o := range placed {
@@ -53,7 +53,7 @@ func TestConcurrentLatePaymentsOfOneOrder(t *testing.T) {
 		for range resends {
 			wg.Go(func() {
 				<-start
-				got, err := f.shop.HandlePaymentCallback(f.ctx, cb)
+				got, err := f.shop.Payments.HandlePaymentCallback(f.ctx, cb)
 				switch {
 				case errors.Is(err, domain.ErrUnavailable):
 					unavailable.Add(1) // waited for the holder too long: the provider retries
@@ -105,7 +105,7 @@ func TestConcurrentFulfilOfOneOrder(t *testing.T) {
 	p := f.createProduct(t, 2, 2)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if err := f.shop.CloseExpired(f.ctx, o.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, o.No()); err != nil {
 		t.Fatal(err)
 	}
 	other := f.mustPlace(t, "bob", p.ID(), 2) // takes the stock back
@@ -122,7 +122,7 @@ func TestConcurrentFulfilOfOneOrder(t *testing.T) {
 	for range operators {
 		wg.Go(func() {
 			<-start
-			got, err := f.shop.FulfilOrder(f.ctx, o.No())
+			got, err := f.shop.Sales.FulfilOrder(f.ctx, o.No())
 			switch {
 			case err == nil && got.Status() == domain.StatusPaid:
 				fulfilled.Add(1)
@@ -150,16 +150,16 @@ func TestFulfilOfFrozenProduct(t *testing.T) {
 	p := f.createProduct(t, 1, 1)
 	o := f.mustPlace(t, "alice", p.ID(), 1)
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if err := f.shop.CloseExpired(f.ctx, o.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, o.No()); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.shop.FreezeProduct(f.ctx, p.ID(), "audit"); err != nil {
+	if err := f.shop.Catalogue.FreezeProduct(f.ctx, p.ID(), "audit"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := f.pay(t, o.No()); err != nil || got.Status() != domain.StatusUnfulfilled {
 		t.Fatalf("late payment of a frozen product = %s, %v; want UNFULFILLED", got.Status(), err)
 	}
-	_, err := f.shop.FulfilOrder(f.ctx, o.No())
+	_, err := f.shop.Sales.FulfilOrder(f.ctx, o.No())
 	is(t, "fulfil of a frozen product", err, domain.ErrProductFrozen)
 	f.assertInvariants(t, p.ID())
 }
@@ -172,11 +172,11 @@ func TestSecondPaymentAfterOneWithoutReference(t *testing.T) {
 	o := f.mustPlace(t, "alice", p.ID(), 1)
 	first := paidNotice(o)
 	first.PaymentRef = ""
-	if got, err := f.shop.ApplyPayment(f.ctx, first); err != nil || got.Status() != domain.StatusPaid {
+	if got, err := f.shop.Payments.ApplyPayment(f.ctx, first); err != nil || got.Status() != domain.StatusPaid {
 		t.Fatalf("first payment = %s, %v", got.Status(), err)
 	}
 	again := first
-	if _, err := f.shop.ApplyPayment(f.ctx, again); err != nil {
+	if _, err := f.shop.Payments.ApplyPayment(f.ctx, again); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.alertCount("second_payment"); n != 0 {
@@ -184,7 +184,7 @@ func TestSecondPaymentAfterOneWithoutReference(t *testing.T) {
 	}
 	second := first
 	second.PaymentRef = "pay-2"
-	if _, err := f.shop.ApplyPayment(f.ctx, second); err != nil {
+	if _, err := f.shop.Payments.ApplyPayment(f.ctx, second); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.alertCount("second_payment"); n != 1 {
@@ -201,7 +201,7 @@ func TestRepairBetweenReservationAndOrder(t *testing.T) {
 	f = newFixture(t, withGate(func(g *memory.Gate) domain.StockGate {
 		return &hookGate{Gate: g, afterReserve: func(r domain.Reservation) {
 			if repairOnce.CompareAndSwap(false, true) {
-				if _, err := f.shop.Reconcile(f.ctx, r.Product, true); err != nil {
+				if _, err := f.shop.Catalogue.Reconcile(f.ctx, r.Product, true); err != nil {
 					t.Errorf("repair: %v", err)
 				}
 			}
@@ -233,7 +233,7 @@ func TestRepairKeepsAFreezeThatLandsDuringIt(t *testing.T) {
 	f = newFixture(t, withGate(func(g *memory.Gate) domain.StockGate {
 		return &hookGate{Gate: g, beforeFinish: func(p domain.ProductID) {
 			if armed.Load() && froze.CompareAndSwap(false, true) {
-				if err := f.shop.FreezeProduct(f.ctx, p, "operator"); err != nil {
+				if err := f.shop.Catalogue.FreezeProduct(f.ctx, p, "operator"); err != nil {
 					t.Errorf("freeze: %v", err)
 				}
 			}
@@ -241,7 +241,7 @@ func TestRepairKeepsAFreezeThatLandsDuringIt(t *testing.T) {
 	}))
 	p := f.createProduct(t, 1, 5)
 	armed.Store(true)
-	if _, err := f.shop.Reconcile(f.ctx, p.ID(), true); err != nil {
+	if _, err := f.shop.Catalogue.Reconcile(f.ctx, p.ID(), true); err != nil {
 		t.Fatalf("repair: %v", err)
 	}
 	if !froze.Load() {
@@ -274,14 +274,14 @@ func TestRepairsDuringASale(t *testing.T) {
 						mine = append(mine, pl.Order)
 					}
 				case op < 6 && len(mine) > 0:
-					_, _ = f.shop.ApplyPayment(f.ctx, paidNotice(mine[rng.IntN(len(mine))]))
+					_, _ = f.shop.Payments.ApplyPayment(f.ctx, paidNotice(mine[rng.IntN(len(mine))]))
 				case op < 7 && len(mine) > 0:
 					o := mine[rng.IntN(len(mine))]
-					_, _ = f.shop.ApplyPayment(f.ctx, domain.PaymentNotice{OrderNo: o.No(), Paid: false, Reason: "declined"})
+					_, _ = f.shop.Payments.ApplyPayment(f.ctx, domain.PaymentNotice{OrderNo: o.No(), Paid: false, Reason: "declined"})
 				case op < 8 && len(mine) > 0:
-					_, _ = f.shop.RefundOrder(f.ctx, refundOf(mine[rng.IntN(len(mine))].No(), rng.IntN(2) == 0))
+					_, _ = f.shop.Payments.RefundOrder(f.ctx, refundOf(mine[rng.IntN(len(mine))].No(), rng.IntN(2) == 0))
 				default:
-					if _, err := f.shop.Reconcile(f.ctx, p.ID(), true); err != nil && !errors.Is(err, domain.ErrUnavailable) {
+					if _, err := f.shop.Catalogue.Reconcile(f.ctx, p.ID(), true); err != nil && !errors.Is(err, domain.ErrUnavailable) {
 						t.Errorf("repair: %v", err)
 					}
 				}
@@ -298,7 +298,7 @@ func TestRepairsDuringASale(t *testing.T) {
 			case <-done:
 				return
 			default:
-				_, _ = f.shop.RelayOutbox(f.ctx)
+				_, _ = f.shop.Relay.RelayOutbox(f.ctx)
 			}
 		}
 	}()
@@ -345,7 +345,7 @@ func TestOrphanSweepReturnsADeadLatePayment(t *testing.T) {
 	p := f.createProduct(t, 2, 4)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if err := f.shop.CloseExpired(f.ctx, o.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, o.No()); err != nil {
 		t.Fatal(err)
 	}
 	dead := domain.Reservation{Product: p.ID(), Buyer: o.Buyer(), Qty: 2, OrderNo: o.No(), KeyTTL: 24 * time.Hour,
@@ -361,11 +361,11 @@ func TestOrphanSweepReturnsADeadLatePayment(t *testing.T) {
 	if lv := f.levels(t, p.ID()); lv.Stock != 2 || lv.Sold != 2 {
 		t.Fatalf("gate %+v while the dead attempt holds 2, want stock 2, sold 2", lv)
 	}
-	if n, err := f.shop.SweepOrphans(f.ctx); err != nil || n != 0 {
+	if n, err := f.shop.Sales.SweepOrphans(f.ctx); err != nil || n != 0 {
 		t.Fatalf("a sweep before OrphanAfter released %d, %v; want 0", n, err)
 	}
 	f.clock.Advance(f.cfg.OrphanAfter + time.Second)
-	if n, err := f.shop.SweepOrphans(f.ctx); err != nil || n != 1 {
+	if n, err := f.shop.Sales.SweepOrphans(f.ctx); err != nil || n != 1 {
 		t.Fatalf("SweepOrphans = %d, %v; want the dead late reservation released", n, err)
 	}
 	if f.alertCount("orphan_reservation_released") != 1 {
@@ -378,7 +378,7 @@ func TestOrphanSweepReturnsADeadLatePayment(t *testing.T) {
 	f.assertInvariants(t, p.ID())
 	// The paid order's late hold is no orphan: a later sweep leaves its units with the order.
 	f.clock.Advance(f.cfg.OrphanAfter + time.Second)
-	if n, err := f.shop.SweepOrphans(f.ctx); err != nil || n != 0 {
+	if n, err := f.shop.Sales.SweepOrphans(f.ctx); err != nil || n != 0 {
 		t.Fatalf("a sweep after the payment released %d, %v; want 0", n, err)
 	}
 	f.assertInvariants(t, p.ID())

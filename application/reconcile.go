@@ -40,7 +40,11 @@ func (r Reconciliation) OK() bool { return r.Differences == 0 }
 // ErrUnavailable while one fails), and the report describes the repaired state.
 //
 // Errors: ErrProductNotFound, ErrUnavailable.
-func (s *Shop) Reconcile(ctx context.Context, id domain.ProductID, repair bool) (Reconciliation, error) {
+func (s *Catalogue) Reconcile(ctx context.Context, id domain.ProductID, repair bool) (Reconciliation, error) {
+	return s.reconcileID(ctx, id, repair)
+}
+
+func (s *stock) reconcileID(ctx context.Context, id domain.ProductID, repair bool) (Reconciliation, error) {
 	p, err := s.ledger.Products().Product(ctx, id)
 	if err != nil {
 		return Reconciliation{}, fmt.Errorf("reconcile: %w", err)
@@ -49,7 +53,7 @@ func (s *Shop) Reconcile(ctx context.Context, id domain.ProductID, repair bool) 
 		if err := s.drainGateChanges(ctx); err != nil {
 			return Reconciliation{}, fmt.Errorf("drain outbox before repair: %w", err)
 		}
-		if err := s.RebuildGate(ctx, p); err != nil {
+		if err := s.rebuildGate(ctx, p); err != nil {
 			return Reconciliation{}, err
 		}
 	}
@@ -60,7 +64,7 @@ func (s *Shop) Reconcile(ctx context.Context, id domain.ProductID, repair bool) 
 
 // reconcile reads p's numbers from every side; p is the catalogue's product Reconcile read
 // (a repair changes the gate, never the product).
-func (s *Shop) reconcile(ctx context.Context, p domain.Product) (Reconciliation, error) {
+func (s *stock) reconcile(ctx context.Context, p domain.Product) (Reconciliation, error) {
 	id := p.ID()
 	rep := Reconciliation{Product: id, Cards: map[string]int64{}, Orders: map[string]domain.StatusTotal{}}
 	var err error
@@ -149,7 +153,7 @@ func (s *Shop) reconcile(ctx context.Context, p domain.Product) (Reconciliation,
 // EnsureGates initialises, from the ledger, the gate of every product the gate does not know
 // (a fresh Redis, or one that lost its keys), and reports how many it rebuilt. Products the
 // gate knows are left alone. It runs at start.
-func (s *Shop) EnsureGates(ctx context.Context) (int, error) {
+func (s *Catalogue) EnsureGates(ctx context.Context) (int, error) {
 	products, err := s.ledger.Products().Products(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("ensure gates: %w", err)

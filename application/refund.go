@@ -58,7 +58,11 @@ type MoneyRefund struct {
 //
 // Errors: ErrInvalidInput (Void and Recycle, a reason over domain.MaxRefundNote characters),
 // ErrOrderNotFound, ErrInvalidTransition, ErrRefundRefused, ErrUnavailable.
-func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error) {
+func (s *Payments) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error) {
+	return s.refundOrder(ctx, cmd)
+}
+
+func (s *core) refundOrder(ctx context.Context, cmd Refund) (RefundResult, error) {
 	if cmd.Void && cmd.Recycle {
 		return RefundResult{}, domain.Invalid("recycle", "void and recycle cannot both be asked for")
 	}
@@ -97,7 +101,7 @@ func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error
 	if errors.Is(err, errPaidMeanwhile) {
 		// A late payment made the order refundable after the first read: its money first. Once
 		// PAID or UNFULFILLED an order never goes back, so this happens once.
-		return s.RefundOrder(ctx, cmd)
+		return s.refundOrder(ctx, cmd)
 	}
 	out.Money = money
 	return out, err
@@ -108,7 +112,7 @@ func (s *Shop) RefundOrder(ctx context.Context, cmd Refund) (RefundResult, error
 var errPaidMeanwhile = errors.New("the order was paid while the refund looked at it")
 
 // refunded answers a refund of an order already REFUNDED with what its refund did.
-func (s *Shop) refunded(ctx context.Context, o domain.Order) (RefundResult, error) {
+func (s *core) refunded(ctx context.Context, o domain.Order) (RefundResult, error) {
 	rows, err := s.ledger.Flows().Entries(ctx, string(o.No()))
 	if err != nil {
 		return RefundResult{}, fmt.Errorf("load flow of order %s: %w", o.No(), err)
@@ -120,6 +124,7 @@ func (s *Shop) refunded(ctx context.Context, o domain.Order) (RefundResult, erro
 			out.Recycled += int(e.Qty)
 		case domain.FlowRefundVoid:
 			out.Voided += int(e.Qty)
+		default: // other flows: not a refund's
 		}
 	}
 	return out, nil
@@ -127,12 +132,12 @@ func (s *Shop) refunded(ctx context.Context, o domain.Order) (RefundResult, erro
 
 // refundReleasesLimit reports the product's setting; a product that cannot be read keeps the
 // units counted (the stricter choice: a rebuild from the ledger settles it either way).
-func (s *Shop) refundReleasesLimit(ctx context.Context, id domain.ProductID) bool {
+func (s *core) refundReleasesLimit(ctx context.Context, id domain.ProductID) bool {
 	p, err := s.product(ctx, id)
 	return err == nil && p.RefundReleasesLimit()
 }
 
-func (s *Shop) refund(ctx context.Context, o domain.Order, cmd Refund) (RefundResult, error) {
+func (s *core) refund(ctx context.Context, o domain.Order, cmd Refund) (RefundResult, error) {
 	now := s.clock.Now()
 	from := o.Status()
 	reason := cmd.Reason

@@ -11,36 +11,18 @@ import (
 )
 
 // refundMoney returns an order's money through the provider that took it, before its codes are
-// released. The order's payment at that provider moves PAID (or REFUND_FAILED) → REFUNDING,
-// with a refund number and the operator's decision about the codes (cmd's Void, Recycle and
-// Reason): every attempt at that refund — a retry after a timeout, a second operator — sends
-// the same number, which the provider uses as its idempotency reference, so the money is
-// returned once (a new refund after a refusal gets the next number). Then:
-//
-//   - succeeded: REFUNDED, and the codes may go;
-//   - pending (the provider finishes later): the payment stays REFUNDING and the answer says so
-//     (Status REFUNDING); the provider's refund notification, or the operator's next refund,
-//     finishes it;
-//   - refused: REFUND_FAILED with the provider's reason, a refund_failed alert and
-//     ErrRefundRefused; the order stays as it was;
-//   - the provider cannot be reached: a refund_pending alert, and ErrUnavailable: the operator
-//     runs the refund again;
-//   - the provider offers no refund (an epay gateway without its refund API): the codes are
-//     refunded and an operator returns the money by hand (refund_by_hand alert).
-//
-// A provider whose Refund is not idempotent by number (epay) is called only by the attempt that
-// won the move to REFUNDING: another attempt meanwhile answers REFUNDING without calling it, and
-// the winner whose call brought no answer gives the payment back to where it was, so that the
-// operator's next refund may send again (epay's Refund reads the order first: a refund that did
-// go through is answered succeeded, not paid twice).
+// released. The payment moves PAID (or REFUND_FAILED) → REFUNDING with a refund number and the
+// operator's decision about the codes; every attempt at that refund sends the same number, so
+// the money is returned once. Then: succeeded → REFUNDED; pending → stays REFUNDING (Status
+// REFUNDING); refused → REFUND_FAILED, a refund_failed alert and ErrRefundRefused; unreachable
+// → a refund_pending alert and ErrUnavailable; no refund API → a refund_by_hand alert. Where a
+// provider's Refund is not idempotent by number (epay), only the attempt that won the move to
+// REFUNDING calls it. docs/DESIGN.md, "Payments" (refunds), has the reasons.
 //
 // The decision it returns is the one to apply to the codes: the one stored with the payment's
-// refund (a refund asked for earlier is finished with its operator's decision, whatever a later
-// call asks), else cmd's.
-//
-// An order paid through the signed callback has no payment here: its storefront returns the
-// money, and only the codes are refunded.
-func (s *Shop) refundMoney(ctx context.Context, o domain.Order, cmd Refund) (MoneyRefund, Refund, error) {
+// refund, else cmd's. An order paid through the signed callback has no payment here: only its
+// codes are refunded.
+func (s *core) refundMoney(ctx context.Context, o domain.Order, cmd Refund) (MoneyRefund, Refund, error) {
 	p, ok, err := s.paidPayment(ctx, o)
 	if err != nil || !ok {
 		return MoneyRefund{}, cmd, err
@@ -140,7 +122,7 @@ func decisionOf(p domain.Payment, cmd Refund) Refund {
 // giveBack returns a REFUNDING payment to prev (its record before this attempt took it), so a
 // later attempt may take the refund again. Only the attempt that took it calls this, once its
 // call to the provider has ended; the move is made even when the caller's context is done.
-func (s *Shop) giveBack(ctx context.Context, p, prev domain.Payment) {
+func (s *core) giveBack(ctx context.Context, p, prev domain.Payment) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	prev.UpdatedAt = s.clock.Now()
@@ -154,7 +136,7 @@ func (s *Shop) giveBack(ctx context.Context, p, prev domain.Payment) {
 // reference names, whatever status the payment records. The order is paid first and the
 // payment marked PAID after it (a notification, a close that found the payment paid), so a
 // payment named by a paid order may still read OPEN, EXPIRED or FAILED: its money is there.
-func (s *Shop) paidPayment(ctx context.Context, o domain.Order) (domain.Payment, bool, error) {
+func (s *core) paidPayment(ctx context.Context, o domain.Order) (domain.Payment, bool, error) {
 	if o.PaymentRef() == "" {
 		return domain.Payment{}, false, nil
 	}
@@ -172,7 +154,7 @@ func (s *Shop) paidPayment(ctx context.Context, o domain.Order) (domain.Payment,
 
 // setPayment records a payment's refund status (from the status p holds), best effort: the
 // provider's state is the truth and the next refund or notification reads it again.
-func (s *Shop) setPayment(ctx context.Context, p domain.Payment, to domain.PaymentStatus, ref, reason string) {
+func (s *core) setPayment(ctx context.Context, p domain.Payment, to domain.PaymentStatus, ref, reason string) {
 	next := p
 	next.Status, next.UpdatedAt = to, s.clock.Now()
 	if ref != "" {
@@ -187,7 +169,7 @@ func (s *Shop) setPayment(ctx context.Context, p domain.Payment, to domain.Payme
 // applyRefundNotice applies a provider's notification about a refund: succeeded → the payment
 // is REFUNDED and the order's codes are refunded as the operator decided when asking for the
 // refund (stored with the payment); refused → REFUND_FAILED with an alert; pending → nothing.
-func (s *Shop) applyRefundNotice(ctx context.Context, gw domain.PaymentGateway, n domain.ProviderNotice) (string, error) {
+func (s *core) applyRefundNotice(ctx context.Context, gw domain.PaymentGateway, n domain.ProviderNotice) (string, error) {
 	p, err := s.ledger.Payments().Payment(ctx, n.OrderNo, gw.Provider())
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", errRefused, err)
@@ -205,7 +187,7 @@ func (s *Shop) applyRefundNotice(ctx context.Context, gw domain.PaymentGateway, 
 		if p.Status == domain.PaymentRefunding || p.Status == domain.PaymentRefundFailed {
 			s.setPayment(ctx, p, domain.PaymentRefunded, n.ProviderRef, "")
 		}
-		res, err := s.RefundOrder(ctx, Refund{OrderNo: n.OrderNo, Reason: "refunded at " + string(gw.Provider())})
+		res, err := s.refundOrder(ctx, Refund{OrderNo: n.OrderNo, Reason: "refunded at " + string(gw.Provider())})
 		if err != nil && !errors.Is(err, domain.ErrInvalidTransition) {
 			return "", err
 		}

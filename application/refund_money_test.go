@@ -19,7 +19,7 @@ func paidThrough(t *testing.T, f *fixture, gw *scriptedGateway, pid domain.Produ
 	t.Helper()
 	o := f.mustPlace(t, buyer, pid, qty)
 	mustCreatePayment(t, f, o, string(gw.name))
-	if _, err := f.shop.HandleNotification(f.ctx, gw.name, notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, gw.name, notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
 		t.Fatalf("pay %s: %v", o.No(), err)
 	}
 	return f.order(t, o.No())
@@ -27,7 +27,7 @@ func paidThrough(t *testing.T, f *fixture, gw *scriptedGateway, pid domain.Produ
 
 func payment(t *testing.T, f *fixture, no domain.OrderNo) domain.Payment {
 	t.Helper()
-	ps, err := f.shop.Payments(f.ctx, no)
+	ps, err := f.shop.Payments.OrderPayments(f.ctx, no)
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("payments of %s: %+v, %v", no, ps, err)
 	}
@@ -40,7 +40,7 @@ func TestRefundReturnsTheMoneyThroughTheProvider(t *testing.T) {
 	f := newFixture(t, withGateways(gw))
 	p := f.createProduct(t, 2, 5)
 	o := paidThrough(t, f, gw, p.ID(), "alice", 2)
-	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 	if err != nil || res.Order.Status() != domain.StatusRefunded || res.Money.Status != domain.PaymentRefunded ||
 		res.Money.RefundNo != domain.RefundNoOf(o.No()) || res.Money.Ref == "" || res.Recycled != 2 {
 		t.Fatalf("refund = %+v, %v", res, err)
@@ -51,7 +51,7 @@ func TestRefundReturnsTheMoneyThroughTheProvider(t *testing.T) {
 	if pay := payment(t, f, o.No()); pay.Status != domain.PaymentRefunded {
 		t.Fatalf("payment %s, want REFUNDED", pay.Status)
 	}
-	again, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	again, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 	if err != nil || again.Order.Status() != domain.StatusRefunded || gw.calls.Load() != 1 {
 		t.Fatalf("a second refund = %+v, %v after %d provider calls; want the first's answer and no new call", again, err, gw.calls.Load())
 	}
@@ -66,7 +66,7 @@ func TestRefundRefusedByTheProvider(t *testing.T) {
 	p := f.createProduct(t, 2, 5)
 	o := paidThrough(t, f, gw, p.ID(), "alice", 1)
 	gw.set(func(g *scriptedGateway) { g.refund = "refuse" })
-	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 	is(t, "a refused refund", err, domain.ErrRefundRefused)
 	if res.Money.Status != domain.PaymentRefundFailed || res.Money.Reason != "insufficient balance" {
 		t.Fatalf("money = %+v", res.Money)
@@ -76,7 +76,7 @@ func TestRefundRefusedByTheProvider(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 	gw.set(func(g *scriptedGateway) { g.refund = "" })
-	res, err = f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	res, err = f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 	if err != nil || res.Order.Status() != domain.StatusRefunded || res.Money.RefundNo != string(o.No())+"R2" {
 		t.Fatalf("the retry = %+v, %v; want REFUNDED under the next refund number", res, err)
 	}
@@ -94,7 +94,7 @@ func TestRefundTimeoutThenRetry(t *testing.T) {
 	p := f.createProduct(t, 2, 5)
 	o := paidThrough(t, f, gw, p.ID(), "alice", 2)
 	gw.set(func(g *scriptedGateway) { g.down = true })
-	_, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true})
+	_, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true})
 	is(t, "a refund while the provider is down", err, domain.ErrUnavailable)
 	if pay := payment(t, f, o.No()); pay.Status != domain.PaymentRefunding || pay.RefundNo != domain.RefundNoOf(o.No()) {
 		t.Fatalf("payment %+v, want REFUNDING with its refund number", pay)
@@ -104,7 +104,7 @@ func TestRefundTimeoutThenRetry(t *testing.T) {
 	}
 	gw.set(func(g *scriptedGateway) { g.down = false })
 	for range 3 {
-		res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true})
+		res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true})
 		if err != nil || res.Order.Status() != domain.StatusRefunded {
 			t.Fatalf("retry = %+v, %v", res, err)
 		}
@@ -122,13 +122,13 @@ func TestRefundPendingUntilTheProviderNotifies(t *testing.T) {
 	p := f.createProduct(t, 2, 5)
 	o := paidThrough(t, f, gw, p.ID(), "alice", 1)
 	gw.set(func(g *scriptedGateway) { g.refund = "pending" })
-	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 	if err != nil || res.Money.Status != domain.PaymentRefunding || res.Order.Status() != domain.StatusPaid {
 		t.Fatalf("pending refund = %+v, %v", res, err)
 	}
 	b, _ := json.Marshal(scriptedNotice{OrderNo: string(o.No()), Ref: "rf", Event: "evt-refund", RefundNo: domain.RefundNoOf(o.No()), Refund: "succeeded"})
 	in := domain.InboundRequest{Method: "POST", Header: map[string][]string{"X-Test-Sig": {"ok"}}, Body: b}
-	if _, err := f.shop.HandleNotification(f.ctx, "acme", in, ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", in, ""); err != nil {
 		t.Fatalf("refund notification: %v", err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusRefunded {
@@ -140,7 +140,7 @@ func TestRefundPendingUntilTheProviderNotifies(t *testing.T) {
 	// A notification about another refund number is refused.
 	b, _ = json.Marshal(scriptedNotice{OrderNo: string(o.No()), Event: "evt-x", RefundNo: "other", Refund: "succeeded"})
 	in.Body = b
-	if _, err := f.shop.HandleNotification(f.ctx, "acme", in, ""); err == nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", in, ""); err == nil {
 		t.Fatal("a notification of an unknown refund was accepted")
 	}
 	f.assertInvariants(t, p.ID())
@@ -156,7 +156,7 @@ func TestConcurrentRefundsPayOutOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+			res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 			if err != nil && !errors.Is(err, domain.ErrUnavailable) {
 				t.Errorf("refund: %v", err)
 			}
@@ -164,7 +164,7 @@ func TestConcurrentRefundsPayOutOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil {
+	if _, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusRefunded || gw.paidOut(o.No()) != 1 {
@@ -178,7 +178,7 @@ func TestConcurrentRefundsPayOutOnce(t *testing.T) {
 	mustCreatePayment(t, f, late, "acme")
 	gw.set(func(g *scriptedGateway) { g.noClose = true })
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if err := f.shop.CloseExpired(f.ctx, late.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, late.No()); err != nil {
 		t.Fatal(err)
 	}
 	lv := f.levels(t, p.ID())
@@ -186,17 +186,17 @@ func TestConcurrentRefundsPayOutOnce(t *testing.T) {
 		f.mustPlace(t, "carol", p.ID(), 2)
 	}
 	gw.set(func(g *scriptedGateway) { g.state[late.No()] = domain.OutcomePaid })
-	if _, err := f.shop.HandleNotification(f.ctx, "acme", notice(late, "paid", late.Amount(), "CNY"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(late, "paid", late.Amount(), "CNY"), ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.order(t, late.No()); got.Status() != domain.StatusUnfulfilled && got.Status() != domain.StatusPaid {
 		t.Fatalf("late payment ended %s", got.Status())
 	}
 	f.addCodes(t, p.ID(), 4)
-	wg.Go(func() { _, _ = f.shop.FulfilOrder(f.ctx, late.No()) })
-	wg.Go(func() { _, _ = f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: late.No()}) })
+	wg.Go(func() { _, _ = f.shop.Sales.FulfilOrder(f.ctx, late.No()) })
+	wg.Go(func() { _, _ = f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: late.No()}) })
 	wg.Wait()
-	if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: late.No()}); err != nil {
+	if _, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: late.No()}); err != nil {
 		t.Fatalf("refund after the race: %v", err)
 	}
 	if got := f.order(t, late.No()); got.Status() != domain.StatusRefunded || gw.paidOut(late.No()) != 1 {
@@ -213,7 +213,7 @@ func TestRefundOfACallbackPaidOrderMovesNoMoney(t *testing.T) {
 	p := f.createProduct(t, 2, 5)
 	o := f.mustPlace(t, "alice", p.ID(), 1)
 	f.mustPay(t, o.No())
-	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 	if err != nil || res.Order.Status() != domain.StatusRefunded || res.Money != (application.MoneyRefund{}) || gw.calls.Load() != 0 {
 		t.Fatalf("refund = %+v, %v, %d provider calls", res, err, gw.calls.Load())
 	}
@@ -256,17 +256,17 @@ func TestRefundOfAnOrderPaidLateMeanwhileReturnsTheMoney(t *testing.T) {
 	mustCreatePayment(t, f, o, "acme")
 	gw.set(func(g *scriptedGateway) { g.noClose = true }) // the order closes with its payment open there
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if err := f.shop.CloseExpired(f.ctx, o.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, o.No()); err != nil {
 		t.Fatal(err)
 	}
 	gw.set(func(g *scriptedGateway) { g.state[o.No()] = domain.OutcomePaid }) // the buyer paid just in time
 	late := func() {
-		if _, err := f.shop.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
+		if err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
 			t.Errorf("the late success: %v", err)
 		}
 	}
 	hooked.hook.Store(&late)
-	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 	if err != nil || res.Order.Status() != domain.StatusRefunded || res.Money.Status != domain.PaymentRefunded {
 		t.Fatalf("refund = %+v, %v; want REFUNDED with the money returned", res, err)
 	}
@@ -288,14 +288,14 @@ func TestRefundOfAPaidOrderWhosePaymentStatusLags(t *testing.T) {
 	p := f.createProduct(t, 2, 5)
 	o := f.mustPlace(t, "alice", p.ID(), 1)
 	pay := mustCreatePayment(t, f, o, "acme")
-	if _, err := f.shop.ApplyPayment(f.ctx, domain.PaymentNotice{OrderNo: o.No(), Paid: true, Amount: o.Amount(),
+	if _, err := f.shop.Payments.ApplyPayment(f.ctx, domain.PaymentNotice{OrderNo: o.No(), Paid: true, Amount: o.Amount(),
 		PaymentRef: string(pay.Provider) + ":" + pay.ProviderRef}); err != nil {
 		t.Fatal(err)
 	}
 	if got := payment(t, f, o.No()); got.Status != domain.PaymentOpen {
 		t.Fatalf("payment %s, want still OPEN (the window under test)", got.Status)
 	}
-	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 	if err != nil || res.Order.Status() != domain.StatusRefunded || res.Money.Status != domain.PaymentRefunded ||
 		res.Money.RefundNo != domain.RefundNoOf(o.No()) {
 		t.Fatalf("refund = %+v, %v; want REFUNDED with the money returned", res, err)
@@ -341,24 +341,24 @@ func TestPendingRefundFinishesWithTheOperatorsDecision(t *testing.T) {
 			p := f.createProduct(t, 2, 5)
 			o := paidThrough(t, f, gw, p.ID(), "alice", 2)
 			if tc.reveal {
-				if _, err := f.shop.BuyerOrder(f.ctx, "alice", o.No()); err != nil {
+				if _, err := f.shop.Sales.BuyerOrder(f.ctx, "alice", o.No()); err != nil {
 					t.Fatal(err)
 				}
 			}
 			gw.set(func(g *scriptedGateway) { g.refund = "pending" })
 			cmd := tc.cmd
 			cmd.OrderNo = o.No()
-			res, err := f.shop.RefundOrder(f.ctx, cmd)
+			res, err := f.shop.Payments.RefundOrder(f.ctx, cmd)
 			if err != nil || res.Money.Status != domain.PaymentRefunding || res.Order.Status() != domain.StatusPaid {
 				t.Fatalf("pending refund = %+v, %v", res, err)
 			}
 			if tc.byNotice {
-				if _, err := f.shop.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
+				if err := f.shop.Payments.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
 					t.Fatalf("refund notification: %v", err)
 				}
 			} else {
 				gw.set(func(g *scriptedGateway) { g.refund = "" })
-				if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil {
+				if _, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil {
 					t.Fatalf("the next refund: %v", err)
 				}
 			}
@@ -366,7 +366,7 @@ func TestPendingRefundFinishesWithTheOperatorsDecision(t *testing.T) {
 			if got.Status() != domain.StatusRefunded || got.Reason() != cmd.Reason {
 				t.Fatalf("order %s (%q) after the refund completed, want REFUNDED with the operator's reason %q", got.Status(), got.Reason(), cmd.Reason)
 			}
-			done, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+			done, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 			if err != nil || done.Voided != tc.voided || done.Recycled != tc.recycled {
 				t.Fatalf("refund answered %+v, %v; want %d voided and %d recycled", done, err, tc.voided, tc.recycled)
 			}
@@ -399,7 +399,7 @@ func TestConcurrentRefundsAtAProviderWithoutRefundNumbersPayOutOnce(t *testing.T
 	var refunded, pending atomic.Int32
 	for range 8 {
 		wg.Go(func() {
-			res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true})
+			res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true})
 			switch {
 			case err != nil:
 				t.Errorf("refund: %v", err)
@@ -417,7 +417,7 @@ func TestConcurrentRefundsAtAProviderWithoutRefundNumbersPayOutOnce(t *testing.T
 		t.Fatalf("paid out %d times in %d calls; %d refunds answered REFUNDED, %d REFUNDING; want one payout and one call",
 			gw.paidOut(o.No()), gw.calls.Load(), refunded.Load(), pending.Load())
 	}
-	if res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil || res.Order.Status() != domain.StatusRefunded || res.Voided != 2 {
+	if res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil || res.Order.Status() != domain.StatusRefunded || res.Voided != 2 {
 		t.Fatalf("refund after the race = %+v, %v", res, err)
 	}
 	f.assertInvariants(t, p.ID())
@@ -433,14 +433,14 @@ func TestRefundWithoutRefundNumbersTimeoutThenRetry(t *testing.T) {
 	p := f.createProduct(t, 2, 5)
 	o := paidThrough(t, f, gw, p.ID(), "alice", 2)
 	gw.set(func(g *scriptedGateway) { g.down = true })
-	_, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Recycle: true})
+	_, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Recycle: true})
 	is(t, "a refund while the provider is down", err, domain.ErrUnavailable)
 	if pay := payment(t, f, o.No()); pay.Status != domain.PaymentPaid || f.alertCount("refund_pending") != 1 {
 		t.Fatalf("payment %+v after an unsent refund, want PAID again (and one refund_pending alert)", pay)
 	}
 	gw.set(func(g *scriptedGateway) { g.down = false })
 	for range 2 {
-		res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Recycle: true})
+		res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Recycle: true})
 		if err != nil || res.Order.Status() != domain.StatusRefunded || res.Recycled != 2 {
 			t.Fatalf("retry = %+v, %v", res, err)
 		}
@@ -460,12 +460,12 @@ func unfulfilledThrough(t *testing.T, f *fixture, gw *scriptedGateway) (domain.P
 	mustCreatePayment(t, f, o, string(gw.name))
 	gw.set(func(g *scriptedGateway) { g.noClose = true }) // the order closes with its payment open there
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-	if err := f.shop.CloseExpired(f.ctx, o.No()); err != nil {
+	if err := f.shop.Sales.CloseExpired(f.ctx, o.No()); err != nil {
 		t.Fatal(err)
 	}
 	f.mustPlace(t, "carol", p.ID(), 2)
 	gw.set(func(g *scriptedGateway) { g.state[o.No()] = domain.OutcomePaid })
-	if _, err := f.shop.HandleNotification(f.ctx, gw.name, notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, gw.name, notice(o, "paid", o.Amount(), "CNY"), ""); err != nil {
 		t.Fatalf("pay %s: %v", o.No(), err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusUnfulfilled {
@@ -482,12 +482,12 @@ func TestFulfilRefusedWhileTheRefundIsPending(t *testing.T) {
 	f := newFixture(t, withGateways(gw))
 	p, o := unfulfilledThrough(t, f, gw)
 	gw.set(func(g *scriptedGateway) { g.refund = "pending" })
-	if res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil || res.Money.Status != domain.PaymentRefunding {
+	if res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil || res.Money.Status != domain.PaymentRefunding {
 		t.Fatalf("pending refund = %+v, %v", res, err)
 	}
 	f.addCodes(t, p.ID(), 5)
 	before := f.counts(t, p.ID())
-	got, err := f.shop.FulfilOrder(f.ctx, o.No())
+	got, err := f.shop.Sales.FulfilOrder(f.ctx, o.No())
 	is(t, "fulfil while the refund is pending", err, domain.ErrRefundInProgress)
 	if got.Status() != domain.StatusUnfulfilled || f.order(t, o.No()).Status() != domain.StatusUnfulfilled {
 		t.Fatalf("order %s after the refused fulfil, want UNFULFILLED", f.order(t, o.No()).Status())
@@ -495,7 +495,7 @@ func TestFulfilRefusedWhileTheRefundIsPending(t *testing.T) {
 	if after := f.counts(t, p.ID()); after[domain.CardSold] != before[domain.CardSold] || len(f.soldCards(t, o.No())) != 0 {
 		t.Fatalf("pool %v after the refused fulfil (was %v): nothing may be allocated", after, before)
 	}
-	if _, err := f.shop.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
 		t.Fatalf("refund notification: %v", err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusRefunded {
@@ -508,10 +508,10 @@ func TestFulfilRefusedWhileTheRefundIsPending(t *testing.T) {
 	g := newFixture(t, withGateways(gw2))
 	p2, o2 := unfulfilledThrough(t, g, gw2)
 	gw2.set(func(g *scriptedGateway) { g.refund = "refuse" })
-	_, err = g.shop.RefundOrder(g.ctx, application.Refund{OrderNo: o2.No()})
+	_, err = g.shop.Payments.RefundOrder(g.ctx, application.Refund{OrderNo: o2.No()})
 	is(t, "a refused refund", err, domain.ErrRefundRefused)
 	g.addCodes(t, p2.ID(), 5)
-	if got, err := g.shop.FulfilOrder(g.ctx, o2.No()); err != nil || got.Status() != domain.StatusPaid {
+	if got, err := g.shop.Sales.FulfilOrder(g.ctx, o2.No()); err != nil || got.Status() != domain.StatusPaid {
 		t.Fatalf("fulfil after a refused refund = %s, %v; want PAID", got.Status(), err)
 	}
 	g.assertInvariants(t, p2.ID())
@@ -551,17 +551,17 @@ func TestFulfilLosesToARefundBetweenItsCheckAndItsTransaction(t *testing.T) {
 	f.addCodes(t, p.ID(), 5)
 	gw.set(func(g *scriptedGateway) { g.refund = "pending" })
 	refund := func() {
-		if res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true}); err != nil || res.Money.Status != domain.PaymentRefunding {
+		if res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true}); err != nil || res.Money.Status != domain.PaymentRefunding {
 			t.Errorf("the refund in between = %+v, %v", res, err)
 		}
 	}
 	hooked.hook.Store(&refund)
-	_, err := f.shop.FulfilOrder(f.ctx, o.No())
+	_, err := f.shop.Sales.FulfilOrder(f.ctx, o.No())
 	is(t, "a fulfil whose payment a refund took meanwhile", err, domain.ErrRefundInProgress)
 	if got := f.order(t, o.No()); got.Status() != domain.StatusUnfulfilled || len(f.soldCards(t, o.No())) != 0 {
 		t.Fatalf("order %s with %d codes; want UNFULFILLED with none", got.Status(), len(f.soldCards(t, o.No())))
 	}
-	if _, err := f.shop.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
+	if err := f.shop.Payments.HandleNotification(f.ctx, "acme", refundNotice(o, "succeeded"), ""); err != nil {
 		t.Fatalf("refund notification: %v", err)
 	}
 	if got := f.order(t, o.No()); got.Status() != domain.StatusRefunded {

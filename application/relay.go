@@ -22,12 +22,8 @@ var (
 )
 
 // relayParallel is how many delivery events the outbox relay publishes at once, as many as the
-// production broker's pool of publisher channels (bootstrap: 64). One at a time, each waiting
-// for its confirm, a flash sale's paid orders outran it (70-135 events a second under load) and
-// a broker outage's backlog took minutes to drain. With 8 at once, the broker spent ~240 µs of
-// CPU on each event (a quorum queue commits what arrives together, and 8 is little), half a
-// core of two during the load check's payments; with 64, ~93 µs
-// (rabbitmq.BenchmarkPublishInFlight, docs/BENCHMARKS.md).
+// production broker's pool of publisher channels (bootstrap: 64); docs/BENCHMARKS.md has the
+// measurements behind the number.
 const relayParallel = 64
 
 // Retry backoff of a failed outbox message: the first retry waits about retryBase, each next
@@ -57,7 +53,7 @@ var errNoWebhook = errors.New("no storefront webhook configured")
 // events are published, one at a time and in order; then delivery events are published,
 // relayParallel at once. A message that fails is counted and tried again after a backoff. It
 // returns how many messages were sent.
-func (s *Shop) RelayOutbox(ctx context.Context) (int, error) {
+func (s *Relay) RelayOutbox(ctx context.Context) (int, error) {
 	sent, _, err := s.relayTopics(ctx, relayRun{batch: s.cfg.RelayBatch, parallel: 1, topics: orderedTopics, send: s.relay})
 	if err != nil {
 		return sent, err
@@ -72,7 +68,7 @@ var errGateChangesUnsent = fmt.Errorf("gate changes could not be applied before 
 // drainGateChanges applies every unsent gate change now, waiting for its retry time or not,
 // and fails when one still fails. A gate rebuild must come after them: the ledger's numbers
 // it copies already count them, and one applied after the rebuild would count twice.
-func (s *Shop) drainGateChanges(ctx context.Context) error {
+func (s *stock) drainGateChanges(ctx context.Context) error {
 	_, failed, err := s.relayTopics(ctx, relayRun{batch: s.cfg.RelayBatch, parallel: 1,
 		topics: []string{domain.TopicGateChange}, send: s.relay, drain: true})
 	if err != nil {
@@ -91,14 +87,14 @@ var webhookTopics = []string{domain.TopicWebhook, domain.TopicWebhookStock}
 // time, each retried with a backoff up to Config.WebhookMaxBackoff until the storefront accepts
 // it. Each message is claimed (Outbox.Claim, WebhookLease) before it is sent, so instances
 // relaying side by side do not send it twice. It returns how many were delivered.
-func (s *Shop) RelayWebhooks(ctx context.Context) (int, error) {
+func (s *Relay) RelayWebhooks(ctx context.Context) (int, error) {
 	sent, _, err := s.relayTopics(ctx, relayRun{batch: min(s.cfg.RelayBatch, webhookPage), parallel: webhookParallel,
 		topics: webhookTopics, send: s.notify, lease: WebhookLease})
 	return sent, err
 }
 
 // WebhookBacklog counts the webhook messages not yet delivered.
-func (s *Shop) WebhookBacklog(ctx context.Context) (int64, error) {
+func (s *Relay) WebhookBacklog(ctx context.Context) (int64, error) {
 	return s.ledger.Outbox().Backlog(ctx, webhookTopics...)
 }
 
@@ -122,7 +118,7 @@ type relayRun struct {
 // how many failed. A relay that dies before that write leaves the page's sent messages unsent,
 // to be sent again: delivery is at least once, and each topic's receiver drops a repeat (the
 // gate by the change's Ref, consumers and storefronts by the event's ID).
-func (s *Shop) relayTopics(ctx context.Context, r relayRun) (sent, failedAll int, _ error) {
+func (s *outbox) relayTopics(ctx context.Context, r relayRun) (sent, failedAll int, _ error) {
 	batch := r.batch
 	for {
 		due := s.clock.Now()
@@ -196,7 +192,7 @@ const (
 // claim is marked at once (its page may outlast the claim: slow webhooks, and another relay
 // would send it again); any other is marked with its page. The error is the ledger's, when the
 // claim or the outcome could not be recorded.
-func (s *Shop) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRun) (relayOutcome, error) {
+func (s *outbox) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRun) (relayOutcome, error) {
 	if r.lease > 0 {
 		won, err := s.ledger.Outbox().Claim(ctx, m.ID, m.RetryAt, s.clock.Now().Add(r.lease))
 		if err != nil {
@@ -226,7 +222,7 @@ func (s *Shop) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRun)
 // retryDelay is how long a message of topic waits after its attempt-th failure: exponential
 // from retryBase up to the topic's cap, with jitter (a random point in the upper half) so that
 // messages that failed together are not all retried together.
-func (s *Shop) retryDelay(topic string, attempt int) time.Duration {
+func (s *outbox) retryDelay(topic string, attempt int) time.Duration {
 	limit := brokerRetryCap
 	switch topic {
 	case domain.TopicGateChange:
@@ -241,7 +237,7 @@ func (s *Shop) retryDelay(topic string, attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (s *Shop) relay(ctx context.Context, m domain.OutboxMessage) error {
+func (s *outbox) relay(ctx context.Context, m domain.OutboxMessage) error {
 	switch m.Topic {
 	case domain.TopicGateChange:
 		c, err := DecodeGateChange(m.Payload)
@@ -260,7 +256,7 @@ func (s *Shop) relay(ctx context.Context, m domain.OutboxMessage) error {
 // notify sends a webhook message: a delivery event (order.delivered) or a stock event (its
 // own type). The notification's ID is the event's, so a receiver can drop the copies that
 // at-least-once delivery may bring.
-func (s *Shop) notify(ctx context.Context, m domain.OutboxMessage) error {
+func (s *outbox) notify(ctx context.Context, m domain.OutboxMessage) error {
 	if s.notifier == nil {
 		return errNoWebhook
 	}

@@ -50,7 +50,7 @@ func TestRelayMarksAPageSentInOneWrite(t *testing.T) {
 	var l *markCountingLedger
 	f := newFixture(t, withLedger(func(m *memory.Ledger) domain.Ledger { l = &markCountingLedger{Ledger: m}; return l }))
 	p := f.createProduct(t, 50, 10)
-	if _, err := f.shop.RelayOutbox(f.ctx); err != nil { // the import's gate change
+	if _, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil { // the import's gate change
 		t.Fatal(err)
 	}
 	var paid []domain.OrderNo
@@ -60,13 +60,13 @@ func TestRelayMarksAPageSentInOneWrite(t *testing.T) {
 	l.mu.Lock()
 	l.calls, l.ids, l.failMarks = 0, 0, 1
 	l.mu.Unlock()
-	if _, err := f.shop.RelayOutbox(f.ctx); err == nil {
+	if _, err := f.shop.Relay.RelayOutbox(f.ctx); err == nil {
 		t.Fatal("a relay whose marking failed reported no error")
 	}
 	if n, err := f.ledger.Outbox().Backlog(f.ctx, domain.TopicDelivered); err != nil || n != int64(len(paid)) {
 		t.Fatalf("backlog after a failed marking: %d (%v), want the %d deliveries still unsent", n, err, len(paid))
 	}
-	if n, err := f.shop.RelayOutbox(f.ctx); err != nil || n != len(paid) {
+	if n, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil || n != len(paid) {
 		t.Fatalf("second relay sent %d (%v), want %d", n, err, len(paid))
 	}
 	l.mu.Lock()

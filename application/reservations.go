@@ -11,7 +11,7 @@ import (
 
 // reserve asks the gate for r, asking again while a rebuild fences the product, for up to
 // Config.ReplayWait; after that the Rebuilding outcome is the answer.
-func (s *Shop) reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
+func (s *core) reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
 	deadline := time.Now().Add(s.cfg.ReplayWait)
 	pause := 5 * time.Millisecond
 	for {
@@ -30,7 +30,7 @@ func (s *Shop) reserve(ctx context.Context, r domain.Reservation) (domain.Reserv
 // briefly (and while a rebuild fences the product, up to a few seconds); a reservation it
 // cannot give back is alerted, and the orphan sweep returns it once it is Config.OrphanAfter
 // old.
-func (s *Shop) cancelReservation(ctx context.Context, r domain.Reservation) {
+func (s *core) cancelReservation(ctx context.Context, r domain.Reservation) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	var err error
@@ -52,7 +52,7 @@ func (s *Shop) cancelReservation(ctx context.Context, r domain.Reservation) {
 // Unlike cancelReservation it neither waits nor alerts: the gate is probably down, and the
 // orphan sweep (or a rebuild from the ledger) returns anything left behind. It ends by the
 // request's deadline: a stalled or unreachable gate must not keep the buyer past it.
-func (s *Shop) tryCancelReservation(ctx context.Context, r domain.Reservation) {
+func (s *core) tryCancelReservation(ctx context.Context, r domain.Reservation) {
 	ctx, cancel := withinDeadline(ctx)
 	defer cancel()
 	if _, err := s.gate.Cancel(ctx, r); err != nil {
@@ -63,7 +63,7 @@ func (s *Shop) tryCancelReservation(ctx context.Context, r domain.Reservation) {
 
 // endReservation moves a PENDING order to its new state (CLOSED or FAILED), writes the restore
 // flow row and the gate change in one transaction, then applies the gate change.
-func (s *Shop) endReservation(ctx context.Context, o, ended domain.Order, t domain.FlowType, now time.Time) error {
+func (s *core) endReservation(ctx context.Context, o, ended domain.Order, t domain.FlowType, now time.Time) error {
 	change := releaseChange(o, t)
 	err := s.ledger.Atomically(ctx, func(tx domain.Store) error {
 		won, err := tx.Orders().Transition(ctx, ended, domain.StatusPending)

@@ -37,7 +37,7 @@ func TestRefundVoidsCodesTheBuyerHasSeen(t *testing.T) {
 	f.mustPay(t, o.No())
 	f.clock.Advance(time.Minute)
 	readAt := f.clock.Now()
-	v, err := f.shop.BuyerOrder(f.ctx, "alice", o.No())
+	v, err := f.shop.Sales.BuyerOrder(f.ctx, "alice", o.No())
 	if err != nil || len(v.Cards) != 2 {
 		t.Fatalf("buyer's read: %d codes, %v; want 2", len(v.Cards), err)
 	}
@@ -46,14 +46,14 @@ func TestRefundVoidsCodesTheBuyerHasSeen(t *testing.T) {
 		t.Fatalf("revealed at %v (answered) / %v (stored), want %v", v.Order.RevealedAt(), f.order(t, o.No()).RevealedAt(), readAt)
 	}
 	f.clock.Advance(time.Minute)
-	again, err := f.shop.BuyerOrder(f.ctx, "alice", o.No())
+	again, err := f.shop.Sales.BuyerOrder(f.ctx, "alice", o.No())
 	if err != nil || !slices.Equal(cardIDs(again.Cards), seen) || !f.order(t, o.No()).RevealedAt().Equal(readAt) {
 		t.Fatalf("second read: %v, codes %v, revealed at %v; want the same codes and the first time",
 			err, cardIDs(again.Cards), f.order(t, o.No()).RevealedAt())
 	}
 
 	lv := f.levels(t, p.ID())
-	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Reason: "buyer asked"})
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Reason: "buyer asked"})
 	is(t, "refund", err, nil)
 	if res.Order.Status() != domain.StatusRefunded || res.Voided != 2 || res.Recycled != 0 || !res.Order.RevealedAt().Equal(readAt) {
 		t.Fatalf("refund answered %s, recycled %d, voided %d, revealed at %v; want 2 voided",
@@ -68,7 +68,7 @@ func TestRefundVoidsCodesTheBuyerHasSeen(t *testing.T) {
 	if ft := f.flowTypes(t, o.No()); ft[domain.FlowRefundVoid] != 1 || ft[domain.FlowRefundRestore] != 0 {
 		t.Fatalf("flow rows %v, want one refund-void and no refund-restore", ft)
 	}
-	if v, err := f.shop.BuyerOrder(f.ctx, "alice", o.No()); err != nil || len(v.Cards) != 0 {
+	if v, err := f.shop.Sales.BuyerOrder(f.ctx, "alice", o.No()); err != nil || len(v.Cards) != 0 {
 		t.Fatalf("read after the refund: %d codes, %v; want none", len(v.Cards), err)
 	}
 
@@ -88,15 +88,15 @@ func TestAdminReadWithCodesIsAReveal(t *testing.T) {
 	p := f.createProduct(t, 2, 4)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
 	f.mustPay(t, o.No())
-	v, err := f.shop.AdminOrder(f.ctx, o.No())
+	v, err := f.shop.Sales.AdminOrder(f.ctx, o.No())
 	if err != nil || len(v.Cards) != 0 || v.Order.Revealed() || f.order(t, o.No()).Revealed() {
 		t.Fatalf("admin read without codes: %d codes, %v, revealed %v", len(v.Cards), err, f.order(t, o.No()).Revealed())
 	}
-	v, err = f.shop.AdminOrderCodes(f.ctx, o.No(), opReader)
+	v, err = f.shop.Sales.AdminOrderCodes(f.ctx, o.No(), opReader)
 	if err != nil || len(v.Cards) != 2 || !v.Order.Revealed() || !f.order(t, o.No()).Revealed() {
 		t.Fatalf("admin read with codes: %d codes, %v, revealed %v", len(v.Cards), err, f.order(t, o.No()).Revealed())
 	}
-	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 	if err != nil || res.Voided != 2 {
 		t.Fatalf("refund after the admin's read: %v, voided %d; want 2", err, res.Voided)
 	}
@@ -114,10 +114,10 @@ func TestAnOperatorsReadOfCodesIsAudited(t *testing.T) {
 	f := newFixture(t)
 	p := f.createProduct(t, 3, 4)
 	o := f.mustPlace(t, "alice", p.ID(), 3)
-	if _, err := f.shop.AdminOrderCodes(f.ctx, o.No(), opReader); err != nil { // PENDING: no code to show
+	if _, err := f.shop.Sales.AdminOrderCodes(f.ctx, o.No(), opReader); err != nil { // PENDING: no code to show
 		t.Fatal(err)
 	}
-	if _, err := f.shop.AdminOrder(f.ctx, o.No()); err != nil {
+	if _, err := f.shop.Sales.AdminOrder(f.ctx, o.No()); err != nil {
 		t.Fatal(err)
 	}
 	if got := codeReads(t, f); len(got) != 0 {
@@ -125,7 +125,7 @@ func TestAnOperatorsReadOfCodesIsAudited(t *testing.T) {
 	}
 	f.mustPay(t, o.No())
 	for range 2 { // the second read is no new reveal, but a read all the same
-		v, err := f.shop.AdminOrderCodes(f.ctx, o.No(), opReader)
+		v, err := f.shop.Sales.AdminOrderCodes(f.ctx, o.No(), opReader)
 		if err != nil || len(v.Cards) != 3 {
 			t.Fatalf("read with codes: %d codes, %v", len(v.Cards), err)
 		}
@@ -167,7 +167,7 @@ func TestReadingCodesNeedsANamedOperator(t *testing.T) {
 		{Identity: application.Identity{Name: "vera", Role: domain.RoleViewer}},
 		{Identity: application.Identity{Role: domain.RoleAdmin}},
 	} {
-		v, err := f.shop.AdminOrderCodes(f.ctx, o.No(), by)
+		v, err := f.shop.Sales.AdminOrderCodes(f.ctx, o.No(), by)
 		if !errors.Is(err, domain.ErrForbidden) || len(v.Cards) != 0 {
 			t.Fatalf("read by %+v: %d codes, err %v; want ErrForbidden", by, len(v.Cards), err)
 		}
@@ -183,7 +183,7 @@ func TestAReadOfCodesThatCannotBeAuditedShowsNone(t *testing.T) {
 	p := f.createProduct(t, 2, 2)
 	o := f.mustPlace(t, "alice", p.ID(), 1)
 	f.mustPay(t, o.No())
-	v, err := f.shop.AdminOrderCodes(f.ctx, o.No(), opReader)
+	v, err := f.shop.Sales.AdminOrderCodes(f.ctx, o.No(), opReader)
 	if !errors.Is(err, domain.ErrUnavailable) || len(v.Cards) != 0 {
 		t.Fatalf("read with the audit log down: %d codes, err %v; want ErrUnavailable and none", len(v.Cards), err)
 	}
@@ -202,7 +202,7 @@ func (failingAudit) Append(context.Context, domain.AuditEntry) (int64, error) {
 
 func codeReads(t *testing.T, f *fixture) []domain.AuditEntry {
 	t.Helper()
-	got, err := f.shop.AuditLog(f.ctx, domain.AuditFilter{Action: application.ActionCodesRead, Limit: 100})
+	got, err := f.shop.Admin.AuditLog(f.ctx, domain.AuditFilter{Action: application.ActionCodesRead, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,19 +215,19 @@ func TestRefundRecyclesRevealedCodesOnlyWhenAsked(t *testing.T) {
 	p := f.createProduct(t, 2, 2)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
 	f.mustPay(t, o.No())
-	v, err := f.shop.BuyerOrder(f.ctx, "alice", o.No())
+	v, err := f.shop.Sales.BuyerOrder(f.ctx, "alice", o.No())
 	if err != nil || len(v.Cards) != 2 {
 		t.Fatalf("buyer's read: %d codes, %v", len(v.Cards), err)
 	}
 	lv, counts := f.levels(t, p.ID()), f.counts(t, p.ID())
-	_, err = f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true, Recycle: true})
+	_, err = f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true, Recycle: true})
 	is(t, "refund with void and recycle", err, domain.ErrInvalidInput)
 	if st := f.order(t, o.No()).Status(); st != domain.StatusPaid || f.levels(t, p.ID()) != lv ||
 		fmt.Sprint(f.counts(t, p.ID())) != fmt.Sprint(counts) {
 		t.Fatalf("a refused refund changed something: order %s, gate %+v, pool %v", st, f.levels(t, p.ID()), f.counts(t, p.ID()))
 	}
 
-	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Recycle: true})
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Recycle: true})
 	if err != nil || res.Recycled != 2 || res.Voided != 0 {
 		t.Fatalf("refund with recycle: %v, recycled %d, voided %d; want 2 recycled", err, res.Recycled, res.Voided)
 	}
@@ -292,17 +292,17 @@ func TestCodesStayHiddenWhenTheRevealCannotBeRecorded(t *testing.T) {
 			p := f.createProduct(t, 2, 2)
 			o := f.mustPlace(t, "alice", p.ID(), 2)
 			f.mustPay(t, o.No())
-			v, err := f.shop.BuyerOrder(f.ctx, "alice", o.No())
+			v, err := f.shop.Sales.BuyerOrder(f.ctx, "alice", o.No())
 			is(t, "buyer's read while the reveal fails", err, domain.ErrUnavailable)
 			if len(v.Cards) != 0 || f.order(t, o.No()).Revealed() {
 				t.Fatalf("failed reveal: %d codes shown, revealed %v", len(v.Cards), f.order(t, o.No()).Revealed())
 			}
-			v, err = f.shop.AdminOrderCodes(f.ctx, o.No(), opReader)
+			v, err = f.shop.Sales.AdminOrderCodes(f.ctx, o.No(), opReader)
 			is(t, "admin's read while the reveal fails", err, domain.ErrUnavailable)
 			if len(v.Cards) != 0 {
 				t.Fatalf("failed reveal: %d codes shown to the operator", len(v.Cards))
 			}
-			res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+			res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 			if err != nil || res.Recycled != 2 {
 				t.Fatalf("refund of never-shown codes: %v, recycled %d", err, res.Recycled)
 			}
@@ -321,14 +321,14 @@ func TestRevealBetweenRefundReadAndWriteVoids(t *testing.T) {
 	f.mustPay(t, o.No())
 	var shown []domain.Card
 	hook := func() {
-		v, err := f.shop.BuyerOrder(f.ctx, "alice", o.No())
+		v, err := f.shop.Sales.BuyerOrder(f.ctx, "alice", o.No())
 		if err != nil {
 			t.Errorf("buyer's read inside the refund: %v", err)
 		}
 		shown = v.Cards
 	}
 	l.beforeTx.Store(&hook)
-	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 	if len(shown) != 2 {
 		t.Fatalf("the buyer's read between the refund's read and write showed %d codes, want 2", len(shown))
 	}
@@ -352,12 +352,12 @@ func TestRefundBetweenReadAndRevealShowsNothing(t *testing.T) {
 	var res application.RefundResult
 	hook := func() {
 		var err error
-		if res, err = f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil {
+		if res, err = f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil {
 			t.Errorf("refund inside the read: %v", err)
 		}
 	}
 	l.beforeReveal.Store(&hook)
-	v, err := f.shop.BuyerOrder(f.ctx, "alice", o.No())
+	v, err := f.shop.Sales.BuyerOrder(f.ctx, "alice", o.No())
 	is(t, "buyer's read", err, nil)
 	if len(v.Cards) != 0 || v.Order.Status() != domain.StatusRefunded {
 		t.Fatalf("read raced by a refund: %d codes, order %s; want none, REFUNDED", len(v.Cards), v.Order.Status())
@@ -388,9 +388,9 @@ func TestRevealRacesRefund(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				if i%2 == 0 {
-					views[i], errs[i] = f.shop.BuyerOrder(f.ctx, "alice", o.No())
+					views[i], errs[i] = f.shop.Sales.BuyerOrder(f.ctx, "alice", o.No())
 				} else {
-					refunds[i], errs[i] = f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+					refunds[i], errs[i] = f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
 				}
 			})
 		}

@@ -17,7 +17,7 @@ import (
 // createRuled creates a product with sale rules and codes fresh codes.
 func (f *fixture) createRuled(t *testing.T, rules domain.SaleRules, refundFrees bool, codes int) domain.Product {
 	t.Helper()
-	p, err := f.shop.CreateProduct(f.ctx, application.NewProduct{Name: "flash sale", Price: testPrice, MaxPerOrder: 10,
+	p, err := f.shop.Catalogue.CreateProduct(f.ctx, application.NewProduct{Name: "flash sale", Price: testPrice, MaxPerOrder: 10,
 		Sale: rules, RefundReleasesLimit: refundFrees})
 	if err != nil {
 		t.Fatalf("create product: %v", err)
@@ -121,7 +121,7 @@ func TestBuyerLimitLifeCycle(t *testing.T) {
 
 			// The unpaid order closes: alice may buy again.
 			f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-			if err := f.shop.CloseExpired(f.ctx, first.No()); err != nil {
+			if err := f.shop.Sales.CloseExpired(f.ctx, first.No()); err != nil {
 				t.Fatal(err)
 			}
 			paid := f.mustPlace(t, "alice", p.ID(), 2)
@@ -129,7 +129,7 @@ func TestBuyerLimitLifeCycle(t *testing.T) {
 			_, err = f.place("alice", p.ID(), 1, f.newKey())
 			is(t, "over the limit with a PAID order", err, domain.ErrBuyerHoldingLimit)
 
-			if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: paid.No()}); err != nil {
+			if _, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: paid.No()}); err != nil {
 				t.Fatal(err)
 			}
 			_, err = f.place("alice", p.ID(), 1, f.newKey())
@@ -151,7 +151,7 @@ func TestBuyerLimitSetOnSaleAndAfterGateLoss(t *testing.T) {
 	p := f.createRuled(t, domain.SaleRules{}, false, 20)
 	f.mustPlace(t, "alice", p.ID(), 3)
 	limit := 4
-	if _, err := f.shop.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{BuyerLimit: &limit}); err != nil {
+	if _, err := f.shop.Catalogue.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{BuyerLimit: &limit}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.place("alice", p.ID(), 2, f.newKey())
@@ -159,7 +159,7 @@ func TestBuyerLimitSetOnSaleAndAfterGateLoss(t *testing.T) {
 	f.mustPlace(t, "alice", p.ID(), 1)
 
 	f.gate.Flush()
-	if _, err := f.shop.Reconcile(f.ctx, p.ID(), true); err != nil {
+	if _, err := f.shop.Catalogue.Reconcile(f.ctx, p.ID(), true); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.place("alice", p.ID(), 1, f.newKey())
@@ -168,11 +168,11 @@ func TestBuyerLimitSetOnSaleAndAfterGateLoss(t *testing.T) {
 
 	// Windows are rebuilt too.
 	ends := f.shopNow()
-	if _, err := f.shop.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{EndsAt: &ends}); err != nil {
+	if _, err := f.shop.Catalogue.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{EndsAt: &ends}); err != nil {
 		t.Fatal(err)
 	}
 	f.gate.Flush()
-	if _, err := f.shop.Reconcile(f.ctx, p.ID(), true); err != nil {
+	if _, err := f.shop.Catalogue.Reconcile(f.ctx, p.ID(), true); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.place("carol", p.ID(), 1, f.newKey())
@@ -229,17 +229,17 @@ func TestRefundSettingChangeRecountsHoldings(t *testing.T) {
 	p := f.createRuled(t, domain.SaleRules{BuyerLimit: 2}, false, 20)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
 	f.mustPay(t, o.No())
-	if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil {
+	if _, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.place("alice", p.ID(), 1, f.newKey())
 	is(t, "a refunded order still counting", err, domain.ErrBuyerHoldingLimit)
 	releases := true
-	if _, err := f.shop.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{RefundReleasesLimit: &releases}); err != nil {
+	if _, err := f.shop.Catalogue.UpdateProduct(f.ctx, p.ID(), application.ProductPatch{RefundReleasesLimit: &releases}); err != nil {
 		t.Fatal(err)
 	}
 	f.mustPlace(t, "alice", p.ID(), 2)
-	rep, err := f.shop.Reconcile(f.ctx, p.ID(), false)
+	rep, err := f.shop.Catalogue.Reconcile(f.ctx, p.ID(), false)
 	if err != nil || !rep.OK() {
 		t.Fatalf("reconcile after the change: %+v, %v", rep.Checks, err)
 	}
@@ -312,7 +312,7 @@ func TestLatePaymentsCannotPassTheBuyerLimit(t *testing.T) {
 	for range 3 {
 		o := f.mustPlace(t, "alice", p.ID(), 2)
 		f.clock.Advance(f.cfg.OrderTimeout)
-		is(t, "timeout", f.shop.CloseExpired(f.ctx, o.No()), nil)
+		is(t, "timeout", f.shop.Sales.CloseExpired(f.ctx, o.No()), nil)
 		orders = append(orders, o)
 	}
 	codes := 0
@@ -339,15 +339,15 @@ func TestLatePaymentsCannotPassTheBuyerLimit(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 
-	_, err := f.shop.FulfilOrder(f.ctx, orders[1].No())
+	_, err := f.shop.Sales.FulfilOrder(f.ctx, orders[1].No())
 	is(t, "fulfil while alice holds the limit", err, domain.ErrFulfilOverLimit)
-	if _, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: orders[0].No()}); err != nil {
+	if _, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: orders[0].No()}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := f.shop.FulfilOrder(f.ctx, orders[1].No()); err != nil || got.Status() != domain.StatusPaid {
+	if got, err := f.shop.Sales.FulfilOrder(f.ctx, orders[1].No()); err != nil || got.Status() != domain.StatusPaid {
 		t.Fatalf("fulfil after the refund released the limit: %v, %v", got.Status(), err)
 	}
-	_, err = f.shop.FulfilOrder(f.ctx, orders[2].No())
+	_, err = f.shop.Sales.FulfilOrder(f.ctx, orders[2].No())
 	is(t, "fulfil the third", err, domain.ErrFulfilOverLimit)
 	f.assertInvariants(t, p.ID())
 }
@@ -363,8 +363,8 @@ func TestLatePaymentAfterTheSaleEnded(t *testing.T) {
 	afterEnd := f.mustPlace(t, "alice", p.ID(), 1)
 	inTime := f.mustPlace(t, "bob", p.ID(), 2)
 	f.clock.Advance(f.cfg.OrderTimeout)
-	is(t, "timeout", f.shop.CloseExpired(f.ctx, afterEnd.No()), nil)
-	is(t, "timeout", f.shop.CloseExpired(f.ctx, inTime.No()), nil)
+	is(t, "timeout", f.shop.Sales.CloseExpired(f.ctx, afterEnd.No()), nil)
+	is(t, "timeout", f.shop.Sales.CloseExpired(f.ctx, inTime.No()), nil)
 	f.mustPay(t, f.mustPlace(t, "carol", p.ID(), 2).No())
 	got, err := f.payByCallback(t, inTime.No())
 	is(t, "late payment without stock before the end", err, nil)
@@ -382,9 +382,9 @@ func TestLatePaymentAfterTheSaleEnded(t *testing.T) {
 	f.assertInvariants(t, p.ID())
 
 	f.addCodes(t, p.ID(), 2)
-	_, err = f.shop.FulfilOrder(f.ctx, afterEnd.No())
+	_, err = f.shop.Sales.FulfilOrder(f.ctx, afterEnd.No())
 	is(t, "fulfil an order paid after the end", err, domain.ErrPaidAfterSaleEnded)
-	if got, err := f.shop.FulfilOrder(f.ctx, inTime.No()); err != nil || got.Status() != domain.StatusPaid {
+	if got, err := f.shop.Sales.FulfilOrder(f.ctx, inTime.No()); err != nil || got.Status() != domain.StatusPaid {
 		t.Fatalf("fulfil after the end of an order paid before it: %v, %v", got.Status(), err)
 	}
 	if cards := f.soldCards(t, inTime.No()); len(cards) != 2 {

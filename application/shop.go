@@ -49,11 +49,11 @@ type Config struct {
 	// Currency is the shop's currency: every price, order and payment is an amount of its
 	// minor unit. A payment provider that cannot charge it is refused at start.
 	Currency domain.Currency
-	// PublicURL is the shop's address as buyers and providers reach it (no trailing slash):
-	// the providers' notify URLs are PublicURL + "/api/payments/<provider>/notify".
-	PublicURL string
+	// NotifyURL is where a provider sends its notifications; "{provider}" in it is replaced by
+	// the provider's name. The driving adapter that receives them states it.
+	NotifyURL string
 	// ReturnURL is where a provider sends the buyer back after paying; "{order_no}" in it is
-	// replaced by the order number. Empty: PublicURL + "/api/orders/{order_no}".
+	// replaced by the order number.
 	ReturnURL string
 	// PaymentCloseGrace is how long past an order's expiry the close keeps waiting for a
 	// provider that cannot be reached to close (or report) the order's open payment; after it
@@ -106,15 +106,27 @@ const DefaultOrphanAfter = 2 * time.Minute
 // here, except the buyer cap: DefaultConfig has none, the service caps each buyer unless told
 // otherwise (see its CARDSHOP_BUYER_CAP).
 func DefaultConfig() Config {
-	const orderTimeout = 15 * time.Minute
-	return Config{OrderTimeout: orderTimeout, IdempotencyTTL: 10 * time.Minute,
-		ReplayWait: time.Second, SweepBatch: 500, RelayBatch: 500, RebuildDelay: time.Second,
-		OrphanAfter: DefaultOrphanAfter, BuyerCap: 0, BuyerWindow: orderTimeout,
-		WebhookMaxBackoff: DefaultWebhookCap, Currency: domain.Currency{Code: "CNY", Exponent: 2},
-		PublicURL: "http://127.0.0.1:8080", PaymentCloseGrace: 10 * time.Minute,
-		ProductCacheTTL: 5 * time.Second, SaleStartMargin: 2 * time.Second, CatalogueLevelsEvery: 250 * time.Millisecond, CatalogueProductsEvery: 5 * time.Second,
-		NotificationRetention: DefaultNotificationRetention, RefusedNotificationRetention: DefaultRefusedNotificationRetention,
-		RefusedNotificationWindow: DefaultRefusedNotificationWindow, RefusedNotificationAddresses: DefaultRefusedNotificationAddresses}
+	return Config{
+		OrderTimeout:                 15 * time.Minute,
+		IdempotencyTTL:               10 * time.Minute,
+		ReplayWait:                   time.Second,
+		SweepBatch:                   500,
+		RelayBatch:                   500,
+		RebuildDelay:                 time.Second,
+		OrphanAfter:                  DefaultOrphanAfter,
+		BuyerWindow:                  15 * time.Minute, // the order timeout
+		WebhookMaxBackoff:            DefaultWebhookCap,
+		Currency:                     domain.Currency{Code: "CNY", Exponent: 2},
+		PaymentCloseGrace:            10 * time.Minute,
+		ProductCacheTTL:              5 * time.Second,
+		SaleStartMargin:              2 * time.Second,
+		CatalogueLevelsEvery:         250 * time.Millisecond,
+		CatalogueProductsEvery:       5 * time.Second,
+		NotificationRetention:        DefaultNotificationRetention,
+		RefusedNotificationRetention: DefaultRefusedNotificationRetention,
+		RefusedNotificationWindow:    DefaultRefusedNotificationWindow,
+		RefusedNotificationAddresses: DefaultRefusedNotificationAddresses,
+	}
 }
 
 // Deps are the ports the use cases need.
@@ -137,19 +149,68 @@ type Deps struct {
 	Logger  *slog.Logger
 }
 
-// Shop runs the use cases. It is safe for concurrent use.
-type Shop struct {
+// App holds the use cases, one service per kind of work; a driving adapter takes only the
+// services it calls. Each service holds only the ports it uses, in three nested layers: Relay
+// the outbox's (ledger, gate, broker, webhook, clock); Catalogue those and the stock steps and
+// caches (gate changes, reconcile and rebuild, the product cache, the public catalogue);
+// Sales and Payments those, the payment providers and the alerter, and the steps of an
+// order's life they share (settle, fulfil, reserve and cancel, stock returns), with the delay
+// queue Sales' own and the callback's verifier Payments'. Admin stands apart on the ledger and
+// the clock. All are safe for concurrent use.
+type App struct {
+	Sales     *Sales     // placing, reading, closing and sweeping orders; fulfils; sold-out answers
+	Payments  *Payments  // creating payments, notifications, the signed callback, refunds
+	Catalogue *Catalogue // products, codes (import, void), freezes, the gate (reconcile, rebuild), stock watch, dashboard
+	Admin     *Admin     // operators, sessions, the audit log, alerts
+	Relay     *Relay     // the outbox and the webhook relays
+
+	core *core
+}
+
+// Sales places, reads, closes and sweeps orders, fulfils them, and answers the public
+// catalogue and the sold-out rates.
+type Sales struct {
+	*core
+	queue domain.DelayQueue // each order's close at its expiry
+}
+
+// Payments creates payments and applies what providers and the storefront report: provider
+// notifications, the signed callback, refunds; and keeps the notification log.
+type Payments struct {
+	*core
+	verifier domain.PaymentVerifier // the storefront's signed callback
+	refused  refusedNotices         // this instance's notifications refused before verification (recordRefused)
+}
+
+// Catalogue runs products and their codes: create, update, freeze, import, void; and the gate:
+// reconcile, rebuild, stock watch, the dashboard.
+type Catalogue struct{ *stock }
+
+// Admin runs operators and their sessions, the audit log and the alert log: the ledger and the
+// clock are all it needs. Who may do what is ActionRole's table.
+type Admin struct {
+	ledger domain.Ledger
+	clock  domain.Clock
+}
+
+// Relay carries the outbox to the gate, the broker and the storefront's webhook.
+type Relay struct{ *outbox }
+
+// outbox is what the relay needs: the outbox in the ledger and where its messages go.
+type outbox struct {
 	cfg      Config
 	ledger   domain.Ledger
 	gate     domain.StockGate
-	queue    domain.DelayQueue
 	pub      domain.EventPublisher
 	notifier domain.Notifier // nil: no webhook
-	verifier domain.PaymentVerifier
-	gateways map[domain.Provider]domain.PaymentGateway
-	alerts   domain.Alerter
 	clock    domain.Clock
 	log      *slog.Logger
+}
+
+// stock is what Catalogue needs: the outbox, the steps that change or check the gate, and the
+// caches of products and stock that every service reads.
+type stock struct {
+	*outbox
 
 	// products caches products (price, tiers, limit) so that the hot path of placing an order,
 	// and above all its sold-out answer, touches the gate only. A domain.Product is immutable,
@@ -159,18 +220,25 @@ type Shop struct {
 	products   sync.Map      // domain.ProductID -> cachedProduct
 	productGen atomic.Uint64 // counts UpdateProduct calls: a read that raced one is not cached
 
-	catalogue  catalogue      // the public catalogue's snapshot (Catalogue)
-	stockWatch stockWatch     // WatchStock's product list
-	rates      answerRates    // this instance's sold-out answers per product (SoldOutAnswers)
-	refused    refusedNotices // this instance's notifications refused before verification (recordRefused)
+	catalogue  catalogue   // the public catalogue's snapshot (Catalogue)
+	stockWatch stockWatch  // WatchStock's product list
+	rates      answerRates // this instance's sold-out answers per product (SoldOutAnswers)
+}
+
+// core is what Sales and Payments share: the stock layer, the payment providers and the
+// alerter, and the steps of an order's life (settle, fulfil, reserve and cancel).
+type core struct {
+	*stock
+	gateways map[domain.Provider]domain.PaymentGateway
+	alerts   domain.Alerter
 
 	rebuilding sync.Map // domain.ProductID -> true while an automatic gate rebuild is pending
 	background sync.WaitGroup
 }
 
-// New checks deps and cfg and returns a Shop. A zero OrphanAfter or WebhookMaxBackoff takes
+// New checks deps and cfg and returns the App. A zero OrphanAfter or WebhookMaxBackoff takes
 // DefaultConfig's; a zero BuyerWindow is the order timeout.
-func New(cfg Config, d Deps) (*Shop, error) {
+func New(cfg Config, d Deps) (*App, error) {
 	if d.Ledger == nil || d.Gate == nil || d.Queue == nil || d.Publisher == nil || d.Verifier == nil ||
 		d.Alerter == nil || d.Clock == nil {
 		return nil, errors.New("application: every port is required")
@@ -181,45 +249,30 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	if cfg.OrphanAfter < 0 || cfg.BuyerCap < 0 || cfg.BuyerWindow < 0 || cfg.WebhookMaxBackoff < 0 {
 		return nil, errors.New("application: the orphan age, the buyer cap, the buyer window and the webhook backoff must not be negative")
 	}
+	// The settings a zero (or, where allowed, negative) value leaves at their default.
 	def := DefaultConfig()
-	if cfg.WebhookMaxBackoff == 0 {
-		cfg.WebhookMaxBackoff = def.WebhookMaxBackoff
-	}
-	if cfg.OrphanAfter == 0 {
-		cfg.OrphanAfter = def.OrphanAfter
-	}
-	if cfg.BuyerWindow == 0 {
-		cfg.BuyerWindow = cfg.OrderTimeout
-	}
-	if cfg.Currency.IsZero() {
-		cfg.Currency = def.Currency
-	}
-	if cfg.PublicURL == "" {
-		cfg.PublicURL = def.PublicURL
-	}
-	if cfg.PaymentCloseGrace <= 0 {
-		cfg.PaymentCloseGrace = def.PaymentCloseGrace
-	}
-	if cfg.ProductCacheTTL <= 0 {
-		cfg.ProductCacheTTL = def.ProductCacheTTL
-	}
-	if cfg.CatalogueLevelsEvery <= 0 {
-		cfg.CatalogueLevelsEvery = def.CatalogueLevelsEvery
-	}
-	if cfg.CatalogueProductsEvery <= 0 {
-		cfg.CatalogueProductsEvery = def.CatalogueProductsEvery
-	}
-	if cfg.NotificationRetention <= 0 {
-		cfg.NotificationRetention = def.NotificationRetention
-	}
-	if cfg.RefusedNotificationRetention <= 0 {
-		cfg.RefusedNotificationRetention = def.RefusedNotificationRetention
-	}
-	if cfg.RefusedNotificationWindow <= 0 {
-		cfg.RefusedNotificationWindow = def.RefusedNotificationWindow
+	def.BuyerWindow = cfg.OrderTimeout
+	for _, d := range []struct{ v, def *time.Duration }{
+		{&cfg.WebhookMaxBackoff, &def.WebhookMaxBackoff},
+		{&cfg.OrphanAfter, &def.OrphanAfter},
+		{&cfg.BuyerWindow, &def.BuyerWindow},
+		{&cfg.PaymentCloseGrace, &def.PaymentCloseGrace},
+		{&cfg.ProductCacheTTL, &def.ProductCacheTTL},
+		{&cfg.CatalogueLevelsEvery, &def.CatalogueLevelsEvery},
+		{&cfg.CatalogueProductsEvery, &def.CatalogueProductsEvery},
+		{&cfg.NotificationRetention, &def.NotificationRetention},
+		{&cfg.RefusedNotificationRetention, &def.RefusedNotificationRetention},
+		{&cfg.RefusedNotificationWindow, &def.RefusedNotificationWindow},
+	} {
+		if *d.v <= 0 {
+			*d.v = *d.def
+		}
 	}
 	if cfg.RefusedNotificationAddresses <= 0 {
 		cfg.RefusedNotificationAddresses = def.RefusedNotificationAddresses
+	}
+	if cfg.Currency.IsZero() {
+		cfg.Currency = def.Currency
 	}
 	gateways := make(map[domain.Provider]domain.PaymentGateway, len(d.Gateways))
 	for _, g := range d.Gateways {
@@ -237,13 +290,16 @@ func New(cfg Config, d Deps) (*Shop, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	return &Shop{cfg: cfg, ledger: d.Ledger, gate: d.Gate, queue: d.Queue, pub: d.Publisher, notifier: d.Notifier,
-		verifier: d.Verifier, gateways: gateways, clock: d.Clock, log: d.Logger,
-		alerts: recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}}, nil
+	o := &outbox{cfg: cfg, ledger: d.Ledger, gate: d.Gate, pub: d.Publisher, notifier: d.Notifier, clock: d.Clock, log: d.Logger}
+	st := &stock{outbox: o}
+	c := &core{stock: st, gateways: gateways,
+		alerts: recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}}
+	return &App{Sales: &Sales{core: c, queue: d.Queue}, Payments: &Payments{core: c, verifier: d.Verifier}, Catalogue: &Catalogue{st}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
+		Relay: &Relay{o}, core: c}, nil
 }
 
-// Config returns the shop's settings.
-func (s *Shop) Config() Config { return s.cfg }
+// Config returns the settings in force, defaults filled.
+func (a *App) Config() Config { return a.core.cfg }
 
 type cachedProduct struct {
 	p       domain.Product
@@ -251,7 +307,7 @@ type cachedProduct struct {
 }
 
 // product returns a product from the cache or, when absent or expired, the catalogue.
-func (s *Shop) product(ctx context.Context, id domain.ProductID) (domain.Product, error) {
+func (s *core) product(ctx context.Context, id domain.ProductID) (domain.Product, error) {
 	now := s.clock.Now()
 	if c, ok := s.products.Load(id); ok && now.Before(c.(cachedProduct).expires) {
 		return c.(cachedProduct).p, nil
@@ -296,7 +352,7 @@ func gateChangeMessage(c domain.GateChange, at time.Time) (domain.OutboxMessage,
 
 // applyGate applies a committed gate change right away. It is best effort: the outbox row
 // written in the same transaction makes the relay apply it (once, by Ref) if this fails.
-func (s *Shop) applyGate(ctx context.Context, c domain.GateChange) {
+func (s *stock) applyGate(ctx context.Context, c domain.GateChange) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	if _, err := s.gate.Apply(ctx, c); err != nil {

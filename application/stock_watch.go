@@ -17,7 +17,7 @@ import (
 // Config.CatalogueProductsEvery, after a product changed on this instance, and after another
 // instance recorded a crossing first (this copy's stock state is then behind).
 type stockWatch struct {
-	mu       sync.Mutex // one pass at a time per Shop
+	mu       sync.Mutex // one pass at a time per App
 	products []domain.Product
 	readAt   time.Time
 	stale    atomic.Bool
@@ -35,7 +35,7 @@ type stockWatch struct {
 // (lost, being rebuilt) is skipped until it does. The first evaluation of a product only sets
 // its state, without an event, and waits until the product has stock. A failure on one product does not stop the others; the first
 // error is returned.
-func (s *Shop) WatchStock(ctx context.Context) (int, error) {
+func (s *Catalogue) WatchStock(ctx context.Context) (int, error) {
 	w := &s.stockWatch
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -91,7 +91,7 @@ func (s *Shop) WatchStock(ctx context.Context) (int, error) {
 }
 
 // watchedProducts returns the watch's product list, read again from the ledger when due.
-func (s *Shop) watchedProducts(ctx context.Context) ([]domain.Product, error) {
+func (s *stock) watchedProducts(ctx context.Context) ([]domain.Product, error) {
 	w := &s.stockWatch
 	now := s.clock.Now()
 	if w.stale.Swap(false) || w.products == nil || now.Sub(w.readAt) >= s.cfg.CatalogueProductsEvery {
@@ -111,7 +111,7 @@ func (s *Shop) watchedProducts(ctx context.Context) ([]domain.Product, error) {
 // recordCrossing moves p's stock state to to and, only when this call moved it, writes an
 // outbox row per event for the broker and one for the webhook (when one is configured), in
 // one transaction. It reports whether this call recorded the crossing.
-func (s *Shop) recordCrossing(ctx context.Context, p domain.Product, to domain.StockState, names []string,
+func (s *stock) recordCrossing(ctx context.Context, p domain.Product, to domain.StockState, names []string,
 	left int64, now time.Time) (bool, error) {
 	msgs, err := s.stockMessages(p, names, left, now)
 	if err != nil {
@@ -145,7 +145,7 @@ func (s *Shop) recordCrossing(ctx context.Context, p domain.Product, to domain.S
 
 // stockMessages builds the outbox rows of a crossing's events: for each, one for the broker
 // and, with a webhook, one for the storefront, with the same payload.
-func (s *Shop) stockMessages(p domain.Product, names []string, left int64, now time.Time) ([]domain.OutboxMessage, error) {
+func (s *stock) stockMessages(p domain.Product, names []string, left int64, now time.Time) ([]domain.OutboxMessage, error) {
 	key := strconv.FormatInt(int64(p.ID()), 10)
 	var msgs []domain.OutboxMessage
 	for _, name := range names {

@@ -17,7 +17,7 @@ import (
 // first (silent) stock watch, which leaves it normal.
 func (f *fixture) stockProduct(t *testing.T, threshold, codes int) domain.Product {
 	t.Helper()
-	p, err := f.shop.CreateProduct(f.ctx, application.NewProduct{Name: "gift card", Price: testPrice, MaxPerOrder: 100,
+	p, err := f.shop.Catalogue.CreateProduct(f.ctx, application.NewProduct{Name: "gift card", Price: testPrice, MaxPerOrder: 100,
 		LowStockThreshold: threshold})
 	if err != nil {
 		t.Fatalf("create product: %v", err)
@@ -34,7 +34,7 @@ func (f *fixture) stockProduct(t *testing.T, threshold, codes int) domain.Produc
 
 func (f *fixture) watch(t *testing.T) int {
 	t.Helper()
-	n, err := f.shop.WatchStock(f.ctx)
+	n, err := f.shop.Catalogue.WatchStock(f.ctx)
 	if err != nil {
 		t.Fatalf("watch stock: %v", err)
 	}
@@ -89,7 +89,7 @@ func (f *fixture) giveBack(t *testing.T, os ...domain.Order) {
 	t.Helper()
 	f.clock.Advance(f.cfg.OrderTimeout + time.Second)
 	for _, o := range os {
-		if err := f.shop.CloseExpired(f.ctx, o.No()); err != nil {
+		if err := f.shop.Sales.CloseExpired(f.ctx, o.No()); err != nil {
 			t.Fatalf("close %s: %v", o.No(), err)
 		}
 	}
@@ -223,7 +223,7 @@ func TestStockWatchWithoutThreshold(t *testing.T) {
 // product.restocked.
 func TestStockWatchWaitsForTheFirstStock(t *testing.T) {
 	f := newFixture(t)
-	p, err := f.shop.CreateProduct(f.ctx, application.NewProduct{Name: "gift card", Price: testPrice, MaxPerOrder: 5,
+	p, err := f.shop.Catalogue.CreateProduct(f.ctx, application.NewProduct{Name: "gift card", Price: testPrice, MaxPerOrder: 5,
 		LowStockThreshold: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestStockEventsReachBrokerAndWebhook(t *testing.T) {
 	if n := f.watch(t); n != 2 {
 		t.Fatalf("sold out: %d events, want 2", n)
 	}
-	if _, err := f.shop.RelayOutbox(f.ctx); err != nil {
+	if _, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil {
 		t.Fatalf("RelayOutbox: %v", err)
 	}
 	var published []domain.StockEvent
@@ -317,7 +317,7 @@ func TestStockWatchInstancesRecordEachCrossingOnce(t *testing.T) {
 	hook := memory.NewNotifier()
 	f := newFixture(t, withNotifier(hook))
 	const instances = 8
-	shops := []*application.Shop{f.shop}
+	shops := []*application.App{f.shop}
 	for range instances - 1 {
 		s, err := application.New(f.cfg, application.Deps{Ledger: f.ledger, Gate: f.gate, Queue: f.queue,
 			Publisher: f.pub, Notifier: hook, Verifier: f.signer, Alerter: f.alerts, Clock: f.now, Logger: quiet})
@@ -337,7 +337,7 @@ func TestStockWatchInstancesRecordEachCrossingOnce(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					n, err := s.WatchStock(f.ctx)
+					n, err := s.Catalogue.WatchStock(f.ctx)
 					if err != nil {
 						t.Error(err)
 					}
@@ -350,7 +350,7 @@ func TestStockWatchInstancesRecordEachCrossingOnce(t *testing.T) {
 		wg.Wait()
 		return total
 	}
-	p, err := f.shop.CreateProduct(f.ctx, application.NewProduct{Name: "gift card", Price: testPrice, MaxPerOrder: 100,
+	p, err := f.shop.Catalogue.CreateProduct(f.ctx, application.NewProduct{Name: "gift card", Price: testPrice, MaxPerOrder: 100,
 		LowStockThreshold: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +410,7 @@ func TestWebhookRefusesAnUnknownEventType(t *testing.T) {
 	if n := relayWebhooks(t, f); n != 0 || hook.Attempts() != 0 {
 		t.Fatalf("sent %d, storefront called %d times; want nothing", n, hook.Attempts())
 	}
-	if n, _ := f.shop.WebhookBacklog(f.ctx); n != 1 {
+	if n, _ := f.shop.Relay.WebhookBacklog(f.ctx); n != 1 {
 		t.Fatalf("webhook backlog %d, want the row kept", n)
 	}
 }

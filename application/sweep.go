@@ -23,7 +23,7 @@ const sweepParallel = 32
 // An order whose payment provider cannot be reached to close its open payment is skipped until
 // the next sweep (see CloseExpired). It returns how many orders it closed or looked at plus how
 // many orphans it released.
-func (s *Shop) Sweep(ctx context.Context) (int, error) {
+func (s *Sales) Sweep(ctx context.Context) (int, error) {
 	seen := 0
 	for {
 		due, err := s.ledger.Orders().Expired(ctx, s.clock.Now(), s.cfg.SweepBatch)
@@ -46,7 +46,7 @@ func (s *Shop) Sweep(ctx context.Context) (int, error) {
 // closeAll closes the orders of due, up to sweepParallel at once, and returns how many wait for
 // their payment provider. After the first other failure it starts no more closes, waits for
 // those under way and returns that failure.
-func (s *Shop) closeAll(ctx context.Context, due []domain.Order) (waiting int, _ error) {
+func (s *Sales) closeAll(ctx context.Context, due []domain.Order) (waiting int, _ error) {
 	var (
 		mu       sync.Mutex
 		firstErr error

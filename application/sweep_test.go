@@ -90,7 +90,7 @@ func TestSweepClosesAPageSideBySide(t *testing.T) {
 	}
 	f.clock.Advance(f.cfg.OrderTimeout)
 	m.start()
-	n, err := f.shop.Sweep(f.ctx)
+	n, err := f.shop.Sales.Sweep(f.ctx)
 	if err != nil || n != orders {
 		t.Fatalf("sweep: %d, %v; want %d orders", n, err, orders)
 	}
@@ -105,7 +105,7 @@ func TestSweepClosesAPageSideBySide(t *testing.T) {
 			t.Fatalf("order %s flow %v, want one timeout-restore row", o.No(), ft)
 		}
 	}
-	if _, err := f.shop.RelayOutbox(f.ctx); err != nil {
+	if _, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil {
 		t.Fatal(err)
 	}
 	f.assertNoExpiredPending(t)
@@ -135,7 +135,7 @@ func TestRelayPublishesDeliveryEventsSideBySide(t *testing.T) {
 	m := newMeeting(together)
 	f := newFixture(t, withPublisher(func(p *memory.Publisher) domain.EventPublisher { return meetingPublisher{p, m} }))
 	p := f.createProduct(t, 1, orders)
-	if _, err := f.shop.RelayOutbox(f.ctx); err != nil { // the import's gate change
+	if _, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil { // the import's gate change
 		t.Fatal(err)
 	}
 	var paid []domain.OrderNo
@@ -143,7 +143,7 @@ func TestRelayPublishesDeliveryEventsSideBySide(t *testing.T) {
 		paid = append(paid, f.mustPay(t, f.mustPlace(t, domain.BuyerID("buyer-"+string(rune('a'+i))), p.ID(), 1).No()).No())
 	}
 	m.start()
-	if n, err := f.shop.RelayOutbox(f.ctx); err != nil || n < orders {
+	if n, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil || n < orders {
 		t.Fatalf("relay sent %d (%v), want at least the %d delivery events", n, err, orders)
 	}
 	if got := m.mostAtOnce(); got < together {

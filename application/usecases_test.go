@@ -20,7 +20,7 @@ func TestDelayQueueClosesUnpaidOrder(t *testing.T) {
 	f := newFixture(t, withClock(memory.SystemClock{}),
 		withConfig(func(c *application.Config) { c.OrderTimeout = 200 * time.Millisecond }),
 		withQueue(func(c domain.Clock) domain.DelayQueue { q = memory.NewDelayQueue(c); return q }))
-	q.Consume(f.shop.CloseExpired)
+	q.Consume(f.shop.Sales.CloseExpired)
 	p := f.createProduct(t, 3, 5)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
 
@@ -60,7 +60,7 @@ func TestSweeperClosesOrdersWhoseTimeoutWasLost(t *testing.T) {
 	}
 
 	f.clock.Advance(f.cfg.OrderTimeout - 5*time.Minute) // the first five are due, the last is not
-	n, err := f.shop.Sweep(f.ctx)
+	n, err := f.shop.Sales.Sweep(f.ctx)
 	if err != nil || n != 5 {
 		t.Fatalf("sweep: %d, %v; want 5 orders", n, err)
 	}
@@ -79,10 +79,10 @@ func TestSweeperClosesOrdersWhoseTimeoutWasLost(t *testing.T) {
 	}
 
 	f.clock.Advance(5 * time.Minute)
-	if n, err := f.shop.Sweep(f.ctx); err != nil || n != 1 {
+	if n, err := f.shop.Sales.Sweep(f.ctx); err != nil || n != 1 {
 		t.Fatalf("second sweep: %d, %v; want 1", n, err)
 	}
-	if n, err := f.shop.Sweep(f.ctx); err != nil || n != 0 {
+	if n, err := f.shop.Sales.Sweep(f.ctx); err != nil || n != 0 {
 		t.Fatalf("third sweep: %d, %v; want nothing left", n, err)
 	}
 	f.assertNoExpiredPending(t)
@@ -98,7 +98,7 @@ func TestOrderStandsWhenTimeoutCannotBeScheduled(t *testing.T) {
 	p := f.createProduct(t, 3, 5)
 	o := f.mustPlace(t, "alice", p.ID(), 3)
 	f.clock.Advance(f.cfg.OrderTimeout)
-	if n, err := f.shop.Sweep(f.ctx); err != nil || n != 1 {
+	if n, err := f.shop.Sales.Sweep(f.ctx); err != nil || n != 1 {
 		t.Fatalf("sweep: %d, %v", n, err)
 	}
 	if st := f.order(t, o.No()).Status(); st != domain.StatusClosed {
@@ -112,15 +112,15 @@ func TestTimeoutRedeliveryIsHarmless(t *testing.T) {
 	f := newFixture(t)
 	p := f.createProduct(t, 3, 5)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
-	is(t, "early timeout", f.shop.CloseExpired(f.ctx, o.No()), nil)
+	is(t, "early timeout", f.shop.Sales.CloseExpired(f.ctx, o.No()), nil)
 	if st := f.order(t, o.No()).Status(); st != domain.StatusPending {
 		t.Fatalf("an early timeout made the order %s", st)
 	}
 	f.clock.Advance(f.cfg.OrderTimeout)
 	for range 3 {
-		is(t, "timeout", f.shop.CloseExpired(f.ctx, o.No()), nil)
+		is(t, "timeout", f.shop.Sales.CloseExpired(f.ctx, o.No()), nil)
 	}
-	is(t, "timeout of an unknown order", f.shop.CloseExpired(f.ctx, "0000000000000000000000000000"), nil)
+	is(t, "timeout of an unknown order", f.shop.Sales.CloseExpired(f.ctx, "0000000000000000000000000000"), nil)
 	if lv := f.levels(t, p.ID()); lv.Stock != 5 || lv.Sold != 0 {
 		t.Fatalf("gate %+v, want the 2 units returned exactly once", lv)
 	}
@@ -169,7 +169,7 @@ func TestPlaceOrderCompensatesFailedLedgerWrite(t *testing.T) {
 	// A late payment the ledger cannot record gives its new reservation back.
 	late := f.mustPlace(t, "bob", p.ID(), 3)
 	f.clock.Advance(f.cfg.OrderTimeout)
-	is(t, "timeout", f.shop.CloseExpired(f.ctx, late.No()), nil)
+	is(t, "timeout", f.shop.Sales.CloseExpired(f.ctx, late.No()), nil)
 	before = f.levels(t, p.ID())
 	fl.failures.Store(1)
 	_, err = f.pay(t, late.No())
@@ -203,10 +203,10 @@ func TestReplayAfterGateLostItsKeys(t *testing.T) {
 	_, err = f.place("dave", p.ID(), 1, f.newKey())
 	is(t, "place while the gate knows nothing", err, domain.ErrGateNotReady)
 	// A change while the gate is empty: the ledger records it, the rebuild counts it.
-	if _, err := f.shop.ApplyPayment(f.ctx, domain.PaymentNotice{OrderNo: c.Order.No(), Amount: c.Order.Amount()}); err != nil {
+	if _, err := f.shop.Payments.ApplyPayment(f.ctx, domain.PaymentNotice{OrderNo: c.Order.No(), Amount: c.Order.Amount()}); err != nil {
 		t.Fatalf("payment failed notice: %v", err)
 	}
-	rep, err := f.shop.Reconcile(f.ctx, p.ID(), true)
+	rep, err := f.shop.Catalogue.Reconcile(f.ctx, p.ID(), true)
 	if err != nil || !rep.OK() || !rep.Repaired {
 		t.Fatalf("repair: %v, %+v", err, rep.Checks)
 	}
@@ -253,7 +253,7 @@ func TestPoolShortOfGateFreezesProduct(t *testing.T) {
 	if !hasKind(kinds, "stock_inconsistency") || !hasKind(kinds, "paid_unfulfilled") {
 		t.Fatalf("alerts %v, want stock_inconsistency and paid_unfulfilled", kinds)
 	}
-	if pr, _ := f.shop.Product(f.ctx, p.ID()); !pr.Frozen() {
+	if pr, _ := f.shop.Catalogue.Product(f.ctx, p.ID()); !pr.Frozen() {
 		t.Fatalf("product not frozen in the catalogue")
 	}
 	if !f.levels(t, p.ID()).Frozen {
@@ -267,22 +267,22 @@ func TestPoolShortOfGateFreezesProduct(t *testing.T) {
 	if ft := f.flowTypes(t, o.No()); ft[domain.FlowPay] != 0 || ft[domain.FlowUnfulfilled] != 1 {
 		t.Fatalf("flow %v, want an unfulfilled-restore row and no pay row", ft)
 	}
-	if rep, _ := f.shop.Reconcile(f.ctx, p.ID(), false); rep.OK() {
+	if rep, _ := f.shop.Catalogue.Reconcile(f.ctx, p.ID(), false); rep.OK() {
 		t.Fatalf("reconcile does not see the inconsistency: %+v", rep.Checks)
 	}
 
 	f.addCodes(t, p.ID(), 3)
-	is(t, "unfreeze", f.shop.UnfreezeProduct(f.ctx, p.ID()), nil)
-	got, err = f.shop.FulfilOrder(f.ctx, o.No())
+	is(t, "unfreeze", f.shop.Catalogue.UnfreezeProduct(f.ctx, p.ID()), nil)
+	got, err = f.shop.Sales.FulfilOrder(f.ctx, o.No())
 	is(t, "fulfil after the restock", err, nil)
 	if got.Status() != domain.StatusPaid {
 		t.Fatalf("fulfilled order %s, want PAID", got.Status())
 	}
-	view, err := f.shop.AdminOrderCodes(f.ctx, o.No(), opReader)
+	view, err := f.shop.Sales.AdminOrderCodes(f.ctx, o.No(), opReader)
 	if err != nil || len(view.Cards) != 3 {
 		t.Fatalf("order view: %d codes, %v", len(view.Cards), err)
 	}
-	rep, err := f.shop.Reconcile(f.ctx, p.ID(), true)
+	rep, err := f.shop.Catalogue.Reconcile(f.ctx, p.ID(), true)
 	if err != nil || !rep.OK() {
 		t.Fatalf("repair: %v %+v", err, rep.Checks)
 	}
@@ -366,7 +366,7 @@ func TestPaymentFailedThenLateSuccess(t *testing.T) {
 	f := newFixture(t)
 	p := f.createProduct(t, 3, 3)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
-	got, err := f.shop.HandlePaymentCallback(f.ctx, f.callbackFor(t, o, "failed", o.Amount()))
+	got, err := f.shop.Payments.HandlePaymentCallback(f.ctx, f.callbackFor(t, o, "failed", o.Amount()))
 	is(t, "failed callback", err, nil)
 	if got.Status() != domain.StatusFailed {
 		t.Fatalf("order %s, want FAILED", got.Status())
@@ -380,7 +380,7 @@ func TestPaymentFailedThenLateSuccess(t *testing.T) {
 	f.assertInvariants(t, p.ID())
 
 	// The same failure notice again changes nothing.
-	if _, err := f.shop.HandlePaymentCallback(f.ctx, f.callbackFor(t, o, "failed", o.Amount())); err != nil {
+	if _, err := f.shop.Payments.HandlePaymentCallback(f.ctx, f.callbackFor(t, o, "failed", o.Amount())); err != nil {
 		t.Fatalf("repeated failure notice: %v", err)
 	}
 	got, err = f.payByCallback(t, o.No())
@@ -401,7 +401,7 @@ func TestLatePaymentWithoutStockIsUnfulfilled(t *testing.T) {
 	p := f.createProduct(t, 2, 2)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
 	f.clock.Advance(f.cfg.OrderTimeout)
-	is(t, "timeout", f.shop.CloseExpired(f.ctx, o.No()), nil)
+	is(t, "timeout", f.shop.Sales.CloseExpired(f.ctx, o.No()), nil)
 	rival := f.mustPlace(t, "bob", p.ID(), 2)
 	got, err := f.payByCallback(t, o.No())
 	is(t, "late payment", err, nil)
@@ -416,29 +416,29 @@ func TestLatePaymentWithoutStockIsUnfulfilled(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 
-	_, err = f.shop.FulfilOrder(f.ctx, o.No())
+	_, err = f.shop.Sales.FulfilOrder(f.ctx, o.No())
 	is(t, "fulfil while sold out", err, domain.ErrSoldOut)
 	f.mustPay(t, rival.No())
 	f.addCodes(t, p.ID(), 3)
-	got, err = f.shop.FulfilOrder(f.ctx, o.No())
+	got, err = f.shop.Sales.FulfilOrder(f.ctx, o.No())
 	is(t, "fulfil after the restock", err, nil)
 	if got.Status() != domain.StatusPaid {
 		t.Fatalf("fulfilled: %s", got.Status())
 	}
 	f.assertInvariants(t, p.ID())
-	_, err = f.shop.FulfilOrder(f.ctx, o.No())
+	_, err = f.shop.Sales.FulfilOrder(f.ctx, o.No())
 	is(t, "fulfil a PAID order", err, domain.ErrInvalidTransition)
 
 	// An UNFULFILLED order refunded instead: no codes, no stock move.
 	late := f.mustPlace(t, "carol", p.ID(), 1)
 	f.clock.Advance(f.cfg.OrderTimeout)
-	is(t, "timeout", f.shop.CloseExpired(f.ctx, late.No()), nil)
-	is(t, "freeze", f.shop.FreezeProduct(f.ctx, p.ID(), "audit"), nil)
+	is(t, "timeout", f.shop.Sales.CloseExpired(f.ctx, late.No()), nil)
+	is(t, "freeze", f.shop.Catalogue.FreezeProduct(f.ctx, p.ID(), "audit"), nil)
 	if got, err := f.pay(t, late.No()); err != nil || got.Status() != domain.StatusUnfulfilled {
 		t.Fatalf("late payment on a frozen product: %v, %s", err, got.Status())
 	}
 	lv := f.levels(t, p.ID())
-	if got, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: late.No()}); err != nil ||
+	if got, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: late.No()}); err != nil ||
 		got.Order.Status() != domain.StatusRefunded || got.Recycled != 0 || got.Voided != 0 {
 		t.Fatalf("refund of an UNFULFILLED order: %v, %s, recycled %d, voided %d", err, got.Order.Status(), got.Recycled, got.Voided)
 	}
@@ -477,31 +477,31 @@ func TestPaymentCallbackVerification(t *testing.T) {
 	before := f.levels(t, p.ID())
 	for name, cb := range map[string]application.SignedCallback{"forged": forged, "unsigned": unsigned,
 		"tampered": tampered, "stale": stale, "other secret": wrongKey} {
-		_, err := f.shop.HandlePaymentCallback(f.ctx, cb)
+		_, err := f.shop.Payments.HandlePaymentCallback(f.ctx, cb)
 		is(t, name, err, domain.ErrBadSignature)
 	}
 	if st := f.order(t, o.No()).Status(); st != domain.StatusPending || f.levels(t, p.ID()) != before {
 		t.Fatalf("a refused callback changed the order (%s) or the gate", st)
 	}
 
-	_, err = f.shop.HandlePaymentCallback(f.ctx, f.callbackFor(t, o, "paid", o.Amount()-1))
+	_, err = f.shop.Payments.HandlePaymentCallback(f.ctx, f.callbackFor(t, o, "paid", o.Amount()-1))
 	is(t, "underpaid", err, domain.ErrAmountMismatch)
 	if !hasKind(f.alertsFor(o.No()), "amount_mismatch") {
 		t.Fatalf("no alert for the wrong amount")
 	}
 	unknown := f.signed(t, paysig.Notice{OrderNo: "0000000000000000000000000000", Status: "paid", Amount: 1})
-	_, err = f.shop.HandlePaymentCallback(f.ctx, unknown)
+	_, err = f.shop.Payments.HandlePaymentCallback(f.ctx, unknown)
 	is(t, "unknown order", err, domain.ErrOrderNotFound)
 	if st := f.order(t, o.No()).Status(); st != domain.StatusPending {
 		t.Fatalf("order %s", st)
 	}
 
-	if got, err := f.shop.HandlePaymentCallback(f.ctx, good); err != nil || got.Status() != domain.StatusPaid {
+	if got, err := f.shop.Payments.HandlePaymentCallback(f.ctx, good); err != nil || got.Status() != domain.StatusPaid {
 		t.Fatalf("good callback: %v, %s", err, got.Status())
 	}
 	// A second, different payment for a handled order is answered, and an operator alerted.
 	second := f.signed(t, paysig.Notice{OrderNo: string(o.No()), Status: "paid", Amount: int64(o.Amount()), PaymentRef: "another-payment"})
-	if got, err := f.shop.HandlePaymentCallback(f.ctx, second); err != nil || got.Status() != domain.StatusPaid {
+	if got, err := f.shop.Payments.HandlePaymentCallback(f.ctx, second); err != nil || got.Status() != domain.StatusPaid {
 		t.Fatalf("second payment: %v, %s", err, got.Status())
 	}
 	if !hasKind(f.alertsFor(o.No()), "second_payment") {
@@ -516,12 +516,12 @@ func TestBuyerReadsOwnCodesOnly(t *testing.T) {
 	p := f.createProduct(t, 3, 0)
 	codes := f.addCodes(t, p.ID(), 4)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
-	v, err := f.shop.BuyerOrder(f.ctx, "alice", o.No())
+	v, err := f.shop.Sales.BuyerOrder(f.ctx, "alice", o.No())
 	if err != nil || len(v.Cards) != 0 {
 		t.Fatalf("unpaid order shows %d codes (%v)", len(v.Cards), err)
 	}
 	f.mustPay(t, o.No())
-	v, err = f.shop.BuyerOrder(f.ctx, "alice", o.No())
+	v, err = f.shop.Sales.BuyerOrder(f.ctx, "alice", o.No())
 	if err != nil || len(v.Cards) != 2 {
 		t.Fatalf("paid order shows %d codes (%v), want 2", len(v.Cards), err)
 	}
@@ -530,9 +530,9 @@ func TestBuyerReadsOwnCodesOnly(t *testing.T) {
 			t.Fatalf("order shows a code that was never imported")
 		}
 	}
-	_, err = f.shop.BuyerOrder(f.ctx, "bob", o.No())
+	_, err = f.shop.Sales.BuyerOrder(f.ctx, "bob", o.No())
 	is(t, "another buyer's order", err, domain.ErrOrderNotFound)
-	_, err = f.shop.BuyerOrder(f.ctx, "alice", "0000000000000000000000000000")
+	_, err = f.shop.Sales.BuyerOrder(f.ctx, "alice", "0000000000000000000000000000")
 	is(t, "unknown order", err, domain.ErrOrderNotFound)
 	f.assertInvariants(t, p.ID())
 }
@@ -544,7 +544,7 @@ func TestRelayRetriesFailedDelivery(t *testing.T) {
 	o := f.mustPlace(t, "alice", p.ID(), 1)
 	f.mustPay(t, o.No())
 	f.pub.FailNext(1)
-	if _, err := f.shop.RelayOutbox(f.ctx); err != nil {
+	if _, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil {
 		t.Fatalf("relay: %v", err)
 	}
 	if n := len(f.pub.Published()); n != 0 {
@@ -554,7 +554,7 @@ func TestRelayRetriesFailedDelivery(t *testing.T) {
 		t.Fatalf("backlog %d, want the delivery event kept", n)
 	}
 	// The first retry waits between half a second and a second.
-	if n, err := f.shop.RelayOutbox(f.ctx); err != nil || n != 0 {
+	if n, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil || n != 0 {
 		t.Fatalf("relay right after the failure sent %d (%v), want 0: the message waits for its backoff", n, err)
 	}
 	f.clock.Advance(time.Second)
@@ -635,7 +635,7 @@ func TestImportCodes(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 
-	_, err := f.shop.ImportCodes(f.ctx, 999, strings.NewReader("AAAA-0001"))
+	_, err := f.shop.Catalogue.ImportCodes(f.ctx, 999, strings.NewReader("AAAA-0001"))
 	is(t, "import into an unknown product", err, domain.ErrProductNotFound)
 	// An import of nothing new writes nothing.
 	before, _ := f.ledger.Flows().Totals(f.ctx, p.ID())
@@ -655,7 +655,7 @@ func TestRefundRecyclesOrVoidsCodes(t *testing.T) {
 	a := f.mustPlace(t, "alice", p.ID(), 2)
 	f.mustPay(t, a.No())
 	first := f.soldCards(t, a.No()) // from the ledger: not a reveal
-	if res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: a.No()}); err != nil || res.Recycled != 2 || res.Voided != 0 {
+	if res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: a.No()}); err != nil || res.Recycled != 2 || res.Voided != 0 {
 		t.Fatalf("refund of unread codes: %v, recycled %d, voided %d; want 2 recycled", err, res.Recycled, res.Voided)
 	}
 	b := f.mustPlace(t, "bob", p.ID(), 2)
@@ -664,12 +664,12 @@ func TestRefundRecyclesOrVoidsCodes(t *testing.T) {
 	if len(second) != 2 || second[0].ID != first[0].ID || second[1].ID != first[1].ID {
 		t.Fatalf("recycled codes were not sold again")
 	}
-	if res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: b.No(), Void: true}); err != nil || res.Voided != 2 || res.Recycled != 0 {
+	if res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: b.No(), Void: true}); err != nil || res.Voided != 2 || res.Recycled != 0 {
 		t.Fatalf("refund with void: %v, recycled %d, voided %d; want 2 voided", err, res.Recycled, res.Voided)
 	}
 	_, err := f.place("carol", p.ID(), 1, f.newKey())
 	is(t, "order after the only codes were voided", err, domain.ErrSoldOut)
-	res, err := f.shop.RefundOrder(f.ctx, application.Refund{OrderNo: b.No()})
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: b.No()})
 	is(t, "refund again", err, nil)
 	if res.Order.Status() != domain.StatusRefunded || res.Voided != 2 || res.Recycled != 0 {
 		t.Fatalf("refund again answered %s, recycled %d, voided %d; want the first refund's 2 voided",
@@ -770,7 +770,7 @@ func TestPaymentWithALostCommitReplyIsSettledByTheResend(t *testing.T) {
 				want := domain.StatusPending
 				if late {
 					f.clock.Advance(f.cfg.OrderTimeout + time.Second)
-					is(t, "timeout", f.shop.CloseExpired(f.ctx, o.No()), nil)
+					is(t, "timeout", f.shop.Sales.CloseExpired(f.ctx, o.No()), nil)
 					want = domain.StatusClosed
 				}
 				l.remaining.Store(1)
@@ -788,7 +788,7 @@ func TestPaymentWithALostCommitReplyIsSettledByTheResend(t *testing.T) {
 					_, err := f.payByCallback(t, o.No())
 					is(t, "a resend while the lost attempt's reservation is held", err, domain.ErrUnavailable)
 					f.clock.Advance(f.cfg.OrphanAfter + time.Second)
-					if n, err := f.shop.SweepOrphans(f.ctx); err != nil || n != 1 {
+					if n, err := f.shop.Sales.SweepOrphans(f.ctx); err != nil || n != 1 {
 						t.Fatalf("SweepOrphans = %d, %v; want the lost attempt's reservation returned", n, err)
 					}
 				}
@@ -801,7 +801,7 @@ func TestPaymentWithALostCommitReplyIsSettledByTheResend(t *testing.T) {
 					t.Fatalf("%d delivery events for one payment", d)
 				}
 				f.clock.Advance(f.cfg.OrphanAfter + time.Second)
-				if _, err := f.shop.SweepOrphans(f.ctx); err != nil {
+				if _, err := f.shop.Sales.SweepOrphans(f.ctx); err != nil {
 					t.Fatal(err)
 				}
 				if lv := f.levels(t, p.ID()); lv.Stock != 2 || lv.Sold != 2 {
@@ -908,7 +908,7 @@ func TestPlaceOrderWithAnUnreachableGateAnswersByItsDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	began := time.Now()
-	_, err := f.shop.PlaceOrder(ctx, application.PlaceOrder{Buyer: "alice", Product: p.ID(), Qty: 1, IdempotencyKey: f.newKey()})
+	_, err := f.shop.Sales.PlaceOrder(ctx, application.PlaceOrder{Buyer: "alice", Product: p.ID(), Qty: 1, IdempotencyKey: f.newKey()})
 	took := time.Since(began)
 	is(t, "place with the gate unreachable", err, domain.ErrUnavailable)
 	if g.cancels.Load() != 1 || took > time.Second {

@@ -32,34 +32,17 @@ type VoidResult struct {
 var errVoidBacklog = fmt.Errorf("too many gate changes are waiting for the relay: %w", domain.ErrUnavailable)
 
 // VoidCodes takes the given codes of a frozen product out of its pool for good (a leaked
-// batch): those that are the product's and sellable (UNSOLD or RECYCLED) become VOID, are
-// counted in a flow row of type FlowVoid and leave the gate's stock through an outbox gate
-// change of -n, applied at once after commit (the relay retries it if the gate is down). The
-// others are counted (not found; not voidable: SOLD, VOID, another product's). Codes are
-// found by their hash and are never logged or returned.
-//
-// The product must be frozen, in the ledger and at the gate. While it is, the gate takes no
-// reservation, so its stock (the units no order holds) can only grow: closes, failures and
-// refunds give units back. One transaction then takes the product's lock (LockFrozen: voids
-// of one product run one at a time, on every instance, and an unfreeze waits), applies the
-// product's unsent gate changes (a committed void whose apply failed must count before the
-// stock is read; a gate change applies once by Ref, so applying it early is harmless), reads
-// the gate's stock, voids the codes, and refuses the whole void when it would take more codes
-// than that stock: the other sellable codes are promised to PENDING orders, which would
-// otherwise be paid without codes. A void thus never needs a compensation: the gate is
-// never asked to give back what it promised, and a crash before the commit changes nothing.
+// batch): the product's sellable ones (UNSOLD, RECYCLED) become VOID, with a FlowVoid row and
+// an outbox gate change of -n applied after commit; the others are counted, never named. Codes
+// are found by their hash and never logged or returned. It refuses the whole void when it
+// would take more codes than the gate's stock: the rest are promised to PENDING orders. The
+// design (why frozen, the one transaction, the unfreeze) is docs/DESIGN.md, "Voiding codes".
 //
 // Errors: a ValidationError (no codes, more than MaxVoidCodes, an empty code, no reason or
 // one over MaxVoidReason characters), ErrProductNotFound, ErrProductNotFrozen,
-// ErrGateNotReady (the gate has no record of the product), a VoidExceedsError
-// (ErrVoidExceedsFreeStock), ErrUnavailable (the gate cannot be reached, or an unsent gate
-// change of the product cannot be applied, as while a rebuild fences the product; nothing
-// changed).
-//
-// The free stock is the gate's as read: a gate whose stock drifted above the ledger's (what a
-// repair corrects) lets a void take that much too many; reconcile shows such a drift, and a
-// repair before the void removes it.
-func (s *Shop) VoidCodes(ctx context.Context, id domain.ProductID, codes []domain.CardCode, reason string) (VoidResult, error) {
+// ErrGateNotReady, a VoidExceedsError (ErrVoidExceedsFreeStock), ErrUnavailable (the gate
+// cannot be reached or an unsent gate change of the product cannot be applied; nothing changed).
+func (s *Catalogue) VoidCodes(ctx context.Context, id domain.ProductID, codes []domain.CardCode, reason string) (VoidResult, error) {
 	reason = strings.TrimSpace(reason)
 	switch {
 	case len(codes) == 0:
@@ -143,7 +126,7 @@ func (s *Shop) VoidCodes(ctx context.Context, id domain.ProductID, codes []domai
 
 // frozenGate reads the product's gate counters and refuses unless the gate knows the product
 // and has it frozen.
-func (s *Shop) frozenGate(ctx context.Context, id domain.ProductID) (domain.GateLevels, error) {
+func (s *stock) frozenGate(ctx context.Context, id domain.ProductID) (domain.GateLevels, error) {
 	lv, ok, err := s.gate.Levels(ctx, id)
 	switch {
 	case err != nil:
@@ -160,7 +143,7 @@ func (s *Shop) frozenGate(ctx context.Context, id domain.ProductID) (domain.Gate
 // outbox (as tx reads it) holds unsent: those of earlier voids above all, whose -n the gate
 // must count before its stock is read. The relay still sends them later, changing nothing
 // then. One that cannot be applied (gate down, rebuilding) refuses the void.
-func (s *Shop) applyUnsent(ctx context.Context, tx domain.Store, id domain.ProductID) error {
+func (s *stock) applyUnsent(ctx context.Context, tx domain.Store, id domain.ProductID) error {
 	msgs, err := tx.Outbox().Pending(ctx, s.clock.Now().AddDate(100, 0, 0), voidBacklog, domain.TopicGateChange)
 	if err != nil {
 		return fmt.Errorf("read unsent gate changes: %w", err)

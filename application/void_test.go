@@ -31,7 +31,7 @@ func parseCodes(t tester, codes ...string) []domain.CardCode {
 
 func (f *fixture) freeze(t tester, pid domain.ProductID) {
 	t.Helper()
-	if err := f.shop.FreezeProduct(f.ctx, pid, "leaked batch"); err != nil {
+	if err := f.shop.Catalogue.FreezeProduct(f.ctx, pid, "leaked batch"); err != nil {
 		t.Fatalf("freeze: %v", err)
 	}
 }
@@ -39,7 +39,7 @@ func (f *fixture) freeze(t tester, pid domain.ProductID) {
 // reconciled fails unless Reconcile finds no difference for the product.
 func (f *fixture) reconciled(t tester, pid domain.ProductID) {
 	t.Helper()
-	rep, err := f.shop.Reconcile(f.ctx, pid, false)
+	rep, err := f.shop.Catalogue.Reconcile(f.ctx, pid, false)
 	if err != nil || rep.Differences != 0 {
 		t.Fatalf("reconcile: %v, %d differences: %+v", err, rep.Differences, rep.Checks)
 	}
@@ -64,18 +64,18 @@ func TestVoidCodesRefusesBadInputAndAProductOnSale(t *testing.T) {
 		{"no reason", codes, "  "},
 		{"a reason too long", codes, strings.Repeat("é", application.MaxVoidReason+1)},
 	} {
-		_, err := f.shop.VoidCodes(f.ctx, p.ID(), tc.codes, tc.reason)
+		_, err := f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), tc.codes, tc.reason)
 		is(t, tc.name, err, domain.ErrInvalidInput)
 	}
-	_, err := f.shop.VoidCodes(f.ctx, p.ID(), codes, "leak")
+	_, err := f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), codes, "leak")
 	is(t, "a product on sale", err, domain.ErrProductNotFrozen)
-	_, err = f.shop.VoidCodes(f.ctx, p.ID()+1000, codes, "leak")
+	_, err = f.shop.Catalogue.VoidCodes(f.ctx, p.ID()+1000, codes, "leak")
 	is(t, "an unknown product", err, domain.ErrProductNotFound)
 	// Frozen in the ledger but not at the gate (a freeze whose gate write failed): refused.
 	if err := f.ledger.Products().SetFrozen(f.ctx, p.ID(), true, "half"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.shop.VoidCodes(f.ctx, p.ID(), codes, "leak")
+	_, err = f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), codes, "leak")
 	is(t, "a product the gate still sells", err, domain.ErrProductNotFrozen)
 	if c := f.counts(t, p.ID()); c[domain.CardUnsold] != 3 || f.levels(t, p.ID()).Stock != 3 {
 		t.Fatalf("a refused void changed the pool %v or the gate %+v", c, f.levels(t, p.ID()))
@@ -83,7 +83,7 @@ func TestVoidCodesRefusesBadInputAndAProductOnSale(t *testing.T) {
 	// Frozen on both sides, but the gate lost its keys: refused until it is rebuilt.
 	f.freeze(t, p.ID())
 	f.gate.Flush()
-	_, err = f.shop.VoidCodes(f.ctx, p.ID(), codes, "leak")
+	_, err = f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), codes, "leak")
 	is(t, "a gate without the product", err, domain.ErrGateNotReady)
 	if c := f.counts(t, p.ID()); c[domain.CardUnsold] != 3 {
 		t.Fatalf("a refused void changed the pool %v", c)
@@ -106,7 +106,7 @@ func TestVoidCodesTakesTheProductsSellableCodesOut(t *testing.T) {
 	}
 	f.freeze(t, p.ID())
 	before := f.levels(t, p.ID())
-	res, err := f.shop.VoidCodes(f.ctx, p.ID(), parseCodes(t, unsold[0], unsold[1], unsold[2], sold, theirs[0], "NEVER-IMPORTED", unsold[0]), "leak")
+	res, err := f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), parseCodes(t, unsold[0], unsold[1], unsold[2], sold, theirs[0], "NEVER-IMPORTED", unsold[0]), "leak")
 	if err != nil || res.Voided != 3 || res.NotFound != 1 || res.NotVoidable != 3 || !strings.HasPrefix(res.Ref, "void:") {
 		t.Fatalf("VoidCodes = %+v, %v; want 3 voided, 1 not found, 3 not voidable", res, err)
 	}
@@ -123,12 +123,12 @@ func TestVoidCodesTakesTheProductsSellableCodesOut(t *testing.T) {
 	f.assertInvariants(t, p.ID())
 	f.reconciled(t, p.ID())
 	// A void of nothing voidable writes nothing.
-	res, err = f.shop.VoidCodes(f.ctx, p.ID(), parseCodes(t, unsold[0], sold), "again")
+	res, err = f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), parseCodes(t, unsold[0], sold), "again")
 	if err != nil || res.Voided != 0 || res.NotVoidable != 2 || res.Ref != "" {
 		t.Fatalf("second VoidCodes = %+v, %v", res, err)
 	}
 	// Unfrozen, the product sells exactly the 4 codes left, never a voided one.
-	if err := f.shop.UnfreezeProduct(f.ctx, p.ID()); err != nil {
+	if err := f.shop.Catalogue.UnfreezeProduct(f.ctx, p.ID()); err != nil {
 		t.Fatal(err)
 	}
 	o := f.mustPay(t, f.mustPlace(t, "buyer-2", p.ID(), 3).No())
@@ -152,7 +152,7 @@ func TestVoidCodesNeverTakesCodesPromisedToPendingOrders(t *testing.T) {
 	codes := f.addCodes(t, p.ID(), 5)
 	pending := f.mustPlace(t, "buyer-1", p.ID(), 3)
 	f.freeze(t, p.ID())
-	_, err := f.shop.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes...), "leak")
+	_, err := f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes...), "leak")
 	var exceeds *domain.VoidExceedsError
 	if !errors.As(err, &exceeds) || !errors.Is(err, domain.ErrVoidExceedsFreeStock) || exceeds.Voidable != 5 || exceeds.Free != 2 {
 		t.Fatalf("void of every code while 3 are promised: %v; want a VoidExceedsError of 5 and 2", err)
@@ -160,7 +160,7 @@ func TestVoidCodesNeverTakesCodesPromisedToPendingOrders(t *testing.T) {
 	if c := f.counts(t, p.ID()); c[domain.CardUnsold] != 5 || f.levels(t, p.ID()).Stock != 2 {
 		t.Fatalf("a refused void changed the pool %v or the gate %+v", c, f.levels(t, p.ID()))
 	}
-	res, err := f.shop.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[:2]...), "leak")
+	res, err := f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[:2]...), "leak")
 	if err != nil || res.Voided != 2 {
 		t.Fatalf("void of the 2 free codes: %+v, %v", res, err)
 	}
@@ -195,21 +195,21 @@ func TestVoidCodesAppliesAnEarlierVoidsUnsentGateChangeFirst(t *testing.T) {
 	codes := f.addCodes(t, p.ID(), 10)
 	pending := f.mustPlace(t, "buyer-1", p.ID(), 4) // 6 free
 	f.freeze(t, p.ID())
-	if _, err := f.shop.RelayOutbox(f.ctx); err != nil { // the import's and the order's changes are sent
+	if _, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil { // the import's and the order's changes are sent
 		t.Fatal(err)
 	}
 	down.Store(true)
-	if res, err := f.shop.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[:4]...), "leak"); err != nil || res.Voided != 4 {
+	if res, err := f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[:4]...), "leak"); err != nil || res.Voided != 4 {
 		t.Fatalf("first void: %+v, %v", res, err)
 	}
 	if lv := f.levels(t, p.ID()); lv.Stock != 6 {
 		t.Fatalf("gate with the first void unapplied: %+v", lv)
 	}
 	// While the gate cannot apply it, a second void is refused and changes nothing.
-	_, err := f.shop.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[4:8]...), "leak")
+	_, err := f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[4:8]...), "leak")
 	is(t, "a void while an earlier one's gate change fails", err, domain.ErrUnavailable)
 	down.Store(false)
-	_, err = f.shop.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[4:8]...), "leak")
+	_, err = f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[4:8]...), "leak")
 	var exceeds *domain.VoidExceedsError
 	if !errors.As(err, &exceeds) || exceeds.Free != 2 {
 		t.Fatalf("second void of 4 with 2 free: %v", err)
@@ -218,7 +218,7 @@ func TestVoidCodesAppliesAnEarlierVoidsUnsentGateChangeFirst(t *testing.T) {
 		t.Fatalf("gate after the first void was applied: %+v", lv)
 	}
 	// The relay's later send changes nothing.
-	if _, err := f.shop.RelayOutbox(f.ctx); err != nil {
+	if _, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if lv := f.levels(t, p.ID()); lv.Stock != 2 {
@@ -239,20 +239,20 @@ func TestUnfreezeAppliesAVoidsUnsentGateChangeFirst(t *testing.T) {
 	p := f.createProduct(t, 5, 0)
 	codes := f.addCodes(t, p.ID(), 6)
 	f.freeze(t, p.ID())
-	if _, err := f.shop.RelayOutbox(f.ctx); err != nil {
+	if _, err := f.shop.Relay.RelayOutbox(f.ctx); err != nil {
 		t.Fatal(err)
 	}
 	down.Store(true)
-	if res, err := f.shop.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[:4]...), "leak"); err != nil || res.Voided != 4 {
+	if res, err := f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[:4]...), "leak"); err != nil || res.Voided != 4 {
 		t.Fatalf("void: %+v, %v", res, err)
 	}
-	err := f.shop.UnfreezeProduct(f.ctx, p.ID())
+	err := f.shop.Catalogue.UnfreezeProduct(f.ctx, p.ID())
 	is(t, "an unfreeze while the void's gate change cannot be applied", err, domain.ErrUnavailable)
 	if lv := f.levels(t, p.ID()); !lv.Frozen || lv.Stock != 6 {
 		t.Fatalf("gate after the refused unfreeze: %+v, want still frozen", lv)
 	}
 	down.Store(false)
-	if err := f.shop.UnfreezeProduct(f.ctx, p.ID()); err != nil {
+	if err := f.shop.Catalogue.UnfreezeProduct(f.ctx, p.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if lv := f.levels(t, p.ID()); lv.Frozen || lv.Stock != 2 {
@@ -302,9 +302,9 @@ func TestVoidCodesRacesPaymentsFailuresAndExpiries(t *testing.T) {
 					case 0:
 						_, err = f.pay(t, o.No())
 					case 1:
-						_, err = f.shop.ApplyPayment(f.ctx, domain.PaymentNotice{OrderNo: o.No(), Paid: false, Reason: "declined"})
+						_, err = f.shop.Payments.ApplyPayment(f.ctx, domain.PaymentNotice{OrderNo: o.No(), Paid: false, Reason: "declined"})
 					default:
-						err = f.shop.CloseExpired(f.ctx, o.No())
+						err = f.shop.Sales.CloseExpired(f.ctx, o.No())
 					}
 					if err != nil {
 						t.Errorf("order %s (%d): %v", o.No(), i%3, err)
@@ -315,7 +315,7 @@ func TestVoidCodesRacesPaymentsFailuresAndExpiries(t *testing.T) {
 				wg.Go(func() {
 					<-start
 					// Overlapping lists of 5 codes: 30-34, 33-37, 36-40, …
-					res, err := f.shop.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[30+3*v:35+3*v]...), fmt.Sprintf("leak %d", v))
+					res, err := f.shop.Catalogue.VoidCodes(f.ctx, p.ID(), parseCodes(t, codes[30+3*v:35+3*v]...), fmt.Sprintf("leak %d", v))
 					if err != nil && !errors.Is(err, domain.ErrVoidExceedsFreeStock) {
 						t.Errorf("void %d: %v", v, err)
 					}

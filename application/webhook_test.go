@@ -26,7 +26,7 @@ func webhookMessages(t *testing.T, f *fixture) []domain.OutboxMessage {
 
 func relayWebhooks(t *testing.T, f *fixture) int {
 	t.Helper()
-	n, err := f.shop.RelayWebhooks(f.ctx)
+	n, err := f.shop.Relay.RelayWebhooks(f.ctx)
 	if err != nil {
 		t.Fatalf("relay webhooks: %v", err)
 	}
@@ -39,7 +39,7 @@ func TestWebhookNotifiesPaidOrder(t *testing.T) {
 	f := newFixture(t)
 	p := f.createProduct(t, 3, 5)
 	f.mustPay(t, f.mustPlace(t, "alice", p.ID(), 1).No())
-	if n, err := f.shop.WebhookBacklog(f.ctx); err != nil || n != 0 {
+	if n, err := f.shop.Relay.WebhookBacklog(f.ctx); err != nil || n != 0 {
 		t.Fatalf("webhook backlog without a webhook = %d, %v; want 0", n, err)
 	}
 
@@ -48,7 +48,7 @@ func TestWebhookNotifiesPaidOrder(t *testing.T) {
 	p = f.createProduct(t, 3, 5)
 	o := f.mustPlace(t, "alice", p.ID(), 2)
 	f.mustPay(t, o.No())
-	if n, err := f.shop.WebhookBacklog(f.ctx); err != nil || n != 1 {
+	if n, err := f.shop.Relay.WebhookBacklog(f.ctx); err != nil || n != 1 {
 		t.Fatalf("webhook backlog after a payment = %d, %v; want 1", n, err)
 	}
 	f.assertInvariants(t, p.ID()) // relays the broker's topics
@@ -76,7 +76,7 @@ func TestWebhookNotifiesPaidOrder(t *testing.T) {
 	if e.OrderNo != o.No() || e.Buyer != "alice" || e.Product != p.ID() || e.Qty != 2 || e.Amount != o.Amount() {
 		t.Fatalf("delivery event = %+v, want order %s of alice, product %d, 2 units, amount %d", e, o.No(), p.ID(), o.Amount())
 	}
-	if n, _ := f.shop.WebhookBacklog(f.ctx); n != 0 {
+	if n, _ := f.shop.Relay.WebhookBacklog(f.ctx); n != 0 {
 		t.Fatalf("webhook backlog after delivery = %d, want 0", n)
 	}
 }
@@ -140,10 +140,10 @@ func TestWebhookMessagesWaitWithoutAWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := without.RelayWebhooks(f.ctx); err != nil || n != 0 {
+	if n, err := without.Relay.RelayWebhooks(f.ctx); err != nil || n != 0 {
 		t.Fatalf("RelayWebhooks without a webhook = %d, %v; want 0, nil", n, err)
 	}
-	if n, _ := without.WebhookBacklog(f.ctx); n != 1 {
+	if n, _ := without.Relay.WebhookBacklog(f.ctx); n != 1 {
 		t.Fatalf("webhook backlog = %d, want the message kept", n)
 	}
 }
@@ -204,7 +204,7 @@ func TestWebhookRelaySendsInParallel(t *testing.T) {
 	if hook.most != 8 || hook.calls != 20 {
 		t.Fatalf("%d calls, at most %d at once; want 20 calls, 8 at once", hook.calls, hook.most)
 	}
-	if n, _ := f.shop.WebhookBacklog(f.ctx); n != 0 {
+	if n, _ := f.shop.Relay.WebhookBacklog(f.ctx); n != 0 {
 		t.Fatalf("webhook backlog %d, want 0", n)
 	}
 }
@@ -241,11 +241,11 @@ func TestWebhookRelaysOnTwoInstancesSendEachEventOnce(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	sent := make([]int, 2)
-	for i, shop := range []*application.Shop{f.shop, other} {
+	for i, shop := range []*application.App{f.shop, other} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := shop.RelayWebhooks(f.ctx)
+			n, err := shop.Relay.RelayWebhooks(f.ctx)
 			if err != nil {
 				t.Error(err)
 			}
@@ -261,7 +261,7 @@ func TestWebhookRelaysOnTwoInstancesSendEachEventOnce(t *testing.T) {
 			t.Fatalf("event %s sent %d times, want once", id, n)
 		}
 	}
-	if n, _ := f.shop.WebhookBacklog(f.ctx); n != 0 {
+	if n, _ := f.shop.Relay.WebhookBacklog(f.ctx); n != 0 {
 		t.Fatalf("webhook backlog %d, want 0", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"cardshop/adapters/adminctl"
 	"cardshop/bootstrap"
 )
 
@@ -32,9 +33,18 @@ func startService(t *testing.T, tweaks ...func(*bootstrap.Config)) client {
 	return runService(t, cfg, io.Discard)
 }
 
+// runMain runs the cardshop binary's command line in the test's process.
 func runMain(args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
 	code := bootstrap.Main(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// runCtl runs the cardshopctl binary's command line (the operators' commands) in the test's
+// process.
+func runCtl(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := adminctl.Main(args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -79,7 +89,7 @@ func TestImportCodesAndReconcileCommands(t *testing.T) {
 		"x",             // invalid (line 7): too short
 		"CLI-CODE-0003,2030-01-01,batch 9",
 	}, "\n")+"\n")
-	code, out, errOut := runMain("import-codes", "-url", c.base, "-product", "7", file)
+	code, out, errOut := runCtl("import-codes", "-url", c.base, "-product", "7", file)
 	if code != 0 {
 		t.Fatalf("import-codes exited %d: %s %s", code, out, errOut)
 	}
@@ -94,27 +104,27 @@ func TestImportCodesAndReconcileCommands(t *testing.T) {
 	}
 
 	// The same file again: everything is a duplicate now.
-	if code, out, _ := runMain("import-codes", "-url", c.base, "-product", "7", "-format", "csv", "-progress", "0", file); code != 0 ||
+	if code, out, _ := runCtl("import-codes", "-url", c.base, "-product", "7", "-format", "csv", "-progress", "0", file); code != 0 ||
 		!strings.Contains(out, "added       0\nduplicates  4\n") {
 		t.Errorf("re-import: %d %q", code, out)
 	}
 
 	// From standard input (chunked, size unknown).
 	withStdin(t, "CLI-CODE-0004\nCLI-CODE-0005\nCLI-CODE-0004\n")
-	code, out, errOut = runMain("import-codes", "-url", c.base, "-product", "7", "-")
+	code, out, errOut = runCtl("import-codes", "-url", c.base, "-product", "7", "-")
 	if code != 0 || !strings.Contains(out, "added       2\nduplicates  1\ninvalid     0\n") || strings.Contains(out, "invalid (") {
 		t.Fatalf("import-codes from stdin: %d %q %q", code, out, errOut)
 	}
 	// Standard input without a final newline: its last line is imported all the same (the
 	// command ends what it sends chunked with a newline).
 	withStdin(t, "CLI-CODE-0006\nCLI-CODE-0007")
-	if code, out, errOut := runMain("import-codes", "-url", c.base, "-product", "7", "-progress", "0", "-"); code != 0 ||
+	if code, out, errOut := runCtl("import-codes", "-url", c.base, "-product", "7", "-progress", "0", "-"); code != 0 ||
 		!strings.HasPrefix(out, "added       2\n") {
 		t.Fatalf("import-codes from stdin without a final newline: %d %q %q", code, out, errOut)
 	}
 	// Another product's code is refused: a code is unique across the pool.
 	c.want(201, "POST", "/admin/products", adminToken, `{"id":8,"name":"Gift 8","price":500,"max_per_order":5}`, nil)
-	if code, out, errOut := runMain("import-codes", "-url", c.base, "-product", "8", "-progress", "0", file); code != 0 ||
+	if code, out, errOut := runCtl("import-codes", "-url", c.base, "-product", "8", "-progress", "0", file); code != 0 ||
 		!strings.Contains(out, "added       0\nduplicates  0\ninvalid     2\nin pool     4\n") || !strings.Contains(out, "line 1: in_pool\n") {
 		t.Fatalf("import-codes of another product's codes: %d %q %q", code, out, errOut)
 	}
@@ -123,19 +133,19 @@ func TestImportCodesAndReconcileCommands(t *testing.T) {
 	}
 
 	// An unknown product: exit 1, the service's error code printed.
-	code, out, errOut = runMain("import-codes", "-url", c.base, "-product", "999", file)
+	code, out, errOut = runCtl("import-codes", "-url", c.base, "-product", "999", file)
 	if code != 1 || !strings.Contains(errOut, "404") || !strings.Contains(errOut, `"code":"product_not_found"`) || out != "" {
 		t.Errorf("import-codes to an unknown product: %d %q %q", code, out, errOut)
 	}
 	// A wrong token: 401.
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", "wrong-token-0123456789")
-	if code, _, errOut := runMain("import-codes", "-url", c.base, "-product", "7", file); code != 1 || !strings.Contains(errOut, `"code":"unauthorized"`) {
+	if code, _, errOut := runCtl("import-codes", "-url", c.base, "-product", "7", file); code != 1 || !strings.Contains(errOut, `"code":"unauthorized"`) {
 		t.Errorf("import-codes with a wrong token: %d %q", code, errOut)
 	}
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
 
 	// The pool agrees with the gate and the flow.
-	code, out, errOut = runMain("reconcile", "-url", c.base, "-product", "7")
+	code, out, errOut = runCtl("reconcile", "-url", c.base, "-product", "7")
 	if code != 0 || !strings.HasSuffix(out, "\n0 differences\n") || strings.Contains(out, "DIFF") {
 		t.Fatalf("reconcile: %d %q %q", code, out, errOut)
 	}
@@ -145,11 +155,11 @@ func TestImportCodesAndReconcileCommands(t *testing.T) {
 			t.Errorf("reconcile printed %q, want %q in it", out, want)
 		}
 	}
-	code, out, errOut = runMain("reconcile", "-url", c.base, "-product", "7", "--repair")
+	code, out, errOut = runCtl("reconcile", "-url", c.base, "-product", "7", "--repair")
 	if code != 0 || !strings.HasPrefix(out, "product 7 (gate rebuilt from the ledger)\n") || !strings.HasSuffix(out, "\n0 differences\n") {
 		t.Errorf("reconcile --repair: %d %q %q", code, out, errOut)
 	}
-	if code, _, errOut := runMain("reconcile", "-url", c.base, "-product", "999"); code != 1 || !strings.Contains(errOut, "product_not_found") {
+	if code, _, errOut := runCtl("reconcile", "-url", c.base, "-product", "999"); code != 1 || !strings.Contains(errOut, "product_not_found") {
 		t.Errorf("reconcile of an unknown product: %d %q", code, errOut)
 	}
 }
@@ -172,7 +182,7 @@ func TestImportCodesPrintsAStoppedImport(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
 	withStdin(t, "A-0001\nA-0002\nA-0001\nA-0003\nA-0004\nA-0005\n")
-	code, out, errOut := runMain("import-codes", "-url", srv.URL, "-product", "3", "-progress", "0", "-")
+	code, out, errOut := runCtl("import-codes", "-url", srv.URL, "-product", "3", "-progress", "0", "-")
 	want := "added       4\nduplicates  1\ninvalid     0\nin pool     0\ncut line    1\nline 3: duplicate\n" +
 		"line 6: unterminated (the body ended inside this line)\n" +
 		"stopped after line 5: lines 1 to 5 are imported or listed above; send the rest from line 6\n"
@@ -193,7 +203,7 @@ func TestReconcilePrintsDifferences(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
-	code, out, errOut := runMain("reconcile", "-url", srv.URL, "-product", "3")
+	code, out, errOut := runCtl("reconcile", "-url", srv.URL, "-product", "3")
 	if code != 1 || !strings.HasSuffix(out, "\n1 differences\n") || !strings.Contains(errOut, "1 differences remain") {
 		t.Fatalf("reconcile with a difference: %d %q %q", code, out, errOut)
 	}
@@ -207,19 +217,19 @@ func TestReconcilePrintsDifferences(t *testing.T) {
 
 func TestImportCodesAndReconcileUsage(t *testing.T) {
 	for _, cmd := range []string{"import-codes", "reconcile"} {
-		code, out, errOut := runMain(cmd, "-h")
-		if code != 0 || out != "" || !strings.Contains(errOut, "Usage: cardshop "+cmd) || !strings.Contains(errOut, "-product") ||
+		code, out, errOut := runCtl(cmd, "-h")
+		if code != 0 || out != "" || !strings.Contains(errOut, "Usage: cardshopctl "+cmd) || !strings.Contains(errOut, "-product") ||
 			!strings.Contains(errOut, "CARDSHOP_ADMIN_TOKEN") {
 			t.Errorf("%s -h: %d %q %q", cmd, code, out, errOut)
 		}
 	}
-	if _, _, errOut := runMain("import-codes", "-h"); !strings.Contains(errOut, "-format") || !strings.Contains(errOut, "accepts both") {
+	if _, _, errOut := runCtl("import-codes", "-h"); !strings.Contains(errOut, "-format") || !strings.Contains(errOut, "accepts both") {
 		t.Errorf("import-codes -h does not say what -format does: %q", errOut)
 	}
-	if _, _, errOut := runMain("reconcile", "-h"); !strings.Contains(errOut, "-repair") {
+	if _, _, errOut := runCtl("reconcile", "-h"); !strings.Contains(errOut, "-repair") {
 		t.Errorf("reconcile -h does not document -repair: %q", errOut)
 	}
-	if code, out, _ := runMain("help"); code != 0 || !strings.Contains(out, "import-codes") || !strings.Contains(out, "reconcile") {
+	if code, out, _ := runCtl("help"); code != 0 || !strings.Contains(out, "import-codes") || !strings.Contains(out, "reconcile") {
 		t.Errorf("help does not list the commands: %q", out)
 	}
 
@@ -237,13 +247,13 @@ func TestImportCodesAndReconcileUsage(t *testing.T) {
 		{[]string{"reconcile"}, "-product"},
 		{[]string{"reconcile", "-product", "1", "extra"}, "-product"},
 	} {
-		if code, out, errOut := runMain(c.args...); code != 1 || out != "" || !strings.Contains(errOut, c.want) {
+		if code, out, errOut := runCtl(c.args...); code != 1 || out != "" || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: %d %q %q, want %q", c.args, code, out, errOut, c.want)
 		}
 	}
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", "")
 	for _, args := range [][]string{{"import-codes", "-product", "1", file}, {"reconcile", "-product", "1"}} {
-		if code, _, errOut := runMain(args...); code != 1 || !strings.Contains(errOut, "CARDSHOP_ADMIN_TOKEN") {
+		if code, _, errOut := runCtl(args...); code != 1 || !strings.Contains(errOut, "CARDSHOP_ADMIN_TOKEN") {
 			t.Errorf("%v without a token: %d %q", args, code, errOut)
 		}
 	}
@@ -301,7 +311,7 @@ func TestImportCodesStreams(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	code, out, errOut := runMain("import-codes", "-url", srv.URL, "-product", "1", name)
+	code, out, errOut := runCtl("import-codes", "-url", srv.URL, "-product", "1", name)
 	runtime.ReadMemStats(&after)
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("added       %d\n", lines)) {
 		t.Fatalf("import-codes: %d %q %q", code, out, errOut)

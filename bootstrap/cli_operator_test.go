@@ -29,10 +29,10 @@ func wantOperatorToken(t *testing.T, what string, code int, out, errOut, name, r
 func as(t *testing.T, token string, args ...string) (int, string, string) {
 	t.Helper()
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", token)
-	return runMain(args...)
+	return runCtl(args...)
 }
 
-// auditLine matches one line of cardshop audit; the groups are the operator, role, action,
+// auditLine matches one line of cardshopctl audit; the groups are the operator, role, action,
 // target, result and params.
 var auditLine = regexp.MustCompile(`\A` + `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ` + ` (\S+) \((\S*)\) (\S+) (.+?) → (\d{3}(?: [a-z_]+)?)(?:  (.*))?\z`)
 
@@ -95,7 +95,7 @@ func TestOperatorCommands(t *testing.T) {
 	vera := wantOperatorToken(t, "operator-add vera", code, out, errOut, "vera", "viewer")
 	for _, args := range [][]string{{"operator-add", "-name", "victor", "-role", "viewer"}, {"operator-list"}, {"operator-rotate", "-name", "olga"}} {
 		code, out, errOut = as(t, vera, append(args, "-url", url)...)
-		if code != 1 || out != "" || errOut != "cardshop: 403 forbidden: the role viewer may not do this; it needs admin\n" {
+		if code != 1 || out != "" || errOut != "cardshopctl: 403 forbidden: the role viewer may not do this; it needs admin\n" {
 			t.Errorf("%q as a viewer: exit %d, %q %q; want exit 1 and 403 forbidden", args, code, out, errOut)
 		}
 	}
@@ -116,7 +116,7 @@ func TestOperatorCommands(t *testing.T) {
 	if olga2 == olga {
 		t.Fatal("operator-rotate printed the old token")
 	}
-	if code, out, errOut = as(t, olga, "whoami", "-url", url); code != 1 || out != "" || errOut != "cardshop: 401 unauthorized: missing or invalid credentials\n" {
+	if code, out, errOut = as(t, olga, "whoami", "-url", url); code != 1 || out != "" || errOut != "cardshopctl: 401 unauthorized: missing or invalid credentials\n" {
 		t.Errorf("whoami with olga's old token: exit %d, %q %q", code, out, errOut)
 	}
 	if code, out, errOut = as(t, olga2, "whoami", "-url", url); code != 0 || out != "name: olga\nrole: operator\n" {
@@ -138,7 +138,7 @@ func TestOperatorCommands(t *testing.T) {
 		out != "removed operator tmp_1: its token no longer works\n" {
 		t.Fatalf("operator-remove: exit %d, %q %q", code, out, errOut)
 	}
-	if code, out, errOut = as(t, tmp, "whoami", "-url", url); code != 1 || errOut != "cardshop: 401 unauthorized: missing or invalid credentials\n" {
+	if code, out, errOut = as(t, tmp, "whoami", "-url", url); code != 1 || errOut != "cardshopctl: 401 unauthorized: missing or invalid credentials\n" {
 		t.Errorf("whoami with a removed operator's token: exit %d, %q %q", code, out, errOut)
 	}
 
@@ -147,10 +147,10 @@ func TestOperatorCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"operator-remove", "-name", "tmp_1"}, "cardshop: 404 operator_not_found: no such operator\n"},
-		{[]string{"operator-rotate", "-name", "nobody"}, "cardshop: 404 operator_not_found: no such operator\n"},
-		{[]string{"operator-role", "-name", "nobody", "-role", "viewer"}, "cardshop: 404 operator_not_found: no such operator\n"},
-		{[]string{"operator-add", "-name", "olga", "-role", "admin"}, "cardshop: 409 operator_exists: an operator with this name exists\n"},
+		{[]string{"operator-remove", "-name", "tmp_1"}, "cardshopctl: 404 operator_not_found: no such operator\n"},
+		{[]string{"operator-rotate", "-name", "nobody"}, "cardshopctl: 404 operator_not_found: no such operator\n"},
+		{[]string{"operator-role", "-name", "nobody", "-role", "viewer"}, "cardshopctl: 404 operator_not_found: no such operator\n"},
+		{[]string{"operator-add", "-name", "olga", "-role", "admin"}, "cardshopctl: 409 operator_exists: an operator with this name exists\n"},
 	} {
 		code, out, errOut := as(t, adminToken, append(c.args, "-url", url)...)
 		if code != 1 || out != "" || errOut != c.want {
@@ -186,7 +186,7 @@ func TestOperatorCommands(t *testing.T) {
 	}
 	filter := func(what string, keep func(string) bool, args ...string) {
 		t.Helper()
-		code, out, errOut := runMain(append([]string{"audit", "-url", url}, args...)...)
+		code, out, errOut := runCtl(append([]string{"audit", "-url", url}, args...)...)
 		var w []string
 		for _, l := range want {
 			if keep(l) {
@@ -211,7 +211,7 @@ func TestOperatorCommands(t *testing.T) {
 	filter("audit -limit 13 -all", func(string) bool { return true }, "-limit", "13", "-all") // a full last page, then an empty one
 
 	// Without -all, one page, and a note on stderr that older entries may remain.
-	code, out, errOut = runMain("audit", "-url", url, "-limit", "5")
+	code, out, errOut = runCtl("audit", "-url", url, "-limit", "5")
 	if got := auditLines(t, "audit -limit 5", code, out, ""); strings.Join(got, "\n") != strings.Join(want[:5], "\n") ||
 		!regexp.MustCompile(`\Aaudit: older entries may remain \(before id \d+\): run with -all to print them\n\z`).MatchString(errOut) {
 		t.Errorf("audit -limit 5 printed\n%s\nstderr %q", out, errOut)
@@ -252,7 +252,7 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"audit", "olga"}, `unexpected argument "olga"`},
 	} {
 		code, out, errOut := as(t, adminToken, append([]string{c.args[0], "-url", url}, c.args[1:]...)...)
-		if code != 2 || out != "" || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "Usage: cardshop "+c.args[0]) {
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "Usage: cardshopctl "+c.args[0]) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2, the usage and %q", c.args, code, out, errOut, c.want)
 		}
 	}
@@ -261,7 +261,7 @@ func TestOperatorCommands(t *testing.T) {
 
 	// No token: exit 1, as every admin command.
 	for _, cmd := range []string{"whoami", "operator-list", "audit"} {
-		if code, out, errOut := as(t, "", cmd, "-url", url); code != 1 || out != "" || errOut != "cardshop: set CARDSHOP_ADMIN_TOKEN\n" {
+		if code, out, errOut := as(t, "", cmd, "-url", url); code != 1 || out != "" || errOut != "cardshopctl: set CARDSHOP_ADMIN_TOKEN\n" {
 			t.Errorf("%s without a token: exit %d, %q %q", cmd, code, out, errOut)
 		}
 	}
@@ -282,8 +282,8 @@ func TestOperatorCommandsUsage(t *testing.T) {
 		{"operator-remove", []string{"-name", "DELETE /admin/operators/N"}},
 		{"audit", []string{"-operator", "-action", "-since", "-until", "-limit", "-all", "GET /admin/audit", "→"}},
 	} {
-		code, out, errOut := runMain(c.cmd, "-h")
-		if code != 0 || out != "" || !strings.Contains(errOut, "Usage: cardshop "+c.cmd) || !strings.Contains(errOut, "CARDSHOP_ADMIN_TOKEN") ||
+		code, out, errOut := runCtl(c.cmd, "-h")
+		if code != 0 || out != "" || !strings.Contains(errOut, "Usage: cardshopctl "+c.cmd) || !strings.Contains(errOut, "CARDSHOP_ADMIN_TOKEN") ||
 			!strings.Contains(errOut, "Exit status") {
 			t.Errorf("%s -h: %d %q %q", c.cmd, code, out, errOut)
 		}
@@ -293,7 +293,7 @@ func TestOperatorCommandsUsage(t *testing.T) {
 			}
 		}
 	}
-	code, out, _ := runMain("help")
+	code, out, _ := runCtl("help")
 	for _, cmd := range []string{"whoami", "operator-add", "operator-list", "operator-role", "operator-rotate", "operator-remove", "audit"} {
 		if code != 0 || !strings.Contains(out, "\n  "+cmd+" ") {
 			t.Errorf("help does not list %s: %q", cmd, out)

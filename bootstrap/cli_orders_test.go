@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// orderLine is one line of cardshop orders: number, creation time, buyer, product, qty,
+// orderLine is one line of cardshopctl orders: number, creation time, buyer, product, qty,
 // amount and currency, status.
 var orderLine = regexp.MustCompile(`^(\S+) +(\d{4}-\d\d-\d\dT[0-9:.]+Z) +(\S+) +(\d+) +(\d+) +(\d+ [A-Z]{3}) +([A-Z]+)$`)
 
@@ -71,7 +71,7 @@ func TestOrdersCommandSearchesAndPages(t *testing.T) {
 		{[]string{"-limit", "1", "-all"}, all},
 		{[]string{"-limit", "3", "-all"}, all}, // a full last page, then an empty one
 	} {
-		code, out, errOut := runMain(append([]string{"orders", "-url", url}, c.args...)...)
+		code, out, errOut := runCtl(append([]string{"orders", "-url", url}, c.args...)...)
 		if got := orderLines(t, strings.Join(c.args, " "), code, out, errOut); strings.Join(got, "\n") != strings.Join(c.want, "\n") || errOut != "" {
 			t.Errorf("orders %q printed\n%s\nwant\n%s\n(stderr %q)", c.args, strings.Join(got, "\n"), strings.Join(c.want, "\n"), errOut)
 		}
@@ -80,7 +80,7 @@ func TestOrdersCommandSearchesAndPages(t *testing.T) {
 		}
 	}
 	// Without -all, one page, and a note that more may remain.
-	code, out, errOut := runMain("orders", "-url", url, "-limit", "2")
+	code, out, errOut := runCtl("orders", "-url", url, "-limit", "2")
 	if got := orderLines(t, "-limit 2", code, out, errOut); strings.Join(got, "\n") != strings.Join(all[:2], "\n") ||
 		errOut != "orders: older orders may remain: run with -all to print them\n" {
 		t.Errorf("orders -limit 2 printed\n%s\nstderr %q", out, errOut)
@@ -103,7 +103,7 @@ func TestOrdersCommandSearchesAndPages(t *testing.T) {
 		{[]string{"-from", "2030-01-02T00:00:00Z", "-to", "2030-01-01T00:00:00Z"}, "-from must not be after -to"},
 		{[]string{"erin"}, `unexpected argument "erin"`},
 	} {
-		code, out, errOut := runMain(append([]string{"orders", "-url", url}, c.args...)...)
+		code, out, errOut := runCtl(append([]string{"orders", "-url", url}, c.args...)...)
 		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
 			t.Errorf("orders %q: exit %d, %q, stderr %q; want exit 2 and %q", c.args, code, out, errOut, c.want)
 		}
@@ -111,8 +111,8 @@ func TestOrdersCommandSearchesAndPages(t *testing.T) {
 }
 
 func TestOrdersCommandUsage(t *testing.T) {
-	code, out, errOut := runMain("orders", "-h")
-	if code != 0 || out != "" || !strings.Contains(errOut, "Usage: cardshop orders") {
+	code, out, errOut := runCtl("orders", "-h")
+	if code != 0 || out != "" || !strings.Contains(errOut, "Usage: cardshopctl orders") {
 		t.Fatalf("orders -h: %d %q %q", code, out, errOut)
 	}
 	for _, w := range []string{"-url", "-buyer", "-product", "-status", "-from", "-to", "-limit", "-all", "GET /admin/orders",
@@ -121,7 +121,7 @@ func TestOrdersCommandUsage(t *testing.T) {
 			t.Errorf("orders -h does not mention %q:\n%s", w, errOut)
 		}
 	}
-	if code, out, _ := runMain("help"); code != 0 || !strings.Contains(out, "\n  orders ") {
+	if code, out, _ := runCtl("help"); code != 0 || !strings.Contains(out, "\n  orders ") {
 		t.Errorf("help does not list orders: %q", out)
 	}
 }

@@ -49,7 +49,7 @@ func TestProductCommands(t *testing.T) {
 	url := c.base
 
 	// Create with every flag; the start is given with an offset and printed in UTC.
-	code, out, errOut := runMain("product-create", "-url", url, "-id", "41", "-name", "Gift 41", "-price", "1000", "-max-per-order", "20",
+	code, out, errOut := runCtl("product-create", "-url", url, "-id", "41", "-name", "Gift 41", "-price", "1000", "-max-per-order", "20",
 		"-tiers", "10:900, 20:800", "-stock-display", "level", "-starts-at", "2030-01-02T03:04:05.678+08:00",
 		"-ends-at", "2031-01-01T00:00:00Z", "-buyer-limit", "3", "-refund-releases-limit", "-low-stock-threshold", "5")
 	full := productOut("41", "Gift 41", "1000", "20", "10:900,20:800", "level", "2030-01-01T19:04:05.678Z", "2031-01-01T00:00:00Z", "3", "true", "5")
@@ -64,7 +64,7 @@ func TestProductCommands(t *testing.T) {
 
 	show := func(what, head string) {
 		t.Helper()
-		code, out, errOut := runMain("product-show", "-url", url, "-product", "41")
+		code, out, errOut := runCtl("product-show", "-url", url, "-product", "41")
 		if got := wantProduct(t, what, code, out, errOut, head); !got.Equal(created) {
 			t.Errorf("%s: created_at %s, want %s", what, got, created)
 		}
@@ -86,13 +86,13 @@ func TestProductCommands(t *testing.T) {
 	}
 
 	// One field: the others stay as they were.
-	code, out, errOut = runMain("product-update", "-url", url, "-product", "41", "-price", "1100")
+	code, out, errOut = runCtl("product-update", "-url", url, "-product", "41", "-price", "1100")
 	changed := productOut("41", "Gift 41", "1100", "20", "10:900,20:800", "level", "2030-01-01T19:04:05.678Z", "2031-01-01T00:00:00Z", "3", "true", "5")
 	wantProduct(t, "product-update -price", code, out, errOut, changed)
 	show("product-show after -price", changed)
 
 	// -starts-at "" removes the start and nothing else; the gate sells at once.
-	code, out, errOut = runMain("product-update", "-url", url, "-product", "41", "-starts-at", "")
+	code, out, errOut = runCtl("product-update", "-url", url, "-product", "41", "-starts-at", "")
 	changed = productOut("41", "Gift 41", "1100", "20", "10:900,20:800", "level", "none", "2031-01-01T00:00:00Z", "3", "true", "5")
 	wantProduct(t, `product-update -starts-at ""`, code, out, errOut, changed)
 	show(`product-show after -starts-at ""`, changed)
@@ -100,14 +100,14 @@ func TestProductCommands(t *testing.T) {
 
 	// -tiers "" removes the tiers, 0 the limit and the threshold, =false the release; a new
 	// name and display; -ends-at "" the end.
-	code, out, errOut = runMain("product-update", "-url", url, "-product", "41", "-tiers", "", "-buyer-limit", "0",
+	code, out, errOut = runCtl("product-update", "-url", url, "-product", "41", "-tiers", "", "-buyer-limit", "0",
 		"-refund-releases-limit=false", "-low-stock-threshold", "0", "-name", "Gift 41 (2)", "-stock-display", "exact",
 		"-max-per-order", "5", "-ends-at", "")
 	cleared := productOut("41", "Gift 41 (2)", "1100", "5", "none", "exact", "none", "none", "none", "false", "none")
 	wantProduct(t, "product-update clearing everything", code, out, errOut, cleared)
 	show("product-show after clearing", cleared)
 	// And set again: a bound, tiers and a limit through update.
-	code, out, errOut = runMain("product-update", "-url", url, "-product", "41", "-ends-at", "2032-02-03T04:05:06Z", "-tiers", "3:1000", "-buyer-limit", "2")
+	code, out, errOut = runCtl("product-update", "-url", url, "-product", "41", "-ends-at", "2032-02-03T04:05:06Z", "-tiers", "3:1000", "-buyer-limit", "2")
 	final := productOut("41", "Gift 41 (2)", "1100", "5", "3:1000", "exact", "none", "2032-02-03T04:05:06Z", "2", "false", "none")
 	wantProduct(t, "product-update setting again", code, out, errOut, final)
 
@@ -116,17 +116,17 @@ func TestProductCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"product-update", "-product", "41", "-starts-at", "2033-01-01T00:00:00Z"}, "cardshop: 400 invalid_request: ends_at: must be after starts_at\n"},
-		{[]string{"product-update", "-product", "41", "-tiers", "2:1200"}, "cardshop: 400 invalid_request: tiers: unit_price must not exceed the price before it (the base price, then the previous tier)\n"},
-		{[]string{"product-update", "-product", "41", "-price", "0"}, "cardshop: 400 invalid_request: price: must be a positive number of minor units\n"},
-		{[]string{"product-update", "-product", "999", "-price", "5"}, "cardshop: 404 product_not_found: no such product\n"},
-		{[]string{"product-show", "-product", "999"}, "cardshop: 404 product_not_found: no such product\n"},
-		{[]string{"product-create", "-id", "41", "-name", "Again", "-price", "5", "-max-per-order", "1"}, "cardshop: 409 product_exists: a product with this id already exists\n"},
+		{[]string{"product-update", "-product", "41", "-starts-at", "2033-01-01T00:00:00Z"}, "cardshopctl: 400 invalid_request: ends_at: must be after starts_at\n"},
+		{[]string{"product-update", "-product", "41", "-tiers", "2:1200"}, "cardshopctl: 400 invalid_request: tiers: unit_price must not exceed the price before it (the base price, then the previous tier)\n"},
+		{[]string{"product-update", "-product", "41", "-price", "0"}, "cardshopctl: 400 invalid_request: price: must be a positive number of minor units\n"},
+		{[]string{"product-update", "-product", "999", "-price", "5"}, "cardshopctl: 404 product_not_found: no such product\n"},
+		{[]string{"product-show", "-product", "999"}, "cardshopctl: 404 product_not_found: no such product\n"},
+		{[]string{"product-create", "-id", "41", "-name", "Again", "-price", "5", "-max-per-order", "1"}, "cardshopctl: 409 product_exists: a product with this id already exists\n"},
 		{[]string{"product-create", "-id", "42", "-name", "Backwards", "-price", "5", "-max-per-order", "1",
-			"-starts-at", "2030-01-02T00:00:00Z", "-ends-at", "2030-01-01T00:00:00Z"}, "cardshop: 400 invalid_request: ends_at: must be after starts_at\n"},
-		{[]string{"product-create", "-name", "Too many", "-price", "5", "-max-per-order", "1001"}, "cardshop: 400 invalid_request: max_per_order: must be between 1 and 1000\n"},
+			"-starts-at", "2030-01-02T00:00:00Z", "-ends-at", "2030-01-01T00:00:00Z"}, "cardshopctl: 400 invalid_request: ends_at: must be after starts_at\n"},
+		{[]string{"product-create", "-name", "Too many", "-price", "5", "-max-per-order", "1001"}, "cardshopctl: 400 invalid_request: max_per_order: must be between 1 and 1000\n"},
 	} {
-		code, out, errOut := runMain(append(c.args, "-url", url)...)
+		code, out, errOut := runCtl(append(c.args, "-url", url)...)
 		if code != 1 || out != "" || errOut != c.want {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, out, errOut, c.want)
 		}
@@ -157,8 +157,8 @@ func TestProductCommands(t *testing.T) {
 		{[]string{"product-show", "-product", "41", "-price", "5"}, "flag provided but not defined: -price"},
 		{[]string{"product-show", "-product", "41", "now"}, `unexpected argument "now"`},
 	} {
-		code, out, errOut := runMain(append([]string{c.args[0], "-url", url}, c.args[1:]...)...)
-		if code != 2 || out != "" || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "Usage: cardshop "+c.args[0]) {
+		code, out, errOut := runCtl(append([]string{c.args[0], "-url", url}, c.args[1:]...)...)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "Usage: cardshopctl "+c.args[0]) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2, the usage and %q", c.args, code, out, errOut, c.want)
 		}
 	}
@@ -174,24 +174,24 @@ func TestProductCommands(t *testing.T) {
 	}
 
 	// Without -id the service chooses, and product-show finds it there.
-	code, out, errOut = runMain("product-create", "-url", url, "-name", "Chosen", "-price", "250", "-max-per-order", "2")
+	code, out, errOut = runCtl("product-create", "-url", url, "-name", "Chosen", "-price", "250", "-max-per-order", "2")
 	id := regexp.MustCompile(`\Aid: (\d+)\n`).FindStringSubmatch(out)
 	if code != 0 || id == nil || id[1] == "41" {
 		t.Fatalf("product-create without -id: exit %d, %q %q", code, out, errOut)
 	}
 	head := productOut(id[1], "Chosen", "250", "2", "none", "exact", "none", "none", "none", "false", "none")
 	wantProduct(t, "product-create without -id", code, out, errOut, head)
-	code, out, errOut = runMain("product-show", "-url", url, "-product", id[1])
+	code, out, errOut = runCtl("product-show", "-url", url, "-product", id[1])
 	wantProduct(t, "product-show of the chosen id", code, out, errOut, head)
 
 	// No token: exit 1, as every admin command. A wrong one: the service's 401.
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", "")
-	if code, out, errOut := runMain("product-show", "-url", url, "-product", "41"); code != 1 || out != "" || errOut != "cardshop: set CARDSHOP_ADMIN_TOKEN\n" {
+	if code, out, errOut := runCtl("product-show", "-url", url, "-product", "41"); code != 1 || out != "" || errOut != "cardshopctl: set CARDSHOP_ADMIN_TOKEN\n" {
 		t.Errorf("product-show without a token: exit %d, %q %q", code, out, errOut)
 	}
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", "wrong-token-0123456789")
-	if code, out, errOut := runMain("product-update", "-url", url, "-product", "41", "-price", "1"); code != 1 || out != "" ||
-		errOut != "cardshop: 401 unauthorized: missing or invalid credentials\n" {
+	if code, out, errOut := runCtl("product-update", "-url", url, "-product", "41", "-price", "1"); code != 1 || out != "" ||
+		errOut != "cardshopctl: 401 unauthorized: missing or invalid credentials\n" {
 		t.Errorf("product-update with a wrong token: exit %d, %q %q", code, out, errOut)
 	}
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
@@ -199,7 +199,7 @@ func TestProductCommands(t *testing.T) {
 
 	// A frozen product says so, with the reason on a line of its own.
 	c.want(200, "POST", "/admin/products/41/freeze", adminToken, `{"reason":"stock audit"}`, nil)
-	code, out, errOut = runMain("product-show", "-url", url, "-product", "41")
+	code, out, errOut = runCtl("product-show", "-url", url, "-product", "41")
 	if code != 0 || !strings.HasPrefix(out, final) || !strings.Contains(out, "\nfrozen: true\nfrozen_reason: stock audit\ncreated_at: ") {
 		t.Errorf("product-show of a frozen product: exit %d, %q %q", code, out, errOut)
 	}
@@ -218,8 +218,8 @@ func TestProductCommandsUsage(t *testing.T) {
 			"PATCH /admin/products/ID", "Exit status"}},
 		{"product-show", []string{"-product", "GET /admin/products/ID", "Exit status"}},
 	} {
-		code, out, errOut := runMain(c.cmd, "-h")
-		if code != 0 || out != "" || !strings.Contains(errOut, "Usage: cardshop "+c.cmd) || !strings.Contains(errOut, "CARDSHOP_ADMIN_TOKEN") {
+		code, out, errOut := runCtl(c.cmd, "-h")
+		if code != 0 || out != "" || !strings.Contains(errOut, "Usage: cardshopctl "+c.cmd) || !strings.Contains(errOut, "CARDSHOP_ADMIN_TOKEN") {
 			t.Errorf("%s -h: %d %q %q", c.cmd, code, out, errOut)
 		}
 		for _, w := range c.want {
@@ -228,7 +228,7 @@ func TestProductCommandsUsage(t *testing.T) {
 			}
 		}
 	}
-	if code, out, _ := runMain("help"); code != 0 || !strings.Contains(out, "product-create") || !strings.Contains(out, "product-update") ||
+	if code, out, _ := runCtl("help"); code != 0 || !strings.Contains(out, "product-create") || !strings.Contains(out, "product-update") ||
 		!strings.Contains(out, "product-show") {
 		t.Errorf("help does not list the product commands: %q", out)
 	}

@@ -189,7 +189,7 @@ func cardStatuses(t *testing.T, db *sql.DB, p domain.ProductID) map[string]int64
 
 // TestCLIRealMigrate: `migrate` on a fresh MariaDB database applies every embedded migration,
 // and the schema is really there (tables, the unique keys that defend the invariants,
-// schema_migrations); a second run changes nothing and says so; the service then starts on
+// bun_migrations); a second run changes nothing and says so; the service then starts on
 // that database without migrating it. Usage errors and a database that does not exist exit 1
 // and create nothing.
 func TestCLIRealMigrate(t *testing.T) {
@@ -265,7 +265,7 @@ func TestCLIRealMigrate(t *testing.T) {
 		t.Fatalf("migrate printed %q, want %q", out, wantOut)
 	}
 	got := tables()
-	for _, name := range []string{"card_stock", "orders", "outbox", "products", "schema_migrations", "stock_flow"} {
+	for _, name := range []string{"card_stock", "orders", "outbox", "products", "bun_migrations", "stock_flow"} {
 		if !slices.Contains(got, name) {
 			t.Errorf("table %s missing after migrate; have %v", name, got)
 		}
@@ -280,7 +280,7 @@ func TestCLIRealMigrate(t *testing.T) {
 	}
 	applied := func() string {
 		t.Helper()
-		rows, err := db.QueryContext(ctx, "SELECT version, applied_at FROM schema_migrations ORDER BY version")
+		rows, err := db.QueryContext(ctx, "SELECT name, migrated_at FROM bun_migrations ORDER BY name")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,8 +300,12 @@ func TestCLIRealMigrate(t *testing.T) {
 		return b.String()
 	}
 	first := applied()
-	if versions := regexp.MustCompile(`@.*\n`).ReplaceAllString(first, " "); versions != strings.Join(want, " ")+" " {
-		t.Fatalf("schema_migrations holds %q, want %v", first, want)
+	numbers := make([]string, len(want)) // bun_migrations names a migration by its number
+	for i, v := range want {
+		numbers[i], _, _ = strings.Cut(v, "_")
+	}
+	if versions := regexp.MustCompile(`@.*\n`).ReplaceAllString(first, " "); versions != strings.Join(numbers, " ")+" " {
+		t.Fatalf("bun_migrations holds %q, want %v", first, numbers)
 	}
 	bdb, err := mysqlstore.Open(dsn)
 	if err != nil {
@@ -319,7 +323,7 @@ func TestCLIRealMigrate(t *testing.T) {
 		t.Fatalf("second migrate: exit %d, %q %q", code, out, errOut)
 	}
 	if again := applied(); again != first {
-		t.Fatalf("the second migrate touched schema_migrations:\n%s\nwas\n%s", again, first)
+		t.Fatalf("the second migrate touched bun_migrations:\n%s\nwas\n%s", again, first)
 	}
 	if again := tables(); !slices.Equal(again, got) {
 		t.Fatalf("tables %v after the second migrate, were %v", again, got)
@@ -336,7 +340,7 @@ func TestCLIRealMigrate(t *testing.T) {
 		t.Fatalf("readyz checks on the migrated database: %v", ready.Checks)
 	}
 	if again := applied(); again != first {
-		t.Fatalf("the service's start touched schema_migrations:\n%s\nwas\n%s", again, first)
+		t.Fatalf("the service's start touched bun_migrations:\n%s\nwas\n%s", again, first)
 	}
 }
 
@@ -377,7 +381,7 @@ func TestCLIRealImportCodes(t *testing.T) {
 	lines := writeFile(t, strings.Join([]string{
 		code(1), code(2), "", "# batch 7", code(2), code(0), "not a code", code(3), code(4),
 	}, "\n")+"\n")
-	exit, out, errOut := runMain("import-codes", "-url", url, "-product", pid, lines)
+	exit, out, errOut := runCtl("import-codes", "-url", url, "-product", pid, lines)
 	if exit != 0 || out != "added       4\nduplicates  2\ninvalid     1\nin pool     0\ncomments    1\n"+
 		"line 4: comment\nline 5: duplicate\nline 6: duplicate\nline 7: invalid (must not contain spaces)\n" {
 		t.Fatalf("import-codes: exit %d, %q %q", exit, out, errOut)
@@ -400,6 +404,9 @@ func TestCLIRealImportCodes(t *testing.T) {
 			t.Fatalf("a code is stored in clear: %q", cipher)
 		}
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	if err := rows.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +419,7 @@ func TestCLIRealImportCodes(t *testing.T) {
 		code(1) + ",2030-01-01,b8",
 		code(5) + ",2031-01-01,b9",
 	}, "\n")+"\n")
-	exit, out, errOut = runMain("import-codes", "-url", url, "-product", pid, "-format", "csv", "-progress", "0", csv)
+	exit, out, errOut = runCtl("import-codes", "-url", url, "-product", pid, "-format", "csv", "-progress", "0", csv)
 	if exit != 0 || out != "added       2\nduplicates  2\ninvalid     0\nin pool     0\ncomments    1\n"+
 		"line 1: comment\nline 4: duplicate\nline 5: duplicate\n" || errOut != "" {
 		t.Fatalf("import-codes -format csv: exit %d, %q %q", exit, out, errOut)
@@ -425,7 +432,7 @@ func TestCLIRealImportCodes(t *testing.T) {
 		fmt.Fprintf(&big, "BIG-%d-%04d\n", p, i)
 	}
 	fmt.Fprintf(&big, "BIG-%d-0000\n%s\n", p, code(3))
-	exit, out, errOut = runMain("import-codes", "-url", url, "-product", pid, "-progress", "0", writeFile(t, big.String()))
+	exit, out, errOut = runCtl("import-codes", "-url", url, "-product", pid, "-progress", "0", writeFile(t, big.String()))
 	if exit != 0 || out != "added       1000\nduplicates  2\ninvalid     0\nin pool     0\nline 1001: duplicate\nline 1002: duplicate\n" {
 		t.Fatalf("import-codes of 1,002 lines: exit %d, %q %q", exit, out, errOut)
 	}
@@ -433,7 +440,7 @@ func TestCLIRealImportCodes(t *testing.T) {
 
 	// The first file again: all duplicates, nothing written, not even a flow row.
 	flowRows, _ := stockIn()
-	exit, out, errOut = runMain("import-codes", "-url", url, "-product", pid, "-progress", "0", lines)
+	exit, out, errOut = runCtl("import-codes", "-url", url, "-product", pid, "-progress", "0", lines)
 	if exit != 0 || out != "added       0\nduplicates  6\ninvalid     1\nin pool     0\ncomments    1\n"+
 		"line 1: duplicate\nline 2: duplicate\nline 4: comment\nline 5: duplicate\nline 6: duplicate\n"+
 		"line 7: invalid (must not contain spaces)\nline 8: duplicate\nline 9: duplicate\n" {
@@ -447,7 +454,7 @@ func TestCLIRealImportCodes(t *testing.T) {
 	// Refused: an unknown product, a wrong token, a bad -format. Exit 1, the reason on stderr,
 	// nothing on stdout, and nothing stored anywhere.
 	unknown := s.productID()
-	exit, out, errOut = runMain("import-codes", "-url", url, "-product", fmt.Sprint(unknown), "-progress", "0", lines)
+	exit, out, errOut = runCtl("import-codes", "-url", url, "-product", fmt.Sprint(unknown), "-progress", "0", lines)
 	if exit != 1 || out != "" || !strings.Contains(errOut, "404") || !strings.Contains(errOut, `"code":"product_not_found"`) {
 		t.Errorf("import-codes to an unknown product: exit %d, %q %q", exit, out, errOut)
 	}
@@ -459,17 +466,17 @@ func TestCLIRealImportCodes(t *testing.T) {
 	}
 	fresh := writeFile(t, code(9)+"\n")
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", "wrong-token-0123456789")
-	if exit, out, errOut := runMain("import-codes", "-url", url, "-product", pid, fresh); exit != 1 || out != "" || !strings.Contains(errOut, `"code":"unauthorized"`) {
+	if exit, out, errOut := runCtl("import-codes", "-url", url, "-product", pid, fresh); exit != 1 || out != "" || !strings.Contains(errOut, `"code":"unauthorized"`) {
 		t.Errorf("import-codes with a wrong token: exit %d, %q %q", exit, out, errOut)
 	}
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
-	if exit, out, errOut := runMain("import-codes", "-url", url, "-product", pid, "-format", "xml", fresh); exit != 1 || out != "" || !strings.Contains(errOut, "want lines or csv") {
+	if exit, out, errOut := runCtl("import-codes", "-url", url, "-product", pid, "-format", "xml", fresh); exit != 1 || out != "" || !strings.Contains(errOut, "want lines or csv") {
 		t.Errorf("import-codes -format xml: exit %d, %q %q", exit, out, errOut)
 	}
 	wantPool(1007)
 
 	// The ledger and the gate agree.
-	if exit, out, errOut := runMain("reconcile", "-url", url, "-product", pid); exit != 0 || !strings.HasSuffix(out, "\n0 differences\n") ||
+	if exit, out, errOut := runCtl("reconcile", "-url", url, "-product", pid); exit != 0 || !strings.HasSuffix(out, "\n0 differences\n") ||
 		!strings.Contains(out, "cards   UNSOLD 1007\n") {
 		t.Fatalf("reconcile after the imports: exit %d, %q %q", exit, out, errOut)
 	}
@@ -502,7 +509,7 @@ func TestCLIRealReconcileRepairsTheGate(t *testing.T) {
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
 	pid := fmt.Sprint(p)
 	reconcile := func(args ...string) (int, string, string) {
-		return runMain(append([]string{"reconcile", "-url", s.c.base, "-product", pid}, args...)...)
+		return runCtl(append([]string{"reconcile", "-url", s.c.base, "-product", pid}, args...)...)
 	}
 	diff := func(out, name string, want, got int64) {
 		t.Helper()
@@ -579,7 +586,7 @@ func TestCLIRealReconcileRepairsTheGate(t *testing.T) {
 
 	// An unknown product, even with -repair: exit 1, and no gate appears for it.
 	unknown := s.productID()
-	if exit, out, errOut := runMain("reconcile", "-url", s.c.base, "-product", fmt.Sprint(unknown), "-repair"); exit != 1 || out != "" ||
+	if exit, out, errOut := runCtl("reconcile", "-url", s.c.base, "-product", fmt.Sprint(unknown), "-repair"); exit != 1 || out != "" ||
 		!strings.Contains(errOut, `"code":"product_not_found"`) {
 		t.Errorf("reconcile -repair of an unknown product: exit %d, %q %q", exit, out, errOut)
 	}
@@ -605,7 +612,7 @@ func TestCLIRealTokenAndPay(t *testing.T) {
 		fmt.Fprintln(&file, c)
 	}
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
-	if exit, out, errOut := runMain("import-codes", "-url", s.c.base, "-product", fmt.Sprint(p), "-progress", "0", writeFile(t, file.String())); exit != 0 ||
+	if exit, out, errOut := runCtl("import-codes", "-url", s.c.base, "-product", fmt.Sprint(p), "-progress", "0", writeFile(t, file.String())); exit != 0 ||
 		!strings.HasPrefix(out, "added       4\n") {
 		t.Fatalf("import-codes: exit %d, %q %q", exit, out, errOut)
 	}
@@ -742,7 +749,7 @@ func TestCLIRealTokenAndPay(t *testing.T) {
 	}
 
 	// Sold out, and the ledger and the gate agree.
-	if exit, out, errOut := runMain("reconcile", "-url", s.c.base, "-product", fmt.Sprint(p)); exit != 0 ||
+	if exit, out, errOut := runCtl("reconcile", "-url", s.c.base, "-product", fmt.Sprint(p)); exit != 0 ||
 		!strings.Contains(out, "cards   SOLD 4\n") || !strings.HasSuffix(out, "\n0 differences\n") {
 		t.Fatalf("reconcile at the end: exit %d, %q %q", exit, out, errOut)
 	}
@@ -775,14 +782,14 @@ func TestCLIRealProductCommands(t *testing.T) {
 		}
 	}
 
-	exit, out, errOut := runMain("product-create", "-url", url, "-id", pid, "-name", "Real product", "-price", "700", "-max-per-order", "5",
+	exit, out, errOut := runCtl("product-create", "-url", url, "-id", pid, "-name", "Real product", "-price", "700", "-max-per-order", "5",
 		"-tiers", "2:650,4:600", "-stock-display", "level", "-starts-at", "2030-01-02T03:04:05.678+08:00", "-ends-at", "2031-01-01T00:00:00Z",
 		"-buyer-limit", "2", "-refund-releases-limit", "-low-stock-threshold", "3")
 	head := productOut(pid, "Real product", "700", "5", "2:650,4:600", "level", "2030-01-01T19:04:05.678Z", "2031-01-01T00:00:00Z", "2", "true", "3")
 	created := wantProduct(t, "product-create", exit, out, errOut, head)
 	wantRow("after product-create", `Real product|700|5|[{"min_qty":2,"unit_price":650},{"min_qty":4,"unit_price":600}]|level|`+
 		"2030-01-01 19:04:05.678|2031-01-01 00:00:00.000|2|1|3")
-	exit, out, errOut = runMain("product-show", "-url", url, "-product", pid)
+	exit, out, errOut = runCtl("product-show", "-url", url, "-product", pid)
 	// The create's answer shows created_at as stored (MariaDB keeps microseconds).
 	if shown := wantProduct(t, "product-show", exit, out, errOut, head); !shown.Equal(created) {
 		t.Errorf("product-show: created_at %s, product-create printed %s", shown, created)
@@ -793,7 +800,7 @@ func TestCLIRealProductCommands(t *testing.T) {
 	for i := range 6 {
 		fmt.Fprintf(&codes, "PRODUCT-%d-%d\n", p, i)
 	}
-	if exit, out, errOut := runMain("import-codes", "-url", url, "-product", pid, "-progress", "0", writeFile(t, codes.String())); exit != 0 ||
+	if exit, out, errOut := runCtl("import-codes", "-url", url, "-product", pid, "-progress", "0", writeFile(t, codes.String())); exit != 0 ||
 		!strings.HasPrefix(out, "added       6\n") {
 		t.Fatalf("import-codes: exit %d, %q %q", exit, out, errOut)
 	}
@@ -816,14 +823,14 @@ func TestCLIRealProductCommands(t *testing.T) {
 	order(409, 1, "early", "sale_not_started")
 
 	// One field: the others stay, in MariaDB too.
-	exit, out, errOut = runMain("product-update", "-url", url, "-product", pid, "-price", "800")
+	exit, out, errOut = runCtl("product-update", "-url", url, "-product", pid, "-price", "800")
 	wantProduct(t, "product-update -price", exit, out, errOut,
 		productOut(pid, "Real product", "800", "5", "2:650,4:600", "level", "2030-01-01T19:04:05.678Z", "2031-01-01T00:00:00Z", "2", "true", "3"))
 	wantRow("after -price", `Real product|800|5|[{"min_qty":2,"unit_price":650},{"min_qty":4,"unit_price":600}]|level|`+
 		"2030-01-01 19:04:05.678|2031-01-01 00:00:00.000|2|1|3")
 
 	// -starts-at "": NULL in MariaDB, and the gate sells at once, up to the buyer limit.
-	exit, out, errOut = runMain("product-update", "-url", url, "-product", pid, "-starts-at", "")
+	exit, out, errOut = runCtl("product-update", "-url", url, "-product", pid, "-starts-at", "")
 	open := productOut(pid, "Real product", "800", "5", "2:650,4:600", "level", "none", "2031-01-01T00:00:00Z", "2", "true", "3")
 	wantProduct(t, `product-update -starts-at ""`, exit, out, errOut, open)
 	wantRow(`after -starts-at ""`, `Real product|800|5|[{"min_qty":2,"unit_price":650},{"min_qty":4,"unit_price":600}]|level|`+
@@ -832,8 +839,8 @@ func TestCLIRealProductCommands(t *testing.T) {
 	order(429, 1, "over", "buyer_limit")
 
 	// A change the service refuses: exit 1 with its code and message, nothing stored.
-	exit, out, errOut = runMain("product-update", "-url", url, "-product", pid, "-starts-at", "2032-01-01T00:00:00Z", "-buyer-limit", "0")
-	if exit != 1 || out != "" || errOut != "cardshop: 400 invalid_request: ends_at: must be after starts_at\n" {
+	exit, out, errOut = runCtl("product-update", "-url", url, "-product", pid, "-starts-at", "2032-01-01T00:00:00Z", "-buyer-limit", "0")
+	if exit != 1 || out != "" || errOut != "cardshopctl: 400 invalid_request: ends_at: must be after starts_at\n" {
 		t.Fatalf("a start after the end: exit %d, %q %q", exit, out, errOut)
 	}
 	wantRow("after the refusal", `Real product|800|5|[{"min_qty":2,"unit_price":650},{"min_qty":4,"unit_price":600}]|level|`+
@@ -841,18 +848,18 @@ func TestCLIRealProductCommands(t *testing.T) {
 	order(429, 1, "still-over", "buyer_limit")
 
 	// -buyer-limit 0 and -tiers "" lift the limit and remove the tiers; the buyer orders again.
-	exit, out, errOut = runMain("product-update", "-url", url, "-product", pid, "-buyer-limit", "0", "-tiers", "", "-ends-at", "")
+	exit, out, errOut = runCtl("product-update", "-url", url, "-product", pid, "-buyer-limit", "0", "-tiers", "", "-ends-at", "")
 	wantProduct(t, "product-update lifting the limit", exit, out, errOut,
 		productOut(pid, "Real product", "800", "5", "none", "level", "none", "none", "none", "true", "3"))
 	wantRow("after lifting the limit", "Real product|800|5|[]|level|NULL|NULL|0|1|3")
 	order(201, 3, "second", "")
 	s.wantGate(t, p, 1, 5)
 
-	if exit, out, errOut := runMain("product-show", "-url", url, "-product", fmt.Sprint(s.productID())); exit != 1 || out != "" ||
-		errOut != "cardshop: 404 product_not_found: no such product\n" {
+	if exit, out, errOut := runCtl("product-show", "-url", url, "-product", fmt.Sprint(s.productID())); exit != 1 || out != "" ||
+		errOut != "cardshopctl: 404 product_not_found: no such product\n" {
 		t.Errorf("product-show of an unknown product: exit %d, %q %q", exit, out, errOut)
 	}
-	if exit, out, errOut := runMain("reconcile", "-url", url, "-product", pid); exit != 0 || !strings.HasSuffix(out, "\n0 differences\n") {
+	if exit, out, errOut := runCtl("reconcile", "-url", url, "-product", pid); exit != 0 || !strings.HasSuffix(out, "\n0 differences\n") {
 		t.Fatalf("reconcile at the end: exit %d, %q %q", exit, out, errOut)
 	}
 }
@@ -867,7 +874,7 @@ func TestCLIRealOperatorCommands(t *testing.T) {
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
 	name := fmt.Sprintf("real-%d", rand.Uint32())
 
-	exit, out, errOut := runMain("operator-add", "-url", url, "-name", name, "-role", "operator")
+	exit, out, errOut := runCtl("operator-add", "-url", url, "-name", name, "-role", "operator")
 	tok := wantOperatorToken(t, "operator-add", exit, out, errOut, name, "operator")
 	var role string
 	var hash []byte
@@ -879,23 +886,23 @@ func TestCLIRealOperatorCommands(t *testing.T) {
 	}
 
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", tok)
-	if exit, out, errOut := runMain("whoami", "-url", url); exit != 0 || out != "name: "+name+"\nrole: operator\n" {
+	if exit, out, errOut := runCtl("whoami", "-url", url); exit != 0 || out != "name: "+name+"\nrole: operator\n" {
 		t.Fatalf("whoami with the operator's token: exit %d, %q %q", exit, out, errOut)
 	}
 	p := s.productID()
-	exit, out, errOut = runMain("product-create", "-url", url, "-id", fmt.Sprint(p), "-name", "By "+name, "-price", "100", "-max-per-order", "1")
+	exit, out, errOut = runCtl("product-create", "-url", url, "-id", fmt.Sprint(p), "-name", "By "+name, "-price", "100", "-max-per-order", "1")
 	wantProduct(t, "product-create as the operator", exit, out, errOut, productOut(fmt.Sprint(p), "By "+name, "100", "1", "none", "exact", "none", "none", "none", "false", "none"))
 	// An operator may not manage operators: refused, and recorded.
-	if exit, out, errOut := runMain("operator-add", "-url", url, "-name", "x"+name, "-role", "admin"); exit != 1 || out != "" ||
-		errOut != "cardshop: 403 forbidden: the role operator may not do this; it needs admin\n" {
+	if exit, out, errOut := runCtl("operator-add", "-url", url, "-name", "x"+name, "-role", "admin"); exit != 1 || out != "" ||
+		errOut != "cardshopctl: 403 forbidden: the role operator may not do this; it needs admin\n" {
 		t.Fatalf("operator-add as an operator: exit %d, %q %q", exit, out, errOut)
 	}
 
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", adminToken)
-	exit, out, errOut = runMain("operator-rotate", "-url", url, "-name", name)
+	exit, out, errOut = runCtl("operator-rotate", "-url", url, "-name", name)
 	tok2 := wantOperatorToken(t, "operator-rotate", exit, out, errOut, name, "operator")
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", tok)
-	if exit, out, errOut := runMain("whoami", "-url", url); exit != 1 || errOut != "cardshop: 401 unauthorized: missing or invalid credentials\n" {
+	if exit, out, errOut := runCtl("whoami", "-url", url); exit != 1 || errOut != "cardshopctl: 401 unauthorized: missing or invalid credentials\n" {
 		t.Fatalf("whoami with the rotated token: exit %d, %q %q", exit, out, errOut)
 	}
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", tok2)
@@ -914,6 +921,9 @@ func TestCLIRealOperatorCommands(t *testing.T) {
 		}
 		stored = append(stored, l)
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	if err := rows.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -927,11 +937,11 @@ func TestCLIRealOperatorCommands(t *testing.T) {
 	if strings.Join(stored, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("audit_log holds\n%s\nwant\n%s", strings.Join(stored, "\n"), strings.Join(want, "\n"))
 	}
-	exit, out, errOut = runMain("audit", "-url", url)
+	exit, out, errOut = runCtl("audit", "-url", url)
 	if got := auditLines(t, "audit", exit, out, errOut); strings.Join(got, "\n") != strings.Join(want, "\n") || errOut != "" {
 		t.Fatalf("audit printed\n%s\nwant the rows\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	exit, out, errOut = runMain("audit", "-url", url, "-operator", name, "-limit", "1", "-all", "-since", "1h")
+	exit, out, errOut = runCtl("audit", "-url", url, "-operator", name, "-limit", "1", "-all", "-since", "1h")
 	if got := auditLines(t, "audit -operator -limit 1 -all", exit, out, errOut); strings.Join(got, "\n") != strings.Join(want[2:4], "\n") || errOut != "" {
 		t.Fatalf("audit -operator %s -limit 1 -all printed\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(want[2:4], "\n"))
 	}

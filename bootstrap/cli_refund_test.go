@@ -36,15 +36,15 @@ func TestRefundCommand(t *testing.T) {
 	c.want(200, "POST", "/dev/pay/"+order.OrderNo+"/confirm", "", form.Encode(), nil, "Content-Type", "application/x-www-form-urlencoded")
 
 	for i := range 2 {
-		code, out, errOut := runMain("refund", "-url", c.base, "-order", order.OrderNo)
+		code, out, errOut := runCtl("refund", "-url", c.base, "-order", order.OrderNo)
 		if code != 0 || !strings.Contains(out, "money   REFUNDED at dev") || !strings.Contains(out, order.OrderNo+" REFUNDED") {
 			t.Fatalf("refund #%d: exit %d\n%s%s", i+1, code, out, errOut)
 		}
 	}
-	if code, _, errOut := runMain("refund", "-url", c.base, "-order", order.OrderNo, "-void", "-recycle"); code == 0 || !strings.Contains(errOut, "exclude") {
+	if code, _, errOut := runCtl("refund", "-url", c.base, "-order", order.OrderNo, "-void", "-recycle"); code == 0 || !strings.Contains(errOut, "exclude") {
 		t.Fatalf("-void -recycle: exit %d, %s", code, errOut)
 	}
-	if code, _, errOut := runMain("refund", "-url", c.base, "-order", "2503011200000000000000000009"); code != 1 || !strings.Contains(errOut, "404") {
+	if code, _, errOut := runCtl("refund", "-url", c.base, "-order", "2503011200000000000000000009"); code != 1 || !strings.Contains(errOut, "404") {
 		t.Fatalf("an unknown order: exit %d, %s", code, errOut)
 	}
 }

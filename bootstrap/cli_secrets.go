@@ -10,6 +10,7 @@ import (
 	"cardshop/adapters/mysqlstore"
 )
 
+//nolint:gosec // G101: the usage text of the secrets command, not a credential
 const secretsUsage = `Usage: cardshop secrets
 
 Prints fresh random values (crypto/rand) for every secret cardshop itself needs, one

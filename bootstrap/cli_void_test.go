@@ -19,18 +19,18 @@ func TestCodesVoidCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"codes-void", "-url", c.base, "-product", "8", "-file", file, "-reason", "leaked batch"}
-	if code, out, errOut := runMain(args...); code != 1 || !strings.Contains(errOut, "product_not_frozen") {
+	if code, out, errOut := runCtl(args...); code != 1 || !strings.Contains(errOut, "product_not_frozen") {
 		t.Fatalf("a product on sale: exit %d\n%s%s", code, out, errOut)
 	}
 	c.want(200, "POST", "/admin/products/8/freeze", adminToken, `{"reason":"leak"}`, nil)
-	code, out, errOut := runMain(args...)
+	code, out, errOut := runCtl(args...)
 	if code != 0 || !strings.Contains(out, "voided 2 · not found 1 · not voidable 0 (3 codes)") || strings.Contains(out+errOut, "LK-") {
 		t.Fatalf("codes-void: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, out, _ := runMain(args...); code != 0 || !strings.Contains(out, "voided 0 · not found 1 · not voidable 2") {
+	if code, out, _ := runCtl(args...); code != 0 || !strings.Contains(out, "voided 0 · not found 1 · not voidable 2") {
 		t.Fatalf("codes-void again: exit %d\n%s", code, out)
 	}
-	if code, _, errOut := runMain("codes-void", "-url", c.base, "-product", "8", "-file", file); code == 0 || !strings.Contains(errOut, "-reason") {
+	if code, _, errOut := runCtl("codes-void", "-url", c.base, "-product", "8", "-file", file); code == 0 || !strings.Contains(errOut, "-reason") {
 		t.Fatalf("no reason: exit %d, %s", code, errOut)
 	}
 }

@@ -24,32 +24,28 @@ const (
 )
 
 // Config is everything the service reads from its environment. Every variable is listed in
-// the README's configuration table.
+// the configuration table of docs/CONFIGURATION.md.
 type Config struct {
-	Adapters       string        // CARDSHOP_ADAPTERS: memory | real
-	HTTPAddr       string        // CARDSHOP_HTTP_ADDR
-	PprofAddr      string        // CARDSHOP_PPROF_ADDR: net/http/pprof on this address when set
-	AdminToken     Secret        // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars; real adapters: >= 32, not published)
-	PaymentSecret  Secret        // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
-	TokenSecret    Secret        // CARDSHOP_TOKEN_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
-	OrderTimeout   time.Duration // CARDSHOP_ORDER_TIMEOUT
-	IdempotencyTTL time.Duration // CARDSHOP_IDEMPOTENCY_TTL
-	BuyerCap       int64         // CARDSHOP_BUYER_CAP: units per buyer, product and order timeout; 0 = no limit
+	Adapters      string        // CARDSHOP_ADAPTERS: memory | real
+	HTTPAddr      string        // CARDSHOP_HTTP_ADDR
+	PprofAddr     string        // CARDSHOP_PPROF_ADDR: net/http/pprof on this address when set
+	AdminToken    domain.Secret // CARDSHOP_ADMIN_TOKEN (required, >= 16 chars; real adapters: >= 32, not published)
+	PaymentSecret domain.Secret // CARDSHOP_PAYMENT_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
+	TokenSecret   domain.Secret // CARDSHOP_TOKEN_SECRET (required, >= 16 chars; real adapters: >= 32, not published)
+	// Config is the use cases' settings, as the application states them: the table binds
+	// CARDSHOP_ORDER_TIMEOUT, _IDEMPOTENCY_TTL, _BUYER_CAP, _ORPHAN_AFTER,
+	// _NOTIFICATION_RETENTION, _REFUSED_NOTIFICATION_RETENTION, _SALE_START_MARGIN,
+	// _WEBHOOK_MAX_BACKOFF, _CURRENCY, _RETURN_URL and _PAYMENT_CLOSE_GRACE straight to its
+	// fields; the others keep application.DefaultConfig's values. A buyer's budget lasts one
+	// order timeout (BuyerWindow zero). NotifyURL, and ReturnURL when not set, follow from
+	// PublicURL (newApp).
+	application.Config
 	SweepInterval  time.Duration // CARDSHOP_SWEEP_INTERVAL
-	OrphanAfter    time.Duration // CARDSHOP_ORPHAN_AFTER
 	RelayInterval  time.Duration // CARDSHOP_RELAY_INTERVAL
-	// NotificationRetention is CARDSHOP_NOTIFICATION_RETENTION: how long the notification log
-	// keeps a verified payment notification; RefusedNotificationRetention
-	// (CARDSHOP_REFUSED_NOTIFICATION_RETENTION) how long it keeps an aggregate of refused ones.
-	NotificationRetention        time.Duration
-	RefusedNotificationRetention time.Duration
-	CallbackWindow               time.Duration // CARDSHOP_CALLBACK_WINDOW
-	LogLevel                     slog.Level    // CARDSHOP_LOG_LEVEL: debug | info | warn | error
-	ShutdownGrace                time.Duration // CARDSHOP_SHUTDOWN_GRACE
-	RequestTimeout               time.Duration // CARDSHOP_REQUEST_TIMEOUT: the deadline of every /api request
-	// SaleStartMargin is CARDSHOP_SALE_START_MARGIN: refuse orders locally this long before a
-	// sale starts (by the instance's clock); closer to the start, Redis's clock decides.
-	SaleStartMargin time.Duration
+	CallbackWindow time.Duration // CARDSHOP_CALLBACK_WINDOW
+	LogLevel       slog.Level    // CARDSHOP_LOG_LEVEL: debug | info | warn | error
+	ShutdownGrace  time.Duration // CARDSHOP_SHUTDOWN_GRACE
+	RequestTimeout time.Duration // CARDSHOP_REQUEST_TIMEOUT: the deadline of every /api request
 	// ClockOffset is CARDSHOP_CLOCK_OFFSET: added to the wall clock; for tests of instances
 	// whose clocks disagree (the load check's start-instant scenario). 0 in production.
 	ClockOffset time.Duration
@@ -79,9 +75,9 @@ type Config struct {
 	// AMQPUnconfirmed is CARDSHOP_AMQP_UNCONFIRMED_CLOSES: how many placed orders may be
 	// answered before the message that schedules their close is confirmed (0: none).
 	AMQPUnconfirmed int
-	Migrate         bool   // CARDSHOP_MIGRATE: apply migrations at start
-	CodeKeys        Secret // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
-	CodeHash        Secret // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
+	Migrate         bool          // CARDSHOP_MIGRATE: apply migrations at start
+	CodeKeys        domain.Secret // CARDSHOP_CODE_KEYS: "kid:base64key,..." AES-256 keys for codes at rest, first active
+	CodeHash        domain.Secret // CARDSHOP_CODE_HASH_KEY: base64 secret of the codes' de-duplication HMAC
 
 	// LedgerBatch is CARDSHOP_LEDGER_BATCH: write concurrent placed orders in shared
 	// transactions (group commit); LedgerBatchWait (CARDSHOP_LEDGER_BATCH_WAIT) is how long a
@@ -97,44 +93,40 @@ type Config struct {
 	RatePerBuyer int           // CARDSHOP_RATE_PER_BUYER: orders per window per buyer (0 = off)
 	RateWindow   time.Duration // CARDSHOP_RATE_WINDOW: the window of both rate limits
 
-	WebhookURL        string        // CARDSHOP_WEBHOOK_URL: the storefront's endpoint for delivery events; empty = none
-	WebhookSecret     Secret        // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
-	WebhookTimeout    time.Duration // CARDSHOP_WEBHOOK_TIMEOUT: one attempt
-	WebhookMaxBackoff time.Duration // CARDSHOP_WEBHOOK_MAX_BACKOFF: longest wait between two attempts
+	WebhookURL     string        // CARDSHOP_WEBHOOK_URL: the storefront's endpoint for delivery events; empty = none
+	WebhookSecret  domain.Secret // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
+	WebhookTimeout time.Duration // CARDSHOP_WEBHOOK_TIMEOUT: one attempt
 
-	Currency          domain.Currency // CARDSHOP_CURRENCY: the shop's ISO 4217 currency
-	PublicURL         string          // CARDSHOP_PUBLIC_URL: the shop's address as buyers and providers reach it
-	ReturnURL         string          // CARDSHOP_RETURN_URL: where providers send the buyer back ({order_no} replaced)
-	PaymentCloseGrace time.Duration   // CARDSHOP_PAYMENT_CLOSE_GRACE: how long a close waits for an unreachable provider
-	DevPayments       bool            // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
-	DevPaymentsReal   bool            // CARDSHOP_DEV_PAYMENTS_ALLOW_REAL: allow the dev provider with the real adapters
-	StripeKey         Secret          // CARDSHOP_STRIPE_SECRET_KEY: enables Stripe
-	StripeWebhook     Secret          // CARDSHOP_STRIPE_WEBHOOK_SECRETS: whsec_… signing secret(s), comma-separated
-	StripeAPIURL      string          // CARDSHOP_STRIPE_API_URL
-	EpayURL           string          // CARDSHOP_EPAY_URL: the epay gateway's base URL; enables epay
-	EpayPID           string          // CARDSHOP_EPAY_PID: merchant id
-	EpayKey           Secret          // CARDSHOP_EPAY_KEY: merchant key
-	EpaySign          string          // CARDSHOP_EPAY_SIGN: append | ampkey
-	EpayType          string          // CARDSHOP_EPAY_TYPE: alipay | wxpay | qqpay | …
-	EpayMode          string          // CARDSHOP_EPAY_MODE: redirect | api
-	EpayRefunds       bool            // CARDSHOP_EPAY_REFUNDS: the gateway offers api.php?act=refund
+	PublicURL       string        // CARDSHOP_PUBLIC_URL: the shop's address as buyers and providers reach it
+	DevPayments     bool          // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
+	DevPaymentsReal bool          // CARDSHOP_DEV_PAYMENTS_ALLOW_REAL: allow the dev provider with the real adapters
+	StripeKey       domain.Secret // CARDSHOP_STRIPE_SECRET_KEY: enables Stripe
+	StripeWebhook   domain.Secret // CARDSHOP_STRIPE_WEBHOOK_SECRETS: whsec_… signing secret(s), comma-separated
+	StripeAPIURL    string        // CARDSHOP_STRIPE_API_URL
+	EpayURL         string        // CARDSHOP_EPAY_URL: the epay gateway's base URL; enables epay
+	EpayPID         string        // CARDSHOP_EPAY_PID: merchant id
+	EpayKey         domain.Secret // CARDSHOP_EPAY_KEY: merchant key
+	EpaySign        string        // CARDSHOP_EPAY_SIGN: append | ampkey
+	EpayType        string        // CARDSHOP_EPAY_TYPE: alipay | wxpay | qqpay | …
+	EpayMode        string        // CARDSHOP_EPAY_MODE: redirect | api
+	EpayRefunds     bool          // CARDSHOP_EPAY_REFUNDS: the gateway offers api.php?act=refund
 
-	AlipayURL        string // CARDSHOP_ALIPAY_URL: Alipay's gateway.do
-	AlipayAppID      string // CARDSHOP_ALIPAY_APP_ID: enables Alipay
-	AlipaySellerID   string // CARDSHOP_ALIPAY_SELLER_ID: checked in notifications when set
-	AlipayPrivateKey Secret // CARDSHOP_ALIPAY_PRIVATE_KEY: the app's RSA private key (PEM, or a file holding it)
-	AlipayPublicKey  string // CARDSHOP_ALIPAY_PUBLIC_KEY: Alipay's public key (PEM, or a file holding it)
-	AlipayMethod     string // CARDSHOP_ALIPAY_METHOD: precreate | page | wap
+	AlipayURL        string        // CARDSHOP_ALIPAY_URL: Alipay's gateway.do
+	AlipayAppID      string        // CARDSHOP_ALIPAY_APP_ID: enables Alipay
+	AlipaySellerID   string        // CARDSHOP_ALIPAY_SELLER_ID: checked in notifications when set
+	AlipayPrivateKey domain.Secret // CARDSHOP_ALIPAY_PRIVATE_KEY: the app's RSA private key (PEM, or a file holding it)
+	AlipayPublicKey  string        // CARDSHOP_ALIPAY_PUBLIC_KEY: Alipay's public key (PEM, or a file holding it)
+	AlipayMethod     string        // CARDSHOP_ALIPAY_METHOD: precreate | page | wap
 
-	WechatURL         string // CARDSHOP_WECHAT_URL: WeChat Pay's API
-	WechatMchID       string // CARDSHOP_WECHAT_MCHID: enables WeChat Pay
-	WechatAppID       string // CARDSHOP_WECHAT_APPID
-	WechatSerial      string // CARDSHOP_WECHAT_SERIAL: the merchant certificate's serial number
-	WechatPrivateKey  Secret // CARDSHOP_WECHAT_PRIVATE_KEY: the merchant's private key (PEM, or a file holding it)
-	WechatAPIv3Key    Secret // CARDSHOP_WECHAT_APIV3_KEY: 32 bytes, decrypts notifications
-	WechatPlatformPEM string // CARDSHOP_WECHAT_PLATFORM_CERTS: WeChat Pay platform certificate(s) (PEM, or a file)
-	WechatPubKeyID    string // CARDSHOP_WECHAT_PUBLIC_KEY_ID: PUB_KEY_ID_… of WeChat Pay's public key
-	WechatPubKeyPEM   string // CARDSHOP_WECHAT_PUBLIC_KEY: WeChat Pay's public key (PEM, or a file)
+	WechatURL         string        // CARDSHOP_WECHAT_URL: WeChat Pay's API
+	WechatMchID       string        // CARDSHOP_WECHAT_MCHID: enables WeChat Pay
+	WechatAppID       string        // CARDSHOP_WECHAT_APPID
+	WechatSerial      string        // CARDSHOP_WECHAT_SERIAL: the merchant certificate's serial number
+	WechatPrivateKey  domain.Secret // CARDSHOP_WECHAT_PRIVATE_KEY: the merchant's private key (PEM, or a file holding it)
+	WechatAPIv3Key    domain.Secret // CARDSHOP_WECHAT_APIV3_KEY: 32 bytes, decrypts notifications
+	WechatPlatformPEM string        // CARDSHOP_WECHAT_PLATFORM_CERTS: WeChat Pay platform certificate(s) (PEM, or a file)
+	WechatPubKeyID    string        // CARDSHOP_WECHAT_PUBLIC_KEY_ID: PUB_KEY_ID_… of WeChat Pay's public key
+	WechatPubKeyPEM   string        // CARDSHOP_WECHAT_PUBLIC_KEY: WeChat Pay's public key (PEM, or a file)
 }
 
 // maxWebhookTimeout bounds CARDSHOP_WEBHOOK_TIMEOUT: an attempt must end before the relay's
@@ -153,8 +145,8 @@ const maxUnconfirmedCloses = 1 << 20
 // (stock-lock abuse); application.DefaultConfig, for library users, has no cap.
 const serviceBuyerCap = 100
 
-// settings is the configuration table, in the README's order: each variable bound to its
-// field of c, with its default as the environment would give it ("" for none), the way
+// settings is the configuration table, in docs/CONFIGURATION.md's order: each variable bound
+// to its field of c, with its default as the environment would give it ("" for none), the way
 // flag.DurationVar binds a flag. The settings the use cases share take their defaults from
 // application.DefaultConfig; the others are stated here.
 func settings(c *Config) []setting {
@@ -352,7 +344,7 @@ func settings(c *Config) []setting {
 			c.Currency = cur
 			return nil
 		}},
-		{"CARDSHOP_PUBLIC_URL", app.PublicURL, func(v string) error {
+		{"CARDSHOP_PUBLIC_URL", "http://127.0.0.1:8080", func(v string) error {
 			u, err := url.Parse(v)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" ||
 				u.Fragment != "" || strings.HasSuffix(v, "/") {
@@ -460,8 +452,8 @@ func stringVar(p *string, name, def string) setting {
 }
 
 // secretVar reads a secret; a secret has no default.
-func secretVar(p *Secret, name string) setting {
-	return setting{name, "", func(v string) error { *p = Secret(v); return nil }}
+func secretVar(p *domain.Secret, name string) setting {
+	return setting{name, "", func(v string) error { *p = domain.Secret(v); return nil }}
 }
 
 func connVar(p *ConnString, name, def string) setting {
@@ -494,7 +486,8 @@ func EnvDefault(name string) (string, bool) {
 // fails the start instead of silently running with a default; so is, with the real adapters,
 // a published development secret or an obviously weak one (checkSecrets).
 func LoadConfig(environ []string) (Config, error) {
-	var c Config
+	c := Config{Config: application.DefaultConfig()}
+	c.BuyerWindow = 0 // one order timeout, whatever CARDSHOP_ORDER_TIMEOUT says
 	table := map[string]setting{}
 	for _, s := range settings(&c) {
 		table[s.name] = s
@@ -521,7 +514,7 @@ func LoadConfig(environ []string) (Config, error) {
 			return Config{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	for name, v := range map[string]Secret{"CARDSHOP_ADMIN_TOKEN": c.AdminToken,
+	for name, v := range map[string]domain.Secret{"CARDSHOP_ADMIN_TOKEN": c.AdminToken,
 		"CARDSHOP_PAYMENT_SECRET": c.PaymentSecret, "CARDSHOP_TOKEN_SECRET": c.TokenSecret} {
 		if len(v) < 16 {
 			return Config{}, fmt.Errorf("%s must be set to at least 16 characters (the service refuses to run with guessable secrets); run \"cardshop secrets\" to generate fresh values", name)

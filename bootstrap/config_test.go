@@ -39,19 +39,28 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The use cases' settings: the application's defaults but the service's buyer cap, the
+	// budget's window one order timeout, and every value spelled out.
+	uc := application.DefaultConfig()
+	uc.OrderTimeout, uc.IdempotencyTTL, uc.SaleStartMargin = 15*time.Minute, 10*time.Minute, 2*time.Second
+	uc.BuyerCap, uc.BuyerWindow, uc.OrphanAfter = 100, 0, 2*time.Minute
+	uc.NotificationRetention, uc.RefusedNotificationRetention = 90*24*time.Hour, 7*24*time.Hour
+	uc.WebhookMaxBackoff, uc.PaymentCloseGrace = 10*time.Minute, 10*time.Minute
+	uc.Currency = domain.Currency{Code: "CNY", Exponent: 2}
 	want := bootstrap.Config{
+		Config:   uc,
 		Adapters: bootstrap.AdaptersMemory, HTTPAddr: "127.0.0.1:8080",
 		AdminToken: adminToken, PaymentSecret: paymentSecret, TokenSecret: tokenSecret,
-		OrderTimeout: 15 * time.Minute, IdempotencyTTL: 10 * time.Minute, SweepInterval: 30 * time.Second,
-		RelayInterval: time.Second, StockEventsInterval: time.Second, ConsoleTimeZone: time.UTC, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second, RequestTimeout: 5 * time.Second, SaleStartMargin: 2 * time.Second,
+		SweepInterval: 30 * time.Second,
+		RelayInterval: time.Second, StockEventsInterval: time.Second, ConsoleTimeZone: time.UTC, CallbackWindow: 5 * time.Minute, LogLevel: slog.LevelInfo, ShutdownGrace: 10 * time.Second, RequestTimeout: 5 * time.Second,
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop", AMQPUnconfirmed: 4096,
-		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, BuyerCap: 100, LedgerBatch: true, LedgerBatchMax: 128, LedgerBatchLanes: 2,
-		OrphanAfter: 2 * time.Minute, NotificationRetention: 90 * 24 * time.Hour, RefusedNotificationRetention: 7 * 24 * time.Hour, RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
-		WebhookTimeout: 10 * time.Second, WebhookMaxBackoff: 10 * time.Minute,
-		Currency: domain.Currency{Code: "CNY", Exponent: 2}, PublicURL: "http://127.0.0.1:8080",
-		PaymentCloseGrace: 10 * time.Minute, StripeAPIURL: "https://api.stripe.com",
-		EpaySign: "append", EpayType: "alipay", EpayMode: "redirect",
+		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, LedgerBatch: true, LedgerBatchMax: 128, LedgerBatchLanes: 2,
+		RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
+		WebhookTimeout: 10 * time.Second,
+		PublicURL:      "http://127.0.0.1:8080",
+		StripeAPIURL:   "https://api.stripe.com",
+		EpaySign:       "append", EpayType: "alipay", EpayMode: "redirect",
 		AlipayURL: "https://openapi.alipay.com/gateway.do", AlipayMethod: "precreate", WechatURL: "https://api.mch.weixin.qq.com",
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -302,7 +311,7 @@ func TestShopGetsTheBuyerBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var shop *application.Shop
+	var shop *application.App
 	app := fx.New(bootstrap.Module(cfg), fx.NopLogger, fx.Populate(&shop))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -318,7 +327,7 @@ func TestShopGetsTheNotificationRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var shop *application.Shop
+	var shop *application.App
 	app := fx.New(bootstrap.Module(cfg), fx.NopLogger, fx.Populate(&shop))
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -328,39 +337,42 @@ func TestShopGetsTheNotificationRetention(t *testing.T) {
 	}
 }
 
-// The README's configuration table is the reference: it lists every variable the service reads,
-// nothing else, each with its real default ("—" for none).
-func TestREADMEConfigurationTableIsComplete(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// configurationTable is the file whose table documents every setting.
+const configurationTable = "../docs/CONFIGURATION.md"
+
+// The configuration table of docs/CONFIGURATION.md is the reference: it lists every variable
+// the service reads, nothing else, each with its real default ("—" for none).
+func TestConfigurationTableIsComplete(t *testing.T) {
+	table, err := os.ReadFile(configurationTable)
 	if err != nil {
 		t.Fatal(err)
 	}
 	row := regexp.MustCompile("(?m)^\\| `(CARDSHOP_[A-Z0-9_]+)` \\| ([^|]*) \\|")
 	documented := map[string]string{}
-	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
+	for _, m := range row.FindAllStringSubmatch(string(table), -1) {
 		if _, dup := documented[m[1]]; dup {
-			t.Errorf("README lists %s twice", m[1])
+			t.Errorf("%s lists %s twice", configurationTable, m[1])
 		}
 		documented[m[1]] = strings.TrimSpace(m[2])
 	}
 	for _, name := range bootstrap.EnvNames() {
 		got, ok := documented[name]
 		if !ok {
-			t.Errorf("README's configuration table lacks %s", name)
+			t.Errorf("%s lacks %s", configurationTable, name)
 			continue
 		}
 		def, _ := bootstrap.EnvDefault(name)
 		want := "`" + def + "`"
 		if def == "" {
 			if !strings.HasPrefix(got, "—") {
-				t.Errorf("README gives %s the default %q; it has none (write —)", name, got)
+				t.Errorf("%s gives %s the default %q; it has none (write —)", configurationTable, name, got)
 			}
 		} else if got != want {
-			t.Errorf("README gives %s the default %s, the service uses %s", name, got, want)
+			t.Errorf("%s gives %s the default %s, the service uses %s", configurationTable, name, got, want)
 		}
 		delete(documented, name)
 	}
 	for name := range documented {
-		t.Errorf("README documents %s, which the service does not read", name)
+		t.Errorf("%s documents %s, which the service does not read", configurationTable, name)
 	}
 }

@@ -11,13 +11,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"cardshop/adapters/lab/historytest"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/porttest"
 	"cardshop/adapters/rabbitmq"
 	"cardshop/adapters/redisgate"
 	"cardshop/application"
-	"cardshop/application/historytest"
 	"cardshop/domain"
 )
 

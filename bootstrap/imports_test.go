@@ -184,3 +184,45 @@ func isStandard(path string) bool { return !isProject(path) && !isThirdParty(pat
 
 // folderOf is the module-relative folder of a package of the module, ending in "/".
 func folderOf(path string) string { return strings.TrimPrefix(path, module+"/") + "/" }
+
+// lab lists the folders of test and measurement equipment: nothing in them ships in the
+// cardshop binary.
+var lab = []string{"adapters/lab/", "adapters/porttest/", "cmd/loadcheck/"}
+
+func inLab(folder string) bool {
+	return slices.ContainsFunc(lab, func(l string) bool { return strings.HasPrefix(folder, l) })
+}
+
+// TestProductImportsNoLab keeps the equipment out of the product: the code of a package
+// outside the lab imports no package of adapters/lab, and the cardshop binary depends on no
+// package of the lab at all.
+func TestProductImportsNoLab(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if inLab(p.folder) {
+			continue
+		}
+		for _, imp := range p.imports {
+			if isProject(imp) && strings.HasPrefix(folderOf(imp), "adapters/lab/") {
+				t.Errorf("%s imports %s: only the lab and tests may import adapters/lab", p.path, imp)
+			}
+		}
+	}
+
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the dependencies: %v", err)
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "-f", "{{.ImportPath}}", module+"/cmd/cardshop").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"/domain") {
+		t.Fatalf("go list -deps cmd/cardshop printed no %s/domain: %q", module, deps)
+	}
+	for _, d := range deps {
+		if isProject(d) && inLab(folderOf(d)) {
+			t.Errorf("the cardshop binary depends on %s, test and measurement equipment", d)
+		}
+	}
+}

@@ -5,21 +5,21 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"cardshop/adapters/httpapi"
 	"cardshop/adapters/ratelimit"
 	"cardshop/adapters/redisgate"
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
 // newMemoryLimiter provides the memory adapter set's rate limiter: the limits hold per
 // process, on the set's clock.
-func newMemoryLimiter(c domain.Clock) httpapi.Limiter { return ratelimit.NewMemory(c.Now) }
+func newMemoryLimiter(c domain.Clock) webkit.Limiter { return ratelimit.NewMemory(c.Now) }
 
 // newRedisLimiter provides the real adapter set's rate limiter on the gate's Redis client, so
 // the limits hold across every instance on that Redis. With CARDSHOP_REDIS_AUTOPIPELINE its
 // checks share the gate's auto-pipeliner (go-redis keeps one per client): an order costs two
 // limit checks besides the reservation, so under a flash sale they are on the hot path too.
-func newRedisLimiter(cfg Config, c redis.UniversalClient) (httpapi.Limiter, error) {
+func newRedisLimiter(cfg Config, c redis.UniversalClient) (webkit.Limiter, error) {
 	l := ratelimit.NewRedis(c)
 	if !cfg.RedisAutoPipeline {
 		return l, nil

@@ -22,6 +22,7 @@ import (
 	"cardshop/adapters/metrics"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/webhook"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -39,7 +40,7 @@ func Module(cfg Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Supply(cfg),
-		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newShop, newHTTP, newStreamsStop),
+		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newApp, appServices, newHTTP, newStreamsStop),
 		adapters,
 		observability(),
 		fx.Invoke(watchWebhook, watchRefusedNotifications, runWorkers, serveHTTP, servePprof),
@@ -92,22 +93,22 @@ func newWebhook(cfg Config, m *metrics.Metrics) (Webhook, error) {
 }
 
 // watchWebhook exports the webhook backlog when there is a webhook.
-func watchWebhook(cfg Config, m *metrics.Metrics, shop *application.Shop) {
+func watchWebhook(cfg Config, m *metrics.Metrics, relay *application.Relay) {
 	if cfg.WebhookURL != "" {
-		m.WatchWebhookBacklog(shop.WebhookBacklog)
+		m.WatchWebhookBacklog(relay.WebhookBacklog)
 	}
 }
 
 // watchRefusedNotifications exports the payment notifications refused before verification.
-func watchRefusedNotifications(m *metrics.Metrics, shop *application.Shop) {
+func watchRefusedNotifications(m *metrics.Metrics, payments *application.Payments) {
 	m.WatchRefusedNotifications(func(add func(provider, reason string, n int64)) {
-		for k, n := range shop.RefusedNotifications() {
+		for k, n := range payments.RefusedNotifications() {
 			add(string(k.Provider), k.Reason, n)
 		}
 	})
 }
 
-type shopIn struct {
+type appIn struct {
 	fx.In
 	Cfg       Config
 	Webhook   Webhook
@@ -122,29 +123,43 @@ type shopIn struct {
 	Log       *slog.Logger
 }
 
-func newShop(in shopIn) (*application.Shop, error) {
-	ac := application.DefaultConfig()
-	ac.OrderTimeout, ac.IdempotencyTTL = in.Cfg.OrderTimeout, in.Cfg.IdempotencyTTL
-	// A buyer's budget lasts one order timeout: as long as an unpaid reservation can lock stock.
-	ac.BuyerCap, ac.BuyerWindow = in.Cfg.BuyerCap, in.Cfg.OrderTimeout
-	ac.OrphanAfter = in.Cfg.OrphanAfter
-	ac.WebhookMaxBackoff = in.Cfg.WebhookMaxBackoff
-	ac.Currency, ac.PublicURL, ac.ReturnURL = in.Cfg.Currency, in.Cfg.PublicURL, in.Cfg.ReturnURL
-	ac.PaymentCloseGrace = in.Cfg.PaymentCloseGrace
-	ac.SaleStartMargin = in.Cfg.SaleStartMargin
-	ac.NotificationRetention, ac.RefusedNotificationRetention = in.Cfg.NotificationRetention, in.Cfg.RefusedNotificationRetention
+func newApp(in appIn) (*application.App, error) {
+	ac := in.Cfg.Config
+	ac.NotifyURL = in.Cfg.PublicURL + httpapi.NotifyPath
+	if ac.ReturnURL == "" {
+		ac.ReturnURL = in.Cfg.PublicURL + httpapi.OrderPath
+	}
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
 		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Verifier: in.Signer, Gateways: in.Payments.all,
 		Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
 }
 
+// appServices provides each service of the App on its own, so that every adapter and worker
+// takes only the services it calls.
+func appServices(a *application.App) (*application.Sales, *application.Payments, *application.Catalogue,
+	*application.Admin, *application.Relay) {
+	return a.Sales, a.Payments, a.Catalogue, a.Admin, a.Relay
+}
+
+// workers are the services the background passes run.
+type workers struct {
+	fx.In
+	Sales     *application.Sales
+	Payments  *application.Payments
+	Catalogue *application.Catalogue
+	Relay     *application.Relay
+}
+
 type httpIn struct {
 	fx.In
 	Cfg       Config
-	Shop      *application.Shop
+	Sales     *application.Sales
+	Pay       *application.Payments
+	Catalogue *application.Catalogue
+	Admin     *application.Admin
 	Tokens    *authtoken.Issuer
 	Clock     domain.Clock
-	Limiter   httpapi.Limiter
+	Limiter   webkit.Limiter
 	Metrics   *metrics.Metrics
 	Readiness Readiness
 	Queues    QueueBacklog
@@ -163,11 +178,12 @@ func newHTTP(in httpIn) *fiber.App {
 	hc := httpapi.DefaultConfig(in.Cfg.AdminToken.Reveal())
 	hc.RateLimits = httpapi.RateLimits{PerIP: in.Cfg.RatePerIP, PerBuyer: in.Cfg.RatePerBuyer, Window: in.Cfg.RateWindow, Limiter: in.Limiter}
 	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
-	hc.DevPay = in.Payments.dev
+	hc.DevPay, hc.Replies = in.Payments.dev, in.Payments.replies
 	hc.RequestTimeout = in.Cfg.RequestTimeout
 	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
-	hc.AuthFailures = httpapi.NewAuthFailures(in.Shop, in.Limiter, in.Clock, in.Log)
-	app := httpapi.New(hc, in.Shop, in.Tokens, in.Clock, in.Log)
+	hc.AuthFailures = webkit.NewAuthFailures(in.Admin, in.Limiter, in.Clock, in.Log)
+	app := httpapi.New(hc, httpapi.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin},
+		in.Tokens, in.Clock, in.Log)
 	// The operator console shares the API's app (and its middleware) under /console; its
 	// login attempts are limited per client IP by the API's limiter (on Redis with the real
 	// adapters, so the budget holds across instances).
@@ -175,7 +191,7 @@ func newHTTP(in httpIn) *fiber.App {
 		Limiter: in.Limiter, LoginsPerWindow: console.DefaultLoginsPerWindow, LoginWindow: console.DefaultLoginWindow,
 		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes,
 		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop, AuthFailures: hc.AuthFailures},
-		in.Shop, in.Clock, in.Log)
+		console.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin}, in.Clock, in.Log)
 	return app
 }
 
@@ -183,7 +199,7 @@ func newHTTP(in httpIn) *fiber.App {
 // the sweeper's interval), the outbox relay, the stock watch (unless turned off) and (with a
 // webhook) the webhook relay with the service and stops them (waiting for a running pass)
 // when it stops.
-func runWorkers(lc fx.Lifecycle, cfg Config, shop *application.Shop, consumer Consumer, log *slog.Logger) {
+func runWorkers(lc fx.Lifecycle, cfg Config, w workers, consumer Consumer, log *slog.Logger) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	every := func(name string, d time.Duration, run func(context.Context) (int, error)) {
@@ -208,15 +224,15 @@ func runWorkers(lc fx.Lifecycle, cfg Config, shop *application.Shop, consumer Co
 	}
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
-			consumer.Consume(shop.CloseExpired)
-			every("sweeper", cfg.SweepInterval, shop.Sweep)
-			every("notification log pruning", cfg.SweepInterval, shop.PruneNotifications)
-			every("outbox relay", cfg.RelayInterval, shop.RelayOutbox)
+			consumer.Consume(w.Sales.CloseExpired)
+			every("sweeper", cfg.SweepInterval, w.Sales.Sweep)
+			every("notification log pruning", cfg.SweepInterval, w.Payments.PruneNotifications)
+			every("outbox relay", cfg.RelayInterval, w.Relay.RelayOutbox)
 			if cfg.StockEventsInterval > 0 {
-				every("stock watch", cfg.StockEventsInterval, shop.WatchStock)
+				every("stock watch", cfg.StockEventsInterval, w.Catalogue.WatchStock)
 			}
 			if cfg.WebhookURL != "" {
-				every("webhook relay", cfg.RelayInterval, shop.RelayWebhooks)
+				every("webhook relay", cfg.RelayInterval, w.Relay.RelayWebhooks)
 			}
 			return nil
 		},
@@ -233,8 +249,8 @@ func runWorkers(lc fx.Lifecycle, cfg Config, shop *application.Shop, consumer Co
 // streams, which would never finish, are ended first (stop).
 func serveHTTP(lc fx.Lifecycle, cfg Config, app *fiber.App, stop streamsStop, log *slog.Logger) {
 	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			ln, err := net.Listen("tcp", cfg.HTTPAddr)
+		OnStart: func(ctx context.Context) error {
+			ln, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.HTTPAddr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 			}
@@ -269,8 +285,8 @@ func servePprof(lc fx.Lifecycle, cfg Config, log *slog.Logger) {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Addr: cfg.PprofAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			ln, err := net.Listen("tcp", cfg.PprofAddr)
+		OnStart: func(ctx context.Context) error {
+			ln, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.PprofAddr)
 			if err != nil {
 				return fmt.Errorf("pprof listen on %s: %w", cfg.PprofAddr, err)
 			}

@@ -8,16 +8,16 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/fx"
 
-	"cardshop/adapters/httpapi"
 	"cardshop/adapters/metrics"
 	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/rabbitmq"
 	"cardshop/adapters/redisgate"
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
 // Readiness is what GET /readyz checks; each adapter set provides its own.
-type Readiness []httpapi.ReadinessCheck
+type Readiness []webkit.ReadinessCheck
 
 // QueueBacklog reads the delay queue's backlog, messages by queue name, for the console's
 // dashboard; each adapter set provides its own.

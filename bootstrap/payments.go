@@ -1,10 +1,12 @@
 package bootstrap
 
 import (
+	"context"
 	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -18,11 +20,32 @@ import (
 	"cardshop/domain"
 )
 
-// paymentGateways are the enabled payment providers, and the dev provider's pages when it is
-// enabled.
+// paymentGateways are the enabled payment providers, the answers their notifications expect,
+// and the dev provider's pages when it is enabled.
 type paymentGateways struct {
-	all []domain.PaymentGateway
-	dev httpapi.DevPages // nil unless CARDSHOP_DEV_PAYMENTS
+	all     []domain.PaymentGateway
+	replies map[domain.Provider]httpapi.NotifyReplier
+	dev     httpapi.DevPages // nil unless CARDSHOP_DEV_PAYMENTS
+}
+
+// gateway is a provider adapter: the port, and the answer its notify route gives.
+type gateway interface {
+	domain.PaymentGateway
+	httpapi.NotifyReplier
+}
+
+func (p *paymentGateways) add(g gateway) {
+	p.all = append(p.all, g)
+	p.replies[g.Provider()] = g
+}
+
+// devPages serves the dev provider's pages to the HTTP adapter.
+type devPages struct{ g *devpay.Gateway }
+
+func (d devPages) PayPage(query url.Values) httpapi.Page { return httpapi.Page(d.g.PayPage(query)) }
+
+func (d devPages) Confirm(ctx context.Context, form url.Values, deliver func(context.Context, domain.InboundRequest) error) httpapi.Page {
+	return httpapi.Page(d.g.Confirm(ctx, form, deliver))
 }
 
 // providerClient is the HTTP client of every provider call: bounded, never following a
@@ -39,7 +62,7 @@ func providerClient() *http.Client {
 // A provider that cannot be built (a malformed key, a currency it cannot charge) stops the
 // start, naming it.
 func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error) {
-	var out paymentGateways
+	out := paymentGateways{replies: map[domain.Provider]httpapi.NotifyReplier{}}
 	if cfg.StripeKey != "" {
 		var secrets []string
 		for _, s := range strings.Split(cfg.StripeWebhook.Reveal(), ",") {
@@ -52,7 +75,7 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_STRIPE_*: %w", err)
 		}
-		out.all = append(out.all, g)
+		out.add(g)
 	}
 	if cfg.EpayURL != "" {
 		variant, err := epay.ParseSignVariant(cfg.EpaySign)
@@ -63,12 +86,12 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_EPAY_MODE: %w", err)
 		}
-		g, err := epay.New(epay.Config{GatewayURL: cfg.EpayURL, PID: cfg.EpayPID, Key: epay.Key(cfg.EpayKey.Reveal()),
+		g, err := epay.New(epay.Config{GatewayURL: cfg.EpayURL, PID: cfg.EpayPID, Key: cfg.EpayKey,
 			Variant: variant, Type: cfg.EpayType, Mode: mode, Refunds: cfg.EpayRefunds, HTTPClient: providerClient()})
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_EPAY_*: %w", err)
 		}
-		out.all = append(out.all, g)
+		out.add(g)
 	}
 	if cfg.AlipayAppID != "" {
 		method, err := alipay.ParseMethod(cfg.AlipayMethod)
@@ -84,11 +107,11 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 			return out, fmt.Errorf("CARDSHOP_ALIPAY_PUBLIC_KEY: %w", err)
 		}
 		g, err := alipay.New(alipay.Config{GatewayURL: cfg.AlipayURL, AppID: cfg.AlipayAppID, SellerID: cfg.AlipaySellerID,
-			PrivateKey: alipay.PrivateKey(priv), AlipayPublicKey: pub, Method: method, HTTPClient: providerClient(), Clock: clock})
+			PrivateKey: domain.Secret(priv), AlipayPublicKey: pub, Method: method, HTTPClient: providerClient(), Clock: clock})
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_ALIPAY_*: %w", err)
 		}
-		out.all = append(out.all, g)
+		out.add(g)
 	}
 	if cfg.WechatMchID != "" {
 		priv, err := pemOrFile(cfg.WechatPrivateKey.Reveal())
@@ -101,7 +124,7 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if strings.HasPrefix(cfg.PublicURL, "https://") {
 			// WeChat Pay sends a refund's result only to the URL sent with it (https only); over
 			// plain http a refund it answers PROCESSING is finished by running the refund again.
-			wc.RefundNotifyURL = cfg.PublicURL + "/api/payments/wechatpay/notify"
+			wc.RefundNotifyURL = cfg.PublicURL + strings.ReplaceAll(httpapi.NotifyPath, "{provider}", string(wechatpay.Name))
 		}
 		if cfg.WechatPlatformPEM != "" {
 			certs, err := pemOrFile(cfg.WechatPlatformPEM)
@@ -119,7 +142,7 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_WECHAT_*: %w", err)
 		}
-		out.all = append(out.all, g)
+		out.add(g)
 	}
 	if cfg.DevPayments {
 		// A secret of this process: a pay link from before a restart shows "not valid".
@@ -127,8 +150,8 @@ func newPaymentGateways(cfg Config, clock domain.Clock) (paymentGateways, error)
 		if err != nil {
 			return out, fmt.Errorf("CARDSHOP_DEV_PAYMENTS: %w", err)
 		}
-		out.all = append(out.all, g)
-		out.dev = g
+		out.add(g)
+		out.dev = devPages{g}
 	}
 	for _, g := range out.all {
 		if !g.Supports(cfg.Currency) {
@@ -144,7 +167,7 @@ func pemOrFile(v string) (string, error) {
 	if strings.Contains(v, "-----BEGIN") {
 		return v, nil
 	}
-	b, err := os.ReadFile(v)
+	b, err := os.ReadFile(v) //nolint:gosec // G304: a path from the service's configuration
 	if err != nil {
 		return "", fmt.Errorf("neither PEM nor a readable file: %w", err)
 	}

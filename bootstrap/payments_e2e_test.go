@@ -25,13 +25,13 @@ import (
 	"go.uber.org/fx"
 
 	"cardshop/adapters/adminclient"
-	"cardshop/adapters/alipay/alipaysim"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/alipaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
+	"cardshop/adapters/lab/paysim/stripesim"
+	"cardshop/adapters/lab/paysim/wechatsim"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/porttest"
-	"cardshop/adapters/stripe/stripesim"
-	"cardshop/adapters/wechatpay/wechatsim"
 	"cardshop/bootstrap"
 	"cardshop/domain"
 )
@@ -936,11 +936,11 @@ func newPayService(t *testing.T, adapters string, g payGroup) *payService {
 	}
 	t.Cleanup(ss.Close)
 	svc.stripe, svc.skey, svc.whsec = ss, key, whsec
-	cfg.StripeKey, cfg.StripeWebhook, cfg.StripeAPIURL = bootstrap.Secret(key), bootstrap.Secret(whsec), ss.URL
+	cfg.StripeKey, cfg.StripeWebhook, cfg.StripeAPIURL = domain.Secret(key), domain.Secret(whsec), ss.URL
 
 	svc.epay = epaysim.New(epaysim.Config{Client: notifier})
 	t.Cleanup(svc.epay.Close)
-	cfg.EpayURL, cfg.EpayPID, cfg.EpayKey, cfg.EpayMode = svc.epay.URL(), svc.epay.PID(), bootstrap.Secret(svc.epay.Key()), "api"
+	cfg.EpayURL, cfg.EpayPID, cfg.EpayKey, cfg.EpayMode = svc.epay.URL(), svc.epay.PID(), domain.Secret(svc.epay.Key()), "api"
 	if g.epayMode != "" {
 		cfg.EpayMode = g.epayMode
 	}
@@ -954,7 +954,7 @@ func newPayService(t *testing.T, adapters string, g payGroup) *payService {
 	}
 	t.Cleanup(svc.alipay.Close)
 	cfg.AlipayURL, cfg.AlipayAppID, cfg.AlipaySellerID = svc.alipay.URL(), svc.alipay.AppID(), svc.alipay.SellerID()
-	cfg.AlipayPrivateKey, cfg.AlipayPublicKey, cfg.AlipayMethod = bootstrap.Secret(privateKeyPEM(keys.alipayApp)), svc.alipay.PublicKeyPEM(), "precreate"
+	cfg.AlipayPrivateKey, cfg.AlipayPublicKey, cfg.AlipayMethod = domain.Secret(privateKeyPEM(keys.alipayApp)), svc.alipay.PublicKeyPEM(), "precreate"
 
 	svc.wechatGW = wechatConfig{mchID: wechatsim.NewMchID(), appID: wechatsim.NewAppID(), serial: wechatsim.NewSerial(),
 		v3key: wechatsim.NewAPIv3Key(), privatePEM: privateKeyPEM(keys.wechatMerchant)}
@@ -967,7 +967,7 @@ func newPayService(t *testing.T, adapters string, g payGroup) *payService {
 	t.Cleanup(svc.wechat.Close)
 	svc.wechat.RefundAtOnce(true)
 	cfg.WechatURL, cfg.WechatMchID, cfg.WechatAppID, cfg.WechatSerial = svc.wechat.URL, svc.wechatGW.mchID, svc.wechatGW.appID, svc.wechatGW.serial
-	cfg.WechatPrivateKey, cfg.WechatAPIv3Key = bootstrap.Secret(svc.wechatGW.privatePEM), bootstrap.Secret(svc.wechatGW.v3key)
+	cfg.WechatPrivateKey, cfg.WechatAPIv3Key = domain.Secret(svc.wechatGW.privatePEM), domain.Secret(svc.wechatGW.v3key)
 	cfg.WechatPlatformPEM, cfg.WechatPubKeyID, cfg.WechatPubKeyPEM = svc.wechat.CertificatePEM(), svc.wechat.PublicKeyID(), svc.wechat.PublicKeyPEM()
 
 	var alerter domain.Alerter
@@ -1429,9 +1429,9 @@ func (e *payEnv) kit(provider string) payKit {
 	case "stripe":
 		return stripeKit{e: e, sim: e.stripe}
 	case "epay":
-		return epayKit{e: e, sim: e.epay}
+		return newEpayKit(e)
 	case "alipay":
-		return alipayKit{e: e, sim: e.alipay}
+		return newAlipayKit(e)
 	case "wechatpay":
 		return wechatKit{e: e, sim: e.wechat}
 	case "dev":

@@ -73,7 +73,7 @@ func caseEpayNameInjection(e *payEnv, k payKit) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.wantRefused(k, epayDelivered(d))
+	e.wantRefused(k, deliveredOf(d))
 	if got := e.wantStatus(victim.OrderNo, "PENDING"); len(got.Codes) != 0 {
 		e.t.Fatalf("the victim got codes: %+v", got)
 	}
@@ -113,12 +113,12 @@ func caseEpayUnconfirmed(e *payEnv, k payKit) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.wantRefused(k, epayDelivered(d))
+	e.wantRefused(k, deliveredOf(d))
 	e.wantStatus(o.OrderNo, "PENDING")
 
 	held := epayOf(k).payHeld(o.OrderNo) // paid at the gateway, the notification held
 	other := url.Values{}
-	for key, vs := range held.Params {
+	for key, vs := range held.Note.Params {
 		other[key] = append([]string(nil), vs...)
 	}
 	other.Set("trade_no", p.ProviderRef+"9")
@@ -126,7 +126,7 @@ func caseEpayUnconfirmed(e *payEnv, k payKit) {
 	if d, err = sim.Deliver(ctxOf(e.t), e.public+"/api/payments/epay/notify", other); err != nil {
 		e.t.Fatal(err)
 	}
-	e.wantRefused(k, epayDelivered(d))
+	e.wantRefused(k, deliveredOf(d))
 	e.wantStatus(o.OrderNo, "PENDING")
 	got := e.results(o.OrderNo)
 	if len(got) != 2 || !strings.HasPrefix(got[0], "refused") || !strings.HasPrefix(got[1], "refused") {

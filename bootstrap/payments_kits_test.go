@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"cardshop/adapters/alipay"
-	"cardshop/adapters/alipay/alipaysim"
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/alipaysim"
+	"cardshop/adapters/lab/paysim/courier"
+	"cardshop/adapters/lab/paysim/epaysim"
+	"cardshop/adapters/lab/paysim/stripesim"
+	"cardshop/adapters/lab/paysim/wechatsim"
 	"cardshop/adapters/stripe"
-	"cardshop/adapters/stripe/stripesim"
 	"cardshop/adapters/wechatpay"
-	"cardshop/adapters/wechatpay/wechatsim"
 	"cardshop/domain"
 )
 
@@ -29,6 +30,115 @@ type delivered struct {
 	status int
 	body   string
 	err    error
+}
+
+// deliveredOf is the last of a simulator's attempts at a notification.
+func deliveredOf[N any](ds ...courier.Delivery[N]) delivered {
+	if len(ds) == 0 {
+		return delivered{err: errors.New("the simulator delivered nothing")}
+	}
+	d := ds[len(ds)-1]
+	return delivered{status: d.Status, body: string(d.Reply), err: d.Err}
+}
+
+// lastOf is the last attempt at a notification of order no among a simulator's deliveries.
+func lastOf[N any](t *testing.T, ds []courier.Delivery[N], no string, orderOf func(N) string) courier.Delivery[N] {
+	t.Helper()
+	for i := len(ds) - 1; i >= 0; i-- {
+		if orderOf(ds[i].Note) == no {
+			return ds[i]
+		}
+	}
+	t.Fatalf("no notification of %s", no)
+	return courier.Delivery[N]{}
+}
+
+// formSim is what epaysim and alipaysim share: a gateway that pays an order and notifies it
+// with a signed form, through the courier.
+type formSim[N, F any] interface {
+	Pay(ctx context.Context, no string) error
+	Renotify(ctx context.Context, no string) (courier.Delivery[N], error)
+	Notify(ctx context.Context, no, status string) (courier.Delivery[N], error)
+	Forge(ctx context.Context, no string, f F) (courier.Delivery[N], error)
+	Deliveries() []courier.Delivery[N]
+	Retry(on bool)
+	Drop(n int)
+	Outage(on bool)
+}
+
+// formKit is the part of epayKit and alipayKit that is one code for both.
+type formKit[N, F any] struct {
+	e       *payEnv
+	fsim    formSim[N, F]
+	orderOf func(N) string
+	notAck  error // the simulator's "not acknowledged"
+}
+
+func (k formKit[N, F]) last(no string) courier.Delivery[N] {
+	return lastOf(k.e.t, k.fsim.Deliveries(), no, k.orderOf)
+}
+
+func (k formKit[N, F]) pay(no string) delivered {
+	if err := k.fsim.Pay(ctxOf(k.e.t), no); err != nil && !errors.Is(err, k.notAck) {
+		k.e.t.Fatal(err)
+	}
+	return deliveredOf(k.last(no))
+}
+
+// sent is one notification's delivery, or the error that kept it from being sent.
+func sent[N any](d courier.Delivery[N], err error) delivered {
+	if err != nil {
+		return delivered{err: err}
+	}
+	return deliveredOf(d)
+}
+
+// resendOf is the gateway's re-notify of the paid order.
+func (k formKit[N, F]) resendOf(no string) func() delivered {
+	return func() delivered { return sent(k.fsim.Renotify(ctxOf(k.e.t), no)) }
+}
+
+// stale pays the order, then returns deliveries of genuinely signed notices of it with the
+// other trade statuses.
+func (k formKit[N, F]) stale(no string, statuses ...string) (delivered, []func() delivered) {
+	paid := k.pay(no)
+	var out []func() delivered
+	for _, status := range statuses {
+		out = append(out, func() delivered { return sent(k.fsim.Notify(ctxOf(k.e.t), no, status)) })
+	}
+	return paid, out
+}
+
+// forged delivers the order's notification forged in each way of fs.
+func (k formKit[N, F]) forged(no string, fs ...F) []delivered {
+	var out []delivered
+	for _, f := range fs {
+		d, err := k.fsim.Forge(ctxOf(k.e.t), no, f)
+		if err != nil {
+			k.e.t.Fatal(err)
+		}
+		out = append(out, deliveredOf(d))
+	}
+	return out
+}
+
+func (k formKit[N, F]) outage(on bool) { k.fsim.Outage(on) }
+
+func (k formKit[N, F]) payDropped(no string) {
+	k.fsim.Retry(false)
+	defer k.fsim.Retry(true)
+	k.fsim.Drop(1)
+	if err := k.fsim.Pay(ctxOf(k.e.t), no); !errors.Is(err, k.notAck) || !k.last(no).Dropped {
+		k.e.t.Fatalf("pay with the notification dropped: %v", err)
+	}
+}
+
+func (k formKit[N, F]) resend(no string) (delivered, bool) { return k.resendOf(no)(), true }
+
+// payLate: the notification dropped, the gateway's re-notify is the late one.
+func (k formKit[N, F]) payLate(no string) (func() delivered, string) {
+	k.payDropped(no)
+	return k.resendOf(no), ""
 }
 
 // payKit is what a case does at a provider, through its simulator.
@@ -128,16 +238,12 @@ func (k stripeKit) reply(accepted bool) (int, string) {
 	return 400, `{"received":false}`
 }
 
-func stripeDelivered(d stripesim.Delivery) delivered {
-	return delivered{status: d.Status, body: string(d.Reply), err: d.Err}
-}
-
 func (k stripeKit) pay(no string) delivered {
 	d, err := k.sim.Pay(ctxOf(k.e.t), no)
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return stripeDelivered(d)
+	return deliveredOf(d)
 }
 
 // heldEvent has the buyer pay and returns the checkout.session.completed event, not sent.
@@ -150,7 +256,7 @@ func (k stripeKit) heldEvent(no string) stripesim.Event {
 	held := k.sim.Held()
 	for i := len(held) - 1; i >= 0; i-- {
 		if held[i].OrderNo == no {
-			return held[i]
+			return held[i].Event
 		}
 	}
 	k.e.t.Fatalf("no event held for %s", no)
@@ -158,7 +264,7 @@ func (k stripeKit) heldEvent(no string) stripesim.Event {
 }
 
 func (k stripeKit) deliver(ev stripesim.Event, f stripesim.Forgery) func() delivered {
-	return func() delivered { return stripeDelivered(k.sim.Deliver(ctxOf(k.e.t), ev, f)) }
+	return func() delivered { return deliveredOf(k.sim.Deliver(ctxOf(k.e.t), ev, f)) }
 }
 
 func (k stripeKit) held(no string) func() delivered {
@@ -174,7 +280,7 @@ func (k stripeKit) payThenStale(no string) (delivered, []func() delivered) {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	k.e.wantAccepted(k, stripeDelivered(d)) // completed, unpaid: nothing to do yet
+	k.e.wantAccepted(k, deliveredOf(d)) // completed, unpaid: nothing to do yet
 	failed, err := k.sim.AsyncFail(no)
 	if err != nil {
 		k.e.t.Fatal(err)
@@ -191,7 +297,7 @@ func (k stripeKit) payThenStale(no string) (delivered, []func() delivered) {
 	if bytes.Equal(expired.Body, failed.Body) || !bytes.Contains(expired.Body, []byte(`"status": "expired"`)) {
 		k.e.t.Fatalf("could not make an expired event of %s", failed.Body)
 	}
-	return stripeDelivered(d), []func() delivered{k.deliver(failed, stripesim.Genuine), k.deliver(expired, stripesim.Genuine)}
+	return deliveredOf(d), []func() delivered{k.deliver(failed, stripesim.Genuine), k.deliver(expired, stripesim.Genuine)}
 }
 
 func (k stripeKit) foreignPay(no string) delivered {
@@ -282,7 +388,7 @@ func (k stripeKit) settledThere(no string) bool {
 		expiredByAPI = expiredByAPI || r.Method == "POST" && r.Path == "/v1/checkout/sessions/"+s.ID+"/expire" && r.Status == 200
 	}
 	for _, d := range k.sim.Flush(ctxOf(k.e.t)) {
-		k.e.wantAccepted(k, stripeDelivered(d))
+		k.e.wantAccepted(k, deliveredOf(d))
 	}
 	return expiredByAPI
 }
@@ -340,14 +446,14 @@ func (k stripeKit) finishRefund(no, _ string) delivered {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return stripeDelivered(d)
+	return deliveredOf(d)
 }
 
 // refundNotices: the refund.created and charge.refunded events the refunds made.
 func (k stripeKit) refundNotices(string) []delivered {
 	var out []delivered
 	for _, d := range k.sim.Flush(ctxOf(k.e.t)) {
-		out = append(out, stripeDelivered(d))
+		out = append(out, deliveredOf(d))
 	}
 	return out
 }
@@ -358,8 +464,13 @@ func (k stripeKit) payLate(no string) (func() delivered, string) {
 
 // epayKit drives epaysim.
 type epayKit struct {
-	e   *payEnv
+	formKit[epaysim.Note, epaysim.Forgery]
 	sim *epaysim.Sim
+}
+
+func newEpayKit(e *payEnv) epayKit {
+	return epayKit{formKit[epaysim.Note, epaysim.Forgery]{e: e, fsim: e.epay,
+		orderOf: func(n epaysim.Note) string { return n.OutTradeNo }, notAck: epaysim.ErrNotAcknowledged}, e.epay}
 }
 
 func (k epayKit) name() string { return "epay" }
@@ -369,28 +480,6 @@ func (k epayKit) reply(accepted bool) (int, string) {
 		return 200, "success"
 	}
 	return 200, "fail"
-}
-
-func epayDelivered(d epaysim.Delivery) delivered {
-	return delivered{status: d.Status, body: d.Body, err: d.Err}
-}
-
-func (k epayKit) last(no string) epaysim.Delivery {
-	ds := k.sim.Deliveries()
-	for i := len(ds) - 1; i >= 0; i-- {
-		if ds[i].OutTradeNo == no {
-			return ds[i]
-		}
-	}
-	k.e.t.Fatalf("no notification of %s", no)
-	return epaysim.Delivery{}
-}
-
-func (k epayKit) pay(no string) delivered {
-	if err := k.sim.Pay(ctxOf(k.e.t), no); err != nil && !errors.Is(err, epaysim.ErrNotAcknowledged) {
-		k.e.t.Fatal(err)
-	}
-	return epayDelivered(k.last(no))
 }
 
 // payHeld has the buyer pay with the notification queued, and returns it.
@@ -403,17 +492,6 @@ func (k epayKit) payHeld(no string) epaysim.Delivery {
 	return k.last(no)
 }
 
-// resendOf is the gateway's re-notify of the paid order.
-func (k epayKit) resendOf(no string) func() delivered {
-	return func() delivered {
-		d, err := k.sim.Resend(ctxOf(k.e.t), no)
-		if err != nil {
-			return delivered{err: err}
-		}
-		return epayDelivered(d)
-	}
-}
-
 func (k epayKit) held(no string) func() delivered {
 	k.payHeld(no)
 	return k.resendOf(no)
@@ -422,22 +500,11 @@ func (k epayKit) held(no string) func() delivered {
 // payThenStale: after TRADE_SUCCESS, validly signed notices with other trade statuses (epay
 // v1 sends none, a gateway's own variant might).
 func (k epayKit) payThenStale(no string) (delivered, []func() delivered) {
-	paid := k.pay(no)
-	var stale []func() delivered
-	for _, status := range []string{"TRADE_CLOSED", "WAIT_BUYER_PAY"} {
-		stale = append(stale, func() delivered {
-			d, err := k.sim.Notify(ctxOf(k.e.t), no, status)
-			if err != nil {
-				return delivered{err: err}
-			}
-			return epayDelivered(d)
-		})
-	}
-	return paid, stale
+	return k.stale(no, "TRADE_CLOSED", "WAIT_BUYER_PAY")
 }
 
 func (k epayKit) foreignPay(no string) delivered {
-	gw, err := epay.New(epay.Config{GatewayURL: k.sim.URL(), PID: k.sim.PID(), Key: epay.Key(k.sim.Key()), Mode: epay.ModeAPI})
+	gw, err := epay.New(epay.Config{GatewayURL: k.sim.URL(), PID: k.sim.PID(), Key: domain.Secret(k.sim.Key()), Mode: epay.ModeAPI})
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
@@ -453,7 +520,7 @@ func (k epayKit) foreignPay(no string) delivered {
 
 func (k epayKit) tamperedAmount(no string) (delivered, func() delivered) {
 	params := url.Values{}
-	for key, vs := range k.payHeld(no).Params {
+	for key, vs := range k.payHeld(no).Note.Params {
 		params[key] = append([]string(nil), vs...)
 	}
 	params.Set("money", "20.01")
@@ -462,23 +529,14 @@ func (k epayKit) tamperedAmount(no string) (delivered, func() delivered) {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return epayDelivered(d), k.resendOf(no)
+	return deliveredOf(d), k.resendOf(no)
 }
 
 // forgeries: epay's notifications carry no timestamp, so there is no stale one to forge.
 func (k epayKit) forgeries(no string) ([]delivered, func() delivered) {
-	var out []delivered
-	for _, f := range []epaysim.Forgery{epaysim.WrongKey, epaysim.TamperedMoney, epaysim.OtherPID, epaysim.Unsigned} {
-		d, err := k.sim.Forge(ctxOf(k.e.t), no, f)
-		if err != nil {
-			k.e.t.Fatal(err)
-		}
-		out = append(out, epayDelivered(d))
-	}
-	return out, func() delivered { return k.pay(no) }
+	return k.forged(no, epaysim.WrongKey, epaysim.TamperedMoney, epaysim.OtherPID, epaysim.Unsigned),
+		func() delivered { return k.pay(no) }
 }
-
-func (k epayKit) outage(on bool) { k.sim.Outage(on) }
 
 func (k epayKit) loseReply() func(string) bool { return nil }
 
@@ -491,17 +549,6 @@ func (k epayKit) created(no string) int {
 	}
 	return n
 }
-
-func (k epayKit) payDropped(no string) {
-	k.sim.Retry(false)
-	defer k.sim.Retry(true)
-	k.sim.DropNext(1)
-	if err := k.sim.Pay(ctxOf(k.e.t), no); !errors.Is(err, epaysim.ErrNotAcknowledged) || !k.last(no).Dropped {
-		k.e.t.Fatalf("pay with the notification dropped: %v", err)
-	}
-}
-
-func (k epayKit) resend(no string) (delivered, bool) { return k.resendOf(no)(), true }
 
 // statusAfterClose: epay v1 cannot close a payment, so it stays OPEN (payable there; a
 // payment after the close takes the late-payment path).
@@ -551,17 +598,16 @@ func (k epayKit) refundGap(d time.Duration) bool { k.sim.RefundGap(d); return tr
 // refundNotices: epay sends no notification about a refund.
 func (k epayKit) refundNotices(string) []delivered { return nil }
 
-// payLate: the notification dropped, the gateway's re-notify is the late one.
-func (k epayKit) payLate(no string) (func() delivered, string) {
-	k.payDropped(no)
-	return k.resendOf(no), ""
-}
-
 // alipayKit drives alipaysim (one attempt per notification: the kit resends where a case
 // wants it).
 type alipayKit struct {
-	e   *payEnv
+	formKit[alipaysim.Note, alipaysim.Forgery]
 	sim *alipaysim.Sim
+}
+
+func newAlipayKit(e *payEnv) alipayKit {
+	return alipayKit{formKit[alipaysim.Note, alipaysim.Forgery]{e: e, fsim: e.alipay,
+		orderOf: func(n alipaysim.Note) string { return n.OutTradeNo }, notAck: alipaysim.ErrNotAcknowledged}, e.alipay}
 }
 
 func (k alipayKit) name() string { return "alipay" }
@@ -573,40 +619,6 @@ func (k alipayKit) reply(accepted bool) (int, string) {
 	return 200, "failure"
 }
 
-func alipayDelivered(d alipaysim.Delivery) delivered {
-	return delivered{status: d.Status, body: d.Body, err: d.Err}
-}
-
-func (k alipayKit) last(no string) alipaysim.Delivery {
-	ds := k.sim.Deliveries()
-	for i := len(ds) - 1; i >= 0; i-- {
-		if ds[i].OutTradeNo == no {
-			return ds[i]
-		}
-	}
-	k.e.t.Fatalf("no notification of %s", no)
-	return alipaysim.Delivery{}
-}
-
-// pay: the buyer scans the code and pays; TRADE_SUCCESS is sent once.
-func (k alipayKit) pay(no string) delivered {
-	if err := k.sim.Pay(ctxOf(k.e.t), no); err != nil && !errors.Is(err, alipaysim.ErrNotAcknowledged) {
-		k.e.t.Fatal(err)
-	}
-	return alipayDelivered(k.last(no))
-}
-
-// resendOf is Alipay's resend of the paid trade's notification (same notify_id).
-func (k alipayKit) resendOf(no string) func() delivered {
-	return func() delivered {
-		d, err := k.sim.Resend(ctxOf(k.e.t), no)
-		if err != nil {
-			return delivered{err: err}
-		}
-		return alipayDelivered(d)
-	}
-}
-
 // held: the buyer pays, the notification is lost on the way; the deliveries are resends.
 func (k alipayKit) held(no string) func() delivered {
 	k.payDropped(no)
@@ -616,24 +628,13 @@ func (k alipayKit) held(no string) func() delivered {
 // payThenStale: TRADE_CLOSED and WAIT_BUYER_PAY notices of the trade, genuinely signed, after
 // its TRADE_SUCCESS (Alipay notifies a close, and notifications arrive out of order).
 func (k alipayKit) payThenStale(no string) (delivered, []func() delivered) {
-	paid := k.pay(no)
-	var stale []func() delivered
-	for _, status := range []string{alipay.TradeClosed, alipay.WaitBuyerPay} {
-		stale = append(stale, func() delivered {
-			d, err := k.sim.Notify(ctxOf(k.e.t), no, status)
-			if err != nil {
-				return delivered{err: err}
-			}
-			return alipayDelivered(d)
-		})
-	}
-	return paid, stale
+	return k.stale(no, alipay.TradeClosed, alipay.WaitBuyerPay)
 }
 
 // gateway is an Alipay gateway of the shop's application, outside the shop.
 func (k alipayKit) gateway() *alipay.Gateway {
 	gw, err := alipay.New(alipay.Config{GatewayURL: k.sim.URL(), AppID: k.sim.AppID(), SellerID: k.sim.SellerID(),
-		PrivateKey: alipay.PrivateKey(privateKeyPEM(testPayKeys().alipayApp)), AlipayPublicKey: k.sim.PublicKeyPEM(),
+		PrivateKey: domain.Secret(privateKeyPEM(testPayKeys().alipayApp)), AlipayPublicKey: k.sim.PublicKeyPEM(),
 		Method: alipay.MethodPrecreate})
 	if err != nil {
 		k.e.t.Fatal(err)
@@ -654,7 +655,7 @@ func (k alipayKit) foreignPay(no string) delivered {
 func (k alipayKit) tamperedAmount(no string) (delivered, func() delivered) {
 	k.payDropped(no)
 	params := url.Values{}
-	for key, vs := range k.last(no).Params {
+	for key, vs := range k.last(no).Note.Params {
 		params[key] = append([]string(nil), vs...)
 	}
 	params.Set("total_amount", "20.01")
@@ -663,39 +664,21 @@ func (k alipayKit) tamperedAmount(no string) (delivered, func() delivered) {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return alipayDelivered(d), k.resendOf(no)
+	return deliveredOf(d), k.resendOf(no)
 }
 
 // otherMerchant: another app_id and another seller_id, genuinely signed by Alipay. Alipay's
 // domestic notifications carry no currency (CNY).
 func (k alipayKit) otherMerchant(no string) ([]delivered, func() delivered, string) {
-	var out []delivered
-	for _, f := range []alipaysim.Forgery{alipaysim.OtherAppID, alipaysim.OtherSeller} {
-		d, err := k.sim.Forge(ctxOf(k.e.t), no, f)
-		if err != nil {
-			k.e.t.Fatal(err)
-		}
-		out = append(out, alipayDelivered(d))
-	}
-	return out, func() delivered { return k.pay(no) }, ""
+	return k.forged(no, alipaysim.OtherAppID, alipaysim.OtherSeller), func() delivered { return k.pay(no) }, ""
 }
 
 // forgeries: another key, total_amount edited after signing, no sign. Alipay resends one
 // notification for about 25 hours with its first notify_time, so there is no stale one to
 // forge.
 func (k alipayKit) forgeries(no string) ([]delivered, func() delivered) {
-	var out []delivered
-	for _, f := range []alipaysim.Forgery{alipaysim.WrongKey, alipaysim.TamperedAmount, alipaysim.Unsigned} {
-		d, err := k.sim.Forge(ctxOf(k.e.t), no, f)
-		if err != nil {
-			k.e.t.Fatal(err)
-		}
-		out = append(out, alipayDelivered(d))
-	}
-	return out, func() delivered { return k.pay(no) }
+	return k.forged(no, alipaysim.WrongKey, alipaysim.TamperedAmount, alipaysim.Unsigned), func() delivered { return k.pay(no) }
 }
-
-func (k alipayKit) outage(on bool) { k.sim.Outage(on) }
 
 // loseReply: alipaysim loses refund answers only; a precreate sent again is the same trade
 // (keyed by out_trade_no).
@@ -710,15 +693,6 @@ func (k alipayKit) created(no string) int {
 	}
 	return n
 }
-
-func (k alipayKit) payDropped(no string) {
-	k.sim.DropNext(1)
-	if err := k.sim.Pay(ctxOf(k.e.t), no); !errors.Is(err, alipaysim.ErrNotAcknowledged) || !k.last(no).Dropped {
-		k.e.t.Fatalf("pay with the notification dropped: %v", err)
-	}
-}
-
-func (k alipayKit) resend(no string) (delivered, bool) { return k.resendOf(no)(), true }
 
 func (k alipayKit) statusAfterClose() string { return "EXPIRED" }
 
@@ -773,12 +747,7 @@ func (k alipayKit) refundNotices(no string) []delivered {
 	if err := k.sim.NotifyRefund(ctxOf(k.e.t), no); err != nil && !errors.Is(err, alipaysim.ErrNotAcknowledged) {
 		k.e.t.Fatal(err)
 	}
-	return []delivered{alipayDelivered(k.last(no))}
-}
-
-func (k alipayKit) payLate(no string) (func() delivered, string) {
-	k.payDropped(no)
-	return k.resendOf(no), ""
+	return []delivered{deliveredOf(k.last(no))}
 }
 
 // wechatKit drives wechatsim (one POST per delivery: the kit delivers again where a case wants
@@ -797,17 +766,9 @@ func (k wechatKit) reply(accepted bool) (int, string) {
 	return 400, `{"code":"FAIL","message":"refused"}`
 }
 
-func wechatDelivered(ds []wechatsim.Delivery) delivered {
-	if len(ds) == 0 {
-		return delivered{err: errors.New("wechatsim delivered nothing")}
-	}
-	d := ds[len(ds)-1]
-	return delivered{status: d.Status, body: string(d.Reply), err: d.Err}
-}
-
 // deliver sends n, forged as f says.
 func (k wechatKit) deliver(n wechatsim.Notification, f wechatsim.Forgery) func() delivered {
-	return func() delivered { return wechatDelivered(k.sim.Deliver(ctxOf(k.e.t), n, f)) }
+	return func() delivered { return deliveredOf(k.sim.Deliver(ctxOf(k.e.t), n, f)...) }
 }
 
 // paid has the buyer pay; TRANSACTION.SUCCESS is made, not sent.
@@ -844,7 +805,7 @@ func (k wechatKit) pay(no string) delivered {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return wechatDelivered(ds)
+	return deliveredOf(ds...)
 }
 
 func (k wechatKit) held(no string) func() delivered { return k.deliver(k.paid(no), wechatsim.Genuine) }
@@ -1021,14 +982,14 @@ func (k wechatKit) finishRefund(_, refundNo string) delivered {
 	if err != nil {
 		k.e.t.Fatal(err)
 	}
-	return wechatDelivered(ds)
+	return deliveredOf(ds...)
 }
 
 // refundNotices: REFUND.SUCCESS of the refunds answered SUCCESS at once.
 func (k wechatKit) refundNotices(string) []delivered {
 	var out []delivered
 	for _, d := range k.sim.Flush(ctxOf(k.e.t)) {
-		out = append(out, delivered{status: d.Status, body: string(d.Reply), err: d.Err})
+		out = append(out, deliveredOf(d))
 	}
 	return out
 }

@@ -175,9 +175,9 @@ func newBroker(lc fx.Lifecycle, cfg Config, log *slog.Logger) (*rabbitmq.Broker,
 
 // ensureGates initialises the gate of every product Redis does not know (a fresh or flushed
 // Redis) from the ledger before the service takes traffic.
-func ensureGates(lc fx.Lifecycle, shop *application.Shop, log *slog.Logger) {
+func ensureGates(lc fx.Lifecycle, catalogue *application.Catalogue, log *slog.Logger) {
 	lc.Append(fx.StartHook(func(ctx context.Context) error {
-		n, err := shop.EnsureGates(ctx)
+		n, err := catalogue.EnsureGates(ctx)
 		if err != nil {
 			return err
 		}

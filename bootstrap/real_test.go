@@ -16,9 +16,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
+	"cardshop/adapters/lab/netfault"
 	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/porttest"
 	"cardshop/bootstrap"
+	"cardshop/domain"
 )
 
 // realService starts the whole service on Redis, MariaDB and RabbitMQ (its own database) and
@@ -65,7 +67,7 @@ func realConfigIn(t *testing.T, orderTimeout time.Duration, database string) (bo
 	keys, hashKey := mysqlstore.GenerateKeyring()
 	cfg.Adapters, cfg.HTTPAddr, cfg.MySQLDSN, cfg.RedisAddrs = bootstrap.AdaptersReal, freeAddr(t), bootstrap.ConnString(dsn), []string{porttest.RedisAddr}
 	cfg.AMQPPrefix = "cardshop-e2e"
-	cfg.AMQPURL, cfg.Migrate, cfg.CodeKeys, cfg.CodeHash = bootstrap.ConnString(porttest.AMQPURL), true, bootstrap.Secret(keys), bootstrap.Secret(hashKey)
+	cfg.AMQPURL, cfg.Migrate, cfg.CodeKeys, cfg.CodeHash = bootstrap.ConnString(porttest.AMQPURL), true, domain.Secret(keys), domain.Secret(hashKey)
 	cfg.OrderTimeout, cfg.SweepInterval, cfg.RelayInterval = orderTimeout, 500*time.Millisecond, 200*time.Millisecond
 	// No stock watch: the database is shared by the suites, and a watch would record events for
 	// their products in the outbox the suites count (stock_events_real_test turns it on).
@@ -269,13 +271,13 @@ func TestRealAdaptersRebuildTheGateAtStart(t *testing.T) {
 // 503 so the provider retries, and the retry succeeds once MariaDB is back; the ledger and the
 // gate then agree.
 func TestRealAdaptersMariaDBDown(t *testing.T) {
-	var proxy *porttest.Proxy
+	var proxy *netfault.Proxy
 	c, rdb, _ := realService(t, time.Minute, func(cfg *bootstrap.Config) {
 		mc, err := mysqldriver.ParseDSN(cfg.MySQLDSN.Reveal())
 		if err != nil {
 			t.Fatal(err)
 		}
-		proxy = porttest.NewProxy(t, mc.Addr)
+		proxy = netfault.NewProxy(t, mc.Addr)
 		mc.Addr = proxy.Addr()
 		cfg.MySQLDSN = bootstrap.ConnString(mc.FormatDSN())
 	})

@@ -7,44 +7,14 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	"cardshop/domain"
 )
 
-const redacted = "[REDACTED]"
-
-// Secret is a setting that must never reach a log line, an error or a dump of the
-// configuration (tokens, signing secrets, encryption keys): every way of printing it — fmt's
-// verbs, slog, JSON and text encoding — gives [REDACTED] (an empty one prints empty, so that
-// "unset" stays visible). Reveal hands the value to the code that needs it.
-type Secret string
-
-// Reveal returns the secret itself.
-func (s Secret) Reveal() string { return string(s) }
-
-func (s Secret) show() string {
-	if s == "" {
-		return ""
-	}
-	return redacted
-}
-
-// String redacts the secret.
-func (s Secret) String() string { return s.show() }
-
-// GoString redacts the secret.
-func (s Secret) GoString() string { return s.show() }
-
-// Format redacts the secret for every verb.
-func (s Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(s.show())) }
-
-// LogValue redacts the secret in slog output.
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.show()) }
-
-// MarshalText redacts the secret in JSON and other encodings.
-func (s Secret) MarshalText() ([]byte, error) { return []byte(s.show()), nil }
-
-// ConnString is a connection string (a MySQL DSN or an AMQP URL) that may hold a password:
-// every way of printing it shows where it points with the password replaced by xxxxx, or
-// [REDACTED] when it cannot be parsed. Reveal returns it whole.
+// ConnString is a connection string (a MySQL DSN or an AMQP URL) that may hold a password.
+// The settings that are secrets are domain.Secret; a connection string is not one: every way
+// of printing it shows where it points with the password replaced by xxxxx, or [REDACTED]
+// when it cannot be parsed. Reveal returns it whole.
 type ConnString string
 
 // Reveal returns the connection string with its password.
@@ -58,13 +28,13 @@ func (c ConnString) show() string {
 	if strings.Contains(s, "://") {
 		u, err := url.Parse(s)
 		if err != nil {
-			return redacted
+			return domain.Redacted
 		}
 		return u.Redacted()
 	}
 	cfg, err := mysql.ParseDSN(s)
 	if err != nil {
-		return redacted
+		return domain.Redacted
 	}
 	if cfg.Passwd != "" {
 		cfg.Passwd = "xxxxx"

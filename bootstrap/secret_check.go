@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+
+	"cardshop/domain"
 )
 
 // MinRealSecretLength is the shortest admin token, payment secret, token secret and webhook
@@ -58,12 +60,13 @@ const (
 // namedSecret is one secret of the configuration and how it is judged.
 type namedSecret struct {
 	name  string
-	value Secret
+	value domain.Secret
 	kind  secretKind
 }
 
-// realSecrets lists the secrets the real adapters judge, in the README's order. The Alipay
-// and WeChat Pay private keys are RSA keys (PEM or a file): their adapters refuse a short key.
+// realSecrets lists the secrets the real adapters judge, in docs/CONFIGURATION.md's order.
+// The Alipay and WeChat Pay private keys are RSA keys (PEM or a file): their adapters refuse
+// a short key.
 func realSecrets(c Config) []namedSecret {
 	return []namedSecret{
 		{"CARDSHOP_ADMIN_TOKEN", c.AdminToken, ownSecret},
@@ -122,6 +125,7 @@ func judge(s namedSecret) string {
 		return ""
 	case codeHashKey:
 		return judgeKey(v, minCodeHashKey, false)
+	default: // judged below
 	}
 	for _, p := range publishedSecrets {
 		if v == p {

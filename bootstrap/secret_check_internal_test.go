@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"cardshop/domain"
 )
 
 // Every Secret of the configuration is judged with the real adapters, but the RSA private
@@ -13,13 +15,13 @@ func TestEverySecretSettingIsJudged(t *testing.T) {
 	notJudged := map[string]bool{"AlipayPrivateKey": true, "WechatPrivateKey": true}
 	var c Config
 	v := reflect.ValueOf(&c).Elem()
-	want := map[Secret]string{}
+	want := map[domain.Secret]string{}
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Type().Field(i)
-		if f.Type != reflect.TypeOf(Secret("")) || notJudged[f.Name] {
+		if f.Type != reflect.TypeOf(domain.Secret("")) || notJudged[f.Name] {
 			continue
 		}
-		s := Secret(fmt.Sprintf("value-of-%s", f.Name))
+		s := domain.Secret(fmt.Sprintf("value-of-%s", f.Name))
 		v.Field(i).Set(reflect.ValueOf(s))
 		want[s] = f.Name
 	}

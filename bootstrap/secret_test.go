@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"cardshop/bootstrap"
+	"cardshop/domain"
 )
 
 // Secrets are redacted by their type: a whole Config printed, logged or encoded in any usual
@@ -66,7 +67,7 @@ func TestConfigNeverShowsItsSecrets(t *testing.T) {
 		}
 	}
 	// An unset secret shows as unset.
-	if s := fmt.Sprintf("[%v]", bootstrap.Secret("")); s != "[]" {
+	if s := fmt.Sprintf("[%v]", domain.Secret("")); s != "[]" {
 		t.Errorf("an empty secret prints %s", s)
 	}
 	// A connection string that does not parse is redacted whole.

@@ -2,7 +2,6 @@ package domain
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -42,9 +41,14 @@ func ParseCardStatus(s string) (CardStatus, error) {
 // Sellable reports whether a code in this state may be allocated to an order.
 func (s CardStatus) Sellable() bool { return s == CardUnsold || s == CardRecycled }
 
-// CardCode is a secret card code. Its String, GoString, Format and LogValue all redact it, so
-// a code can only leave the process through an explicit Reveal (the buyer's read).
-type CardCode struct{ secret string }
+// CardCode is a secret card code: a Secret that passed ParseCardCode (or was read back from
+// storage). Every way of printing it redacts it, so a code can only leave the process through
+// an explicit Reveal (the buyer's read).
+type CardCode struct{ code }
+
+// code embeds Secret in CardCode under an unexported name: CardCode has Secret's redacting
+// methods and Reveal, and no code is made outside ParseCardCode and RehydrateCardCode.
+type code = Secret
 
 // MaxCodeLength is the longest card code accepted at import.
 const MaxCodeLength = 128
@@ -137,34 +141,14 @@ func ParseCardCode(s string) (CardCode, error) {
 	if len(s) < 4 || len(s) > MaxCodeLength {
 		return CardCode{}, Invalid("code", "must be 4 to 128 characters")
 	}
-	return CardCode{secret: s}, nil
+	return CardCode{code(s)}, nil
 }
 
 // RehydrateCardCode wraps a code read back from storage.
-func RehydrateCardCode(s string) CardCode { return CardCode{secret: s} }
-
-// Reveal returns the code itself. Call it only where the code must leave the process.
-func (c CardCode) Reveal() string { return c.secret }
+func RehydrateCardCode(s string) CardCode { return CardCode{code(s)} }
 
 // IsZero reports whether c holds no code.
-func (c CardCode) IsZero() bool { return c.secret == "" }
-
-const redacted = "[REDACTED]"
-
-// String redacts the code.
-func (c CardCode) String() string { return redacted }
-
-// GoString redacts the code.
-func (c CardCode) GoString() string { return redacted }
-
-// Format redacts the code for every verb.
-func (c CardCode) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(redacted)) }
-
-// LogValue redacts the code in slog output.
-func (c CardCode) LogValue() slog.Value { return slog.StringValue(redacted) }
-
-// MarshalText redacts the code in any encoder; the HTTP adapter sends Reveal() explicitly.
-func (c CardCode) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+func (c CardCode) IsZero() bool { return c.code == "" }
 
 // Card is one code of a product's pool.
 type Card struct {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"net/textproto"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -235,22 +235,43 @@ func (o PaymentOutcome) String() string {
 	return "unknown"
 }
 
-// InboundRequest is a provider's notification as it reached the HTTP server: the raw bytes a
-// gateway verifies.
+// InboundRequest is a provider's notification as it reached the shop: the raw bytes a gateway
+// verifies.
 type InboundRequest struct {
 	Method string
-	Header http.Header
+	Header Header
 	Query  url.Values
 	Body   []byte
 	At     time.Time // when it arrived (the shop's clock): signature freshness is checked against it
 }
 
-// Reply is the exact HTTP answer a provider expects.
-type Reply struct {
-	Status      int
-	ContentType string
-	Body        []byte
+// Header holds a notification's header fields by canonical name ("Content-Type"): Add and Set
+// canonicalize, Get and Values look a name up whatever its case. An http.Header converts to it
+// as it is.
+type Header map[string][]string
+
+// Get returns the first value of the field k, or "".
+func (h Header) Get(k string) string {
+	if v := h[textproto.CanonicalMIMEHeaderKey(k)]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
+
+// Values returns every value of the field k.
+func (h Header) Values(k string) []string { return h[textproto.CanonicalMIMEHeaderKey(k)] }
+
+// Add appends v to the field k.
+func (h Header) Add(k, v string) {
+	k = textproto.CanonicalMIMEHeaderKey(k)
+	h[k] = append(h[k], v)
+}
+
+// Set makes v the only value of the field k.
+func (h Header) Set(k, v string) { h[textproto.CanonicalMIMEHeaderKey(k)] = []string{v} }
+
+// Del removes the field k.
+func (h Header) Del(k string) { delete(h, textproto.CanonicalMIMEHeaderKey(k)) }
 
 // ProviderNotice is a notification a gateway verified: its signature, its freshness, its
 // merchant. Nothing in it has been checked against the ledger yet.
@@ -302,9 +323,6 @@ type PaymentGateway interface {
 	// it. Errors: ErrBadSignature for an unsigned, forged or stale one; a ValidationError for a
 	// well-signed one that does not parse.
 	Verify(ctx context.Context, in InboundRequest) (ProviderNotice, error)
-	// Reply is the answer the provider expects: accepted (also for a duplicate) or refused
-	// (it will resend).
-	Reply(accepted bool) Reply
 	// Query asks the provider where the order's payment stands.
 	Query(ctx context.Context, p Payment) (PaymentState, error)
 	// Close makes the payment unpayable at the provider (expire a session, close a trade).

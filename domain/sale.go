@@ -163,6 +163,7 @@ func NextStockState(from StockState, left int64, threshold int) (StockState, []s
 			return at, []string{EventSoldOut}
 		case StockStateLow:
 			return at, []string{EventLowStock}
+		default: // none or normal: no event
 		}
 	case StockStateLow:
 		switch {

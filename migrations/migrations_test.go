@@ -11,10 +11,11 @@ import (
 	"cardshop/migrations"
 )
 
-var name = regexp.MustCompile(`^([0-9]{4})_[a-z0-9_]+\.sql$`)
+var name = regexp.MustCompile(`^([0-9]{4})_[a-z0-9_]+\.up\.sql$`)
 
-// TestFilesAreNumberedInOrder: every file is NNNN_words.sql, numbered 0001, 0002, … without
-// gaps or repeats, so name order is apply order.
+// TestFilesAreNumberedInOrder: every file is NNNN_words.up.sql, numbered 0001, 0002, … without
+// gaps or repeats, so name order is apply order. (bun/migrate would skip a file not named
+// *.up.sql without a word.)
 func TestFilesAreNumberedInOrder(t *testing.T) {
 	names, err := fs.Glob(migrations.FS, "*.sql")
 	if err != nil {
@@ -27,7 +28,7 @@ func TestFilesAreNumberedInOrder(t *testing.T) {
 	for i, n := range names {
 		m := name.FindStringSubmatch(n)
 		if m == nil {
-			t.Fatalf("%s: want NNNN_lower_case_words.sql", n)
+			t.Fatalf("%s: want NNNN_lower_case_words.up.sql", n)
 		}
 		if num, _ := strconv.Atoi(m[1]); num != i+1 {
 			t.Fatalf("%s: number %s, want %04d (no gaps, no repeats)", n, m[1], i+1)
@@ -56,7 +57,38 @@ func TestStatementsAreRerunnable(t *testing.T) {
 	}
 }
 
-// Versions names every embedded file, in name order, without ".sql".
+// TestOneStatementPerPart: bun/migrate sends the text between two "--bun:split" lines as one
+// query, and the connection runs one statement per query: a part holds exactly one statement,
+// the one its last code line ends with ";" (the files put every statement's end at the end of
+// a line), and no part is only comments (the server refuses an empty query).
+func TestOneStatementPerPart(t *testing.T) {
+	names, _ := fs.Glob(migrations.FS, "*.sql")
+	for _, n := range names {
+		body, err := fs.ReadFile(migrations.FS, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, part := range strings.Split(string(body), "\n--bun:split\n") {
+			var code []string
+			for line := range strings.Lines(part) {
+				if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "--") && !strings.HasPrefix(l, "#") {
+					code = append(code, l)
+				}
+			}
+			if len(code) == 0 {
+				t.Errorf("%s part %d: no statement", n, i+1)
+				continue
+			}
+			for j, l := range code {
+				if last := j == len(code)-1; strings.HasSuffix(l, ";") != last {
+					t.Errorf("%s part %d: a statement ends before the part does (or the last does not end with ;): %q", n, i+1, l)
+				}
+			}
+		}
+	}
+}
+
+// Versions names every embedded file, in name order, without ".up.sql".
 func TestVersions(t *testing.T) {
 	names, err := fs.Glob(migrations.FS, "*.sql")
 	if err != nil {
@@ -67,8 +99,21 @@ func TestVersions(t *testing.T) {
 		t.Fatalf("Versions() = %v, want the %d files sorted", got, len(names))
 	}
 	for _, v := range got {
-		if !slices.Contains(names, v+".sql") {
+		if !slices.Contains(names, v+migrations.Suffix) {
 			t.Fatalf("Versions() names %s, which is not embedded", v)
 		}
+	}
+}
+
+// TestHistoryKept: the migrations released before bun/migrate keep their numbers and names,
+// so that the versions the old runner recorded in schema_migrations name the same files
+// (mysqlstore.Migrate copies them into bun_migrations by number).
+func TestHistoryKept(t *testing.T) {
+	released := []string{"0001_init", "0002_outbox_retry", "0003_outbox_retry_default", "0004_code_unique",
+		"0005_order_revealed", "0006_payments", "0007_payment_refunds", "0008_product_prices",
+		"0009_product_sale_rules", "0010_operators_audit", "0011_alerts", "0012_order_search",
+		"0013_payment_refund_decision", "0014_notification_retention", "0015_operator_logout"}
+	if got := migrations.Versions(); len(got) < len(released) || !slices.Equal(got[:len(released)], released) {
+		t.Fatalf("Versions() = %v, want it to start with the released %v", got, released)
 	}
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# import-bench.sh — import 1,000,000 codes through `cardshop import-codes` into `cardshop serve`
+# import-bench.sh — import 1,000,000 codes through `cardshopctl import-codes` into `cardshop serve`
 # on the memory adapters, and print the elapsed time and peak memory (VmHWM) of the command
 # and of the server. Bounded: every step has a timeout; the server is stopped on exit.
 #
@@ -25,8 +25,8 @@ export CARDSHOP_ADMIN_TOKEN=dev-admin-token-change-me \
 	CARDSHOP_TOKEN_SECRET=dev-token-secret-change-me \
 	CARDSHOP_ADAPTERS=memory CARDSHOP_LOG_LEVEL=warn
 
-echo "building cardshop …" >&2
-(cd "$ROOT" && timeout 300 go build -o "$WORK/cardshop" ./cmd/cardshop)
+echo "building cardshop and cardshopctl …" >&2
+(cd "$ROOT" && timeout 300 go build -o "$WORK/cardshop" ./cmd/cardshop && timeout 300 go build -o "$WORK/cardshopctl" ./cmd/cardshopctl)
 
 echo "generating $N codes …" >&2
 awk -v n="$N" 'BEGIN { for (i = 0; i < n; i++) printf "BENCH-%010d-K7Q2M9XW\n", i }' >"$WORK/codes.txt"
@@ -48,7 +48,7 @@ curl -fs -XPOST "$BASE/admin/products" -H "Authorization: Bearer $CARDSHOP_ADMIN
 	-d '{"id":1,"name":"Bench","price":100,"max_per_order":5}' >/dev/null
 SERVER_BEFORE=$(awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status")
 
-CMD=("$WORK/cardshop" import-codes -url "$BASE" -product 1 "$WORK/codes.txt")
+CMD=("$WORK/cardshopctl" import-codes -url "$BASE" -product 1 "$WORK/codes.txt")
 START=$(date +%s.%N)
 if [[ -x /usr/bin/time ]]; then
 	timeout 600 /usr/bin/time -v -o "$WORK/time.txt" "${CMD[@]}" >"$WORK/report.txt" 2>"$WORK/progress.txt"
@@ -68,7 +68,7 @@ else
 fi
 END=$(date +%s.%N)
 SERVER_KB=$(awk '/^VmHWM/ {print $2}' "/proc/$SERVER_PID/status")
-RECONCILE=$(timeout 120 "$WORK/cardshop" reconcile -url "$BASE" -product 1 | tail -1 || true)
+RECONCILE=$(timeout 120 "$WORK/cardshopctl" reconcile -url "$BASE" -product 1 | tail -1 || true)
 
 cat "$WORK/report.txt"
 tail -1 "$WORK/progress.txt"

@@ -4,7 +4,8 @@
 // a payment provider signs it.
 //
 // It speaks the API as openapi.json describes it and returns what the service answered;
-// reading flags and the environment and printing belong to the command line (bootstrap).
+// reading flags and the environment and printing belong to the command lines (adminctl for
+// the operators' commands, bootstrap for the payment callback).
 //
 // It imports paysig (to sign callbacks) and the standard library only.
 package adminclient

@@ -145,6 +145,7 @@ func (g *Gateway) Create(ctx context.Context, r domain.PaymentRequest) (domain.P
 			return domain.PaymentCreated{}, err
 		}
 		return domain.PaymentCreated{PayURL: g.endpoint + "?" + v.Encode()}, nil
+	default: // MethodPrecreate: below
 	}
 	var a precreateAnswer
 	if err := g.call(ctx, apiPrecreate, biz, r.NotifyURL, &a); err != nil {
@@ -314,6 +315,7 @@ func (g *Gateway) Close(ctx context.Context, p domain.Payment) error {
 		return fmt.Errorf("alipay close: %w", domain.ErrAlreadyPaid)
 	case domain.OutcomeExpired:
 		return nil
+	default: // pending and the rest: the refusal below
 	}
 	return fmt.Errorf("alipay close: refused (%s) while the trade is %s", remote(a.SubCode), st.Outcome)
 }

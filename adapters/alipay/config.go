@@ -58,36 +58,6 @@ func ParseMethod(s string) (Method, error) {
 	return "", fmt.Errorf("alipay method %q: want precreate, page or wap", s)
 }
 
-const redacted = "[REDACTED]"
-
-// PrivateKey is the merchant's (the application's, 应用私钥) RSA private key, PEM (PKCS#1
-// "RSA PRIVATE KEY" or PKCS#8 "PRIVATE KEY") or the bare base64 Alipay's key tool prints.
-// Every way of printing it gives [REDACTED] (an empty one prints empty, so that "unset" stays
-// visible).
-type PrivateKey string
-
-func (k PrivateKey) show() string {
-	if k == "" {
-		return ""
-	}
-	return redacted
-}
-
-// String redacts the key.
-func (k PrivateKey) String() string { return k.show() }
-
-// GoString redacts the key.
-func (k PrivateKey) GoString() string { return k.show() }
-
-// Format redacts the key for every verb.
-func (k PrivateKey) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(k.show())) }
-
-// LogValue redacts the key in slog output.
-func (k PrivateKey) LogValue() slog.Value { return slog.StringValue(k.show()) }
-
-// MarshalText redacts the key in JSON and other encodings.
-func (k PrivateKey) MarshalText() ([]byte, error) { return []byte(k.show()), nil }
-
 // Config configures a Gateway.
 type Config struct {
 	// Name is the provider's name in the notify URL; Name ("alipay") when empty.
@@ -100,8 +70,10 @@ type Config struct {
 	// SellerID is the merchant's Alipay user id (seller_id, 2088…), optional: when set, a
 	// notification for another seller is refused.
 	SellerID string
-	// PrivateKey signs every request.
-	PrivateKey PrivateKey
+	// PrivateKey is the merchant's (the application's, 应用私钥) RSA private key, PEM (PKCS#1
+	// "RSA PRIVATE KEY" or PKCS#8 "PRIVATE KEY") or the bare base64 Alipay's key tool prints.
+	// It signs every request.
+	PrivateKey domain.Secret
 	// AlipayPublicKey is Alipay's public key (支付宝公钥, not the application's): it verifies
 	// notifications and answers. PEM ("PUBLIC KEY") or bare base64.
 	AlipayPublicKey string
@@ -118,13 +90,13 @@ type Config struct {
 // Format prints the configuration without the private key, for every verb.
 func (c Config) Format(f fmt.State, _ rune) {
 	_, _ = fmt.Fprintf(f, "alipay.Config{Name:%q GatewayURL:%q AppID:%q SellerID:%q PrivateKey:%s Method:%q}",
-		c.Name, c.GatewayURL, c.AppID, c.SellerID, c.PrivateKey.show(), c.Method)
+		c.Name, c.GatewayURL, c.AppID, c.SellerID, c.PrivateKey.String(), c.Method)
 }
 
 // LogValue logs the configuration without the private key.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("gateway_url", c.GatewayURL), slog.String("app_id", c.AppID),
-		slog.String("seller_id", c.SellerID), slog.String("private_key", c.PrivateKey.show()), slog.String("method", string(c.Method)))
+		slog.String("seller_id", c.SellerID), slog.String("private_key", c.PrivateKey.String()), slog.String("method", string(c.Method)))
 }
 
 // Gateway is the Alipay provider. It is safe for concurrent use.
@@ -169,7 +141,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.SellerID != "" && !sellerPattern.MatchString(cfg.SellerID) {
 		return nil, errors.New("alipay seller_id must be 16 digits starting with 2088")
 	}
-	key, err := ParsePrivateKey(string(cfg.PrivateKey))
+	key, err := ParsePrivateKey(cfg.PrivateKey.Reveal())
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ const fuzzAppID = "9021000122680001"
 func fuzzGateway(f *testing.F) *alipay.Gateway {
 	mk, ak := keys(f)
 	g, err := alipay.New(alipay.Config{GatewayURL: "https://openapi.alipay.com/gateway.do", AppID: fuzzAppID, SellerID: "2088721000000001",
-		PrivateKey: alipay.PrivateKey(pkcs1PEM(mk)), AlipayPublicKey: publicPEM(&ak.PublicKey)})
+		PrivateKey: domain.Secret(pkcs1PEM(mk)), AlipayPublicKey: publicPEM(&ak.PublicKey)})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add("", false)
 	f.Fuzz(func(t *testing.T, raw string, post bool) {
 		in := domain.InboundRequest{Method: http.MethodPost, Body: []byte(raw),
-			Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}}
+			Header: domain.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}}
 		if !post {
 			q, err := url.ParseQuery(raw)
 			if err != nil {

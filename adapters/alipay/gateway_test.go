@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"cardshop/adapters/alipay"
-	"cardshop/adapters/alipay/alipaysim"
+	"cardshop/adapters/lab/paysim/alipaysim"
 	"cardshop/domain"
 )
 

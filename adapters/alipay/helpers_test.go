@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"cardshop/adapters/alipay"
-	"cardshop/adapters/alipay/alipaysim"
+	"cardshop/adapters/lab/paysim/alipaysim"
 	"cardshop/domain"
 )
 
@@ -83,7 +83,7 @@ func newSim(t *testing.T, mutate func(*alipaysim.Config)) *alipaysim.Sim {
 func config(t testing.TB, sim *alipaysim.Sim, method alipay.Method) alipay.Config {
 	mk, _ := keys(t)
 	return alipay.Config{GatewayURL: sim.URL(), AppID: sim.AppID(), SellerID: sim.SellerID(),
-		PrivateKey: alipay.PrivateKey(pkcs8PEM(mk)), AlipayPublicKey: sim.PublicKeyPEM(), Method: method}
+		PrivateKey: domain.Secret(pkcs8PEM(mk)), AlipayPublicKey: sim.PublicKeyPEM(), Method: method}
 }
 
 func newGateway(t *testing.T, sim *alipaysim.Sim, method alipay.Method, mutate func(*alipay.Config)) *alipay.Gateway {
@@ -113,7 +113,7 @@ func newShop(t *testing.T, g *alipay.Gateway) *shop {
 	s := &shop{}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		in := domain.InboundRequest{Method: r.Method, Header: r.Header, Query: r.URL.Query(), Body: body, At: time.Now()}
+		in := domain.InboundRequest{Method: r.Method, Header: domain.Header(r.Header), Query: r.URL.Query(), Body: body, At: time.Now()}
 		n, err := g.Verify(r.Context(), in)
 		s.mu.Lock()
 		if err != nil {
@@ -122,7 +122,7 @@ func newShop(t *testing.T, g *alipay.Gateway) *shop {
 			s.notices = append(s.notices, n)
 		}
 		s.mu.Unlock()
-		rep := g.Reply(err == nil)
+		rep := replyOf(g.Reply(err == nil))
 		w.Header().Set("Content-Type", rep.ContentType)
 		w.WriteHeader(rep.Status)
 		_, _ = w.Write(rep.Body)
@@ -167,4 +167,15 @@ func mustCurrency(t *testing.T, code string) domain.Currency {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// reply is the gateway's Reply as one value: replyOf(g.Reply(accepted)).
+type reply struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+func replyOf(status int, contentType string, body []byte) reply {
+	return reply{status, contentType, body}
 }

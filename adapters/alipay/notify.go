@@ -37,12 +37,12 @@ func outcomeOf(status string) (domain.PaymentOutcome, bool) {
 
 // Reply is the plain text Alipay looks for: "success" stops its resends (8 over about 25
 // hours), anything else ("failure") makes it resend. Both are 200: Alipay reads the body.
-func (g *Gateway) Reply(accepted bool) domain.Reply {
-	body := "failure"
+func (g *Gateway) Reply(accepted bool) (status int, contentType string, body []byte) {
+	text := "failure"
 	if accepted {
-		body = "success"
+		text = "success"
 	}
-	return domain.Reply{Status: http.StatusOK, ContentType: "text/plain; charset=utf-8", Body: []byte(body)}
+	return http.StatusOK, "text/plain; charset=utf-8", []byte(text)
 }
 
 // Verify checks a notification (notify_type trade_status_sync) and parses it. The parameters

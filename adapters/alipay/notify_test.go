@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"cardshop/adapters/alipay"
-	"cardshop/adapters/alipay/alipaysim"
+	"cardshop/adapters/lab/paysim/alipaysim"
 	"cardshop/domain"
 )
 
 func TestReply(t *testing.T) {
 	g := newGateway(t, newSim(t, nil), alipay.MethodPage, nil)
-	ok, refused := g.Reply(true), g.Reply(false)
+	ok, refused := replyOf(g.Reply(true)), replyOf(g.Reply(false))
 	if ok.Status != 200 || string(ok.Body) != "success" || refused.Status != 200 || string(refused.Body) != "failure" ||
 		ok.ContentType != "text/plain; charset=utf-8" {
 		t.Fatalf("replies %+v %+v", ok, refused)
@@ -28,7 +28,7 @@ func TestNotifyPaidAndResent(t *testing.T) {
 	sh := newShop(t, g)
 	no := orderNo(10)
 	paid(t, sim, g, sh, no, 1999)
-	if _, err := sim.Resend(context.Background(), string(no)); err != nil {
+	if _, err := sim.Renotify(context.Background(), string(no)); err != nil {
 		t.Fatal(err)
 	}
 	notices, errs := sh.results()
@@ -41,7 +41,7 @@ func TestNotifyPaidAndResent(t *testing.T) {
 		t.Fatalf("notices %+v, want %+v twice (a resend keeps notify_id)", notices, want)
 	}
 	for _, d := range sim.Deliveries() {
-		if !d.Accepted() || d.Body != "success" {
+		if !d.Accepted() || string(d.Reply) != "success" {
 			t.Fatalf("delivery %+v", d)
 		}
 	}
@@ -60,8 +60,8 @@ func TestNotifyForgeriesRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Accepted() || d.Body != "failure" {
-			t.Errorf("%v: answered %q", f, d.Body)
+		if d.Accepted() || string(d.Reply) != "failure" {
+			t.Errorf("%v: answered %q", f, d.Reply)
 		}
 	}
 	notices, errs := sh.results()
@@ -77,11 +77,11 @@ func TestNotifyForgeriesRefused(t *testing.T) {
 	g2 := newGateway(t, sim, alipay.MethodPrecreate, func(c *alipay.Config) { c.SellerID = "" })
 	sh2 := newShop(t, g2)
 	d, _ := sim.Forge(context.Background(), string(no), alipaysim.OtherSeller)
-	dd, _ := sim.Deliver(context.Background(), sh2.notifyURL(), d.Params)
+	dd, _ := sim.Deliver(context.Background(), sh2.notifyURL(), d.Note.Params)
 	app, _ := sim.Forge(context.Background(), string(no), alipaysim.OtherAppID)
-	da, _ := sim.Deliver(context.Background(), sh2.notifyURL(), app.Params)
+	da, _ := sim.Deliver(context.Background(), sh2.notifyURL(), app.Note.Params)
 	if !dd.Accepted() || da.Accepted() {
-		t.Fatalf("without seller_id: other seller %q, other app %q", dd.Body, da.Body)
+		t.Fatalf("without seller_id: other seller %q, other app %q", dd.Reply, da.Reply)
 	}
 }
 
@@ -90,9 +90,9 @@ func genuine(t *testing.T, sim *alipaysim.Sim, no domain.OrderNo, change func(ur
 	t.Helper()
 	d := sim.Deliveries()
 	for i := len(d) - 1; i >= 0; i-- {
-		if d[i].OutTradeNo == string(no) && d[i].Forged == alipaysim.NotForged {
+		if d[i].Note.OutTradeNo == string(no) && d[i].Note.Forged == alipaysim.NotForged {
 			p := url.Values{}
-			for k, v := range d[i].Params {
+			for k, v := range d[i].Note.Params {
 				p[k] = append([]string(nil), v...)
 			}
 			change(p)
@@ -111,7 +111,7 @@ func TestNotifyStatusesAndShapes(t *testing.T) {
 	no := orderNo(12)
 	paid(t, sim, g, sh, no, 1234)
 	verify := func(p url.Values, get bool) (domain.ProviderNotice, error) {
-		in := domain.InboundRequest{Method: http.MethodPost, Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}},
+		in := domain.InboundRequest{Method: http.MethodPost, Header: domain.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}},
 			Body: []byte(p.Encode()), At: time.Now()}
 		if get {
 			in = domain.InboundRequest{Method: http.MethodGet, Query: p, At: time.Now()}
@@ -155,7 +155,7 @@ func TestNotifyStatusesAndShapes(t *testing.T) {
 		t.Errorf("a parameter sent twice: %v", err)
 	}
 	p = genuine(t, sim, no, func(url.Values) {})
-	in := domain.InboundRequest{Method: http.MethodPost, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(p.Encode())}
+	in := domain.InboundRequest{Method: http.MethodPost, Header: domain.Header{"Content-Type": {"application/json"}}, Body: []byte(p.Encode())}
 	if _, err := g.Verify(context.Background(), in); !errors.Is(err, domain.ErrBadSignature) {
 		t.Errorf("a JSON content type: %v", err)
 	}
@@ -185,7 +185,7 @@ func TestNotifyHeldAndReordered(t *testing.T) {
 		}
 	}
 	sim.Hold(false)
-	out := sim.Release(context.Background(), true)
+	out := sim.Release(context.Background(), 1, 0)
 	notices, errs := sh.results()
 	if len(out) != 2 || !out[0].Accepted() || !out[1].Accepted() || len(errs) != 0 || len(notices) != 2 ||
 		notices[0].OrderNo != b || notices[1].OrderNo != a {

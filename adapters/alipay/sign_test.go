@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"cardshop/adapters/alipay"
+	"cardshop/domain"
 )
 
 func TestSigningString(t *testing.T) {
@@ -129,8 +130,8 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		"no private key":        func(c *alipay.Config) { c.PrivateKey = "" },
 		"garbage private key":   func(c *alipay.Config) { c.PrivateKey = "-----BEGIN PRIVATE KEY-----\nzz\n-----END PRIVATE KEY-----" },
 		"placeholder key":       func(c *alipay.Config) { c.PrivateKey = "your-private-key" },
-		"weak private key":      func(c *alipay.Config) { c.PrivateKey = alipay.PrivateKey(pkcs1PEM(weak)) },
-		"public as private":     func(c *alipay.Config) { c.PrivateKey = alipay.PrivateKey(publicPEM(&mk.PublicKey)) },
+		"weak private key":      func(c *alipay.Config) { c.PrivateKey = domain.Secret(pkcs1PEM(weak)) },
+		"public as private":     func(c *alipay.Config) { c.PrivateKey = domain.Secret(publicPEM(&mk.PublicKey)) },
 		"no alipay key":         func(c *alipay.Config) { c.AlipayPublicKey = "" },
 		"weak alipay key":       func(c *alipay.Config) { c.AlipayPublicKey = publicPEM(&weak.PublicKey) },
 		"own key as alipay's":   func(c *alipay.Config) { c.AlipayPublicKey = publicPEM(&mk.PublicKey) },
@@ -166,7 +167,7 @@ func TestPrivateKeyNeverPrinted(t *testing.T) {
 	secret := string(cfg.PrivateKey)
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", cfg, "key", cfg.PrivateKey)
-	js, _ := json.Marshal(struct{ K alipay.PrivateKey }{cfg.PrivateKey})
+	js, _ := json.Marshal(struct{ K domain.Secret }{cfg.PrivateKey})
 	for _, out := range []string{
 		fmt.Sprintf("%v %+v %#v %s %q %x", cfg, cfg, cfg, cfg.PrivateKey, cfg.PrivateKey, cfg.PrivateKey),
 		fmt.Sprint(cfg.PrivateKey), cfg.PrivateKey.String(), logged.String(), string(js),

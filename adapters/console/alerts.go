@@ -8,7 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
@@ -34,13 +34,13 @@ func (k *console) alerts(c *fiber.Ctx) error {
 // alertsPage renders the alert list of the request's query with an error or notice.
 func (k *console) alertsPage(c *fiber.Ctx, status int, errMsg, notice string) error {
 	d := alertsData{Status: c.Query("status", string(domain.AlertsOpen)), Kind: c.Query("kind"), Product: c.Query("product_id")}
-	f, err := httpapi.AlertFilter(func(key string) string { return c.Query(key) })
+	f, err := webkit.AlertFilter(func(key string) string { return c.Query(key) })
 	if err != nil {
 		_, msg := describe(err)
 		return k.render(c, fiber.StatusBadRequest, "alerts", view{Title: "Alerts", Error: msg, Data: d})
 	}
 	f.Limit = alertPageSize
-	if d.Alerts, err = k.shop.Alerts(c.UserContext(), f); err != nil {
+	if d.Alerts, err = k.operators.Alerts(c.UserContext(), f); err != nil {
 		return k.fail(c, err)
 	}
 	if n := len(d.Alerts); n == alertPageSize {
@@ -61,9 +61,9 @@ func (k *console) alertsPage(c *fiber.Ctx, status int, errMsg, notice string) er
 // on the list (nothing changed), an unknown alert is the not-found page.
 func (k *console) ackAlert(c *fiber.Ctx) error {
 	note := strings.TrimSpace(formValue(c, "note"))
-	id, err := httpapi.ParseAlertID(c.Params("alert_id"))
+	id, err := webkit.ParseAlertID(c.Params("alert_id"))
 	if err == nil {
-		_, err = k.shop.AcknowledgeAlert(c.UserContext(), id, identityOf(c).Name, note)
+		_, err = k.operators.AcknowledgeAlert(c.UserContext(), id, identityOf(c).Name, note)
 	}
 	k.record(c, "alert.ack", map[string]string{"note": note}, err)
 	switch {

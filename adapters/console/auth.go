@@ -11,7 +11,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -23,7 +23,7 @@ func (k *console) loginPage(c *fiber.Ctx) error {
 // login checks the token after the per-IP login limit (a refused attempt checks no token),
 // then starts a session: the shared admin token (compared in constant time) or an operator's.
 // A failed or refused attempt is logged and audited (console.login_failed,
-// console.login_rate_limited) through httpapi.AuthFailures: the client's address and the
+// console.login_rate_limited) through webkit.AuthFailures: the client's address and the
 // operator the token claimed, never its secret; a refusal once per address and window.
 //
 // A new session is issued after the identity's last logout (SessionsEnded), even on an
@@ -32,7 +32,7 @@ func (k *console) loginPage(c *fiber.Ctx) error {
 func (k *console) login(c *fiber.Ctx) error {
 	tok := strings.TrimSpace(formValue(c, "token"))
 	if ok, retry := k.allowLogin(c); !ok {
-		k.cfg.AuthFailures.Refused(c, httpapi.ActionLoginRateLimited, tok, "429 rate_limited", 1)
+		k.cfg.AuthFailures.Refused(c, webkit.ActionLoginRateLimited, tok, "429 rate_limited", 1)
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(max(int64((retry+time.Second-1)/time.Second), 1), 10))
 		return k.render(c, fiber.StatusTooManyRequests, "login", view{Title: "Log in",
 			Error: "Too many login attempts from your address. Wait a minute and try again."})
@@ -40,12 +40,12 @@ func (k *console) login(c *fiber.Ctx) error {
 	id, err := k.authenticate(c.UserContext(), tok)
 	if err != nil {
 		if errors.Is(err, domain.ErrUnauthorized) {
-			k.cfg.AuthFailures.Refused(c, httpapi.ActionLoginFailed, tok, "401 unauthorized", k.cfg.LoginsPerWindow)
+			k.cfg.AuthFailures.Refused(c, webkit.ActionLoginFailed, tok, "401 unauthorized", k.cfg.LoginsPerWindow)
 			return k.render(c, fiber.StatusUnauthorized, "login", view{Title: "Log in", Error: "That token is not valid."})
 		}
 		return k.fail(c, err)
 	}
-	ended, err := k.shop.ConsoleSessionsEnded(c.UserContext(), id.Name)
+	ended, err := k.operators.ConsoleSessionsEnded(c.UserContext(), id.Name)
 	if err != nil {
 		return k.fail(c, err)
 	}
@@ -76,7 +76,7 @@ func (k *console) authenticate(ctx context.Context, tok string) (application.Ide
 	if k.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(k.cfg.AdminToken)) == 1 {
 		return application.LegacyAdminIdentity, nil
 	}
-	return k.shop.Authenticate(ctx, tok)
+	return k.operators.Authenticate(ctx, tok)
 }
 
 // allowLogin charges a login attempt to the client IP. A limiter that cannot decide (Redis
@@ -109,7 +109,7 @@ func secure(c *fiber.Ctx) bool { return c.Protocol() == "https" }
 func (k *console) logout(c *fiber.Ctx) error {
 	k.clearCookie(c)
 	id, s := identityOf(c), sessionOf(c)
-	if err := k.shop.ConsoleLogOut(c.UserContext(), id.Name, time.UnixMicro(s.IssuedAt)); err != nil {
+	if err := k.operators.ConsoleLogOut(c.UserContext(), id.Name, time.UnixMicro(s.IssuedAt)); err != nil {
 		k.log.ErrorContext(c.UserContext(), "console: logout not recorded", "operator", id.Name, "err", err)
 		return k.errorPage(c, fiber.StatusServiceUnavailable,
 			"You are logged out of this browser, but the logout could not be recorded: a copy of this session may still work. Log in and out again.")
@@ -135,7 +135,7 @@ func (k *console) fail(c *fiber.Ctx, err error) error {
 // describe is an error's status and the API's message for it, safe to show: never the
 // internal text.
 func describe(err error) (int, string) {
-	status, _, msg := httpapi.Describe(err)
+	status, _, msg := webkit.Describe(err)
 	return status, msg
 }
 
@@ -150,15 +150,15 @@ func (k *console) record(c *fiber.Ctx, action string, params map[string]string, 
 // entry is the audit entry of a console write: who, the route's target, the client's address.
 func (k *console) entry(c *fiber.Ctx, action, params string, err error) domain.AuditEntry {
 	id := identityOf(c)
-	return domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: httpapi.AuditTarget(c),
-		Params: params, Result: httpapi.AuditResult(fiber.StatusOK, err), ClientAddr: c.IP()}
+	return domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: webkit.AuditTarget(c),
+		Params: params, Result: webkit.AuditResult(fiber.StatusOK, err), ClientAddr: c.IP()}
 }
 
 // appendEntry stores an audit entry; one that cannot be stored is logged as an error.
 func (k *console) appendEntry(ctx context.Context, e domain.AuditEntry) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, aerr := k.shop.Record(ctx, e); aerr != nil {
+	if _, aerr := k.operators.Record(ctx, e); aerr != nil {
 		k.log.ErrorContext(ctx, "audit entry not stored", "operator", e.Operator, "action", e.Action,
 			"target", e.Target, "result", e.Result, "err", aerr)
 	}
@@ -170,7 +170,7 @@ const maxAuditParams = 4096
 func auditParams(p map[string]string) string {
 	out := map[string]string{}
 	for k, v := range p {
-		if k != "csrf" && !httpapi.SecretField(k) {
+		if k != "csrf" && !webkit.SecretField(k) {
 			out[k] = v
 		}
 	}

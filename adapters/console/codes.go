@@ -7,7 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
@@ -35,7 +35,7 @@ type codesData struct {
 // entry recorded (Known false for an entry without them: a refusal, or an older entry).
 type importEntry struct {
 	Entry  domain.AuditEntry
-	Counts httpapi.ImportAudit
+	Counts webkit.ImportAudit
 	Known  bool
 }
 
@@ -63,15 +63,15 @@ func (k *console) codesView(c *fiber.Ctx, status int, errMsg, notice string) err
 		return k.fail(c, err)
 	}
 	ctx := c.UserContext()
-	p, err := k.shop.Product(ctx, id)
+	p, err := k.catalogue.Product(ctx, id)
 	if err != nil {
 		return k.fail(c, err)
 	}
-	counts, err := k.shop.CardCounts(ctx, id)
+	counts, err := k.catalogue.CardCounts(ctx, id)
 	if err != nil {
 		return k.fail(c, err)
 	}
-	levels, err := k.shop.StockLevels(ctx, id)
+	levels, err := k.catalogue.StockLevels(ctx, id)
 	if err != nil {
 		return k.fail(c, err)
 	}
@@ -98,7 +98,7 @@ func (k *console) codesView(c *fiber.Ctx, status int, errMsg, notice string) err
 // product.import entry of the product, through the API, the CLI or the console, with the
 // counts it recorded.
 func (k *console) importHistory(c *fiber.Ctx, id domain.ProductID) ([]importEntry, error) {
-	entries, err := k.shop.AuditLog(c.UserContext(), domain.AuditFilter{Action: "product.import",
+	entries, err := k.operators.AuditLog(c.UserContext(), domain.AuditFilter{Action: "product.import",
 		Target: fmt.Sprintf("product %d", id), Limit: importHistoryLen})
 	if err != nil {
 		return nil, err

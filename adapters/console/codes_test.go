@@ -182,7 +182,7 @@ func TestConsoleImportRunsAsAJobAndShowsEveryRejectedLine(t *testing.T) {
 	ctx := context.Background()
 	p := h.product("Gift card", 1999)
 	other := h.product("Other", 500)
-	if _, err := h.shop.ImportCodes(ctx, other.ID(), strings.NewReader("OTHER-CODE-0001\n")); err != nil {
+	if _, err := h.shop.Catalogue.ImportCodes(ctx, other.ID(), strings.NewReader("OTHER-CODE-0001\n")); err != nil {
 		t.Fatal(err)
 	}
 	oper := h.login(h.operator("otto", domain.RoleOperator))
@@ -207,7 +207,7 @@ func TestConsoleImportRunsAsAJobAndShowsEveryRejectedLine(t *testing.T) {
 	}
 	all := []string{"JOB-CODE-0001", "JOB-CODE-0002", "JOB-CODE-0003", "OTHER-CODE-0001"}
 	wantNoCode(t, "job page", r.body, all...)
-	counts, err := h.shop.CardCounts(ctx, p.ID())
+	counts, err := h.shop.Catalogue.CardCounts(ctx, p.ID())
 	if err != nil || counts[domain.CardUnsold] != 3 {
 		t.Fatalf("pool after the import: %v %v", counts, err)
 	}
@@ -337,9 +337,9 @@ func TestImportRefusalsChangeNothing(t *testing.T) {
 
 	// Over the import limit (the API's, MaxImportBytes): 413, nothing imported.
 	small := *h
-	small.app = httpapi.New(httpapi.DefaultConfig(adminToken), h.shop, h.tokens, h.clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	small.app = httpapi.New(httpapi.DefaultConfig(adminToken), apiServices(h.shop), h.tokens, h.clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	console.Mount(small.app, console.Config{AdminToken: adminToken, TokenSecret: tokenSecret,
-		Limiter: ratelimit.NewMemory(h.clock.Now), MaxImportBytes: int64(len(file) - 1)}, h.shop, h.clock, nil)
+		Limiter: ratelimit.NewMemory(h.clock.Now), MaxImportBytes: int64(len(file) - 1)}, consoleServices(h.shop), h.clock, nil)
 	b := &browser{h: &small, cookie: oper.cookie, csrf: oper.csrf}
 	r = b.upload(p.ID(), "codes.txt", file)
 	wantStatus(t, r, 413)
@@ -350,7 +350,7 @@ func TestImportRefusalsChangeNothing(t *testing.T) {
 	if e := h.audit()[0]; e.Result != "413 body_too_large" {
 		t.Fatalf("too large's audit entry %+v", e)
 	}
-	if counts, err := h.shop.CardCounts(ctx, p.ID()); err != nil || len(counts) != 0 {
+	if counts, err := h.shop.Catalogue.CardCounts(ctx, p.ID()); err != nil || len(counts) != 0 {
 		t.Fatalf("refused imports changed the pool: %v %v", counts, err)
 	}
 	// A form post without a file part to the import route is no upload either.

@@ -14,7 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/filesystem"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -29,18 +29,18 @@ type Config struct {
 	// TokenSecret is CARDSHOP_TOKEN_SECRET: the session cookies' key is derived from it.
 	TokenSecret string
 	// Limiter limits login attempts per client IP (LoginsPerWindow per LoginWindow); the
-	// httpapi port, so that with Redis the budget is shared by every instance. Nil: no limit.
-	Limiter         httpapi.Limiter
+	// API's limiter too, so that with Redis the budget is shared by every instance. Nil: no limit.
+	Limiter         webkit.Limiter
 	LoginsPerWindow int
 	LoginWindow     time.Duration
 	// TimeZone is CARDSHOP_CONSOLE_TIMEZONE: the zone pages show and read times in until an
 	// operator picks another on the settings page (per browser). Nil: UTC.
 	TimeZone *time.Location
-	// MaxImportBytes bounds an uploaded file of codes: the API's httpapi.Config.MaxImportBytes.
+	// MaxImportBytes bounds an uploaded file of codes: webkit.DefaultMaxImportBytes unless set.
 	// Zero: the API's default.
 	MaxImportBytes int64
 	// Readiness are the checks of GET /readyz: the dashboard shows each dependency's state.
-	Readiness []httpapi.ReadinessCheck
+	Readiness []webkit.ReadinessCheck
 	// Queues reads the delay queue's backlog, messages by queue name (RabbitMQ's queues, or the
 	// memory queue's pending closes); nil: the dashboard shows none.
 	Queues func(context.Context) (map[string]int64, error)
@@ -57,7 +57,7 @@ type Config struct {
 	StreamLifetime   time.Duration
 	// AuthFailures records failed and rate-limited logins (the API's, shared, so that its
 	// bound per instance is one); nil: the console makes its own on Limiter.
-	AuthFailures *httpapi.AuthFailures
+	AuthFailures *webkit.AuthFailures
 }
 
 // Default login limit: ten attempts a minute per client IP. A token has 256 random bits, so
@@ -68,15 +68,26 @@ const (
 	DefaultLoginWindow     = time.Minute
 )
 
+// Services are the use cases the console calls.
+type Services struct {
+	Sales     *application.Sales
+	Payments  *application.Payments
+	Catalogue *application.Catalogue
+	Admin     *application.Admin
+}
+
 // console holds the handlers' dependencies.
 type console struct {
-	cfg   Config
-	seal  sealer
-	shop  *application.Shop
-	clock domain.Clock
-	log   *slog.Logger
-	pages pages
-	jobs  *importJobs // the code imports running or finished on this instance
+	cfg       Config
+	seal      sealer
+	sales     *application.Sales
+	payments  *application.Payments
+	catalogue *application.Catalogue
+	operators *application.Admin
+	clock     domain.Clock
+	log       *slog.Logger
+	pages     pages
+	jobs      *importJobs // the code imports running or finished on this instance
 
 	dash    *sampler      // the dashboard's numbers, shared by every page and stream
 	streams chan struct{} // one token per open dashboard stream
@@ -87,7 +98,7 @@ type console struct {
 // Mount adds the console's routes under /console to app (the JSON API's app: the console
 // shares its middleware — request ids, metrics, panics recovered — but answers HTML itself,
 // never through the API's JSON error handler).
-func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Clock, log *slog.Logger) {
+func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -98,10 +109,10 @@ func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Cloc
 		cfg.TimeZone = time.UTC
 	}
 	if cfg.AuthFailures == nil {
-		cfg.AuthFailures = httpapi.NewAuthFailures(shop, cfg.Limiter, clock, log)
+		cfg.AuthFailures = webkit.NewAuthFailures(svc.Admin, cfg.Limiter, clock, log)
 	}
 	if cfg.MaxImportBytes <= 0 {
-		cfg.MaxImportBytes = httpapi.DefaultConfig("").MaxImportBytes
+		cfg.MaxImportBytes = webkit.DefaultMaxImportBytes
 	}
 	if cfg.DashboardEvery <= 0 {
 		cfg.DashboardEvery = DefaultDashboardEvery
@@ -112,8 +123,9 @@ func Mount(app *fiber.App, cfg Config, shop *application.Shop, clock domain.Cloc
 	if cfg.StreamLifetime <= 0 {
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
-	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), shop: shop, clock: clock, log: log, pages: parsePages(),
-		dash:    &sampler{shop: shop, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
+	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
+		catalogue: svc.Catalogue, operators: svc.Admin, clock: clock, log: log, pages: parsePages(),
+		dash:    &sampler{catalogue: svc.Catalogue, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
 	k.voids = &pendingVoids{clock: clock, byID: map[string]pendingVoid{}}
@@ -142,39 +154,60 @@ type route struct {
 }
 
 func routes(k *console) []route {
-	const v, o, a = domain.RoleViewer, domain.RoleOperator, domain.RoleAdmin
-	return []route{
+	// A read is open to viewers; a write (act) takes its action's role, and a screen leading to
+	// one (its form or confirmation) the role of that action.
+	const v, act = domain.RoleViewer, domain.Role("")
+	return withActionRoles([]route{
 		{"GET", "/products", v, "", k.products},
-		{"GET", "/products/new", o, "", k.newProductPage},
-		{"POST", "/products", o, "product.create", k.createProduct},
+		{"GET", "/products/new", roleOf("product.create"), "", k.newProductPage},
+		{"POST", "/products", act, "product.create", k.createProduct},
 		{"GET", "/products/:id", v, "", k.product},
-		{"GET", "/products/:id/edit", o, "", k.editProductPage},
-		{"POST", "/products/:id", o, "product.update", k.updateProduct},
-		{"POST", "/products/:id/freeze", o, "product.freeze", k.freeze},
-		{"POST", "/products/:id/unfreeze", o, "product.unfreeze", k.unfreeze},
+		{"GET", "/products/:id/edit", roleOf("product.update"), "", k.editProductPage},
+		{"POST", "/products/:id", act, "product.update", k.updateProduct},
+		{"POST", "/products/:id/freeze", act, "product.freeze", k.freeze},
+		{"POST", "/products/:id/unfreeze", act, "product.unfreeze", k.unfreeze},
 		{"GET", "/products/:id/reconcile", v, "", k.reconcile},
 		{"GET", "/products/:id/codes", v, "", k.codes},
-		{"POST", "/products/:id/codes", o, "product.import", k.startImport},
-		{"GET", "/products/:id/imports/:job", o, "", k.importJob},
-		{"GET", "/products/:id/imports/:job/progress", o, "", k.importProgress},
-		{"POST", "/products/:id/codes/void/confirm", a, "", k.confirmVoid},
-		{"POST", "/products/:id/codes/void", a, "codes.void", k.voidCodes},
-		{"GET", "/products/:id/repair", a, "", k.confirmRepair},
-		{"POST", "/products/:id/repair", a, "product.repair", k.repair},
+		{"POST", "/products/:id/codes", act, "product.import", k.startImport},
+		{"GET", "/products/:id/imports/:job", roleOf("product.import"), "", k.importJob},
+		{"GET", "/products/:id/imports/:job/progress", roleOf("product.import"), "", k.importProgress},
+		{"POST", "/products/:id/codes/void/confirm", roleOf("codes.void"), "", k.confirmVoid},
+		{"POST", "/products/:id/codes/void", act, "codes.void", k.voidCodes},
+		{"GET", "/products/:id/repair", roleOf("product.repair"), "", k.confirmRepair},
+		{"POST", "/products/:id/repair", act, "product.repair", k.repair},
 		{"GET", "/orders", v, "", k.orderLookup},
 		{"GET", "/orders/:order_no", v, "", k.order},
-		{"GET", "/orders/:order_no/refund", a, "", k.confirmRefund},
-		{"POST", "/orders/:order_no/refund", a, "order.refund", k.refund},
-		{"GET", "/orders/:order_no/fulfil", o, "", k.confirmFulfil},
-		{"POST", "/orders/:order_no/fulfil", o, "order.fulfil", k.fulfil},
+		{"GET", "/orders/:order_no/refund", roleOf("order.refund"), "", k.confirmRefund},
+		{"POST", "/orders/:order_no/refund", act, "order.refund", k.refund},
+		{"GET", "/orders/:order_no/fulfil", roleOf("order.fulfil"), "", k.confirmFulfil},
+		{"POST", "/orders/:order_no/fulfil", act, "order.fulfil", k.fulfil},
 		{"GET", "/audit", v, "", k.audit},
 		{"GET", "/settings", v, "", k.settings},
 		{"POST", "/settings", v, "", k.saveSettings},
 		{"GET", "/alerts", v, "", k.alerts},
-		{"POST", "/alerts/:alert_id/ack", o, "alert.ack", k.ackAlert},
+		{"POST", "/alerts/:alert_id/ack", act, "alert.ack", k.ackAlert},
 		{"GET", "/dashboard", v, "", k.dashboard},
 		{"GET", "/dashboard/events", v, "", k.dashboardEvents},
+	})
+}
+
+// roleOf is the action's role (application.ActionRole).
+func roleOf(action string) domain.Role {
+	role, ok := application.ActionRole(action)
+	if !ok {
+		panic("console: no role for the action " + action)
 	}
+	return role
+}
+
+// withActionRoles gives each write its action's role.
+func withActionRoles(rs []route) []route {
+	for i, r := range rs {
+		if r.action != "" {
+			rs[i].role = roleOf(r.action)
+		}
+	}
+	return rs
 }
 
 // contentSecurityPolicy allows the console's own script and style files and nothing else: no
@@ -242,7 +275,7 @@ func (k *console) identity(ctx context.Context, s session) (application.Identity
 		}
 		return k.notLoggedOut(ctx, s, application.LegacyAdminIdentity)
 	}
-	op, err := k.shop.Operator(ctx, string(s.Name))
+	op, err := k.operators.Operator(ctx, string(s.Name))
 	if errors.Is(err, domain.ErrOperatorNotFound) || errors.Is(err, domain.ErrInvalidInput) {
 		return application.Identity{}, errBadSession
 	}
@@ -257,7 +290,7 @@ func (k *console) identity(ctx context.Context, s session) (application.Identity
 
 // notLoggedOut refuses a session issued at or before its identity's last logout.
 func (k *console) notLoggedOut(ctx context.Context, s session, id application.Identity) (application.Identity, error) {
-	ended, err := k.shop.ConsoleSessionsEnded(ctx, id.Name)
+	ended, err := k.operators.ConsoleSessionsEnded(ctx, id.Name)
 	if err != nil {
 		return application.Identity{}, err
 	}

@@ -183,7 +183,7 @@ func TestEveryPostNeedsTheSessionsCSRFToken(t *testing.T) {
 	if h.reload(p.ID()).Frozen() || h.orderStatus(no) != domain.StatusPaid {
 		t.Fatal("a forged post changed something")
 	}
-	if ps, _ := h.shop.Products(context.Background()); len(ps) != 1 {
+	if ps, _ := h.shop.Catalogue.Products(context.Background()); len(ps) != 1 {
 		t.Fatalf("a forged post created a product: %d products", len(ps))
 	}
 	if n := len(h.audit()); n != before {
@@ -219,7 +219,7 @@ func TestRolesAreCheckedOnTheServer(t *testing.T) {
 	if h.reload(p.ID()).Frozen() || h.orderStatus(no) != domain.StatusPaid {
 		t.Fatal("a forbidden action changed something")
 	}
-	if ps, _ := h.shop.Products(context.Background()); len(ps) != 1 {
+	if ps, _ := h.shop.Catalogue.Products(context.Background()); len(ps) != 1 {
 		t.Fatalf("a viewer created a product: %d products", len(ps))
 	}
 	// The refusals are in the audit log, as the API records them.
@@ -247,7 +247,7 @@ func TestARoleChangeAppliesToTheNextRequest(t *testing.T) {
 	h := newHarness(t, 0)
 	p := h.product("Gift card", 1999)
 	b := h.login(h.operator("otto", domain.RoleOperator))
-	if _, err := h.shop.SetOperatorRole(context.Background(), "otto", "viewer"); err != nil {
+	if _, err := h.shop.Admin.SetOperatorRole(context.Background(), "otto", "viewer"); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, b.post("/console/products/"+itoa(int64(p.ID()))+"/freeze", url.Values{"reason": {"x"}}), 403)
@@ -261,11 +261,11 @@ func TestRotatingOrRemovingAnOperatorLogsItsSessionsOut(t *testing.T) {
 	legacy := h.login(adminToken)
 	h.clock.Advance(time.Second)
 
-	_, newTok, err := h.shop.RotateOperator(ctx, "alice")
+	_, newTok, err := h.shop.Admin.RotateOperator(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.shop.RemoveOperator(ctx, "bob"); err != nil {
+	if err := h.shop.Admin.RemoveOperator(ctx, "bob"); err != nil {
 		t.Fatal(err)
 	}
 	r := alice.get("/console")
@@ -364,7 +364,7 @@ func TestNoCodeAppearsInAnyPage(t *testing.T) {
 		}
 	}
 	// Reading the order in the console is not a reveal.
-	v, err := h.shop.AdminOrder(context.Background(), domain.OrderNo(no))
+	v, err := h.shop.Sales.AdminOrder(context.Background(), domain.OrderNo(no))
 	if err != nil || v.Order.Revealed() {
 		t.Fatalf("the console revealed the codes: %v %v", v.Order.RevealedAt(), err)
 	}
@@ -407,7 +407,7 @@ func TestAuditPagesByBeforeID(t *testing.T) {
 	h := newHarness(t, 0)
 	ctx := context.Background()
 	for i := range 60 {
-		if _, err := h.shop.Record(ctx, domain.AuditEntry{Operator: "otto", Role: domain.RoleOperator,
+		if _, err := h.shop.Admin.Record(ctx, domain.AuditEntry{Operator: "otto", Role: domain.RoleOperator,
 			Action: "product.update", Target: "product " + itoa(int64(i)), Result: "200"}); err != nil {
 			t.Fatal(err)
 		}
@@ -434,7 +434,7 @@ func TestProductFormsCreateAndEditThroughTheUseCases(t *testing.T) {
 		"refund_releases_limit": {"on"}, "low_stock_threshold": {"10"}}
 	r := b.post("/console/products", form)
 	wantStatus(t, r, fiber.StatusSeeOther)
-	ps, _ := h.shop.Products(context.Background())
+	ps, _ := h.shop.Catalogue.Products(context.Background())
 	if len(ps) != 1 {
 		t.Fatalf("%d products", len(ps))
 	}
@@ -492,7 +492,7 @@ func TestBadFormInputShowsTheErrorAndChangesNothing(t *testing.T) {
 			}
 		}
 	}
-	ps, _ := h.shop.Products(context.Background())
+	ps, _ := h.shop.Catalogue.Products(context.Background())
 	if len(ps) != 1 || ps[0].Name() != "Gift card" || ps[0].Price() != 1999 || ps[0].MaxPerOrder() != 5 {
 		t.Fatalf("bad input changed the products: %d, %+v", len(ps), ps[0].Record())
 	}
@@ -533,16 +533,16 @@ func TestFulfilConfirmationShowsARefundInProgress(t *testing.T) {
 	h := newHarness(t, 0)
 	ctx := context.Background()
 	p := h.product("Gift card", 1999)
-	if _, err := h.shop.ImportCodes(ctx, p.ID(), strings.NewReader("CODE-A\n")); err != nil {
+	if _, err := h.shop.Catalogue.ImportCodes(ctx, p.ID(), strings.NewReader("CODE-A\n")); err != nil {
 		t.Fatal(err)
 	}
 	no := h.placeOrder(p, "buyer-1", "key-0000001", 1, false)
 	h.clock.Advance(h.shop.Config().OrderTimeout + time.Minute)
-	if _, err := h.shop.Sweep(ctx); err != nil {
+	if _, err := h.shop.Sales.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	h.placeOrder(p, "buyer-2", "key-0000002", 1, true) // takes the only code
-	v, err := h.shop.AdminOrder(ctx, domain.OrderNo(no))
+	v, err := h.shop.Sales.AdminOrder(ctx, domain.OrderNo(no))
 	if err != nil || v.Order.Status() != domain.StatusClosed {
 		t.Fatalf("order %+v, %v; want CLOSED", v.Order.Status(), err)
 	}
@@ -559,7 +559,7 @@ func TestFulfilConfirmationShowsARefundInProgress(t *testing.T) {
 		RefundNo: domain.RefundNoOf(domain.OrderNo(no)), RefundVoid: true, CreatedAt: h.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.shop.ImportCodes(ctx, p.ID(), strings.NewReader("CODE-B\n")); err != nil {
+	if _, err := h.shop.Catalogue.ImportCodes(ctx, p.ID(), strings.NewReader("CODE-B\n")); err != nil {
 		t.Fatal(err)
 	}
 	b := h.login(h.operator("otto", domain.RoleOperator))
@@ -589,7 +589,7 @@ func TestOverviewShowsEachProductsStatusStockAndSold(t *testing.T) {
 	p := h.product("Gift card", 1999)
 	h.paidOrder(p, []string{"CODE-A", "CODE-B", "CODE-C"}, 2)
 	frozen := h.product("Old card", 500)
-	if err := h.shop.FreezeProduct(context.Background(), frozen.ID(), "retired"); err != nil {
+	if err := h.shop.Catalogue.FreezeProduct(context.Background(), frozen.ID(), "retired"); err != nil {
 		t.Fatal(err)
 	}
 	b := h.login(h.operator("vera", domain.RoleViewer))
@@ -622,7 +622,7 @@ func TestChangingTheSharedAdminTokenEndsItsSessions(t *testing.T) {
 	cookie := h.login(adminToken).cookie
 	// The same shop and secret behind a service restarted with another admin token.
 	restarted := fiber.New()
-	console.Mount(restarted, console.Config{AdminToken: "another-admin-token-0123", TokenSecret: tokenSecret}, h.shop, h.clock, nil)
+	console.Mount(restarted, console.Config{AdminToken: "another-admin-token-0123", TokenSecret: tokenSecret}, consoleServices(h.shop), h.clock, nil)
 	req := httptest.NewRequest("GET", "/console", nil)
 	req.Header.Set("Cookie", cookie)
 	res, err := restarted.Test(req)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 )
 
@@ -37,11 +37,11 @@ const chartW, chartH = 300.0, 80.0
 // ask: every open dashboard shares its last snapshot, so fifty open tabs cost the ledger what
 // one does.
 type sampler struct {
-	shop   *application.Shop
-	checks []httpapi.ReadinessCheck
-	queues func(context.Context) (map[string]int64, error)
-	every  time.Duration
-	log    *slog.Logger
+	catalogue *application.Catalogue
+	checks    []webkit.ReadinessCheck
+	queues    func(context.Context) (map[string]int64, error)
+	every     time.Duration
+	log       *slog.Logger
 
 	mu    sync.Mutex
 	taken time.Time // when last was read (monotonic), zero before the first reading
@@ -71,7 +71,7 @@ func (s *sampler) read(ctx context.Context) dashView {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		states, _ := httpapi.CheckReadiness(ctx, s.checks, httpapi.DefaultReadinessTimeout, s.log)
+		states, _ := webkit.CheckReadiness(ctx, s.checks, webkit.DefaultReadinessTimeout, s.log)
 		for _, c := range s.checks {
 			v.Ready = append(v.Ready, readyView{Name: c.Name, State: states[c.Name]})
 		}
@@ -92,7 +92,7 @@ func (s *sampler) read(ctx context.Context) dashView {
 			sort.Slice(v.Queues, func(i, j int) bool { return v.Queues[i].Name < v.Queues[j].Name })
 		}()
 	}
-	d, err := s.shop.Dashboard(ctx)
+	d, err := s.catalogue.Dashboard(ctx)
 	wg.Wait()
 	if err != nil {
 		s.log.ErrorContext(ctx, "console: dashboard not read", "err", err)

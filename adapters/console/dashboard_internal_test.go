@@ -43,7 +43,7 @@ func TestOneSamplerServesEveryDashboard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sampler{shop: shop, every: 200 * time.Millisecond, log: log}
+	s := &sampler{catalogue: shop.Catalogue, every: 200 * time.Millisecond, log: log}
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Add(1)

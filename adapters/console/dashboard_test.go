@@ -20,6 +20,7 @@ import (
 
 	"cardshop/adapters/console"
 	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -42,12 +43,12 @@ func TestDashboardShowsTheSaleToEveryRole(t *testing.T) {
 	h.paidOrder(p, []string{"CODE-0001"}, 1)
 	h.soldOut(p, "key-0000002")
 	h.soldOut(p, "key-0000003")
-	if _, err := h.shop.CreateProduct(context.Background(), application.NewProduct{Name: "later card", Price: 500, MaxPerOrder: 1,
+	if _, err := h.shop.Catalogue.CreateProduct(context.Background(), application.NewProduct{Name: "later card", Price: 500, MaxPerOrder: 1,
 		Sale: domain.SaleRules{StartsAt: start.Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
 	frozen := h.product("frozen card", 500)
-	if err := h.shop.FreezeProduct(context.Background(), frozen.ID(), "test"); err != nil {
+	if err := h.shop.Catalogue.FreezeProduct(context.Background(), frozen.ID(), "test"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -86,9 +87,9 @@ func TestDashboardShowsTheSaleToEveryRole(t *testing.T) {
 func streamServer(t *testing.T, h *harness, cfg console.Config) (string, string, func()) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	app := httpapi.New(httpapi.DefaultConfig(adminToken), h.shop, h.tokens, h.clock, log)
+	app := httpapi.New(httpapi.DefaultConfig(adminToken), apiServices(h.shop), h.tokens, h.clock, log)
 	cfg.AdminToken, cfg.TokenSecret = adminToken, tokenSecret
-	console.Mount(app, cfg, h.shop, h.clock, log)
+	console.Mount(app, cfg, consoleServices(h.shop), h.clock, log)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func streamServer(t *testing.T, h *harness, cfg console.Config) (string, string,
 			if err := app.ShutdownWithTimeout(5 * time.Second); err != nil {
 				t.Errorf("shutdown: %v", err)
 			}
-			<-served
+			<-served //nolint:errcheck // app.Listener's error after a shutdown says nothing
 		})
 	}
 	t.Cleanup(shutdown)
@@ -203,7 +204,7 @@ func TestDashboardEventsStreamSnapshotsAndEndWithTheClientOrTheService(t *testin
 	stop := make(chan struct{})
 	base, cookie, shutdown := streamServer(t, h, console.Config{DashboardEvery: 20 * time.Millisecond, DashboardStreams: 1,
 		Stop: stop,
-		Readiness: []httpapi.ReadinessCheck{{Name: "mariadb", Check: func(context.Context) error { return nil }},
+		Readiness: []webkit.ReadinessCheck{{Name: "mariadb", Check: func(context.Context) error { return nil }},
 			{Name: "redis", Check: func(context.Context) error { return errors.New("down") }}},
 		Queues: func(context.Context) (map[string]int64, error) { return map[string]int64{"order-timeouts": 7}, nil }})
 

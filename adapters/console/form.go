@@ -9,7 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
@@ -35,7 +35,7 @@ func (k *console) parseForm(c *fiber.Ctx) error {
 	if mt, params, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); err == nil && mt == fiber.MIMEMultipartForm {
 		return k.parseMultipart(c, params["boundary"])
 	}
-	b, err := httpapi.ReadBody(c, maxFormBytes)
+	b, err := webkit.ReadBody(c, maxFormBytes)
 	if err != nil {
 		return k.fail(c, err)
 	}
@@ -52,7 +52,7 @@ func (k *console) parseMultipart(c *fiber.Ctx, boundary string) error {
 	if boundary == "" {
 		return k.fail(c, domain.Invalid("form", "could not be read"))
 	}
-	mr := multipart.NewReader(httpapi.BodyReader(c), boundary)
+	mr := multipart.NewReader(webkit.BodyReader(c), boundary)
 	v := url.Values{}
 	left := int64(maxFormBytes)
 	for {
@@ -72,7 +72,7 @@ func (k *console) parseMultipart(c *fiber.Ctx, boundary string) error {
 			return k.fail(c, domain.Invalid("form", "could not be read"))
 		}
 		if left -= int64(len(b)); left < 0 {
-			return k.fail(c, httpapi.ErrBodyTooLarge)
+			return k.fail(c, webkit.ErrBodyTooLarge)
 		}
 		v.Add(part.FormName(), string(b))
 	}

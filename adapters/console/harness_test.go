@@ -42,7 +42,7 @@ var start = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 type harness struct {
 	t      testing.TB
 	app    *fiber.App
-	shop   *application.Shop
+	shop   *application.App
 	clock  *memory.FakeClock
 	signer *paysig.Signer
 	tokens *authtoken.Issuer
@@ -121,12 +121,12 @@ func newHarness(t testing.TB, logins int) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.app = httpapi.New(httpapi.DefaultConfig(adminToken), h.shop, h.tokens, h.clock, log)
+	h.app = httpapi.New(httpapi.DefaultConfig(adminToken), apiServices(h.shop), h.tokens, h.clock, log)
 	if logins == 0 {
 		logins = console.DefaultLoginsPerWindow
 	}
 	console.Mount(h.app, console.Config{AdminToken: adminToken, TokenSecret: tokenSecret,
-		Limiter: ratelimit.NewMemory(h.clock.Now), LoginsPerWindow: logins, LoginWindow: time.Minute}, h.shop, h.clock, log)
+		Limiter: ratelimit.NewMemory(h.clock.Now), LoginsPerWindow: logins, LoginWindow: time.Minute}, consoleServices(h.shop), h.clock, log)
 	return h
 }
 
@@ -171,7 +171,7 @@ func (h *harness) postForm(target string, form url.Values, cookie string, hdr ..
 // operator creates an operator and returns its token.
 func (h *harness) operator(name string, role domain.Role) string {
 	h.t.Helper()
-	_, tok, err := h.shop.CreateOperator(context.Background(), name, string(role))
+	_, tok, err := h.shop.Admin.CreateOperator(context.Background(), name, string(role))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func wantLoginRedirect(t testing.TB, r resp) {
 // product creates a product through the use case.
 func (h *harness) product(name string, price domain.Money) domain.Product {
 	h.t.Helper()
-	p, err := h.shop.CreateProduct(context.Background(), application.NewProduct{Name: name, Price: price, MaxPerOrder: 5})
+	p, err := h.shop.Catalogue.CreateProduct(context.Background(), application.NewProduct{Name: name, Price: price, MaxPerOrder: 5})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func (h *harness) product(name string, price domain.Money) domain.Product {
 
 func (h *harness) reload(id domain.ProductID) domain.Product {
 	h.t.Helper()
-	p, err := h.shop.Product(context.Background(), id)
+	p, err := h.shop.Catalogue.Product(context.Background(), id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func (h *harness) reload(id domain.ProductID) domain.Product {
 func (h *harness) paidOrder(p domain.Product, codes []string, qty int) string {
 	h.t.Helper()
 	ctx := context.Background()
-	if _, err := h.shop.ImportCodes(ctx, p.ID(), strings.NewReader(strings.Join(codes, "\n")+"\n")); err != nil {
+	if _, err := h.shop.Catalogue.ImportCodes(ctx, p.ID(), strings.NewReader(strings.Join(codes, "\n")+"\n")); err != nil {
 		h.t.Fatal(err)
 	}
 	tok, _, err := h.tokens.Issue("buyer-1", h.clock.Now(), time.Hour)
@@ -301,7 +301,7 @@ func (h *harness) paidOrder(p domain.Product, codes []string, qty int) string {
 
 func (h *harness) orderStatus(no string) domain.OrderStatus {
 	h.t.Helper()
-	v, err := h.shop.AdminOrder(context.Background(), domain.OrderNo(no))
+	v, err := h.shop.Sales.AdminOrder(context.Background(), domain.OrderNo(no))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -332,4 +332,13 @@ func (h *harness) audit() []auditJSON {
 		h.t.Fatal(err)
 	}
 	return out.Entries
+}
+
+// apiServices and consoleServices are the services of a that the API and the console take.
+func apiServices(a *application.App) httpapi.Services {
+	return httpapi.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin}
+}
+
+func consoleServices(a *application.App) console.Services {
+	return console.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin}
 }

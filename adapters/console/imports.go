@@ -17,7 +17,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -190,11 +190,11 @@ func newJobID() string {
 // import limit, and starts the import of it in the background as a job of this instance; it
 // answers with a redirect to the job's page. An upload refused (no file, over the limit, cut)
 // imports nothing and is recorded as product.import with its error; a started import is
-// recorded when it ends, with its counts (httpapi.ImportAudit), as the API records one.
+// recorded when it ends, with its counts (webkit.ImportAudit), as the API records one.
 func (k *console) startImport(c *fiber.Ctx) error {
 	id, err := productID(c)
 	if err == nil {
-		_, err = k.shop.Product(c.UserContext(), id)
+		_, err = k.catalogue.Product(c.UserContext(), id)
 	}
 	if err != nil {
 		k.record(c, "product.import", nil, err)
@@ -204,7 +204,7 @@ func (k *console) startImport(c *fiber.Ctx) error {
 	if err != nil {
 		k.record(c, "product.import", nil, err)
 		status, msg := describe(err)
-		if errors.Is(err, httpapi.ErrBodyTooLarge) {
+		if errors.Is(err, webkit.ErrBodyTooLarge) {
 			msg = fmt.Sprintf("The file is larger than the import limit (%d bytes): nothing was imported.", k.cfg.MaxImportBytes)
 		}
 		if status >= 500 {
@@ -227,14 +227,14 @@ func (k *console) startImport(c *fiber.Ctx) error {
 
 // storeUpload copies the form's file into a new temporary file (mode 0600, removed when the
 // import ends: it holds codes), positioned at its start, with its size. Errors: a missing
-// file, one over MaxImportBytes (httpapi.ErrBodyTooLarge), or one cut short — nothing kept.
+// file, one over MaxImportBytes (webkit.ErrBodyTooLarge), or one cut short — nothing kept.
 func (k *console) storeUpload(c *fiber.Ctx) (*os.File, int64, error) {
 	part := upload(c)
 	if part == nil {
 		return nil, 0, domain.Invalid("file", "choose a file of codes to import")
 	}
 	if n := c.Request().Header.ContentLength(); n > 0 && int64(n) > k.cfg.MaxImportBytes+maxFormBytes {
-		return nil, 0, httpapi.ErrBodyTooLarge
+		return nil, 0, webkit.ErrBodyTooLarge
 	}
 	f, err := os.CreateTemp("", "cardshop-import-*")
 	if err != nil {
@@ -245,7 +245,7 @@ func (k *console) storeUpload(c *fiber.Ctx) (*os.File, int64, error) {
 	case err != nil:
 		err = domain.Invalid("file", "could not be read to its end; nothing was imported")
 	case n > k.cfg.MaxImportBytes:
-		err = httpapi.ErrBodyTooLarge
+		err = webkit.ErrBodyTooLarge
 	}
 	if err == nil {
 		if _, serr := f.Seek(0, io.SeekStart); serr != nil {
@@ -270,13 +270,13 @@ func discard(f *os.File) {
 func (k *console) runImport(ctx context.Context, job *importJob, f *os.File, e domain.AuditEntry) {
 	ctx, cancel := context.WithTimeout(ctx, importTimeout)
 	defer cancel()
-	rep, err := k.shop.ImportCodes(ctx, job.Product, countingReader{r: f, job: job})
+	rep, err := k.catalogue.ImportCodes(ctx, job.Product, countingReader{r: f, job: job})
 	discard(f)
 	if err != nil {
 		k.log.ErrorContext(ctx, "console: import stopped", "product", job.Product, "job", job.ID, "through", rep.Through, "err", err)
 	}
-	params, _ := json.Marshal(httpapi.NewImportAudit(rep, job.read.Load()).Fields()) // numbers always encode; keys sorted, as the API records them
-	e.Params, e.Result = string(params), httpapi.AuditResult(fiber.StatusOK, err)
+	params, _ := json.Marshal(webkit.NewImportAudit(rep, job.read.Load()).Fields()) // numbers always encode; keys sorted, as the API records them
+	e.Params, e.Result = string(params), webkit.AuditResult(fiber.StatusOK, err)
 	k.appendEntry(ctx, e)
 	job.finish(rep, err, k.clock.Now())
 }
@@ -307,7 +307,7 @@ func (k *console) importJob(c *fiber.Ctx) error {
 	if err != nil {
 		return k.fail(c, err)
 	}
-	p, err := k.shop.Product(c.UserContext(), id)
+	p, err := k.catalogue.Product(c.UserContext(), id)
 	if err != nil {
 		return k.fail(c, err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
@@ -25,12 +25,12 @@ func TestFailedLoginsAreLoggedAndAuditedWithoutTheSecret(t *testing.T) {
 	}
 	var failed []auditJSON
 	for _, e := range h.audit() {
-		if e.Action == httpapi.ActionLoginFailed {
+		if e.Action == webkit.ActionLoginFailed {
 			failed = append(failed, e)
 		}
 	}
 	if len(failed) != 3 {
-		t.Fatalf("%d %s entries, want 3: %+v", len(failed), httpapi.ActionLoginFailed, h.audit())
+		t.Fatalf("%d %s entries, want 3: %+v", len(failed), webkit.ActionLoginFailed, h.audit())
 	}
 	for i, wantTarget := range []string{"", "", "operator alice"} { // newest first
 		e := failed[i]
@@ -72,11 +72,11 @@ func TestLoginRefusalsAreAuditedOncePerWindow(t *testing.T) {
 		}
 		return n
 	}
-	if got := count(httpapi.ActionLoginRateLimited); got != 1 {
-		t.Fatalf("%d %s entries after 5 refusals, want 1", got, httpapi.ActionLoginRateLimited)
+	if got := count(webkit.ActionLoginRateLimited); got != 1 {
+		t.Fatalf("%d %s entries after 5 refusals, want 1", got, webkit.ActionLoginRateLimited)
 	}
-	if got := count(httpapi.ActionLoginFailed); got != 2 {
-		t.Fatalf("%d %s entries, want 2", got, httpapi.ActionLoginFailed)
+	if got := count(webkit.ActionLoginFailed); got != 2 {
+		t.Fatalf("%d %s entries, want 2", got, webkit.ActionLoginFailed)
 	}
 	if n := strings.Count(h.logs.String(), `"action":"console.login_rate_limited"`); n != 1 {
 		t.Fatalf("%d log lines of refusals, want 1", n)
@@ -85,7 +85,7 @@ func TestLoginRefusalsAreAuditedOncePerWindow(t *testing.T) {
 	h.clock.Advance(time.Minute)
 	wantStatus(t, h.postForm("/console/login", url.Values{"token": {"alice.wrong"}}, ""), fiber.StatusUnauthorized)
 	entries := h.audit()
-	if entries[0].Action != httpapi.ActionLoginFailed || entries[1].Action != httpapi.ActionAuthUnrecorded ||
+	if entries[0].Action != webkit.ActionLoginFailed || entries[1].Action != webkit.ActionAuthUnrecorded ||
 		entries[1].Params != `{"count":4}` {
 		t.Fatalf("the next window's entries: %+v, %+v; want the 4 unrecorded refusals counted, then the failure",
 			entries[1], entries[0])

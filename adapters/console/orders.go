@@ -51,7 +51,7 @@ func (k *console) orderLookup(c *fiber.Ctx) error {
 		_, msg := describe(err)
 		return k.ordersPage(c, fiber.StatusBadRequest, msg, d)
 	}
-	if d.Orders, err = k.shop.SearchOrders(c.UserContext(), f); err != nil {
+	if d.Orders, err = k.sales.SearchOrders(c.UserContext(), f); err != nil {
 		return k.fail(c, err)
 	}
 	d.Searched = true
@@ -76,7 +76,7 @@ func (k *console) orderLookup(c *fiber.Ctx) error {
 // ordersForm is the search form as the request sent it.
 func (k *console) ordersForm(c *fiber.Ctx) ordersData {
 	d := ordersData{Buyer: strings.TrimSpace(c.Query("buyer")), Product: c.Query("product"), From: c.Query("from"),
-		To: c.Query("to"), Statuses: map[string]bool{}, AllStatuses: domain.AllOrderStatuses, Currency: k.shop.Config().Currency}
+		To: c.Query("to"), Statuses: map[string]bool{}, AllStatuses: domain.AllOrderStatuses, Currency: k.sales.Currency()}
 	for _, s := range c.Context().QueryArgs().PeekMulti("status") {
 		d.Statuses[string(s)] = true
 	}
@@ -155,7 +155,7 @@ func withCursor(base url.Values, cursor string, trail []string) string {
 
 // ordersPage renders the search with the products to choose from.
 func (k *console) ordersPage(c *fiber.Ctx, status int, errMsg string, d ordersData) error {
-	ps, err := k.shop.Products(c.UserContext())
+	ps, err := k.catalogue.Products(c.UserContext())
 	if err != nil {
 		return k.fail(c, err)
 	}
@@ -172,12 +172,12 @@ const notificationsShown = 50
 func (k *console) orderHistory(c *fiber.Ctx, d *orderData) error {
 	ctx, no := c.UserContext(), d.Order.No()
 	var err error
-	if d.Flow, err = k.shop.OrderFlow(ctx, no); err != nil {
+	if d.Flow, err = k.sales.OrderFlow(ctx, no); err != nil {
 		return err
 	}
-	if d.Notices, err = k.shop.Notifications(ctx, domain.NotificationQuery{OrderNo: no, Limit: notificationsShown}); err != nil {
+	if d.Notices, err = k.payments.Notifications(ctx, domain.NotificationQuery{OrderNo: no, Limit: notificationsShown}); err != nil {
 		return err
 	}
-	d.Deliveries, err = k.shop.OrderDeliveries(ctx, no)
+	d.Deliveries, err = k.sales.OrderDeliveries(ctx, no)
 	return err
 }

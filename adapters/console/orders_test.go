@@ -78,7 +78,7 @@ func TestOrderSearchFilters(t *testing.T) {
 	gift, game := h.product("Gift card", 1999), h.product("Game card", 500)
 	ctx := context.Background()
 	for _, p := range []domain.Product{gift, game} {
-		if _, err := h.shop.ImportCodes(ctx, p.ID(), strings.NewReader("SECRET-"+itoa(int64(p.ID()))+"-1\nSECRET-"+itoa(int64(p.ID()))+"-2\n")); err != nil {
+		if _, err := h.shop.Catalogue.ImportCodes(ctx, p.ID(), strings.NewReader("SECRET-"+itoa(int64(p.ID()))+"-1\nSECRET-"+itoa(int64(p.ID()))+"-2\n")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -189,10 +189,10 @@ func TestOrderSearchPagesOlderAndNewer(t *testing.T) {
 	for i := range 121 {
 		fmt.Fprintf(&codes, "PAGE-CODE-%04d\n", i)
 	}
-	if _, err := h.shop.ImportCodes(context.Background(), p.ID(), strings.NewReader(codes.String())); err != nil {
+	if _, err := h.shop.Catalogue.ImportCodes(context.Background(), p.ID(), strings.NewReader(codes.String())); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.shop.ImportCodes(context.Background(), other.ID(), strings.NewReader("OTHER-CODE-1\n")); err != nil {
+	if _, err := h.shop.Catalogue.ImportCodes(context.Background(), other.ID(), strings.NewReader("OTHER-CODE-1\n")); err != nil {
 		t.Fatal(err)
 	}
 	// 120 orders of the product, three a second: ties are broken by the number.
@@ -265,7 +265,7 @@ func TestOrderPageShowsFlowNotificationsAndDelivery(t *testing.T) {
 	}
 
 	// The relay sends it; the storefront's webhook failed once and waits; a provider told us.
-	if _, err := h.shop.RelayOutbox(ctx); err != nil {
+	if _, err := h.shop.Relay.RelayOutbox(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.ledger.Outbox().Add(ctx, domain.OutboxMessage{Topic: domain.TopicWebhook, Key: no,
@@ -300,7 +300,7 @@ func TestOrderPageShowsFlowNotificationsAndDelivery(t *testing.T) {
 	if strings.Contains(r.body, "SECRET-CODE") {
 		t.Fatal("the order page shows a code")
 	}
-	if v, err := h.shop.AdminOrder(ctx, domain.OrderNo(no)); err != nil || v.Order.Revealed() {
+	if v, err := h.shop.Sales.AdminOrder(ctx, domain.OrderNo(no)); err != nil || v.Order.Revealed() {
 		t.Fatalf("the order page revealed the codes: %v", err)
 	}
 	// An order never paid has nothing to deliver and only its reservation in the flow.

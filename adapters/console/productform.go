@@ -139,7 +139,7 @@ func (k *console) formPage(c *fiber.Ctx, status int, f productForm, errMsg strin
 		title = "Edit product #" + strconv.FormatInt(int64(f.ID), 10)
 	}
 	return k.render(c, status, "productform", view{Title: title, Error: errMsg,
-		Data: formData{Form: f, Currency: k.shop.Config().Currency}})
+		Data: formData{Form: f, Currency: k.sales.Currency()}})
 }
 
 func (k *console) newProductPage(c *fiber.Ctx) error {
@@ -151,22 +151,22 @@ func (k *console) editProductPage(c *fiber.Ctx) error {
 	if err != nil {
 		return k.fail(c, err)
 	}
-	p, err := k.shop.Product(c.UserContext(), id)
+	p, err := k.catalogue.Product(c.UserContext(), id)
 	if err != nil {
 		return k.fail(c, err)
 	}
-	return k.formPage(c, fiber.StatusOK, formOf(p, k.shop.Config().Currency, k.zone(c)), "")
+	return k.formPage(c, fiber.StatusOK, formOf(p, k.sales.Currency(), k.zone(c)), "")
 }
 
 // createProduct creates a product through the use case; bad input shows the form again with
 // the error and creates nothing.
 func (k *console) createProduct(c *fiber.Ctx) error {
 	f := readForm(c)
-	cur := k.shop.Config().Currency
+	cur := k.sales.Currency()
 	p, err := f.parse(cur, k.zone(c))
 	var created domain.Product
 	if err == nil {
-		created, err = k.shop.CreateProduct(c.UserContext(), application.NewProduct{Name: f.Name, Price: p.price,
+		created, err = k.catalogue.CreateProduct(c.UserContext(), application.NewProduct{Name: f.Name, Price: p.price,
 			MaxPerOrder: p.maxPerOrder, Tiers: p.tiers, StockDisplay: p.display,
 			Sale:                domain.SaleRules{StartsAt: p.startsAt, EndsAt: p.endsAt, BuyerLimit: p.buyerLimit},
 			RefundReleasesLimit: f.RefundReleasesLimit, LowStockThreshold: p.lowStock})
@@ -187,9 +187,9 @@ func (k *console) updateProduct(c *fiber.Ctx) error {
 		return k.fail(c, err)
 	}
 	f.ID = id
-	p, err := f.parse(k.shop.Config().Currency, k.zone(c))
+	p, err := f.parse(k.sales.Currency(), k.zone(c))
 	if err == nil {
-		_, err = k.shop.UpdateProduct(c.UserContext(), id, application.ProductPatch{Name: &f.Name, Price: &p.price,
+		_, err = k.catalogue.UpdateProduct(c.UserContext(), id, application.ProductPatch{Name: &f.Name, Price: &p.price,
 			MaxPerOrder: &p.maxPerOrder, Tiers: &p.tiers, StockDisplay: &p.display, StartsAt: &p.startsAt,
 			EndsAt: &p.endsAt, BuyerLimit: &p.buyerLimit, RefundReleasesLimit: &f.RefundReleasesLimit,
 			LowStockThreshold: &p.lowStock})

@@ -28,11 +28,11 @@ func (k *console) loadReconcile(c *fiber.Ctx, repair bool) (reconcileData, error
 	if err != nil {
 		return reconcileData{}, err
 	}
-	p, err := k.shop.Product(c.UserContext(), id)
+	p, err := k.catalogue.Product(c.UserContext(), id)
 	if err != nil {
 		return reconcileData{}, err
 	}
-	rep, err := k.shop.Reconcile(c.UserContext(), id, repair)
+	rep, err := k.catalogue.Reconcile(c.UserContext(), id, repair)
 	if err != nil {
 		return reconcileData{}, err
 	}

@@ -76,7 +76,7 @@ func TestReconcileShowsTheReportAndAnAdminRepairsTheGate(t *testing.T) {
 	}
 	r := viewer.get(path + "/reconcile")
 	wantStatus(t, r, 200)
-	rep, err := h.shop.Reconcile(ctx, p.ID(), false)
+	rep, err := h.shop.Catalogue.Reconcile(ctx, p.ID(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestReconcileShowsTheReportAndAnAdminRepairsTheGate(t *testing.T) {
 	if _, err := h.gate.Apply(ctx, domain.GateChange{Product: p.ID(), Ref: "bogus-1", Stock: 5, Sold: -1}); err != nil {
 		t.Fatal(err)
 	}
-	bad, err := h.shop.Reconcile(ctx, p.ID(), false)
+	bad, err := h.shop.Catalogue.Reconcile(ctx, p.ID(), false)
 	if err != nil || bad.OK() {
 		t.Fatalf("bogus change: %v, report ok %v", err, bad.OK())
 	}
@@ -118,7 +118,7 @@ func TestReconcileShowsTheReportAndAnAdminRepairsTheGate(t *testing.T) {
 	if n := len(h.audit()); n != before {
 		t.Fatalf("forged post recorded: %d entries, had %d", n, before)
 	}
-	if still, _ := h.shop.Reconcile(ctx, p.ID(), false); still.OK() {
+	if still, _ := h.shop.Catalogue.Reconcile(ctx, p.ID(), false); still.OK() {
 		t.Fatal("a refused repair repaired")
 	}
 
@@ -130,7 +130,7 @@ func TestReconcileShowsTheReportAndAnAdminRepairsTheGate(t *testing.T) {
 	}
 	r = admin.post(path+"/repair", nil)
 	wantStatus(t, r, 200)
-	fixed, err := h.shop.Reconcile(ctx, p.ID(), false)
+	fixed, err := h.shop.Catalogue.Reconcile(ctx, p.ID(), false)
 	if err != nil || !fixed.OK() {
 		t.Fatalf("after repair: %v %+v", err, fixed.Checks)
 	}

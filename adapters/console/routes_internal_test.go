@@ -3,7 +3,7 @@ package console
 import (
 	"testing"
 
-	"cardshop/adapters/httpapi"
+	"cardshop/application"
 	"cardshop/domain"
 )
 
@@ -13,7 +13,7 @@ import (
 // is open to every role and records nothing; the void's confirmation, a POST that writes
 // nothing, needs the void's role.
 func TestConsoleRolesAreTheAPIs(t *testing.T) {
-	api := httpapi.ActionRoles()
+	api := application.ActionRoles()
 	forms := map[string]string{"/products/new": "product.create", "/products/:id/edit": "product.update",
 		"/orders/:order_no/refund": "order.refund", "/orders/:order_no/fulfil": "order.fulfil",
 		"/products/:id/repair": "product.repair"}

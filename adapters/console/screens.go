@@ -25,11 +25,11 @@ type productRow struct {
 // productRows lists the products with the catalogue's status and the gate's numbers of each:
 // the catalogue snapshot is a read of memory, the gate one round trip for all the products.
 func (k *console) productRows(c *fiber.Ctx) ([]productRow, domain.Currency, error) {
-	ps, err := k.shop.Products(c.UserContext())
+	ps, err := k.catalogue.Products(c.UserContext())
 	if err != nil {
 		return nil, domain.Currency{}, err
 	}
-	snap, err := k.shop.Catalogue(c.UserContext())
+	snap, err := k.sales.Catalogue(c.UserContext())
 	if err != nil {
 		return nil, domain.Currency{}, err
 	}
@@ -37,7 +37,7 @@ func (k *console) productRows(c *fiber.Ctx) ([]productRow, domain.Currency, erro
 	for i, p := range ps {
 		ids[i] = p.ID()
 	}
-	levels, err := k.shop.StockLevels(c.UserContext(), ids...)
+	levels, err := k.catalogue.StockLevels(c.UserContext(), ids...)
 	if err != nil {
 		return nil, domain.Currency{}, err
 	}
@@ -47,7 +47,7 @@ func (k *console) productRows(c *fiber.Ctx) ([]productRow, domain.Currency, erro
 		rows[i] = productRow{Product: p, Item: it, Listed: ok}
 		rows[i].Gate, rows[i].GateOK = levels[p.ID()]
 	}
-	return rows, k.shop.Config().Currency, nil
+	return rows, k.sales.Currency(), nil
 }
 
 type productsData struct {
@@ -66,7 +66,7 @@ func (k *console) home(c *fiber.Ctx) error {
 	if err != nil {
 		return k.fail(c, err)
 	}
-	open, err := k.shop.OpenAlerts(c.UserContext())
+	open, err := k.operators.OpenAlerts(c.UserContext())
 	if err != nil {
 		return k.fail(c, err)
 	}
@@ -110,12 +110,12 @@ func (k *console) productPage(c *fiber.Ctx, status int, errMsg, notice string) e
 	if err != nil {
 		return k.fail(c, err)
 	}
-	p, err := k.shop.Product(c.UserContext(), id)
+	p, err := k.catalogue.Product(c.UserContext(), id)
 	if err != nil {
 		return k.fail(c, err)
 	}
-	d := productData{Product: p, Currency: k.shop.Config().Currency}
-	levels, err := k.shop.StockLevels(c.UserContext(), id)
+	d := productData{Product: p, Currency: k.sales.Currency()}
+	levels, err := k.catalogue.StockLevels(c.UserContext(), id)
 	if err != nil {
 		return k.fail(c, err)
 	}
@@ -133,7 +133,7 @@ func (k *console) freeze(c *fiber.Ctx) error {
 		err = domain.Invalid("reason", "say why the product is frozen")
 	}
 	if err == nil {
-		err = k.shop.FreezeProduct(c.UserContext(), id, reason)
+		err = k.catalogue.FreezeProduct(c.UserContext(), id, reason)
 	}
 	k.record(c, "product.freeze", map[string]string{"reason": reason}, err)
 	return k.afterProductWrite(c, err, "Frozen: the product is off sale.")
@@ -142,7 +142,7 @@ func (k *console) freeze(c *fiber.Ctx) error {
 func (k *console) unfreeze(c *fiber.Ctx) error {
 	id, err := productID(c)
 	if err == nil {
-		err = k.shop.UnfreezeProduct(c.UserContext(), id)
+		err = k.catalogue.UnfreezeProduct(c.UserContext(), id)
 	}
 	k.record(c, "product.unfreeze", nil, err)
 	return k.afterProductWrite(c, err, "Unfrozen: the product is on sale again.")
@@ -183,15 +183,15 @@ func (k *console) loadOrder(c *fiber.Ctx) (orderData, error) {
 	if err != nil {
 		return orderData{}, domain.ErrOrderNotFound
 	}
-	v, err := k.shop.AdminOrder(c.UserContext(), no)
+	v, err := k.sales.AdminOrder(c.UserContext(), no)
 	if err != nil {
 		return orderData{}, err
 	}
-	pays, err := k.shop.Payments(c.UserContext(), no)
+	pays, err := k.payments.OrderPayments(c.UserContext(), no)
 	if err != nil {
 		return orderData{}, err
 	}
-	return orderData{Order: v.Order, Currency: k.shop.Config().Currency, Payments: pays}, nil
+	return orderData{Order: v.Order, Currency: k.sales.Currency(), Payments: pays}, nil
 }
 
 func (k *console) order(c *fiber.Ctx) error { return k.orderPage(c, fiber.StatusOK, "", "") }
@@ -229,7 +229,7 @@ func (k *console) confirm(c *fiber.Ctx, action string) error {
 // refusedFulfil sets d.Refused to why the order cannot be fulfilled now, in the API's words;
 // it answers only an error reading the order's payments.
 func (k *console) refusedFulfil(c *fiber.Ctx, d *orderData) error {
-	err := k.shop.FulfilRefusal(c.UserContext(), d.Order)
+	err := k.sales.FulfilRefusal(c.UserContext(), d.Order)
 	if err == nil {
 		return nil
 	}
@@ -254,7 +254,7 @@ func (k *console) refund(c *fiber.Ctx) error {
 	}
 	var res application.RefundResult
 	if err == nil {
-		res, err = k.shop.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Reason: params["reason"],
+		res, err = k.payments.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Reason: params["reason"],
 			Void: params["void"] == "on", Recycle: params["recycle"] == "on"})
 	}
 	k.record(c, "order.refund", params, err)
@@ -285,7 +285,7 @@ func (k *console) fulfil(c *fiber.Ctx) error {
 	if err != nil {
 		err = domain.ErrOrderNotFound
 	} else {
-		_, err = k.shop.FulfilOrder(c.UserContext(), no)
+		_, err = k.sales.FulfilOrder(c.UserContext(), no)
 	}
 	k.record(c, "order.fulfil", nil, err)
 	return k.afterOrderWrite(c, err, "Fulfilled.")
@@ -332,7 +332,7 @@ func (k *console) audit(c *fiber.Ctx) error {
 		_, msg := describe(err)
 		return k.render(c, fiber.StatusBadRequest, "audit", view{Title: "Audit log", Error: msg, Data: d})
 	}
-	if d.Entries, err = k.shop.AuditLog(c.UserContext(), f); err != nil {
+	if d.Entries, err = k.operators.AuditLog(c.UserContext(), f); err != nil {
 		return k.fail(c, err)
 	}
 	if n := len(d.Entries); n == auditPageSize {

@@ -99,7 +99,7 @@ func (k *console) confirmVoid(c *fiber.Ctx) error {
 	if err != nil {
 		return k.fail(c, err)
 	}
-	p, err := k.shop.Product(c.UserContext(), id)
+	p, err := k.catalogue.Product(c.UserContext(), id)
 	if err != nil {
 		return k.fail(c, err)
 	}
@@ -167,7 +167,7 @@ func (k *console) voidCodes(c *fiber.Ctx) error {
 		return k.codesPage(c, fiber.StatusConflict,
 			"These codes are no longer waiting for confirmation (over 10 minutes, used already, or read by another instance): paste them again.")
 	}
-	res, err := k.shop.VoidCodes(c.UserContext(), id, v.codes, v.reason)
+	res, err := k.catalogue.VoidCodes(c.UserContext(), id, v.codes, v.reason)
 	k.record(c, "codes.void", map[string]string{"reason": v.reason, "given": strconv.Itoa(len(v.codes)),
 		"voided": strconv.Itoa(res.Voided), "not_found": strconv.Itoa(res.NotFound), "not_voidable": strconv.Itoa(res.NotVoidable)}, err)
 	if err != nil {

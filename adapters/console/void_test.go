@@ -23,7 +23,7 @@ func TestConsoleVoidsCodesThroughAConfirmation(t *testing.T) {
 	h := newHarness(t, 0)
 	p := h.product("Leaky", 500)
 	codes := []string{"LEAK-SECRET-0001", "LEAK-SECRET-0002", "LEAK-SECRET-0003", "LEAK-SECRET-0004"}
-	if _, err := h.shop.ImportCodes(context.Background(), p.ID(), strings.NewReader(strings.Join(codes, "\n")+"\n")); err != nil {
+	if _, err := h.shop.Catalogue.ImportCodes(context.Background(), p.ID(), strings.NewReader(strings.Join(codes, "\n")+"\n")); err != nil {
 		t.Fatal(err)
 	}
 	base := "/console/products/" + itoa(int64(p.ID())) + "/codes"
@@ -80,11 +80,11 @@ func TestConsoleVoidsCodesThroughAConfirmation(t *testing.T) {
 	if !strings.Contains(r.body, "freeze the product first") {
 		t.Fatalf("a void of a product on sale: %s", r.body)
 	}
-	if c, _ := h.shop.CardCounts(context.Background(), p.ID()); c[domain.CardUnsold] != 4 || c[domain.CardVoid] != 0 {
+	if c, _ := h.shop.Catalogue.CardCounts(context.Background(), p.ID()); c[domain.CardUnsold] != 4 || c[domain.CardVoid] != 0 {
 		t.Fatalf("a refused void changed the pool: %v", c)
 	}
 
-	if err := h.shop.FreezeProduct(context.Background(), p.ID(), "leak"); err != nil {
+	if err := h.shop.Catalogue.FreezeProduct(context.Background(), p.ID(), "leak"); err != nil {
 		t.Fatal(err)
 	}
 	// The pending void was taken by its post: it cannot be posted again.
@@ -107,7 +107,7 @@ func TestConsoleVoidsCodesThroughAConfirmation(t *testing.T) {
 	if !strings.Contains(r.body, "Voided 2 code(s); 1 not found; 1 not voidable") {
 		t.Fatalf("the result does not count: %s", r.body)
 	}
-	if c, _ := h.shop.CardCounts(context.Background(), p.ID()); c[domain.CardUnsold] != 2 || c[domain.CardVoid] != 2 {
+	if c, _ := h.shop.Catalogue.CardCounts(context.Background(), p.ID()); c[domain.CardUnsold] != 2 || c[domain.CardVoid] != 2 {
 		t.Fatalf("the pool after the void: %v", c)
 	}
 

@@ -44,7 +44,7 @@ func TestTimesAreShownAndReadInTheOperatorsZone(t *testing.T) {
 	// A sale start typed in Shanghai (UTC+8) is stored as that instant, and shown back in it.
 	form := url.Values{"name": {"Steam 50"}, "price": {"50.00"}, "max_per_order": {"3"}, "starts_at": {"2025-03-02T18:00"}}
 	wantStatus(t, b.post("/console/products", form), fiber.StatusSeeOther)
-	ps, _ := h.shop.Products(t.Context())
+	ps, _ := h.shop.Catalogue.Products(t.Context())
 	if len(ps) != 1 || !ps[0].Sale().StartsAt.Equal(time.Date(2025, 3, 2, 10, 0, 0, 0, time.UTC)) {
 		t.Fatalf("stored %+v", ps[0].Record())
 	}

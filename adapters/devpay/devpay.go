@@ -23,7 +23,7 @@
 //	POST /dev/pay/{order_no}/confirm   → Gateway.Confirm(ctx, form, deliver)
 //	POST /api/payments/dev/notify      → the notify use case, like any provider's
 //
-// Both page functions answer a complete domain.Reply (status, text/html, body) to write as it
+// Both page functions answer a complete Page (status, text/html, body) to write as it
 // is, with Cache-Control: no-store. The {order_no} of the path is cosmetic: the order number
 // that counts is the signed one in the parameters. deliver is the function the notify route
 // calls for provider "dev" (the notify use case): Confirm hands it the notification as if it
@@ -345,6 +345,7 @@ func (g *Gateway) Close(_ context.Context, p domain.Payment) error {
 		return domain.ErrAlreadyPaid
 	case stOpen:
 		rec.state = stExpired
+	default: // failed or expired already: nothing to close
 	}
 	return nil
 }

@@ -274,15 +274,15 @@ type shop struct {
 	notices []domain.ProviderNotice
 }
 
-func (s *shop) deliver(ctx context.Context, in domain.InboundRequest) (domain.Reply, error) {
+func (s *shop) deliver(ctx context.Context, in domain.InboundRequest) error {
 	n, err := s.g.Verify(ctx, in)
 	if err != nil {
-		return s.g.Reply(false), nil
+		return err
 	}
 	s.mu.Lock()
 	s.notices = append(s.notices, n)
 	s.mu.Unlock()
-	return s.g.Reply(true), nil
+	return nil
 }
 
 func TestConfirmPayNotifiesAndShowsPaid(t *testing.T) {
@@ -399,7 +399,7 @@ func TestConfirmWhenTheShopDoesNotAccept(t *testing.T) {
 	pc, q := create(t, g, request(testOrder, 1999, cny))
 	p := parsePage(t, g.PayPage(q).Body)
 	for name, rec := range map[string]*recorder{
-		"refused":     {reply: g.Reply(false)},
+		"refused":     {err: domain.ErrBadSignature},
 		"unavailable": {err: fmt.Errorf("ledger: %w", domain.ErrUnavailable)},
 	} {
 		rep := g.Confirm(ctx, withChoice(p, "pay"), rec.deliver)

@@ -71,25 +71,24 @@ func create(t testing.TB, g *Gateway, r domain.PaymentRequest) (domain.PaymentCr
 	return pc, q
 }
 
-// recorder is a deliver that keeps what it was handed and answers reply.
+// recorder is a deliver that keeps what it was handed and answers err (nil: accepted).
 type recorder struct {
-	mu    sync.Mutex
-	got   []domain.InboundRequest
-	reply domain.Reply
-	err   error
+	mu  sync.Mutex
+	got []domain.InboundRequest
+	err error
 }
 
-func (r *recorder) deliver(_ context.Context, in domain.InboundRequest) (domain.Reply, error) {
+func (r *recorder) deliver(_ context.Context, in domain.InboundRequest) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, in)
-	return r.reply, r.err
+	return r.err
 }
 
 func (r *recorder) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.got) }
 
 func accepting() *recorder {
-	return &recorder{reply: domain.Reply{Status: 200, Body: []byte(`{"received":true}`)}}
+	return &recorder{}
 }
 
 // withChoice is the form a press on the page posts: the hidden fields and the button.

@@ -50,7 +50,7 @@ func (g *Gateway) notifySig(ts string, body []byte) string {
 func (g *Gateway) notification(n notice, at time.Time) domain.InboundRequest {
 	body, _ := json.Marshal(n) // strings and an integer: cannot fail
 	ts := strconv.FormatInt(at.Unix(), 10)
-	h := http.Header{}
+	h := domain.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set(HeaderTimestamp, ts)
 	h.Set(HeaderSignature, "v1="+g.notifySig(ts, body))
@@ -149,9 +149,9 @@ func validID(s, prefix string) bool {
 }
 
 // Reply is 200 {"received":true} when accepted, 400 {"received":false} when refused.
-func (g *Gateway) Reply(accepted bool) domain.Reply {
+func (g *Gateway) Reply(accepted bool) (status int, contentType string, body []byte) {
 	if accepted {
-		return domain.Reply{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"received":true}`)}
+		return http.StatusOK, "application/json", []byte(`{"received":true}`)
 	}
-	return domain.Reply{Status: http.StatusBadRequest, ContentType: "application/json", Body: []byte(`{"received":false}`)}
+	return http.StatusBadRequest, "application/json", []byte(`{"received":false}`)
 }

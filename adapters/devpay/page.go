@@ -21,9 +21,16 @@ import (
 )
 
 // Deliver hands a notification to the shop exactly as if it had arrived at
-// /api/payments/dev/notify, and returns the reply the shop gave (the gateway's Reply) or an
-// error when it could not judge it (for example ErrUnavailable).
-type Deliver func(ctx context.Context, in domain.InboundRequest) (domain.Reply, error)
+// /api/payments/dev/notify: nil when the shop accepted it, an error when it refused it or
+// could not judge it (for example ErrUnavailable).
+type Deliver func(ctx context.Context, in domain.InboundRequest) error
+
+// Page is a page of the pay flow, written as it is: status, content type, body.
+type Page struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
 
 // Limits of the signed link's free-text parts.
 const (
@@ -159,7 +166,7 @@ func checkReturnURL(s string) error {
 // with the "Pay" and "Fail" buttons while the payment is open; 200 with its outcome once it is
 // paid or failed; 410 once it expired or was closed; 400 for a link that is not this gateway's
 // (forged, altered, incomplete).
-func (g *Gateway) PayPage(query url.Values) domain.Reply {
+func (g *Gateway) PayPage(query url.Values) Page {
 	lk, err := g.parseLink(query, false)
 	if err != nil {
 		return g.invalidPage()
@@ -183,6 +190,7 @@ func (g *Gateway) PayPage(query url.Values) domain.Reply {
 	case stFailed:
 		v.Title, v.Tone, v.Message = "Payment failed", toneBad, "This payment failed. Nothing was charged; start a new order in the shop to try again."
 		return g.withBackLink(v, lk, http.StatusOK)
+	default: // open: the payment form below
 	}
 	v.Title, v.Tone = "Pay for your order", toneNeutral
 	v.Form = &formView{Action: string(lk.OrderNo) + "/confirm"}
@@ -200,7 +208,7 @@ func (g *Gateway) PayPage(query url.Values) domain.Reply {
 // The same press again resends the same notification; the other press after a final outcome
 // changes nothing (409); a press on an expired or closed payment sends nothing (410); a forged
 // form is 400.
-func (g *Gateway) Confirm(ctx context.Context, form url.Values, deliver func(context.Context, domain.InboundRequest) (domain.Reply, error)) domain.Reply {
+func (g *Gateway) Confirm(ctx context.Context, form url.Values, deliver Deliver) Page {
 	lk, err := g.parseLink(form, true)
 	if err != nil {
 		return g.invalidPage()
@@ -253,23 +261,18 @@ func (g *Gateway) Confirm(ctx context.Context, form url.Values, deliver func(con
 	}
 	g.mu.Unlock()
 
-	var reply domain.Reply
 	if deliver == nil {
 		err = errors.New("no delivery configured")
 	} else {
-		reply, err = deliver(ctx, g.notification(n, now))
+		err = deliver(ctx, g.notification(n, now))
 	}
-	if err != nil || reply.Status < 200 || reply.Status > 299 {
+	if err != nil {
 		what := "paid"
 		if want == stFailed {
 			what = "failed"
 		}
 		v.Title, v.Tone = "The shop did not accept the notification", toneWarn
-		if err != nil {
-			v.Message = fmt.Sprintf("The dev provider recorded the payment as %s, but the shop could not take the notification (its log says why). Press the same button again to resend it; the shop also learns of it by querying the provider.", what)
-		} else {
-			v.Message = fmt.Sprintf("The dev provider recorded the payment as %s, but the shop refused the notification (HTTP %d). Its notification log says why.", what, reply.Status)
-		}
+		v.Message = fmt.Sprintf("The dev provider recorded the payment as %s, but the shop could not take the notification (its log says why). Press the same button again to resend it; the shop also learns of it by querying the provider.", what)
 		return g.withBackLink(v, lk, http.StatusBadGateway)
 	}
 	if want == stPaid {
@@ -311,7 +314,7 @@ func untilText(d time.Duration) string {
 }
 
 // withBackLink finishes a page about a settled payment: a link back instead of the expiry.
-func (g *Gateway) withBackLink(v view, lk link, status int) domain.Reply {
+func (g *Gateway) withBackLink(v view, lk link, status int) Page {
 	v.Expiry = false
 	if lk.Return != "" {
 		v.Link, v.LinkText = lk.Return, "Back to the shop"
@@ -321,13 +324,13 @@ func (g *Gateway) withBackLink(v view, lk link, status int) domain.Reply {
 	return render(status, v)
 }
 
-func (g *Gateway) expiredPage(v view) domain.Reply {
+func (g *Gateway) expiredPage(v view) Page {
 	v.Title, v.Tone = "This payment has expired", toneWarn
 	v.Message = "The time to pay this order is over, or the shop closed the payment. Nothing was charged; start a new order in the shop."
 	return render(http.StatusGone, v)
 }
 
-func (g *Gateway) invalidPage() domain.Reply {
+func (g *Gateway) invalidPage() Page {
 	return render(http.StatusBadRequest, view{Title: "This payment link is not valid", Tone: toneBad,
 		Message: "It was altered or is incomplete, or it comes from another cardshop instance or from before a restart. Start again from the shop."})
 }
@@ -369,17 +372,17 @@ func sortFields(fs []field) {
 
 var marks = map[string]string{toneOK: "✓", toneBad: "✕", toneWarn: "!"}
 
-func render(status int, v view) domain.Reply {
+func render(status int, v view) Page {
 	if v.Form == nil {
 		v.Mark = marks[v.Tone]
 	}
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, v); err != nil {
 		// The template and its data are the package's own: an error here is a bug.
-		return domain.Reply{Status: http.StatusInternalServerError, ContentType: "text/plain; charset=utf-8",
+		return Page{Status: http.StatusInternalServerError, ContentType: "text/plain; charset=utf-8",
 			Body: []byte("dev pay page could not be rendered")}
 	}
-	return domain.Reply{Status: status, ContentType: "text/html; charset=utf-8", Body: b.Bytes()}
+	return Page{Status: status, ContentType: "text/html; charset=utf-8", Body: b.Bytes()}
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>

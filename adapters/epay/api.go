@@ -167,7 +167,7 @@ func (g *Gateway) order(ctx context.Context, no domain.OrderNo, op string) (orde
 	if _, err := domain.ParseOrderNo(string(no)); err != nil {
 		return orderAnswer{}, domain.Invalid("order_no", "not an order number")
 	}
-	q := url.Values{"act": {"order"}, "pid": {g.pid}, "key": {string(g.key)}, "out_trade_no": {string(no)}}
+	q := url.Values{"act": {"order"}, "pid": {g.pid}, "key": {g.key.Reveal()}, "out_trade_no": {string(no)}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.base+"/api.php?"+q.Encode(), nil)
 	if err != nil {
 		return orderAnswer{}, fmt.Errorf("epay %s: cannot build the request", op)
@@ -225,8 +225,8 @@ func (g *Gateway) call(req *http.Request, op string, out any) error {
 // remote makes outside text fit for an error: the KEY masked (a gateway might echo the
 // request), invalid UTF-8 replaced, at most 200 bytes.
 func (g *Gateway) remote(s string) string {
-	s = strings.ReplaceAll(s, string(g.key), redacted)
-	s = strings.ReplaceAll(s, url.QueryEscape(string(g.key)), redacted)
+	s = strings.ReplaceAll(s, g.key.Reveal(), domain.Redacted)
+	s = strings.ReplaceAll(s, url.QueryEscape(g.key.Reveal()), domain.Redacted)
 	s = strings.ToValidUTF8(s, "?")
 	if len(s) > 200 {
 		cut := 200

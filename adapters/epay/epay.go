@@ -66,7 +66,7 @@ type Config struct {
 	// PID is the merchant id.
 	PID string
 	// Key is the merchant KEY.
-	Key Key
+	Key domain.Secret
 	// Variant is how the KEY joins the signed string (SignAppend unless the gateway says otherwise).
 	Variant SignVariant
 	// Type is the payment method: alipay (when empty), wxpay, qqpay, …
@@ -88,7 +88,7 @@ type Gateway struct {
 	name    domain.Provider
 	base    string // without the trailing slash
 	pid     string
-	key     Key
+	key     domain.Secret
 	variant SignVariant
 	typ     string
 	mode    Mode
@@ -127,7 +127,7 @@ func New(cfg Config) (*Gateway, error) {
 	if len(cfg.Key) < MinKeyLength {
 		return nil, fmt.Errorf("epay merchant key must be at least %d characters", MinKeyLength)
 	}
-	if strings.TrimSpace(string(cfg.Key)) != string(cfg.Key) || strings.ContainsAny(string(cfg.Key), "\r\n\t") {
+	if strings.TrimSpace(cfg.Key.Reveal()) != cfg.Key.Reveal() || strings.ContainsAny(cfg.Key.Reveal(), "\r\n\t") {
 		return nil, errors.New("epay merchant key has white space: a copy-paste error")
 	}
 	if cfg.Variant != SignAppend && cfg.Variant != SignAmpKey {
@@ -165,12 +165,12 @@ func (g *Gateway) Supports(c domain.Currency) bool { return c.Code == cny.Code }
 
 // Reply is the plain text the gateway looks for: "success" stops its resends, anything else
 // ("fail") makes it resend. Both are 200: gateways read the body, not the status.
-func (g *Gateway) Reply(accepted bool) domain.Reply {
-	body := "fail"
+func (g *Gateway) Reply(accepted bool) (status int, contentType string, body []byte) {
+	text := "fail"
 	if accepted {
-		body = "success"
+		text = "success"
 	}
-	return domain.Reply{Status: http.StatusOK, ContentType: "text/plain; charset=utf-8", Body: []byte(body)}
+	return http.StatusOK, "text/plain; charset=utf-8", []byte(text)
 }
 
 // Close is not offered by epay v1: a payment stays payable at the gateway.

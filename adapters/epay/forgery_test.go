@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
 	"cardshop/domain"
 )
 

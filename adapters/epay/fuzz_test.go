@@ -16,7 +16,7 @@ import (
 	"cardshop/domain"
 )
 
-const fuzzKey = epay.Key("fuzz0123456789abcdef0123456789ab")
+const fuzzKey = domain.Secret("fuzz0123456789abcdef0123456789ab")
 
 func fuzzGateway(f *testing.F) *epay.Gateway {
 	g, err := epay.New(epay.Config{GatewayURL: "https://pay.example.com/", PID: "1001", Key: fuzzKey})
@@ -58,7 +58,7 @@ func FuzzVerify(f *testing.F) {
 		in := domain.InboundRequest{Method: http.MethodGet}
 		if post {
 			in = domain.InboundRequest{Method: http.MethodPost, Body: []byte(raw),
-				Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}}
+				Header: domain.Header{"Content-Type": {"application/x-www-form-urlencoded"}}}
 		} else {
 			q, err := url.ParseQuery(raw)
 			if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
 	"cardshop/domain"
 )
 
@@ -81,7 +81,7 @@ func TestProviderSupportsReplyClose(t *testing.T) {
 	if !g.Supports(cny) || g.Supports(usd) || g.Supports(domain.Currency{}) {
 		t.Fatal("Supports must be CNY only")
 	}
-	ok, no := g.Reply(true), g.Reply(false)
+	ok, no := replyOf(g.Reply(true)), replyOf(g.Reply(false))
 	if ok.Status != http.StatusOK || string(ok.Body) != "success" || !strings.HasPrefix(ok.ContentType, "text/plain") {
 		t.Fatalf("accepted reply %+v", ok)
 	}

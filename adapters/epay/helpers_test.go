@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
 	"cardshop/domain"
 )
 
@@ -29,7 +29,7 @@ func newSim(t *testing.T, cfg epaysim.Config) *epaysim.Sim {
 
 func newGateway(t *testing.T, sim *epaysim.Sim, mutate func(*epay.Config)) *epay.Gateway {
 	t.Helper()
-	cfg := epay.Config{GatewayURL: sim.URL() + "/", PID: sim.PID(), Key: epay.Key(sim.Key())}
+	cfg := epay.Config{GatewayURL: sim.URL() + "/", PID: sim.PID(), Key: domain.Secret(sim.Key())}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -58,7 +58,7 @@ func newShop(t *testing.T, g *epay.Gateway) *shop {
 	s := &shop{g: g}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		in := domain.InboundRequest{Method: r.Method, Header: r.Header, Query: r.URL.Query(), Body: body, At: time.Now()}
+		in := domain.InboundRequest{Method: r.Method, Header: domain.Header(r.Header), Query: r.URL.Query(), Body: body, At: time.Now()}
 		n, err := g.Verify(r.Context(), in)
 		s.mu.Lock()
 		s.inbound = append(s.inbound, in)
@@ -69,7 +69,7 @@ func newShop(t *testing.T, g *epay.Gateway) *shop {
 		}
 		accepted := err == nil && !s.refuseOK
 		s.mu.Unlock()
-		rep := g.Reply(accepted)
+		rep := replyOf(g.Reply(accepted))
 		w.Header().Set("Content-Type", rep.ContentType)
 		w.WriteHeader(rep.Status)
 		_, _ = w.Write(rep.Body)
@@ -105,4 +105,15 @@ func created(t *testing.T, sim *epaysim.Sim, g *epay.Gateway, r domain.PaymentRe
 		t.Fatal(err)
 	}
 	return c
+}
+
+// reply is the gateway's Reply as one value: replyOf(g.Reply(accepted)).
+type reply struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+func replyOf(status int, contentType string, body []byte) reply {
+	return reply{status, contentType, body}
 }

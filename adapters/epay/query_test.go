@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
 	"cardshop/domain"
 )
 
@@ -27,7 +27,7 @@ func TestQueryUnpaidThenPaid(t *testing.T) {
 		t.Fatalf("unpaid: %+v %v", st, err)
 	}
 	sim.Retry(false)
-	sim.DropNext(1) // the notification is lost: the query is how the shop learns
+	sim.Drop(1) // the notification is lost: the query is how the shop learns
 	_ = sim.Pay(context.Background(), string(no))
 	st, err = g.Query(context.Background(), p)
 	if err != nil || st.Outcome != domain.OutcomePaid || st.ProviderRef != o.TradeNo || st.Amount != 4200 {

@@ -50,7 +50,7 @@ func (g *Gateway) Refund(ctx context.Context, p domain.Payment, r domain.RefundR
 	default:
 		return domain.RefundState{}, fmt.Errorf("epay refund: unknown order status %s", g.remote(string(a.Status)))
 	}
-	form := url.Values{"pid": {g.pid}, "key": {string(g.key)}, "money": {cny.Format(r.Amount)}}
+	form := url.Values{"pid": {g.pid}, "key": {g.key.Reveal()}, "money": {cny.Format(r.Amount)}}
 	if a.TradeNo != "" {
 		form.Set("trade_no", string(a.TradeNo))
 	} else {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
 	"cardshop/domain"
 )
 

@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
+	"cardshop/domain"
 )
 
 // The vectors were computed outside this code (printf '%s' "<string>" | md5sum) or published
@@ -16,7 +17,7 @@ func TestSignVectors(t *testing.T) {
 	cases := []struct {
 		name    string
 		params  epay.Params
-		key     epay.Key
+		key     domain.Secret
 		variant epay.SignVariant
 		str     string
 		sign    string
@@ -89,7 +90,7 @@ func TestSignAgreesWithSimulator(t *testing.T) {
 			if amp {
 				variant = epay.SignAmpKey
 			}
-			if a, b := epay.Sign(p, epay.Key(key), variant), epaysim.Sign(v, key, amp); a != b {
+			if a, b := epay.Sign(p, domain.Secret(key), variant), epaysim.Sign(v, key, amp); a != b {
 				t.Fatalf("params %v amp=%v: gateway %s, simulator %s", p, amp, a, b)
 			}
 		}
@@ -97,7 +98,7 @@ func TestSignAgreesWithSimulator(t *testing.T) {
 }
 
 func TestKeyIsRedacted(t *testing.T) {
-	k := epay.Key("super-secret-merchant-key-123456")
+	k := domain.Secret("super-secret-merchant-key-123456")
 	for _, s := range []string{k.String(), fmt.Sprint(k), fmt.Sprintf("%v %s %q %#v %x", k, k, k, k, k)} {
 		if strings.Contains(s, "super") || strings.Contains(s, "7375706572") {
 			t.Fatalf("key printed: %s", s)
@@ -106,7 +107,7 @@ func TestKeyIsRedacted(t *testing.T) {
 	if b, _ := k.MarshalText(); string(b) != "[REDACTED]" {
 		t.Fatalf("MarshalText = %s", b)
 	}
-	if epay.Key("").String() != "" {
+	if domain.Secret("").String() != "" {
 		t.Fatal("an empty key must print empty")
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"cardshop/adapters/epay"
-	"cardshop/adapters/epay/epaysim"
+	"cardshop/adapters/lab/paysim/epaysim"
 	"cardshop/domain"
 )
 
@@ -56,13 +56,13 @@ func TestRefusedNotificationsAreResentUntilSuccess(t *testing.T) {
 	if err := sim.Pay(context.Background(), string(no)); !errors.Is(err, epaysim.ErrNotAcknowledged) {
 		t.Fatalf("Pay = %v", err)
 	}
-	if d := sim.Deliveries(); len(d) != 4 || d[3].Body != "fail" {
+	if d := sim.Deliveries(); len(d) != 4 || string(d[3].Reply) != "fail" {
 		t.Fatalf("want 4 attempts answered fail: %+v", d)
 	}
 	s.mu.Lock()
 	s.refuseOK = false
 	s.mu.Unlock()
-	d, err := sim.Resend(context.Background(), string(no))
+	d, err := sim.Renotify(context.Background(), string(no))
 	if err != nil || !d.Accepted() {
 		t.Fatalf("resend %+v %v", d, err)
 	}
@@ -86,8 +86,8 @@ func TestForgedNotificationsAreRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Accepted() || strings.TrimSpace(d.Body) != "fail" {
-			t.Errorf("%v: accepted (%d %q)", f, d.Status, d.Body)
+		if d.Accepted() || strings.TrimSpace(string(d.Reply)) != "fail" {
+			t.Errorf("%v: accepted (%d %q)", f, d.Status, d.Reply)
 		}
 	}
 	notices, errs := s.results()
@@ -223,11 +223,11 @@ func TestVerifyMethods(t *testing.T) {
 		ok   bool
 	}{
 		{"GET query", domain.InboundRequest{Method: http.MethodGet, Query: q}, true},
-		{"POST form", domain.InboundRequest{Method: http.MethodPost, Header: form, Body: []byte(q.Encode())}, true},
+		{"POST form", domain.InboundRequest{Method: http.MethodPost, Header: domain.Header(form), Body: []byte(q.Encode())}, true},
 		{"POST form, no content type", domain.InboundRequest{Method: http.MethodPost, Body: []byte(q.Encode())}, true},
 		{"POST, params in query", domain.InboundRequest{Method: http.MethodPost, Query: q}, true},
-		{"POST JSON", domain.InboundRequest{Method: http.MethodPost, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(q.Encode())}, false},
-		{"POST broken form", domain.InboundRequest{Method: http.MethodPost, Header: form, Body: []byte(q.Encode() + "&x=%zz")}, false},
+		{"POST JSON", domain.InboundRequest{Method: http.MethodPost, Header: domain.Header{"Content-Type": {"application/json"}}, Body: []byte(q.Encode())}, false},
+		{"POST broken form", domain.InboundRequest{Method: http.MethodPost, Header: domain.Header(form), Body: []byte(q.Encode() + "&x=%zz")}, false},
 		{"PUT", domain.InboundRequest{Method: http.MethodPut, Query: q}, false},
 		{"GET nothing", domain.InboundRequest{Method: http.MethodGet}, false},
 	}
@@ -251,7 +251,7 @@ func TestNotificationSwitches(t *testing.T) {
 	created(t, sim, g, request(b, 200, s.notifyURL()))
 
 	// Dropped on the way: the shop sees the third attempt only.
-	sim.DropNext(2)
+	sim.Drop(2)
 	if err := sim.Pay(context.Background(), string(a)); err != nil {
 		t.Fatal(err)
 	}
@@ -264,12 +264,12 @@ func TestNotificationSwitches(t *testing.T) {
 	if err := sim.Pay(context.Background(), string(b)); !errors.Is(err, epaysim.ErrHeld) {
 		t.Fatal(err)
 	}
-	if _, err := sim.Resend(context.Background(), string(a)); !errors.Is(err, epaysim.ErrHeld) {
+	if _, err := sim.Renotify(context.Background(), string(a)); !errors.Is(err, epaysim.ErrHeld) {
 		t.Fatal(err)
 	}
 	sim.Hold(false)
-	out := sim.Release(context.Background(), true)
-	if len(out) != 2 || out[0].OutTradeNo != string(a) || out[1].OutTradeNo != string(b) || !out[0].Accepted() || !out[1].Accepted() {
+	out := sim.Release(context.Background(), 1, 0)
+	if len(out) != 2 || out[0].Note.OutTradeNo != string(a) || out[1].Note.OutTradeNo != string(b) || !out[0].Accepted() || !out[1].Accepted() {
 		t.Fatalf("released %+v", out)
 	}
 	notices, errs := s.results()

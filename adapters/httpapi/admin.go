@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"cardshop/adapters/authtoken"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -110,7 +111,7 @@ func (s *Server) createProduct(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.shop.CreateProduct(c.UserContext(), application.NewProduct{ID: domain.ProductID(req.ID),
+	p, err := s.products.CreateProduct(c.UserContext(), application.NewProduct{ID: domain.ProductID(req.ID),
 		Name: req.Name, Price: domain.Money(req.Price), MaxPerOrder: req.MaxPerOrder,
 		Tiers: domainTiers(req.Tiers), StockDisplay: display,
 		Sale:                domain.SaleRules{StartsAt: timeOrZero(req.StartsAt), EndsAt: timeOrZero(req.EndsAt), BuyerLimit: req.BuyerLimit},
@@ -150,7 +151,7 @@ func (s *Server) updateProduct(c *fiber.Ctx) error {
 	}
 	patch.StartsAt, patch.EndsAt = req.StartsAt.ptr(), req.EndsAt.ptr()
 	patch.BuyerLimit, patch.RefundReleasesLimit, patch.LowStockThreshold = req.BuyerLimit, req.RefundReleasesLimit, req.LowStockThreshold
-	p, err := s.shop.UpdateProduct(c.UserContext(), id, patch)
+	p, err := s.products.UpdateProduct(c.UserContext(), id, patch)
 	if err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func (s *Server) updateProduct(c *fiber.Ctx) error {
 }
 
 func (s *Server) listProducts(c *fiber.Ctx) error {
-	ps, err := s.shop.Products(c.UserContext())
+	ps, err := s.products.Products(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func (s *Server) getProduct(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.shop.Product(c.UserContext(), id)
+	p, err := s.products.Product(c.UserContext(), id)
 	if err != nil {
 		return err
 	}
@@ -212,33 +213,6 @@ func newImportResponse(rep application.ImportReport, complete bool) importRespon
 	return out
 }
 
-// ImportAudit is what the audit log records of a code import, through the API or the
-// console, as its entry's parameters: the report's counts, the last line it accounts for and
-// the bytes read — never a code. The console's import history reads it back.
-type ImportAudit struct {
-	Added        int   `json:"added"`
-	Duplicates   int   `json:"duplicates"`
-	InPool       int   `json:"in_pool"`
-	Invalid      int   `json:"invalid"`
-	Comments     int   `json:"comments"`
-	Headers      int   `json:"headers"`
-	Unterminated int   `json:"unterminated"`
-	Through      int   `json:"through"`
-	Bytes        int64 `json:"bytes"`
-}
-
-// NewImportAudit is the audit record of an import that read bytes and reported rep.
-func NewImportAudit(rep application.ImportReport, bytes int64) ImportAudit {
-	return ImportAudit{Added: rep.Added, Duplicates: rep.Duplicates, InPool: rep.InPool, Invalid: rep.Invalid,
-		Comments: rep.Comments, Headers: rep.Headers, Unterminated: rep.Unterminated, Through: rep.Through, Bytes: bytes}
-}
-
-// Fields are the record's JSON object fields.
-func (a ImportAudit) Fields() map[string]any {
-	return map[string]any{"added": a.Added, "duplicates": a.Duplicates, "in_pool": a.InPool, "invalid": a.Invalid,
-		"comments": a.Comments, "headers": a.Headers, "unterminated": a.Unterminated, "through": a.Through, "bytes": a.Bytes}
-}
-
 // importFailed is an import that stopped on err after importing what its report says; the
 // error answer carries the report (errorHandler).
 type importFailed struct {
@@ -259,19 +233,19 @@ func (s *Server) importCodes(c *fiber.Ctx) error {
 		return err
 	}
 	if n := c.Request().Header.ContentLength(); n > 0 && int64(n) > s.cfg.MaxImportBytes {
-		return errBodyTooLarge
+		return webkit.ErrBodyTooLarge
 	}
-	body := &importBody{r: requestBody(c), left: s.cfg.MaxImportBytes, length: int64(c.Request().Header.ContentLength())}
-	rep, err := s.shop.ImportCodes(c.UserContext(), id, body)
+	body := &importBody{r: webkit.BodyReader(c), left: s.cfg.MaxImportBytes, length: int64(c.Request().Header.ContentLength())}
+	rep, err := s.products.ImportCodes(c.UserContext(), id, body)
 	if !errors.Is(err, domain.ErrProductNotFound) {
-		c.Locals(auditOutcomeKey, NewImportAudit(rep, body.read).Fields())
+		c.Locals(auditOutcomeKey, webkit.NewImportAudit(rep, body.read).Fields())
 	}
 	switch {
 	case err == nil:
 		return c.JSON(newImportResponse(rep, true))
 	case errors.Is(err, domain.ErrProductNotFound):
 		return err
-	case errors.Is(err, errBodyTooLarge), errors.Is(err, domain.ErrUnavailable), errors.Is(err, domain.ErrInvalidInput):
+	case errors.Is(err, webkit.ErrBodyTooLarge), errors.Is(err, domain.ErrUnavailable), errors.Is(err, domain.ErrInvalidInput):
 	case body.failed:
 		err = fmt.Errorf("%w: %w", domain.Invalid("body", "could not be read to its end"), err)
 	}
@@ -280,7 +254,7 @@ func (s *Server) importCodes(c *fiber.Ctx) error {
 
 // importBody is an import's request body. It fails, rather than ending, when the body does not
 // end cleanly, so that the import never takes a cut last line for a code:
-//   - past the import limit it returns errBodyTooLarge (an io.LimitedReader would end the body
+//   - past the import limit it returns webkit.ErrBodyTooLarge (an io.LimitedReader would end the body
 //     there, in the middle of a line);
 //   - a body that ends before its Content-Length is io.ErrUnexpectedEOF (fasthttp's stream
 //     reports a closed connection as the end);
@@ -298,7 +272,7 @@ type importBody struct {
 
 func (b *importBody) Read(p []byte) (int, error) {
 	if b.left < 0 {
-		return 0, errBodyTooLarge
+		return 0, webkit.ErrBodyTooLarge
 	}
 	if int64(len(p)) > b.left+1 {
 		p = p[:b.left+1] // one byte more than allowed tells an over-long body from one at the limit
@@ -307,7 +281,7 @@ func (b *importBody) Read(p []byte) (int, error) {
 	if int64(n) > b.left {
 		n = int(b.left)
 		b.left = -1
-		err = errBodyTooLarge
+		err = webkit.ErrBodyTooLarge
 	} else {
 		b.left -= int64(n)
 	}
@@ -316,7 +290,7 @@ func (b *importBody) Read(p []byte) (int, error) {
 		b.last = p[n-1]
 	}
 	switch {
-	case errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, webkit.ErrBodyTooLarge):
 	case errors.Is(err, io.EOF) && b.length >= 0 && b.read < b.length:
 		err, b.failed = io.ErrUnexpectedEOF, true
 	case errors.Is(err, io.EOF) && b.length < 0 && b.read > 0 && b.last != '\n':
@@ -340,7 +314,7 @@ func (s *Server) freezeProduct(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, true); err != nil {
 		return err
 	}
-	if err := s.shop.FreezeProduct(c.UserContext(), id, req.Reason); err != nil {
+	if err := s.products.FreezeProduct(c.UserContext(), id, req.Reason); err != nil {
 		return err
 	}
 	return s.getProduct(c)
@@ -351,7 +325,7 @@ func (s *Server) unfreezeProduct(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.shop.UnfreezeProduct(c.UserContext(), id); err != nil {
+	if err := s.products.UnfreezeProduct(c.UserContext(), id); err != nil {
 		return err
 	}
 	return s.getProduct(c)
@@ -386,7 +360,7 @@ func (s *Server) reconcile(c *fiber.Ctx) error {
 		return err
 	}
 	repair := c.Method() == fiber.MethodPost && c.QueryBool("repair", false)
-	rep, err := s.shop.Reconcile(c.UserContext(), id, repair)
+	rep, err := s.products.Reconcile(c.UserContext(), id, repair)
 	if err != nil {
 		return err
 	}
@@ -423,9 +397,9 @@ func (s *Server) adminOrder(c *fiber.Ctx) error {
 	// (order.codes_read) before the codes are answered.
 	var v application.OrderView
 	if withCodes {
-		v, err = s.shop.AdminOrderCodes(c.UserContext(), no, application.Reader{Identity: identityOf(c), ClientAddr: c.IP()})
+		v, err = s.sales.AdminOrderCodes(c.UserContext(), no, application.Reader{Identity: identityOf(c), ClientAddr: c.IP()})
 	} else {
-		v, err = s.shop.AdminOrder(c.UserContext(), no)
+		v, err = s.sales.AdminOrder(c.UserContext(), no)
 	}
 	if err != nil {
 		return err
@@ -467,7 +441,7 @@ func (s *Server) refund(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, true); err != nil {
 		return err
 	}
-	res, err := s.shop.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Void: req.Void,
+	res, err := s.payments.RefundOrder(c.UserContext(), application.Refund{OrderNo: no, Void: req.Void,
 		Recycle: req.Recycle, Reason: req.Reason})
 	if err != nil {
 		return err
@@ -491,7 +465,7 @@ func (s *Server) fulfil(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.shop.FulfilOrder(c.UserContext(), no)
+	o, err := s.sales.FulfilOrder(c.UserContext(), no)
 	if err != nil {
 		return err
 	}

@@ -274,7 +274,7 @@ func TestFulfilDuringAPendingRefund(t *testing.T) {
 	h.importCodes(1, "F-0001")
 	late := h.placeOrder(h.token("alice"), "key-00000001", 1, 1)
 	h.clock.Advance(16 * time.Minute)
-	if _, err := h.shop.Sweep(context.Background()); err != nil {
+	if _, err := h.shop.Sales.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	h.pay(h.placeOrder(h.token("bob"), "key-00000002", 1, 1)) // takes the only code
@@ -417,7 +417,7 @@ func TestAdminOrdersRefundFulfilReconcile(t *testing.T) {
 
 	// Make one: the pending order times out, its stock is sold to bob, then its payment arrives.
 	h.clock.Advance(16 * time.Minute)
-	if _, err := h.shop.Sweep(context.Background()); err != nil {
+	if _, err := h.shop.Sales.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.adminOrder(pending.OrderNo); got.Status != "CLOSED" {

@@ -1,12 +1,11 @@
 package httpapi
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
-	"cardshop/application"
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
@@ -45,7 +44,7 @@ func (s *Server) listAlerts(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	alerts, err := s.shop.Alerts(c.UserContext(), f)
+	alerts, err := s.operators.Alerts(c.UserContext(), f)
 	if err != nil {
 		return err
 	}
@@ -63,51 +62,14 @@ func (s *Server) listAlerts(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-// AlertFilter reads an alert list's query (status, kind, product_id, before_id, limit); the
-// console reads its filter form with it too.
-func AlertFilter(q func(key string) string) (domain.AlertFilter, error) {
-	st, err := domain.ParseAlertStatus(q("status"))
-	if err != nil {
-		return domain.AlertFilter{}, err
-	}
-	f := domain.AlertFilter{Status: st, Kind: q("kind"), Limit: 100}
-	if v := q("product_id"); v != "" {
-		id, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || id < 1 {
-			return f, domain.Invalid("product_id", "must be a positive product id")
-		}
-		f.Product = domain.ProductID(id)
-	}
-	if v := q("before_id"); v != "" {
-		if f.BeforeID, err = strconv.ParseInt(v, 10, 64); err != nil || f.BeforeID < 1 {
-			return f, domain.Invalid("before_id", "must be a positive alert id")
-		}
-	}
-	if v := q("limit"); v != "" {
-		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 1 || f.Limit > application.MaxAlertPage {
-			return f, domain.Invalid("limit", "must be from 1 to 1000")
-		}
-	}
-	return f, nil
-}
-
 func alertFilter(c *fiber.Ctx) (domain.AlertFilter, error) {
-	return AlertFilter(func(k string) string { return c.Query(k) })
-}
-
-// ParseAlertID reads an alert id from a path: a positive integer.
-func ParseAlertID(s string) (int64, error) {
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id < 1 {
-		return 0, domain.Invalid("id", "must be a positive alert id")
-	}
-	return id, nil
+	return webkit.AlertFilter(func(k string) string { return c.Query(k) })
 }
 
 // ackAlert answers POST /admin/alerts/{id}/ack with an optional {"note": "…"}: the alert,
 // acknowledged by the caller. 409 alert_acknowledged when someone did already.
 func (s *Server) ackAlert(c *fiber.Ctx) error {
-	id, err := ParseAlertID(c.Params("alert_id"))
+	id, err := webkit.ParseAlertID(c.Params("alert_id"))
 	if err != nil {
 		return err
 	}
@@ -117,7 +79,7 @@ func (s *Server) ackAlert(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, true); err != nil {
 		return err
 	}
-	a, err := s.shop.AcknowledgeAlert(c.UserContext(), id, identityOf(c).Name, req.Note)
+	a, err := s.operators.AcknowledgeAlert(c.UserContext(), id, identityOf(c).Name, req.Note)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"cardshop/adapters/httpapi"
 	"cardshop/adapters/ratelimit"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 )
 
@@ -69,9 +70,9 @@ func TestARefusedAdminTokenIsLoggedAndAuditedWithoutTheSecret(t *testing.T) {
 	wantError(t, h.as(adminToken+"x", "GET", "/admin/products", ""), 401, "unauthorized")
 	wantError(t, h.do("GET", "/admin/products", nil), 401, "unauthorized")
 
-	got := h.auditOf(httpapi.ActionAuthFailed)
+	got := h.auditOf(webkit.ActionAuthFailed)
 	if len(got.Entries) != 3 {
-		t.Fatalf("%d %s entries, want 3: %+v", len(got.Entries), httpapi.ActionAuthFailed, got.Entries)
+		t.Fatalf("%d %s entries, want 3: %+v", len(got.Entries), webkit.ActionAuthFailed, got.Entries)
 	}
 	for i, target := range []string{"", "", "operator olga"} {
 		e := got.Entries[i]
@@ -102,7 +103,7 @@ func TestRefusedTokensAreAuditedWithinBounds(t *testing.T) {
 		want    int
 	}{
 		{"per address", true, httpapi.AdminAuthFailuresPerIP + 15, httpapi.AdminAuthFailuresPerIP},
-		{"per instance", false, httpapi.AuthFailuresPerInstance + 30, httpapi.AuthFailuresPerInstance},
+		{"per instance", false, webkit.AuthFailuresPerInstance + 30, webkit.AuthFailuresPerInstance},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var h *harness
@@ -114,18 +115,18 @@ func TestRefusedTokensAreAuditedWithinBounds(t *testing.T) {
 			for range c.sent {
 				wantError(t, h.as("nobody.x", "GET", "/admin/whoami", ""), 401, "unauthorized")
 			}
-			if got := h.auditOf(httpapi.ActionAuthFailed); len(got.Entries) != c.want {
+			if got := h.auditOf(webkit.ActionAuthFailed); len(got.Entries) != c.want {
 				t.Fatalf("%d entries after %d refusals, want %d", len(got.Entries), c.sent, c.want)
 			}
 			if n := strings.Count(h.logs.String(), `"msg":"authentication refused"`); n != c.want {
 				t.Fatalf("%d log lines after %d refusals, want %d", n, c.sent, c.want)
 			}
-			h.clock.Advance(httpapi.AuthFailureWindow)
+			h.clock.Advance(webkit.AuthFailureWindow)
 			wantError(t, h.as("nobody.x", "GET", "/admin/whoami", ""), 401, "unauthorized")
-			if got := h.auditOf(httpapi.ActionAuthFailed); len(got.Entries) != c.want+1 {
+			if got := h.auditOf(webkit.ActionAuthFailed); len(got.Entries) != c.want+1 {
 				t.Fatalf("%d entries in the next window, want %d", len(got.Entries), c.want+1)
 			}
-			unrecorded := h.auditOf(httpapi.ActionAuthUnrecorded)
+			unrecorded := h.auditOf(webkit.ActionAuthUnrecorded)
 			if len(unrecorded.Entries) != 1 || unrecorded.Entries[0].Params != fmt.Sprintf(`{"count":%d}`, c.sent-c.want) {
 				t.Fatalf("the count of unrecorded refusals: %+v, want one of %d", unrecorded.Entries, c.sent-c.want)
 			}

@@ -47,7 +47,7 @@ func TestUnreadBodiesDoNotBecomeRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			io.Copy(io.Discard, res.Body)
+			_, _ = io.Copy(io.Discard, res.Body)
 			res.Body.Close()
 			// Nothing more may come: a second answer would be the smuggled request's.
 			_ = conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))

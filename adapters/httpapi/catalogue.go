@@ -115,7 +115,7 @@ func renderCatalogue(snap *application.CatalogueSnapshot) (*renderedCatalogue, e
 
 // catalogue returns the current snapshot encoded, encoding it once per snapshot version.
 func (s *Server) catalogue(c *fiber.Ctx) (*renderedCatalogue, error) {
-	snap, err := s.shop.Catalogue(c.UserContext())
+	snap, err := s.sales.Catalogue(c.UserContext())
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
@@ -13,8 +14,15 @@ import (
 // "Pay" and a "Fail" button for an order's payment, and the confirmation that sends the
 // provider's signed notification through deliver, the same path a real provider's takes.
 type DevPages interface {
-	PayPage(query url.Values) domain.Reply
-	Confirm(ctx context.Context, form url.Values, deliver func(context.Context, domain.InboundRequest) (domain.Reply, error)) domain.Reply
+	PayPage(query url.Values) Page
+	Confirm(ctx context.Context, form url.Values, deliver func(context.Context, domain.InboundRequest) error) Page
+}
+
+// Page is a page or a provider's reply, written as it is.
+type Page struct {
+	Status      int
+	ContentType string
+	Body        []byte
 }
 
 // devPayPage shows the dev provider's pay page of a signed link.
@@ -27,7 +35,7 @@ func (s *Server) devPayPage(c *fiber.Ctx) error {
 // devPayConfirm takes the buyer's "Pay" or "Fail" and hands the dev provider's notification
 // to the same use case as every provider's notify route.
 func (s *Server) devPayConfirm(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
+	b, err := webkit.ReadBody(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}
@@ -35,14 +43,14 @@ func (s *Server) devPayConfirm(c *fiber.Ctx) error {
 	if err != nil {
 		return domain.Invalid("body", "not a form")
 	}
-	deliver := func(ctx context.Context, in domain.InboundRequest) (domain.Reply, error) {
-		return s.shop.HandleNotification(ctx, "dev", in, c.IP())
+	deliver := func(ctx context.Context, in domain.InboundRequest) error {
+		return s.payments.HandleNotification(ctx, "dev", in, c.IP())
 	}
 	return writeReply(c, s.cfg.DevPay.Confirm(c.UserContext(), form, deliver))
 }
 
 // writeReply writes a page or a provider reply as it is, never cached.
-func writeReply(c *fiber.Ctx, r domain.Reply) error {
+func writeReply(c *fiber.Ctx, r Page) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if r.ContentType != "" {
 		c.Set(fiber.HeaderContentType, r.ContentType)

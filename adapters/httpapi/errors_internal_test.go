@@ -43,29 +43,29 @@ func TestPlainErrorBodies(t *testing.T) {
 		return answer{resp.Status, resp.Header.Get(fiber.HeaderContentType), resp.Header.Get(fiber.HeaderRetryAfter),
 			resp.Header.Get(fiber.HeaderXRequestID), string(b)}
 	}
-	for _, row := range errorTable {
-		if _, ok := plainError(row.err); !ok {
-			t.Fatalf("%v: not found as a plain error", row.err)
+	for _, row := range errorRows {
+		if _, ok := plainError(row.Err); !ok {
+			t.Fatalf("%v: not found as a plain error", row.Err)
 		}
 		// "": the id requestid generates (a UUID), different for each request.
 		for _, id := range []string{"", "client-id_1.2:3", `a"b<c>&d\e`} {
-			plain, wrapped := do(row.err, id), do(fmt.Errorf("wrapped: %w", row.err), id)
-			want, err := json.Marshal(errorBody{Code: row.api.code, Message: row.api.message, RequestID: plain.requestID})
+			plain, wrapped := do(row.Err, id), do(fmt.Errorf("wrapped: %w", row.Err), id)
+			want, err := json.Marshal(errorBody{Code: row.Answer.Code, Message: row.Answer.Message, RequestID: plain.requestID})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if plain.body != string(want) || plain.status != fmt.Sprintf("%d %s", row.api.status, utils.StatusMessage(row.api.status)) {
-				t.Errorf("%v, request id %q: %s %s, want %d %s", row.err, id, plain.status, plain.body, row.api.status, want)
+			if plain.body != string(want) || plain.status != fmt.Sprintf("%d %s", row.Answer.Status, utils.StatusMessage(row.Answer.Status)) {
+				t.Errorf("%v, request id %q: %s %s, want %d %s", row.Err, id, plain.status, plain.body, row.Answer.Status, want)
 			}
 			if id == "" {
 				wrapped.requestID, wrapped.body = plain.requestID, strings.Replace(wrapped.body, wrapped.requestID, plain.requestID, 1)
 			}
 			if plain != wrapped {
-				t.Errorf("%v, request id %q:\n sentinel %+v\n wrapped  %+v", row.err, id, plain, wrapped)
+				t.Errorf("%v, request id %q:\n sentinel %+v\n wrapped  %+v", row.Err, id, plain, wrapped)
 			}
 		}
 	}
-	if _, ok := plainError(fmt.Errorf("wrapped: %w", errorTable[0].err)); ok {
+	if _, ok := plainError(fmt.Errorf("wrapped: %w", errorRows[0].Err)); ok {
 		t.Fatal("a wrapped sentinel was taken for a plain one")
 	}
 }

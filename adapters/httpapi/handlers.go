@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"cardshop/adapters/paysig"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -52,7 +53,7 @@ func timePtr(t time.Time) *time.Time {
 // orderResponse shows an order: amounts in the shop's currency.
 func (s *Server) orderResponse(o domain.Order, cards []domain.Card, admin bool) orderResponse {
 	r := orderResponse{OrderNo: string(o.No()), ProductID: int64(o.Product()), Qty: o.Qty(),
-		UnitPrice: int64(o.UnitPrice()), Amount: int64(o.Amount()), Currency: s.shop.Config().Currency.Code,
+		UnitPrice: int64(o.UnitPrice()), Amount: int64(o.Amount()), Currency: s.sales.Currency().Code,
 		Status: o.Status().String(),
 		Reason: o.Reason(), CreatedAt: o.CreatedAt(), ExpiresAt: o.ExpiresAt(), PaidAt: timePtr(o.PaidAt()),
 		EndedAt: timePtr(o.EndedAt())}
@@ -66,7 +67,7 @@ func (s *Server) orderResponse(o domain.Order, cards []domain.Card, admin bool) 
 }
 
 func (s *Server) placeOrder(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
+	b, err := webkit.ReadBody(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func (s *Server) placeOrder(c *fiber.Ctx) error {
 		return domain.Invalid("product_id", "must be a positive integer")
 	}
 	key := c.Get(HeaderIdempotencyKey)
-	res, err := s.shop.PlaceOrder(c.UserContext(), application.PlaceOrder{Buyer: buyerOf(c),
+	res, err := s.sales.PlaceOrder(c.UserContext(), application.PlaceOrder{Buyer: buyerOf(c),
 		Product: domain.ProductID(req.ProductID), Qty: req.Qty, IdempotencyKey: key})
 	if err != nil {
 		return err
@@ -109,7 +110,7 @@ func (s *Server) getOrder(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.shop.BuyerOrder(c.UserContext(), buyerOf(c), no)
+	v, err := s.sales.BuyerOrder(c.UserContext(), buyerOf(c), no)
 	if err != nil {
 		return err
 	}
@@ -127,11 +128,11 @@ type callbackResponse struct {
 // answers 200 {"result":"success"}; anything else is an error the provider should retry
 // (5xx) or give up on (4xx).
 func (s *Server) paymentCallback(c *fiber.Ctx) error {
-	b, err := body(c, s.cfg.MaxBodyBytes)
+	b, err := webkit.ReadBody(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}
-	o, err := s.shop.HandlePaymentCallback(c.UserContext(), application.SignedCallback{
+	o, err := s.payments.HandlePaymentCallback(c.UserContext(), application.SignedCallback{
 		Timestamp: c.Get(paysig.HeaderTimestamp), Signature: c.Get(paysig.HeaderSignature), Body: b})
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,7 +79,7 @@ func (g *faultGate) failWith(err error) {
 type harness struct {
 	t      testing.TB
 	app    *fiber.App
-	shop   *application.Shop
+	shop   *application.App
 	clock  *memory.FakeClock
 	ledger *memory.Ledger
 	gate   *faultGate
@@ -117,7 +118,7 @@ func newHarnessWith(t testing.TB, deps func(*application.Deps), opts ...option) 
 	}
 	cfg := application.DefaultConfig()
 	cfg.ReplayWait = 50 * time.Millisecond
-	cfg.PublicURL = shopURL
+	cfg.NotifyURL, cfg.ReturnURL = shopURL+httpapi.NotifyPath, shopURL+httpapi.OrderPath
 	if h.dev, err = devpay.New(devpay.Config{Secret: devpay.NewSecret(), BaseURL: shopURL, Now: h.clock.Now}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +132,11 @@ func newHarnessWith(t testing.TB, deps func(*application.Deps), opts ...option) 
 		t.Fatal(err)
 	}
 	hc := httpapi.DefaultConfig(adminToken)
-	hc.DevPay = h.dev
+	hc.DevPay, hc.Replies = devPages{h.dev}, map[domain.Provider]httpapi.NotifyReplier{h.dev.Provider(): h.dev}
 	for _, o := range opts {
 		o(&hc)
 	}
-	h.app = httpapi.New(hc, h.shop, h.tokens, h.clock, log)
+	h.app = httpapi.New(hc, services(h.shop), h.tokens, h.clock, log)
 	return h
 }
 
@@ -432,4 +433,18 @@ func (h *harness) cardCounts(id int64) domain.CardCounts {
 		h.t.Fatal(err)
 	}
 	return c
+}
+
+// services are the API's services of a.
+func services(a *application.App) httpapi.Services {
+	return httpapi.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin}
+}
+
+// devPages serves the dev provider's pages to the API, as the service wires them.
+type devPages struct{ g *devpay.Gateway }
+
+func (d devPages) PayPage(query url.Values) httpapi.Page { return httpapi.Page(d.g.PayPage(query)) }
+
+func (d devPages) Confirm(ctx context.Context, form url.Values, deliver func(context.Context, domain.InboundRequest) error) httpapi.Page {
+	return httpapi.Page(d.g.Confirm(ctx, form, deliver))
 }

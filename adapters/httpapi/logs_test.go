@@ -32,7 +32,7 @@ func TestCodesNeverReachTheLog(t *testing.T) {
 
 	b := h.placeOrder(alice, "key-00000002", 1, 1)
 	h.clock.Advance(20 * time.Minute)
-	if _, err := h.shop.Sweep(context.Background()); err != nil {
+	if _, err := h.shop.Sales.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	c := h.placeOrder(h.token("bob"), "key-00000003", 1, 4)
@@ -41,7 +41,7 @@ func TestCodesNeverReachTheLog(t *testing.T) {
 	h.importCodes(1, "LOGSECRET-LATE-1")
 	wantStatus(t, h.admin("POST", "/admin/orders/"+b.OrderNo+"/fulfil", ""), 200)
 	wantStatus(t, h.getOrder(alice, b.OrderNo), 200)
-	if _, err := h.shop.RelayOutbox(context.Background()); err != nil {
+	if _, err := h.shop.Relay.RelayOutbox(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, h.admin("POST", "/admin/products/1/reconcile?repair=true", ""), 200)

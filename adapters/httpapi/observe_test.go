@@ -12,13 +12,14 @@ import (
 	"cardshop/adapters/httpapi"
 	"cardshop/adapters/metrics"
 	"cardshop/adapters/paysig"
+	"cardshop/adapters/webkit"
 )
 
 func withMetrics(m *metrics.Metrics) option {
 	return func(c *httpapi.Config) { c.Metrics = m }
 }
 
-func withReadiness(checks ...httpapi.ReadinessCheck) option {
+func withReadiness(checks ...webkit.ReadinessCheck) option {
 	return func(c *httpapi.Config) { c.Readiness = checks }
 }
 
@@ -137,7 +138,7 @@ func TestReadyz(t *testing.T) {
 		}
 	})
 	t.Run("every check passes", func(t *testing.T) {
-		h := newHarness(t, withReadiness(httpapi.ReadinessCheck{Name: "redis", Check: ok}, httpapi.ReadinessCheck{Name: "mysql", Check: ok}))
+		h := newHarness(t, withReadiness(webkit.ReadinessCheck{Name: "redis", Check: ok}, webkit.ReadinessCheck{Name: "mysql", Check: ok}))
 		r := h.do("GET", "/readyz", nil)
 		wantStatus(t, r, 200)
 		var got readyJSON
@@ -150,9 +151,9 @@ func TestReadyz(t *testing.T) {
 		hang := make(chan struct{})
 		t.Cleanup(func() { close(hang) })
 		h := newHarness(t, withReadiness(
-			httpapi.ReadinessCheck{Name: "redis", Check: ok},
-			httpapi.ReadinessCheck{Name: "mysql", Check: func(context.Context) error { return errors.New("dial tcp 10.0.0.7:3306: secret detail") }},
-			httpapi.ReadinessCheck{Name: "rabbitmq", Check: func(context.Context) error { <-hang; return nil }},
+			webkit.ReadinessCheck{Name: "redis", Check: ok},
+			webkit.ReadinessCheck{Name: "mysql", Check: func(context.Context) error { return errors.New("dial tcp 10.0.0.7:3306: secret detail") }},
+			webkit.ReadinessCheck{Name: "rabbitmq", Check: func(context.Context) error { <-hang; return nil }},
 		), func(c *httpapi.Config) { c.ReadinessTimeout = 50 * time.Millisecond })
 		r := h.do("GET", "/readyz", nil)
 		wantStatus(t, r, 503)

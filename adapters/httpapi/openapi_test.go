@@ -248,7 +248,7 @@ func errorCodes(t *testing.T, where string, r *openapi3.Response) []string {
 	return out
 }
 
-// The description's error codes are exactly errors.go's, each under the status errors.go gives
+// The description's error codes are exactly the error table's (adapters/webkit), each under the status it gives
 // it, and every code can be met on some operation.
 func TestOpenAPIErrorCodesMatchErrorTable(t *testing.T) {
 	s := mustSpec(t)
@@ -264,7 +264,7 @@ func TestOpenAPIErrorCodesMatchErrorTable(t *testing.T) {
 	}
 	for code := range enum {
 		if _, ok := table[code]; !ok {
-			t.Errorf("ErrorCode lists %q, which errors.go never answers", code)
+			t.Errorf("ErrorCode lists %q, which the error table never answers", code)
 		}
 	}
 	met := map[string]bool{}
@@ -277,7 +277,7 @@ func TestOpenAPIErrorCodesMatchErrorTable(t *testing.T) {
 				}
 				for _, code := range errorCodes(t, where, r.Value) {
 					if fmt.Sprint(table[code]) != status {
-						t.Errorf("%s lists %q, which errors.go answers with %d", where, code, table[code])
+						t.Errorf("%s lists %q, which the error table answers with %d", where, code, table[code])
 					}
 					met[code] = true
 				}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -23,55 +23,55 @@ type adminRoute struct {
 	handler      fiber.Handler
 }
 
-// adminRoutes is the admin API with its roles. A viewer reads everything but codes and
-// operators; an operator runs the shop (products, imports, freezes, fulfils, buyer tokens, an
-// order's codes); an admin moves money and truth (refunds, gate repair, voiding codes: stock
-// destroyed for good, like a refund's void) and manages operators.
+// adminRoutes is the admin API with its roles: a read states its role, a write (act) takes its
+// action's (application.ActionRole).
 func adminRoutes(s *Server) []adminRoute {
-	const v, o, a = domain.RoleViewer, domain.RoleOperator, domain.RoleAdmin
-	return []adminRoute{
-		{"POST", "/products", o, "product.create", true, s.createProduct},
+	const v, a, act = domain.RoleViewer, domain.RoleAdmin, domain.Role("")
+	return withActionRoles([]adminRoute{
+		{"POST", "/products", act, "product.create", true, s.createProduct},
 		{"GET", "/products", v, "", false, s.listProducts},
 		{"GET", "/products/:id", v, "", false, s.getProduct},
-		{"PATCH", "/products/:id", o, "product.update", true, s.updateProduct},
+		{"PATCH", "/products/:id", act, "product.update", true, s.updateProduct},
 		// The body is the codes: never recorded, nor read twice (it is streamed).
-		{"POST", "/products/:id/codes", o, "product.import", false, s.importCodes},
+		{"POST", "/products/:id/codes", act, "product.import", false, s.importCodes},
 		// Voiding destroys sellable stock for good, as a refund that voids does: admin. The
 		// body (the codes) is never recorded; the handler records the reason and the counts.
-		{"POST", "/products/:id/codes/void", a, "codes.void", false, s.voidCodes},
-		{"POST", "/products/:id/freeze", o, "product.freeze", true, s.freezeProduct},
-		{"POST", "/products/:id/unfreeze", o, "product.unfreeze", true, s.unfreezeProduct},
+		{"POST", "/products/:id/codes/void", act, "codes.void", false, s.voidCodes},
+		{"POST", "/products/:id/freeze", act, "product.freeze", true, s.freezeProduct},
+		{"POST", "/products/:id/unfreeze", act, "product.unfreeze", true, s.unfreezeProduct},
 		{"GET", "/products/:id/reconcile", v, "", false, s.reconcile},
-		{"POST", "/products/:id/reconcile", a, "product.repair", false, s.reconcile},
+		{"POST", "/products/:id/reconcile", act, "product.repair", false, s.reconcile},
 		{"GET", "/orders", v, "", false, s.searchOrders},
 		{"GET", "/orders/:order_no", v, "", false, s.adminOrder}, // codes: operator (adminOrder)
 		{"GET", "/orders/:order_no/payments", v, "", false, s.listOrderPayments},
 		{"GET", "/payments/notifications", v, "", false, s.listNotifications},
-		{"POST", "/orders/:order_no/refund", a, "order.refund", true, s.refund},
-		{"POST", "/orders/:order_no/fulfil", o, "order.fulfil", true, s.fulfil},
-		{"POST", "/tokens", o, "buyer_token.issue", true, s.issueToken},
+		{"POST", "/orders/:order_no/refund", act, "order.refund", true, s.refund},
+		{"POST", "/orders/:order_no/fulfil", act, "order.fulfil", true, s.fulfil},
+		{"POST", "/tokens", act, "buyer_token.issue", true, s.issueToken},
 		{"GET", "/whoami", v, "", false, s.whoami},
 		{"GET", "/operators", a, "", false, s.listOperators},
-		{"POST", "/operators", a, "operator.create", true, s.createOperator},
-		{"PATCH", "/operators/:name", a, "operator.update", true, s.updateOperator},
-		{"POST", "/operators/:name/rotate", a, "operator.rotate", false, s.rotateOperator},
-		{"DELETE", "/operators/:name", a, "operator.remove", false, s.removeOperator},
+		{"POST", "/operators", act, "operator.create", true, s.createOperator},
+		{"PATCH", "/operators/:name", act, "operator.update", true, s.updateOperator},
+		{"POST", "/operators/:name/rotate", act, "operator.rotate", false, s.rotateOperator},
+		{"DELETE", "/operators/:name", act, "operator.remove", false, s.removeOperator},
 		{"GET", "/audit", v, "", false, s.listAudit},
 		{"GET", "/alerts", v, "", false, s.listAlerts},
-		{"POST", "/alerts/:alert_id/ack", o, "alert.ack", true, s.ackAlert},
-	}
+		{"POST", "/alerts/:alert_id/ack", act, "alert.ack", true, s.ackAlert},
+	})
 }
 
-// ActionRoles maps each audited admin action to the least role that may do it: the rules
-// another door to the same writes (the console) must keep.
-func ActionRoles() map[string]domain.Role {
-	out := map[string]domain.Role{}
-	for _, r := range adminRoutes(&Server{}) {
+// withActionRoles gives each write its action's role.
+func withActionRoles(rs []adminRoute) []adminRoute {
+	for i, r := range rs {
 		if r.action != "" {
-			out[r.action] = r.role
+			role, ok := application.ActionRole(r.action)
+			if !ok {
+				panic("httpapi: no role for the action " + r.action)
+			}
+			rs[i].role = role
 		}
 	}
-	return out
+	return rs
 }
 
 // maxAuditParams bounds the parameters recorded with an audit entry.
@@ -90,55 +90,16 @@ func (s *Server) audited(action string, body bool) fiber.Handler {
 			params = withOutcome(params, out)
 		}
 		id := identityOf(c)
-		e := domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: AuditTarget(c),
-			Params: params, Result: AuditResult(c.Response().StatusCode(), err), ClientAddr: c.IP()}
+		e := domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: webkit.AuditTarget(c),
+			Params: params, Result: webkit.AuditResult(c.Response().StatusCode(), err), ClientAddr: c.IP()}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), 5*time.Second)
 		defer cancel()
-		if _, aerr := s.shop.Record(ctx, e); aerr != nil {
+		if _, aerr := s.operators.Record(ctx, e); aerr != nil {
 			s.log.ErrorContext(ctx, "audit entry not stored", "operator", e.Operator, "action", e.Action,
 				"target", e.Target, "result", e.Result, "err", aerr)
 		}
 		return err
 	}
-}
-
-// AuditResult is how the audit log words a write's outcome: the status it answered with, or
-// for an error the API's status and stable code ("409 sold_out"). The console records its
-// writes with it too, so an entry reads the same whichever door the write came through.
-func AuditResult(status int, err error) string {
-	if err == nil {
-		return strconv.Itoa(status)
-	}
-	api := lookup(err)
-	return strconv.Itoa(api.status) + " " + api.code
-}
-
-// AuditTarget names what the route acts on, as the audit log records it: the console's routes
-// use it too, so both doors name a target alike.
-func AuditTarget(c *fiber.Ctx) string {
-	switch {
-	case c.Params("id") != "":
-		return "product " + c.Params("id")
-	case c.Params("order_no") != "":
-		return "order " + c.Params("order_no")
-	case c.Params("name") != "":
-		return "operator " + c.Params("name")
-	case c.Params("alert_id") != "":
-		return "alert " + c.Params("alert_id")
-	}
-	return ""
-}
-
-// SecretField reports whether a parameter may hold a secret or a code: never recorded (the
-// console leaves the same fields out of its entries).
-func SecretField(k string) bool {
-	k = strings.ToLower(k)
-	for _, w := range []string{"token", "secret", "password", "code", "key"} {
-		if strings.Contains(k, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // auditOutcomeKey holds, in a request's locals, what a handler adds to its audit entry's
@@ -163,7 +124,7 @@ func withOutcome(params string, out map[string]any) string {
 func auditParams(c *fiber.Ctx, body bool) string {
 	p := map[string]any{}
 	for k, v := range c.Queries() {
-		if !SecretField(k) {
+		if !webkit.SecretField(k) {
 			p[k] = v
 		}
 	}
@@ -171,7 +132,7 @@ func auditParams(c *fiber.Ctx, body bool) string {
 		var fields map[string]any
 		if json.Unmarshal(c.Body(), &fields) == nil {
 			for k, v := range fields {
-				if !SecretField(k) {
+				if !webkit.SecretField(k) {
 					p[k] = v
 				}
 			}
@@ -217,7 +178,7 @@ func newOperatorResponse(o domain.Operator, token string) operatorResponse {
 }
 
 func (s *Server) listOperators(c *fiber.Ctx) error {
-	ops, err := s.shop.Operators(c.UserContext())
+	ops, err := s.operators.Operators(c.UserContext())
 	if err != nil {
 		return err
 	}
@@ -240,7 +201,7 @@ func (s *Server) createOperator(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, false); err != nil {
 		return err
 	}
-	o, token, err := s.shop.CreateOperator(c.UserContext(), req.Name, req.Role)
+	o, token, err := s.operators.CreateOperator(c.UserContext(), req.Name, req.Role)
 	if err != nil {
 		return err
 	}
@@ -255,7 +216,7 @@ func (s *Server) updateOperator(c *fiber.Ctx) error {
 	if err := s.decodeJSON(c, &req, false); err != nil {
 		return err
 	}
-	o, err := s.shop.SetOperatorRole(c.UserContext(), c.Params("name"), req.Role)
+	o, err := s.operators.SetOperatorRole(c.UserContext(), c.Params("name"), req.Role)
 	if err != nil {
 		return err
 	}
@@ -263,7 +224,7 @@ func (s *Server) updateOperator(c *fiber.Ctx) error {
 }
 
 func (s *Server) rotateOperator(c *fiber.Ctx) error {
-	o, token, err := s.shop.RotateOperator(c.UserContext(), c.Params("name"))
+	o, token, err := s.operators.RotateOperator(c.UserContext(), c.Params("name"))
 	if err != nil {
 		return err
 	}
@@ -272,7 +233,7 @@ func (s *Server) rotateOperator(c *fiber.Ctx) error {
 }
 
 func (s *Server) removeOperator(c *fiber.Ctx) error {
-	if err := s.shop.RemoveOperator(c.UserContext(), c.Params("name")); err != nil {
+	if err := s.operators.RemoveOperator(c.UserContext(), c.Params("name")); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -297,7 +258,7 @@ func (s *Server) listAudit(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	entries, err := s.shop.AuditLog(c.UserContext(), f)
+	entries, err := s.operators.AuditLog(c.UserContext(), f)
 	if err != nil {
 		return err
 	}

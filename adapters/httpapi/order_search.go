@@ -21,7 +21,7 @@ func (s *Server) searchOrders(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	orders, err := s.shop.SearchOrders(c.UserContext(), f)
+	orders, err := s.sales.SearchOrders(c.UserContext(), f)
 	if err != nil {
 		return err
 	}

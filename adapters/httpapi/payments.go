@@ -2,13 +2,13 @@ package httpapi
 
 import (
 	"errors"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -55,7 +55,7 @@ func (s *Server) createPayment(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, created, err := s.shop.CreatePayment(c.UserContext(), application.NewPayment{Buyer: buyerOf(c), OrderNo: no,
+	p, created, err := s.payments.CreatePayment(c.UserContext(), application.NewPayment{Buyer: buyerOf(c), OrderNo: no,
 		Provider: provider, ClientIP: c.IP()})
 	if err != nil {
 		return err
@@ -76,28 +76,32 @@ func (s *Server) providerNotify(c *fiber.Ctx) error {
 	if err != nil {
 		return domain.ErrProviderUnknown
 	}
-	b, err := body(c, s.cfg.MaxBodyBytes)
+	b, err := webkit.ReadBody(c, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
 	}
-	in := domain.InboundRequest{Method: c.Method(), Header: http.Header{}, Query: url.Values{}, Body: b, At: s.clock.Now()}
+	in := domain.InboundRequest{Method: c.Method(), Header: domain.Header{}, Query: url.Values{}, Body: b, At: s.clock.Now()}
 	c.Request().Header.VisitAll(func(k, v []byte) { in.Header.Add(string(k), string(v)) })
 	c.Request().URI().QueryArgs().VisitAll(func(k, v []byte) { in.Query.Add(string(k), string(v)) })
-	reply, err := s.shop.HandleNotification(c.UserContext(), provider, in, c.IP())
+	replier, ok := s.cfg.Replies[provider]
+	if !ok {
+		return domain.ErrProviderUnknown
+	}
+	err = s.payments.HandleNotification(c.UserContext(), provider, in, c.IP())
 	if errors.Is(err, domain.ErrProviderUnknown) {
 		return err
 	}
-	status := reply.Status
+	status, contentType, body := replier.Reply(err == nil)
 	if errors.Is(err, domain.ErrUnavailable) {
 		status = fiber.StatusServiceUnavailable
 	}
 	if err != nil && !errors.Is(err, application.ErrUnverified) { // those the use case logs at a limited pace
 		s.log.InfoContext(c.UserContext(), "payment notification not accepted", "provider", provider, "status", status, "err", err)
 	}
-	if reply.ContentType != "" {
-		c.Set(fiber.HeaderContentType, reply.ContentType)
+	if contentType != "" {
+		c.Set(fiber.HeaderContentType, contentType)
 	}
-	return c.Status(status).Send(reply.Body)
+	return c.Status(status).Send(body)
 }
 
 // notificationResponse is one logged provider notification.
@@ -150,7 +154,7 @@ func (s *Server) listNotifications(c *fiber.Ctx) error {
 		limit = n
 	}
 	q.Limit = limit
-	recs, err := s.shop.Notifications(c.UserContext(), q)
+	recs, err := s.payments.Notifications(c.UserContext(), q)
 	if err != nil {
 		return err
 	}
@@ -174,7 +178,7 @@ func (s *Server) listOrderPayments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ps, err := s.shop.Payments(c.UserContext(), no)
+	ps, err := s.payments.OrderPayments(c.UserContext(), no)
 	if err != nil {
 		return err
 	}

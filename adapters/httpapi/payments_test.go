@@ -141,7 +141,7 @@ func TestCreatePaymentRefusals(t *testing.T) {
 	wantError(t, h.do("POST", "/api/orders/"+o.OrderNo+"/payment", strings.NewReader(`{"provider":"dev"}`)), 401, "unauthorized")
 
 	h.clock.Advance(16 * time.Minute)
-	if err := h.shop.CloseExpired(t.Context(), domainOrderNo(o.OrderNo)); err != nil {
+	if err := h.shop.Sales.CloseExpired(t.Context(), domainOrderNo(o.OrderNo)); err != nil {
 		t.Fatal(err)
 	}
 	wantError(t, h.createPayment(alice, o.OrderNo, `{"provider":"dev"}`), 409, "order_not_payable")
@@ -158,7 +158,7 @@ func TestProviderNotifyRoute(t *testing.T) {
 			"Content-Type", "application/json", "Devpay-Timestamp", "1740830400", "Devpay-Signature", "v1=00")
 		wantStatus(t, r, 400)
 	}
-	if _, err := h.shop.PruneNotifications(t.Context()); err != nil { // adds the counts held in memory
+	if _, err := h.shop.Payments.PruneNotifications(t.Context()); err != nil { // adds the counts held in memory
 		t.Fatal(err)
 	}
 	list := func(query string) []map[string]any {

@@ -1,23 +1,13 @@
 package httpapi
 
 import (
-	"context"
+	"cardshop/adapters/webkit"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 )
-
-// Limiter decides whether one more request under a key is within a limit. Rate limiting is a
-// concern of the HTTP edge, not of the shop, so the port lives here and not in the domain;
-// adapters/ratelimit implements it in memory and on Redis (shared by every instance).
-type Limiter interface {
-	// Allow charges one request to key against limit requests per window. It reports whether
-	// the request may go ahead and, when not, how long until one would be allowed. An error
-	// means the limiter could not decide (Redis unreachable: it wraps domain.ErrUnavailable).
-	Allow(ctx context.Context, key string, limit int, window time.Duration) (allowed bool, retryAfter time.Duration, err error)
-}
 
 // RateLimits configures the rate limits of the buyer API. A zero limit is off; with both off
 // the Limiter is never called. A refused request answers 429 "rate_limited" with Retry-After
@@ -41,7 +31,7 @@ type RateLimits struct {
 	PerIP    int           // requests per Window per client IP on /api; 0 = off
 	PerBuyer int           // orders per Window per buyer; 0 = off
 	Window   time.Duration // the window both limits are counted over
-	Limiter  Limiter
+	Limiter  webkit.Limiter
 }
 
 func (r RateLimits) enabled() bool { return r.PerIP > 0 || r.PerBuyer > 0 }
@@ -86,7 +76,7 @@ func (s *Server) limit(c *fiber.Ctx, kind string, limit int, key func() string) 
 	}
 	if !ok {
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(retryAfterSeconds(retry), 10))
-		return errRateLimited
+		return webkit.ErrRateLimited
 	}
 	return c.Next()
 }

@@ -12,18 +12,19 @@ import (
 	"cardshop/adapters/memory"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/ratelimit"
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
 var (
-	_ httpapi.Limiter = (*ratelimit.Memory)(nil)
-	_ httpapi.Limiter = (*ratelimit.Redis)(nil)
+	_ webkit.Limiter = (*ratelimit.Memory)(nil)
+	_ webkit.Limiter = (*ratelimit.Redis)(nil)
 )
 
 // recordingLimiter is a Limiter that records every call and, while fail is set, fails them
 // all (Redis down); otherwise it asks next.
 type recordingLimiter struct {
-	next httpapi.Limiter
+	next webkit.Limiter
 	mu   sync.Mutex
 	keys []string
 	fail error

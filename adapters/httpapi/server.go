@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 
 	"cardshop/adapters/authtoken"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -34,12 +35,15 @@ type Config struct {
 	// limit: bind the service to a private interface or put /metrics behind the proxy's auth).
 	Metrics Metrics
 	// Readiness lists what GET /readyz checks; none means always ready.
-	Readiness []ReadinessCheck
-	// ReadinessTimeout bounds each readiness check; zero means DefaultReadinessTimeout.
+	Readiness []webkit.ReadinessCheck
+	// ReadinessTimeout bounds each readiness check; zero means webkit.DefaultReadinessTimeout.
 	ReadinessTimeout time.Duration
 	// DevPay, when set, serves the built-in dev provider's pay pages (GET /dev/pay/{order_no}
 	// and POST /dev/pay/{order_no}/confirm); nil: those paths do not exist.
 	DevPay DevPages
+	// Replies answer each enabled payment provider's notifications, by its name: what the
+	// provider expects when one is accepted or refused. A provider without one is unknown here.
+	Replies map[domain.Provider]NotifyReplier
 	// RequestTimeout is the deadline of every /api request (0: none): each call it makes to a
 	// dependency (Redis, MariaDB, RabbitMQ, a payment provider) ends by then at the latest, and
 	// a request that reaches it answers 503 with Retry-After. Work that must finish whatever the
@@ -49,7 +53,13 @@ type Config struct {
 	// AuthFailures records the refused admin tokens (log and audit log, bounded); share one
 	// with the console so that its bound per instance is one. Nil: New makes its own on the
 	// RateLimits' Limiter.
-	AuthFailures *AuthFailures
+	AuthFailures *webkit.AuthFailures
+}
+
+// NotifyReplier is a payment provider's answer to its notifications, written as it is: accepted
+// (also a duplicate) or refused (the provider resends). Every provider adapter has one.
+type NotifyReplier interface {
+	Reply(accepted bool) (status int, contentType string, body []byte)
 }
 
 // AdminAuthFailuresPerIP bounds the refused admin tokens of one client address recorded per
@@ -58,8 +68,8 @@ const AdminAuthFailuresPerIP = 10
 
 // DefaultConfig returns the default body limits, with no rate limits.
 func DefaultConfig(adminToken string) Config {
-	return Config{AdminToken: adminToken, MaxBodyBytes: 64 << 10, MaxImportBytes: 1 << 30,
-		ReadinessTimeout: DefaultReadinessTimeout, RequestTimeout: DefaultRequestTimeout}
+	return Config{AdminToken: adminToken, MaxBodyBytes: 64 << 10, MaxImportBytes: webkit.DefaultMaxImportBytes,
+		ReadinessTimeout: webkit.DefaultReadinessTimeout, RequestTimeout: DefaultRequestTimeout}
 }
 
 // DefaultRequestTimeout is Config.RequestTimeout's default: under the 10 s after which a load
@@ -67,13 +77,31 @@ func DefaultConfig(adminToken string) Config {
 // request makes (a payment provider's API, a batch's COMMIT under load).
 const DefaultRequestTimeout = 5 * time.Second
 
+// The addresses this adapter serves that others are sent to: a provider's notifications
+// ("{provider}" its name) and a buyer's order ("{order_no}" its number). Prefix the public URL.
+const (
+	NotifyPath = "/api/payments/{provider}/notify"
+	OrderPath  = "/api/orders/{order_no}"
+)
+
+// Services are the use cases the API calls.
+type Services struct {
+	Sales     *application.Sales
+	Payments  *application.Payments
+	Catalogue *application.Catalogue
+	Admin     *application.Admin
+}
+
 // Server holds the handlers' dependencies.
 type Server struct {
-	cfg    Config
-	shop   *application.Shop
-	tokens *authtoken.Issuer
-	clock  domain.Clock
-	log    *slog.Logger
+	cfg       Config
+	sales     *application.Sales
+	payments  *application.Payments
+	products  *application.Catalogue
+	operators *application.Admin
+	tokens    *authtoken.Issuer
+	clock     domain.Clock
+	log       *slog.Logger
 
 	limiterWarnings limiterWarnings
 	rendered        atomic.Pointer[renderedCatalogue] // the public catalogue, encoded
@@ -93,15 +121,16 @@ func (s *Server) deadline(c *fiber.Ctx) error {
 // New builds the Fiber app with every route. The app streams request bodies (so a large code
 // import is never held in memory) and therefore bounds every other body itself. It panics
 // when cfg.RateLimits sets a limit without a Limiter or a Window.
-func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock domain.Clock, log *slog.Logger) *fiber.App {
+func New(cfg Config, svc Services, tokens *authtoken.Issuer, clock domain.Clock, log *slog.Logger) *fiber.App {
 	cfg.RateLimits.check()
 	if log == nil {
 		log = slog.Default()
 	}
 	if cfg.AuthFailures == nil {
-		cfg.AuthFailures = NewAuthFailures(shop, cfg.RateLimits.Limiter, clock, log)
+		cfg.AuthFailures = webkit.NewAuthFailures(svc.Admin, cfg.RateLimits.Limiter, clock, log)
 	}
-	s := &Server{cfg: cfg, shop: shop, tokens: tokens, clock: clock, log: log}
+	s := &Server{cfg: cfg, sales: svc.Sales, payments: svc.Payments, products: svc.Catalogue, operators: svc.Admin,
+		tokens: tokens, clock: clock, log: log}
 	app := fiber.New(fiber.Config{
 		AppName:           "cardshop",
 		ErrorHandler:      errorHandler(log),
@@ -122,7 +151,7 @@ func New(cfg Config, shop *application.Shop, tokens *authtoken.Issuer, clock dom
 	if cfg.Metrics != nil {
 		app.Use(s.observe)
 	}
-	app.Use(finishBody)
+	app.Use(webkit.FinishBody)
 	app.Use(recover.New())
 	app.Use(requestid.New())
 	app.Use(withRequestID)
@@ -219,9 +248,9 @@ func (s *Server) admin(c *fiber.Ctx) error {
 		c.Locals(identityKey, application.LegacyAdminIdentity)
 		return c.Next()
 	}
-	id, err := s.shop.Authenticate(c.UserContext(), tok)
+	id, err := s.operators.Authenticate(c.UserContext(), tok)
 	if errors.Is(err, domain.ErrUnauthorized) {
-		s.cfg.AuthFailures.Refused(c, ActionAuthFailed, tok, AuditResult(0, err), AdminAuthFailuresPerIP)
+		s.cfg.AuthFailures.Refused(c, webkit.ActionAuthFailed, tok, webkit.AuditResult(0, err), AdminAuthFailuresPerIP)
 	}
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ func BenchmarkSoldOutAnswer(b *testing.B) {
 	hc := httpapi.DefaultConfig(adminToken)
 	hc.Metrics = metrics.New()
 	log := slog.New(httpapi.LogHandler(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	handler := httpapi.New(hc, h.shop, h.tokens, h.clock, log).Handler()
+	handler := httpapi.New(hc, services(h.shop), h.tokens, h.clock, log).Handler()
 	tokens := make([]string, 64)
 	for i := range tokens {
 		tokens[i] = "Bearer " + h.token(domain.BuyerID(fmt.Sprintf("bench-buyer-%02d", i)))

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"cardshop/adapters/strictjson"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -30,7 +31,7 @@ type voidResponse struct {
 }
 
 // voidCodes answers POST /admin/products/{id}/codes/void: the given codes of a frozen product
-// that are sellable become VOID (Shop.VoidCodes). A code that is not a code is refused by its
+// that are sellable become VOID (application.Catalogue.VoidCodes). A code that is not a code is refused by its
 // position in the list, never echoed. The audit entry records the reason and the counts,
 // never a code (the route records no body).
 func (s *Server) voidCodes(c *fiber.Ctx) error {
@@ -38,7 +39,7 @@ func (s *Server) voidCodes(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	b, err := body(c, maxVoidBody)
+	b, err := webkit.ReadBody(c, maxVoidBody)
 	if err != nil {
 		return err
 	}
@@ -60,7 +61,7 @@ func (s *Server) voidCodes(c *fiber.Ctx) error {
 		}
 		codes[i] = code
 	}
-	res, err := s.shop.VoidCodes(c.UserContext(), id, codes, req.Reason)
+	res, err := s.products.VoidCodes(c.UserContext(), id, codes, req.Reason)
 	c.Locals(auditOutcomeKey, map[string]any{"reason": clipReason(req.Reason), "given": len(codes), "voided": res.Voided,
 		"not_found": res.NotFound, "not_voidable": res.NotVoidable})
 	if err != nil {

@@ -38,7 +38,7 @@ func TestWebhookBodyMatchesTheDescription(t *testing.T) {
 	h.importCodes(1, codes("HOOKED", 3)...)
 	o := h.placeOrder(h.token("alice"), "webhook-key-1", 1, 2)
 	h.pay(o)
-	if n, err := h.shop.RelayWebhooks(t.Context()); err != nil || n != 1 {
+	if n, err := h.shop.Relay.RelayWebhooks(t.Context()); err != nil || n != 1 {
 		t.Fatalf("RelayWebhooks = %d, %v; want 1", n, err)
 	}
 	mu.Lock() // the relay has returned: no request is in flight
@@ -68,15 +68,15 @@ func TestWebhookBodyMatchesTheDescription(t *testing.T) {
 	// A product with a low-stock threshold that sells out: product.low_stock, product.sold_out.
 	wantStatus(t, h.admin("POST", "/admin/products", `{"id":2,"name":"Stocked","price":100,"max_per_order":5,"low_stock_threshold":2}`), 201)
 	h.importCodes(2, codes("STOCKED", 3)...)
-	if _, err := h.shop.WatchStock(t.Context()); err != nil { // the first sample is silent
+	if _, err := h.shop.Catalogue.WatchStock(t.Context()); err != nil { // the first sample is silent
 		t.Fatal(err)
 	}
 	h.placeOrder(h.token("bob"), "webhook-key-2", 2, 3)
-	if n, err := h.shop.WatchStock(t.Context()); err != nil || n != 2 {
+	if n, err := h.shop.Catalogue.WatchStock(t.Context()); err != nil || n != 2 {
 		t.Fatalf("WatchStock = %d, %v; want 2 events", n, err)
 	}
 	mu.Unlock() // the storefront records the next requests
-	n, err := h.shop.RelayWebhooks(t.Context())
+	n, err := h.shop.Relay.RelayWebhooks(t.Context())
 	mu.Lock()
 	if err != nil || n != 2 {
 		t.Fatalf("RelayWebhooks = %d, %v; want 2", n, err)

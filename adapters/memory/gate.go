@@ -265,6 +265,7 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 			return domain.ReserveResult{Outcome: domain.NotStarted, Left: c.stock, StartsIn: wait}, nil
 		case domain.SaleOver:
 			return domain.ReserveResult{Outcome: domain.Ended, Left: c.stock}, nil
+		default: // open: go on
 		}
 	} else if !rules.EndsAt.IsZero() {
 		// A late payment's order was placed inside the window: only its end is judged, at the

@@ -85,6 +85,7 @@ func (l alertLog) List(ctx context.Context, f domain.AlertFilter) ([]domain.Aler
 		conds = append(conds, "is_open = 1")
 	case domain.AlertsAcknowledged:
 		conds = append(conds, "is_open IS NULL")
+	default: // all: no condition
 	}
 	if f.Kind != "" {
 		conds, args = append(conds, "kind = ?"), append(args, f.Kind)

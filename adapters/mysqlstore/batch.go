@@ -200,13 +200,10 @@ func (b *BatchingLedger) record(fn func(tx domain.Store) error) (m *member, ok b
 
 var errNotBatchable = errors.New("mysqlstore: transaction is not an order insert nor a payment")
 
-// pick returns the lane m queues in. A status change (PayBatch's member) goes to its order's
-// lane, so that changes of one order (one callback sent twice at once, a payment and its
-// order's expiry) meet in one lane, one batch after the other or as repeats in one batch, and
-// the later one is decided on the row the earlier one left (PayLost) instead of finding it
-// locked by another lane's batch and running alone behind that lock. Placed orders, which
-// never share a row, take an idle lane when there is one (a member alone starts at once), else
-// the lane with the shortest queue.
+// pick returns the lane m queues in: a status change (PayBatch's member) its order's lane, so
+// that changes of one order meet in one lane and the later is decided on the row the earlier
+// left; a placed order an idle lane, else the one with the shortest queue. Why:
+// docs/DESIGN.md, "Changes of one order meet in one lane".
 func (b *BatchingLedger) pick(m *member) *lane {
 	if m.pay != nil {
 		return b.lanes[laneOf(m.pay.Paid.No(), len(b.lanes))]
@@ -231,7 +228,7 @@ func (b *BatchingLedger) pick(m *member) *lane {
 
 // laneOf spreads order numbers over n lanes.
 func laneOf(no domain.OrderNo, n int) int {
-	return int(maphash.String(laneSeed, string(no)) % uint64(n))
+	return int(maphash.String(laneSeed, string(no)) % uint64(n)) //nolint:gosec // G115: n > 0 lanes
 }
 
 // laneSeed seeds laneOf: one seed for the process, so one order always maps to one lane.

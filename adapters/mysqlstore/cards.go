@@ -173,17 +173,11 @@ func (v cardVault) Import(ctx context.Context, p domain.ProductID, codes []domai
 
 // Allocate takes the qty sellable codes first in (status, id) order — UNSOLD before RECYCLED,
 // each oldest first — which is the allocation index's order, so the server reads and locks
-// only the rows it returns (ORDER BY id alone would sort, and lock, the product's whole pool).
-//
-// SKIP LOCKED lets concurrent payments of one product take different codes instead of
-// queueing on the same rows. When it finds fewer than qty, a plain read (which sees rows
-// locked by payments still in flight as sellable) tells a real shortage, answered at once with
-// ErrInsufficientCards, from codes that are merely locked. In the second case waiting for the
-// locks right here would deadlock: this transaction already holds the codes it did not skip,
-// out of index order, and so does every other payment in the same situation. So the
-// transaction is voided instead and Atomically runs it again with blocking FOR UPDATE reads,
-// which lock in index order and wait for the payments ahead to commit or roll back; what is
-// then still short is short.
+// only the rows it returns. It skips rows other transactions hold (SKIP LOCKED); when those
+// left are too few, a plain read tells a real shortage (ErrInsufficientCards) from codes
+// merely locked, and in that case voids the transaction (errCodesLocked) for Atomically to run
+// again with blocking reads. Why it must not wait here: docs/DESIGN.md, "The production
+// adapters".
 func (v cardVault) Allocate(ctx context.Context, p domain.ProductID, no domain.OrderNo, qty int) ([]domain.Card, error) {
 	if qty < 1 {
 		return nil, domain.Invalid("qty", "must be at least 1")

@@ -1,7 +1,7 @@
 // Package mysqlstore implements domain.Ledger (products, card pool, orders, stock flow,
 // outbox, payments, the payment notification log, operators, the audit log, the alert log and the
 // transaction boundary) on MySQL/MariaDB with Bun, mysqldialect and go-sql-driver/mysql, and
-// runs the schema migrations of package migrations.
+// runs the schema migrations of package migrations with bun/migrate.
 //
 // Every repository is written against bun.IDB, so the same code runs on the database
 // (each call its own autocommit statement) or inside Ledger.Atomically's transaction.

@@ -2,16 +2,18 @@ package mysqlstore
 
 import (
 	"crypto/rand"
+	"io/fs"
+	"strings"
 
 	"cardshop/domain"
+	"cardshop/migrations"
 )
 
 // Internals the external tests exercise directly.
 var (
-	SplitStatements = splitStatements
-	Retryable       = retryable
-	WrapErr         = wrapErr
-	Clip            = clip
+	Retryable = retryable
+	WrapErr   = wrapErr
+	Clip      = clip
 )
 
 // Seal seals code for product p with hash as the import does.
@@ -53,4 +55,14 @@ func Queued(b *BatchingLedger) int {
 		ln.mu.Unlock()
 	}
 	return n
+}
+
+// Statements reads the embedded migration version ("0001_init") and splits it at its
+// "--bun:split" lines, as bun/migrate does, for tests that apply a file by hand.
+func Statements(version string) ([]string, error) {
+	body, err := fs.ReadFile(migrations.FS, version+migrations.Suffix)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(string(body), "\n--bun:split\n"), nil
 }

@@ -131,9 +131,9 @@ const (
 func additionalData(version int, p domain.ProductID, hash []byte) ([]byte, error) {
 	switch version {
 	case aadProduct:
-		return binary.BigEndian.AppendUint64([]byte("cardshop.card.v1:"), uint64(p)), nil
+		return binary.BigEndian.AppendUint64([]byte("cardshop.card.v1:"), uint64(p)), nil //nolint:gosec // G115: the id's bits, as written since v1
 	case aadProductHash:
-		return append(binary.BigEndian.AppendUint64([]byte("cardshop.card.v2:"), uint64(p)), hash...), nil
+		return append(binary.BigEndian.AppendUint64([]byte("cardshop.card.v2:"), uint64(p)), hash...), nil //nolint:gosec // G115: as above
 	}
 	return nil, fmt.Errorf("%w: unknown additional-data version %d", ErrUndecryptable, version)
 }

@@ -7,135 +7,54 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io/fs"
-	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/migrate"
 
 	"cardshop/migrations"
 )
 
-// migration is one embedded file: version is its name without ".sql" (e.g. "0001_init").
-type migration struct {
-	version    string
-	statements []string
+// migrationsTable is where bun/migrate records the migrations it applied, by number ("0001").
+const migrationsTable = "bun_migrations"
+
+// legacyMigrationsTable is where the runner before bun/migrate recorded the versions it applied
+// ("0001_init", …). Migrate and Pending read it and never write it: see docs/DESIGN.md,
+// "Schema migrations".
+const legacyMigrationsTable = "schema_migrations"
+
+// loadMigrations reads the embedded files (package migrations) as bun/migrate names them:
+// "0001_init.up.sql" is migration "0001", comment "init".
+func loadMigrations() (*migrate.Migrations, error) {
+	ms := migrate.NewMigrations()
+	if err := ms.Discover(migrations.FS); err != nil {
+		return nil, fmt.Errorf("mysqlstore: load migrations: %w", err)
+	}
+	return ms, nil
 }
 
-var migrationName = regexp.MustCompile(`^([0-9]{4,})_[A-Za-z0-9_]+\.sql$`)
+// newMigrator records a migration in bun_migrations only once it has run to its end, so that
+// one that fails halfway is run again, from its first statement, by the next Migrate.
+func newMigrator(db *bun.DB, ms *migrate.Migrations) *migrate.Migrator {
+	return migrate.NewMigrator(db, ms, migrate.WithTableName(migrationsTable), migrate.WithMarkAppliedOnSuccess(true))
+}
 
-// loadMigrations reads fsys's *.sql files in name order and splits each into statements.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "*.sql")
+// Migrate applies, in name order, the embedded migrations (package migrations) that the
+// database has not recorded yet, and returns the versions it applied ("0001_init", …).
+//
+// It is safe to run from several processes at once: it holds a named server lock (GET_LOCK,
+// per database) while it works, so the others wait and then find nothing to do. Versions
+// recorded in schema_migrations by the runner before bun/migrate count as applied and are
+// copied into bun_migrations. MySQL commits DDL at once, so a migration that fails halfway
+// stays half applied and is not recorded; the next Migrate runs it again from its first
+// statement, which is why migration files are written to be re-runnable. It uses two of db's
+// connections at once: one holds the lock, bun/migrate works on another.
+func Migrate(ctx context.Context, db *bun.DB) (applied []string, err error) {
+	ms, err := loadMigrations()
 	if err != nil {
 		return nil, err
-	}
-	slices.Sort(names)
-	seen := make(map[string]string)
-	out := make([]migration, 0, len(names))
-	for _, name := range names {
-		m := migrationName.FindStringSubmatch(name)
-		if m == nil {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_words.sql", name)
-		}
-		if prev, dup := seen[m[1]]; dup {
-			return nil, fmt.Errorf("migrations %s and %s share the number %s", prev, name, m[1])
-		}
-		seen[m[1]] = name
-		body, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		stmts, err := splitStatements(string(body))
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: %w", name, err)
-		}
-		out = append(out, migration{version: strings.TrimSuffix(name, ".sql"), statements: stmts})
-	}
-	return out, nil
-}
-
-// splitStatements splits a SQL script at the semicolons that end statements, skipping those
-// inside quotes ('…', "…", `…`) and comments (-- …, # …, /* … */). Fragments holding only
-// comments and white space are dropped. DELIMITER is not supported, so a migration cannot
-// define a stored routine whose body holds semicolons.
-func splitStatements(script string) ([]string, error) {
-	var out []string
-	start, hasCode := 0, false
-	flush := func(end int) {
-		if hasCode {
-			out = append(out, strings.TrimSpace(script[start:end]))
-		}
-		start, hasCode = end+1, false
-	}
-	for i := 0; i < len(script); i++ {
-		c := script[i]
-		switch {
-		case c == '\'' || c == '"' || c == '`':
-			j := i + 1
-			for ; j < len(script); j++ {
-				if script[j] == '\\' && c != '`' {
-					j++
-					continue
-				}
-				if script[j] == c {
-					if j+1 < len(script) && script[j+1] == c { // doubled quote
-						j++
-						continue
-					}
-					break
-				}
-			}
-			if j >= len(script) {
-				return nil, fmt.Errorf("unterminated %c quote at byte %d", c, i)
-			}
-			i, hasCode = j, true
-		case c == '#' || (c == '-' && strings.HasPrefix(script[i:], "--") &&
-			(i+2 == len(script) || strings.ContainsRune(" \t\r\n", rune(script[i+2])))):
-			j := strings.IndexByte(script[i:], '\n')
-			if j < 0 {
-				i = len(script)
-			} else {
-				i += j
-			}
-		case c == '/' && strings.HasPrefix(script[i:], "/*"):
-			j := strings.Index(script[i+2:], "*/")
-			if j < 0 {
-				return nil, fmt.Errorf("unterminated comment at byte %d", i)
-			}
-			if strings.HasPrefix(script[i:], "/*!") || strings.HasPrefix(script[i:], "/*M!") {
-				hasCode = true // an executable comment is code to the server
-			}
-			i += j + 3
-		case c == ';':
-			flush(i)
-		case c != ' ' && c != '\t' && c != '\r' && c != '\n':
-			hasCode = true
-		}
-	}
-	flush(len(script))
-	return out, nil
-}
-
-const createMigrationsTable = "CREATE TABLE IF NOT EXISTS schema_migrations (" +
-	"version VARCHAR(255) NOT NULL PRIMARY KEY, applied_at DATETIME(6) NOT NULL" +
-	") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
-
-// Migrate applies the embedded migrations (package migrations) that the database has not
-// recorded in schema_migrations yet, in name order, and returns the versions it applied.
-//
-// It is safe to run from several processes at once: it holds a named server lock
-// (GET_LOCK, per database) while it works, so the others wait and then find nothing to do.
-// MySQL commits DDL at once, so a migration that fails halfway stays half applied and is not
-// recorded; the next Migrate runs it again from its first statement, which is why migration
-// files are written to be re-runnable (see package migrations).
-func Migrate(ctx context.Context, db *bun.DB) (applied []string, err error) {
-	all, err := loadMigrations(migrations.FS)
-	if err != nil {
-		return nil, fmt.Errorf("mysqlstore: load migrations: %w", err)
 	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -151,35 +70,96 @@ func Migrate(ctx context.Context, db *bun.DB) (applied []string, err error) {
 			err = rerr
 		}
 	}()
-	if _, err := conn.Conn.ExecContext(ctx, createMigrationsTable); err != nil {
-		return nil, wrapErr("migrate: create schema_migrations", err)
+	m := newMigrator(db, ms)
+	if err := m.Init(ctx); err != nil {
+		return nil, wrapErr("migrate: create "+migrationsTable, err)
 	}
-	done, err := appliedVersions(ctx, conn)
+	if err := adoptLegacy(ctx, db, m); err != nil {
+		return nil, err
+	}
+	group, err := m.Migrate(ctx)
+	done := group.Migrations
+	if err != nil && len(done) > 0 {
+		done = done[:len(done)-1] // the one that failed
+	}
+	for _, mg := range done {
+		applied = append(applied, mg.String())
+	}
 	if err != nil {
-		return nil, wrapErr("migrate: read schema_migrations", err)
-	}
-	for _, m := range all {
-		if done[m.version] {
-			continue
-		}
-		for i, stmt := range m.statements {
-			// The raw connection, not Bun's: a migration is SQL text, not a template whose '?'
-			// would be taken for placeholders.
-			if _, err := conn.Conn.ExecContext(ctx, stmt); err != nil {
-				return applied, wrapErr(fmt.Sprintf("migrate %s statement %d", m.version, i+1), err)
-			}
-		}
-		if _, err := conn.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
-			m.version, time.Now().UTC()); err != nil {
-			return applied, wrapErr("migrate: record "+m.version, err)
-		}
-		applied = append(applied, m.version)
+		return applied, wrapErr("migrate", err)
 	}
 	return applied, nil
 }
 
+// adoptLegacy copies into bun_migrations, as one group and with their times, the versions
+// that schema_migrations records and bun_migrations lacks.
+func adoptLegacy(ctx context.Context, db *bun.DB, m *migrate.Migrator) error {
+	legacy, err := legacyVersions(ctx, db)
+	if err != nil {
+		return wrapErr("migrate: read "+legacyMigrationsTable, err)
+	}
+	if len(legacy) == 0 {
+		return nil
+	}
+	have, err := m.AppliedMigrations(ctx)
+	if err != nil {
+		return wrapErr("migrate: read "+migrationsTable, err)
+	}
+	known := make(map[string]bool, len(have))
+	for _, mg := range have {
+		known[mg.Name] = true
+	}
+	group := have.LastGroupID() + 1
+	var rows []migrate.Migration
+	for _, v := range legacy {
+		if !known[v.name] {
+			known[v.name] = true
+			rows = append(rows, migrate.Migration{Name: v.name, GroupID: group, MigratedAt: v.at})
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if _, err := db.NewInsert().Model(&rows).ModelTableExpr(migrationsTable).Exec(ctx); err != nil {
+		return wrapErr("migrate: copy "+legacyMigrationsTable, err)
+	}
+	return nil
+}
+
+type legacyVersion struct {
+	name string // the number: "0001" of "0001_init"
+	at   time.Time
+}
+
+// legacyVersions reads schema_migrations in version order; a database without it has none.
+func legacyVersions(ctx context.Context, db bun.IDB) ([]legacyVersion, error) {
+	var rows []struct {
+		Version   string    `bun:"version"`
+		AppliedAt time.Time `bun:"applied_at"`
+	}
+	err := db.NewRaw("SELECT version, applied_at FROM "+legacyMigrationsTable+" ORDER BY version").Scan(ctx, &rows)
+	if noSuchTable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]legacyVersion, len(rows))
+	for i, r := range rows {
+		n, _, _ := strings.Cut(r.Version, "_")
+		out[i] = legacyVersion{name: n, at: r.AppliedAt}
+	}
+	return out, nil
+}
+
+func noSuchTable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == erNoSuchTable
+}
+
 // migrationLock takes the database's migration lock on conn, polling so that ctx can cancel
-// the wait, and returns its release.
+// the wait, and returns its release. The name is the one the runner before bun/migrate took,
+// so that an instance of either version waits for the other during a rolling upgrade.
 func migrationLock(ctx context.Context, conn bun.Conn) (release func() error, err error) {
 	var dbName sql.NullString
 	if err := conn.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&dbName); err != nil {
@@ -215,42 +195,36 @@ func migrationLock(ctx context.Context, conn bun.Conn) (release func() error, er
 	}, nil
 }
 
-func appliedVersions(ctx context.Context, conn bun.IConn) (map[string]bool, error) {
-	rows, err := conn.QueryContext(ctx, "SELECT version FROM schema_migrations")
+// Pending lists the versions of the embedded migrations that the database has not applied
+// ("0001_init", …), in the order Migrate would apply them. It counts schema_migrations too,
+// so that a database the runner before bun/migrate left up to date needs no Migrate.
+func Pending(ctx context.Context, db *bun.DB) ([]string, error) {
+	ms, err := loadMigrations()
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	done := make(map[string]bool)
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		done[v] = true
-	}
-	return done, rows.Err()
-}
-
-// Pending lists the versions of the embedded migrations that the database has not applied,
-// in the order Migrate would apply them.
-func Pending(ctx context.Context, db *bun.DB) ([]string, error) {
-	all, err := loadMigrations(migrations.FS)
-	if err != nil {
-		return nil, fmt.Errorf("mysqlstore: load migrations: %w", err)
-	}
-	done, err := appliedVersions(ctx, db)
-	var me *mysql.MySQLError
-	if errors.As(err, &me) && me.Number == erNoSuchTable {
-		done, err = map[string]bool{}, nil
+	applied, err := newMigrator(db, ms).AppliedMigrations(ctx)
+	if noSuchTable(err) {
+		applied, err = nil, nil
 	}
 	if err != nil {
 		return nil, wrapErr("pending migrations", err)
 	}
+	done := make(map[string]bool, len(applied))
+	for _, mg := range applied {
+		done[mg.Name] = true
+	}
+	legacy, err := legacyVersions(ctx, db)
+	if err != nil {
+		return nil, wrapErr("pending migrations", err)
+	}
+	for _, v := range legacy {
+		done[v.name] = true
+	}
 	var out []string
-	for _, m := range all {
-		if !done[m.version] {
-			out = append(out, m.version)
+	for _, mg := range ms.Sorted() {
+		if !done[mg.Name] {
+			out = append(out, mg.String())
 		}
 	}
 	return out, nil

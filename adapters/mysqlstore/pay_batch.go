@@ -49,30 +49,15 @@ const (
 	PayLost
 )
 
-// PayBatch writes, in one transaction and one COMMIT, every member it can decide as that
-// member's own transaction would, and reports each member's outcome (in the members' order;
-// valid only when the error is nil).
-//
-//  1. The members' order rows are locked in one SELECT … FOR UPDATE SKIP LOCKED (in
-//     primary-key order) and each member's conditional transition is decided on its row, as
-//     Transition's UPDATE would: same status, same identity, revealed exactly when the member's
-//     order is. A row in another status (or revealed otherwise) is a lost race (PayLost), as
-//     Transition answers it; so is a repeat of an earlier member whose change the batch
-//     stores, when that change leaves the row in another status than the repeat's From (the
-//     same callback sent twice at once). Any other repeat runs alone, and so does a member
-//     whose row another transaction holds (the same callback in another lane's batch; a
-//     refund): the batch does not wait for it, the member alone does.
-//  2. Per product, the codes of all winners are taken with one SELECT … FOR UPDATE SKIP LOCKED
-//     LIMIT Σqty in Allocate's order, and handed out in member order; a winner left without
-//     all its codes runs alone (Allocate then tells a real shortage from locked codes).
-//  3. The winners' orders are updated in one UPDATE (their rows are locked and were checked
-//     in step 1), their codes marked SOLD in one UPDATE, their flow rows and outbox messages
-//     inserted in one multi-row INSERT each.
-//
-// Any error (a duplicate flow row, a lost connection, a deadlock the retries did not resolve)
-// fails the whole batch, and nothing of it is written; a lost COMMIT answer is
-// domain.ErrCommitUnknown for every member, as Atomically reports it. The transaction may run
-// more than once (deadlock retry); the outcomes are those of the run that committed.
+// PayBatch writes, in one transaction and one COMMIT, every member it can decide exactly as
+// that member's own transaction would, and reports each member's outcome (in the members'
+// order; valid only when the error is nil). It locks the members' order rows and then their
+// codes with SKIP LOCKED, so it never waits for another transaction: a member whose row or
+// codes another one holds is PayAlone. Any error fails the whole batch and writes nothing; a
+// lost COMMIT answer is domain.ErrCommitUnknown for every member. The transaction may run more
+// than once (deadlock retry); the outcomes are those of the run that committed. Its three
+// steps, and why each decides as Transition and Allocate would: docs/DESIGN.md, "Group commit
+// of placed orders and payments".
 func (l *Ledger) PayBatch(ctx context.Context, members []PayMember) ([]PayOutcome, error) {
 	if len(members) == 0 {
 		return nil, nil

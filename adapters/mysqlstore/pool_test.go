@@ -2,7 +2,6 @@ package mysqlstore_test
 
 import (
 	"errors"
-	"io/fs"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -133,11 +132,7 @@ func TestMigrationMakesCodesUniqueAcrossThePool(t *testing.T) {
 	defer db.Close()
 	apply := func(version string) {
 		t.Helper()
-		body, err := fs.ReadFile(migrations.FS, version+".sql")
-		if err != nil {
-			t.Fatal(err)
-		}
-		stmts, err := mysqlstore.SplitStatements(string(body))
+		stmts, err := mysqlstore.Statements(version)
 		if err != nil {
 			t.Fatal(err)
 		}

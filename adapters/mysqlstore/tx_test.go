@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"cardshop/adapters/lab/netfault"
 	"cardshop/adapters/porttest"
 	"sync"
 	"sync/atomic"
@@ -510,14 +511,14 @@ func closeExpired(ctx context.Context, l domain.Ledger, o domain.Order) error {
 
 // proxiedDB opens the test database on one connection through a TCP proxy, which the test can
 // tell to swallow replies.
-func proxiedDB(t *testing.T) (*bun.DB, *porttest.Proxy) {
+func proxiedDB(t *testing.T) (*bun.DB, *netfault.Proxy) {
 	t.Helper()
 	openDB(t)
 	cfg, err := mysql.ParseDSN(shared.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := porttest.NewProxy(t, cfg.Addr)
+	proxy := netfault.NewProxy(t, cfg.Addr)
 	cfg.Addr = proxy.Addr()
 	db, err := mysqlstore.Open(cfg.FormatDSN())
 	if err != nil {

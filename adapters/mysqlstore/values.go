@@ -10,9 +10,8 @@ import (
 // sqlValues appends the VALUES rows of a multi-row INSERT as SQL literals, each formatted by
 // the dialect's own AppendString and AppendTime, as bun formats the same value bound to a
 // placeholder. The batch INSERTs of placed orders are built so, and run with no argument (bun
-// passes a statement without arguments through untouched): formatting 16 placeholders a row
-// through bun's reflection-based formatter was 6% of the service's CPU in the deep-stock load
-// (TestSQLValuesFormatAsBunDoes compares the two).
+// passes a statement without arguments through untouched), which spares bun's reflection-based
+// placeholder formatter (docs/BENCHMARKS.md); TestSQLValuesFormatAsBunDoes compares the two.
 type sqlValues struct {
 	b    []byte
 	d    schema.Dialect

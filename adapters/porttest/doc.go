@@ -1,7 +1,8 @@
-// Package porttest holds the contract suites of the driven ports: RunStockGate, RunLedger and
-// RunDelayQueue check that an adapter behaves as the port documentation in package domain says.
-// Each adapter package runs them from its tests, the memory adapters in every `go test` and the
-// Redis, MySQL and RabbitMQ adapters whenever the service is reachable.
+// Package porttest holds the contract suites of the driven ports: RunStockGate, RunLedger,
+// RunDelayQueue and RunPaymentGateway check that an adapter behaves as the port documentation
+// in package domain says. Each adapter package runs them from its tests, the memory adapters in
+// every `go test`, the Redis, MySQL and RabbitMQ adapters whenever the service is reachable,
+// and each payment provider against its simulator (adapters/lab/paysim).
 //
 // Real adapters keep their state across tests and runs, so the suites never assume an empty
 // store: every case works on fresh random product ids, order numbers, buyers and keys, and
@@ -11,8 +12,8 @@
 // under its hold) use windows of about a second and let them pass as WithElapse says: a fake
 // clock advances, a real gate sleeps.
 //
-// Beside the suites it holds what the adapters' tests and the load check share: the TCP proxy
-// that injects faults (Proxy) and a process's CPU time from /proc (ProcCPU).
+// It holds contract suites only: the load check's tools (the TCP fault proxy, a process's CPU
+// time) are in adapters/lab.
 //
 // It imports only the domain package and the standard library (including testing).
 package porttest

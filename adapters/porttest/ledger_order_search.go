@@ -205,6 +205,7 @@ func searchOrder(t *testing.T, l domain.Store, buyer domain.BuyerID, p domain.Pr
 		move(func() error { return o.MarkPaid(at, o.Amount(), "ref-"+string(o.No())) })
 	case domain.StatusFailed:
 		move(func() error { return o.Fail(at, "declined") })
+	default: // the rest stay as placed
 	}
 	if st == domain.StatusRefunded {
 		move(func() error { return o.Refund(at, "asked") })

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"cardshop/adapters/porttest"
+	"cardshop/adapters/lab/procstat"
 	"cardshop/adapters/rabbitmq"
 	"cardshop/domain"
 )
@@ -103,7 +103,7 @@ func brokerCPU() (float64, bool) {
 		if err != nil {
 			return 0, false
 		}
-		cpu, err := porttest.ProcCPU(pid)
+		cpu, err := procstat.CPU(pid)
 		return cpu, err == nil
 	}
 	return 0, false

@@ -364,8 +364,8 @@ func TestCloseWaitsForRunningHandlers(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- b.Close() }()
 	select {
-	case <-closed:
-		t.Fatal("Close returned while a handler was running")
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a handler was running", err)
 	case <-time.After(300 * time.Millisecond):
 	}
 	close(release)

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// limiter is httpapi.Limiter, restated so that these tests need not import the HTTP adapter.
+// limiter is webkit.Limiter, restated so that these tests need not import the web doors' kit.
 type limiter interface {
 	Allow(ctx context.Context, key string, limit int, window time.Duration) (bool, time.Duration, error)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"cardshop/adapters/lab/netfault"
 	"cardshop/adapters/porttest"
 	"cardshop/adapters/ratelimit"
 	"cardshop/adapters/redisgate"
@@ -36,7 +37,7 @@ func uniqueKey(t *testing.T) string { return t.Name() + ":" + time.Now().Format(
 // context's error; once the link moves again the limiter answers as before.
 func TestAllowThroughTheAutoPipelinerAnswersByTheCallersDeadline(t *testing.T) {
 	standalone(t) // skips or fails as RequireService says when Redis is down
-	proxy := porttest.NewProxy(t, porttest.RedisAddr)
+	proxy := netfault.NewProxy(t, porttest.RedisAddr)
 	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: standaloneDB,
 		ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second})
 	t.Cleanup(func() { _ = c.Close() })

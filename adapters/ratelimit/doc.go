@@ -1,4 +1,4 @@
-// Package ratelimit holds the rate limiters of the HTTP edge (httpapi.Limiter): Memory for one
+// Package ratelimit holds the rate limiters of the HTTP edge (webkit.Limiter): Memory for one
 // process (the memory adapter set and tests) and Redis for limits that hold across every
 // service instance, because they share their state in Redis and change it atomically.
 //

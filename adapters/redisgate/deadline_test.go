@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"cardshop/adapters/lab/netfault"
 	"cardshop/adapters/porttest"
 	"cardshop/adapters/redisgate"
 	"cardshop/domain"
@@ -25,7 +26,7 @@ import (
 // must then be held by a hold the sweep finds and can release, and the gate must serve again.
 func TestReserveThroughTheAutoPipelinerAnswersByTheCallersDeadline(t *testing.T) {
 	standalone(t) // skips or fails as RequireService says when Redis is down
-	proxy := porttest.NewProxy(t, porttest.RedisAddr)
+	proxy := netfault.NewProxy(t, porttest.RedisAddr)
 	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: standaloneDB,
 		ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second})
 	t.Cleanup(func() { _ = c.Close() })

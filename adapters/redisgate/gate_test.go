@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"cardshop/adapters/lab/netfault"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/porttest"
@@ -698,14 +699,14 @@ func TestSweeperReleasesOrphanOnRedis(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := shop.CreateProduct(ctx, application.NewProduct{ID: porttest.NewProductID(), Name: "orphan", Price: 100, MaxPerOrder: 5})
+		p, err := shop.Catalogue.CreateProduct(ctx, application.NewProduct{ID: porttest.NewProductID(), Name: "orphan", Price: 100, MaxPerOrder: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep, err := shop.ImportCodes(ctx, p.ID(), strings.NewReader("CODE-0001\nCODE-0002\nCODE-0003\nCODE-0004\nCODE-0005")); err != nil || rep.Added != 5 {
+		if rep, err := shop.Catalogue.ImportCodes(ctx, p.ID(), strings.NewReader("CODE-0001\nCODE-0002\nCODE-0003\nCODE-0004\nCODE-0005")); err != nil || rep.Added != 5 {
 			t.Fatalf("import: %+v, %v", rep, err)
 		}
-		placed, err := shop.PlaceOrder(ctx, application.PlaceOrder{Buyer: "bob", Product: p.ID(), Qty: 1, IdempotencyKey: "key-written-1"})
+		placed, err := shop.Sales.PlaceOrder(ctx, application.PlaceOrder{Buyer: "bob", Product: p.ID(), Qty: 1, IdempotencyKey: "key-written-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -717,15 +718,15 @@ func TestSweeperReleasesOrphanOnRedis(t *testing.T) {
 		reserve(t, g, orphan, domain.Reserved)
 		wantLevels(t, g, p.ID(), domain.GateLevels{Stock: 1, Sold: 4})
 		retry := application.PlaceOrder{Buyer: "alice", Product: p.ID(), Qty: 3, IdempotencyKey: "key-crashed-1"}
-		if _, err := shop.PlaceOrder(ctx, retry); !errors.Is(err, domain.ErrRequestInProgress) {
+		if _, err := shop.Sales.PlaceOrder(ctx, retry); !errors.Is(err, domain.ErrRequestInProgress) {
 			t.Fatalf("retry while the orphan holds the key: err = %v, want ErrRequestInProgress", err)
 		}
-		if n, err := shop.Sweep(ctx); err != nil || n != 0 {
+		if n, err := shop.Sales.Sweep(ctx); err != nil || n != 0 {
 			t.Fatalf("sweep before OrphanAfter = %d, %v; want 0", n, err)
 		}
 
 		time.Sleep(cfg.OrphanAfter + 100*time.Millisecond)
-		if n, err := shop.Sweep(ctx); err != nil || n != 1 {
+		if n, err := shop.Sales.Sweep(ctx); err != nil || n != 1 {
 			t.Fatalf("sweep after OrphanAfter = %d, %v; want 1 released", n, err)
 		}
 		wantLevels(t, g, p.ID(), domain.GateLevels{Stock: 4, Sold: 1})
@@ -740,11 +741,11 @@ func TestSweeperReleasesOrphanOnRedis(t *testing.T) {
 		if len(kinds) != 1 || kinds[0] != "orphan_reservation_released" {
 			t.Fatalf("alerts %v, want one orphan_reservation_released", kinds)
 		}
-		again, err := shop.PlaceOrder(ctx, retry)
+		again, err := shop.Sales.PlaceOrder(ctx, retry)
 		if err != nil || again.Replayed || again.Order.No() == orphan.OrderNo {
 			t.Fatalf("retry after the release = %+v, %v; want a new order", again, err)
 		}
-		rec, err := shop.Reconcile(ctx, p.ID(), false)
+		rec, err := shop.Catalogue.Reconcile(ctx, p.ID(), false)
 		if err != nil || !rec.OK() {
 			t.Fatalf("reconcile = %+v, %v; want every check OK (orders %s and %s PENDING)", rec.Checks, err,
 				placed.Order.No(), again.Order.No())
@@ -780,7 +781,7 @@ func BenchmarkReserve(b *testing.B) {
 // are taken once — whatever the client finally reports.
 func TestLostReplyOverTCPReservesOnce(t *testing.T) {
 	standalone(t) // skips or fails as RequireService says when Redis is down
-	proxy := porttest.NewProxy(t, porttest.RedisAddr)
+	proxy := netfault.NewProxy(t, porttest.RedisAddr)
 	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DB: standaloneDB, MaxRetries: 3,
 		MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 10 * time.Millisecond})
 	t.Cleanup(func() { _ = c.Close() })
@@ -842,19 +843,19 @@ func TestSweeperOnAClockAheadLeavesYoungHolds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := shop.CreateProduct(ctx, application.NewProduct{ID: porttest.NewProductID(), Name: "clock", Price: 100, MaxPerOrder: 5})
+		p, err := shop.Catalogue.CreateProduct(ctx, application.NewProduct{ID: porttest.NewProductID(), Name: "clock", Price: 100, MaxPerOrder: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
 		rebuild(t, g, p.ID(), domain.GateLevels{Stock: 5})
 		inFlight := newReservation(p.ID(), 2) // another instance's order, still being written
 		reserve(t, g, inFlight, domain.Reserved)
-		if n, err := shop.SweepOrphans(ctx); err != nil || n != 0 {
+		if n, err := shop.Sales.SweepOrphans(ctx); err != nil || n != 0 {
 			t.Fatalf("a sweeper 10 min ahead released %d, %v; want 0 (the hold is milliseconds old by Redis's clock)", n, err)
 		}
 		wantLevels(t, g, p.ID(), domain.GateLevels{Stock: 3, Sold: 2})
 		time.Sleep(cfg.OrphanAfter + 100*time.Millisecond)
-		if n, err := shop.SweepOrphans(ctx); err != nil || n != 1 {
+		if n, err := shop.Sales.SweepOrphans(ctx); err != nil || n != 1 {
 			t.Fatalf("the sweep once the hold is OrphanAfter old = %d, %v; want 1", n, err)
 		}
 		wantLevels(t, g, p.ID(), domain.GateLevels{Stock: 5})

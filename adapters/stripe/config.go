@@ -55,17 +55,8 @@ func redact(s string) string {
 	if s == "" {
 		return `""`
 	}
-	return "[REDACTED]"
+	return domain.Redacted
 }
-
-// secret is a key or a signing secret: every way of printing it redacts it.
-type secret string
-
-func (s secret) String() string               { return "[REDACTED]" }
-func (s secret) GoString() string             { return "[REDACTED]" }
-func (s secret) Format(f fmt.State, _ rune)   { _, _ = f.Write([]byte("[REDACTED]")) }
-func (s secret) LogValue() slog.Value         { return slog.StringValue("[REDACTED]") }
-func (s secret) MarshalText() ([]byte, error) { return []byte("[REDACTED]"), nil }
 
 var (
 	keyShape     = regexp.MustCompile(`^(sk|rk)_(test|live)_[A-Za-z0-9]{20,247}$`)
@@ -115,12 +106,12 @@ func New(cfg Config) (*Gateway, error) {
 	if len(cfg.WebhookSecrets) == 0 {
 		return nil, errors.New("stripe: no webhook signing secret")
 	}
-	g := &Gateway{key: secret(cfg.SecretKey), client: cfg.HTTPClient, clock: cfg.Clock}
+	g := &Gateway{key: domain.Secret(cfg.SecretKey), client: cfg.HTTPClient, clock: cfg.Clock}
 	for i, s := range cfg.WebhookSecrets {
 		if err := checkSecret(fmt.Sprintf("webhook secret #%d", i+1), s, webhookShape, 1); err != nil {
 			return nil, err
 		}
-		g.whsecs = append(g.whsecs, secret(s))
+		g.whsecs = append(g.whsecs, domain.Secret(s))
 	}
 	base := cfg.BaseURL
 	if base == "" {

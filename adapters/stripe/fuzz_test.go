@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/stripesim"
 	"cardshop/adapters/stripe"
-	"cardshop/adapters/stripe/stripesim"
 	"cardshop/domain"
 )
 
@@ -44,7 +44,7 @@ func FuzzVerifyHeader(f *testing.F) {
 		f.Add(h)
 	}
 	f.Fuzz(func(t *testing.T, h string) {
-		n, err := gw.Verify(context.Background(), domain.InboundRequest{Header: http.Header{stripe.SignatureHeader: {h}}, Body: body, At: fuzzAt})
+		n, err := gw.Verify(context.Background(), domain.InboundRequest{Header: domain.Header{stripe.SignatureHeader: {h}}, Body: body, At: fuzzAt})
 		if err != nil {
 			if !errors.Is(err, domain.ErrBadSignature) {
 				t.Fatalf("%q: %v", h, err)
@@ -96,7 +96,7 @@ func FuzzVerifyBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		h := http.Header{stripe.SignatureHeader: {stripesim.SignatureHeader(fuzzAt, body, fuzzSecret)}}
-		n, err := gw.Verify(context.Background(), domain.InboundRequest{Header: h, Body: body, At: fuzzAt})
+		n, err := gw.Verify(context.Background(), domain.InboundRequest{Header: domain.Header(h), Body: body, At: fuzzAt})
 		if err != nil {
 			var ve *domain.ValidationError
 			if !errors.As(err, &ve) || errors.Is(err, domain.ErrBadSignature) {

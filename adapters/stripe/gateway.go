@@ -48,8 +48,8 @@ func SessionExpiresAt(orderExpiry, now time.Time) time.Time {
 // Gateway is Stripe as a domain.PaymentGateway.
 type Gateway struct {
 	base   *url.URL
-	key    secret
-	whsecs []secret
+	key    domain.Secret
+	whsecs []domain.Secret
 	client *http.Client
 	clock  domain.Clock
 }
@@ -293,7 +293,7 @@ func (g *Gateway) call(ctx context.Context, method, path string, form url.Values
 	if err != nil {
 		return fmt.Errorf("build the request: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+string(g.key))
+	req.Header.Set("Authorization", "Bearer "+g.key.Reveal())
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "cardshop")
 	if form != nil {
@@ -341,14 +341,14 @@ func (g *Gateway) apiError(status int, raw []byte) *apiError {
 	if len(e.message) > 500 {
 		e.message = e.message[:500] + "…"
 	}
-	e.message = strings.ReplaceAll(e.message, string(g.key), "[REDACTED]")
+	e.message = strings.ReplaceAll(e.message, g.key.Reveal(), domain.Redacted)
 	return e
 }
 
 // scrub removes the key from a transport error's text (a URL or a header echoed back).
 func (g *Gateway) scrub(err error) error {
-	if !bytes.Contains([]byte(err.Error()), []byte(g.key)) {
+	if !bytes.Contains([]byte(err.Error()), []byte(g.key.Reveal())) {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), string(g.key), "[REDACTED]"))
+	return errors.New(strings.ReplaceAll(err.Error(), g.key.Reveal(), domain.Redacted))
 }

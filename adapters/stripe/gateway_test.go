@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/stripesim"
 	"cardshop/adapters/stripe"
-	"cardshop/adapters/stripe/stripesim"
 	"cardshop/domain"
 )
 
@@ -372,7 +372,7 @@ func TestCloseOfAPaidSessionIsAlreadyPaid(t *testing.T) {
 
 func TestReply(t *testing.T) {
 	r := newRig(t)
-	ok, no := r.gw.Reply(true), r.gw.Reply(false)
+	ok, no := replyOf(r.gw.Reply(true)), replyOf(r.gw.Reply(false))
 	var body map[string]bool
 	if ok.Status != 200 || ok.ContentType != "application/json" || json.Unmarshal(ok.Body, &body) != nil || !body["received"] {
 		t.Fatalf("accepted: %+v", ok)

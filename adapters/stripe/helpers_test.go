@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/stripesim"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/stripe"
-	"cardshop/adapters/stripe/stripesim"
 	"cardshop/domain"
 )
 
@@ -77,7 +77,7 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 // receive is the shop's side: raw bytes in, Verify, Reply out.
 func (r *rig) receive(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	n, err := r.gw.Verify(req.Context(), domain.InboundRequest{Method: req.Method, Header: req.Header,
+	n, err := r.gw.Verify(req.Context(), domain.InboundRequest{Method: req.Method, Header: domain.Header(req.Header),
 		Query: req.URL.Query(), Body: body, At: r.clock.Now()})
 	r.mu.Lock()
 	if err != nil {
@@ -86,7 +86,7 @@ func (r *rig) receive(w http.ResponseWriter, req *http.Request) {
 		r.notices = append(r.notices, n)
 	}
 	r.mu.Unlock()
-	rp := r.gw.Reply(err == nil)
+	rp := replyOf(r.gw.Reply(err == nil))
 	w.Header().Set("Content-Type", rp.ContentType)
 	w.WriteHeader(rp.Status)
 	_, _ = w.Write(rp.Body)
@@ -113,4 +113,15 @@ func (r *rig) create(no domain.OrderNo, amount domain.Money) domain.Payment {
 	}
 	return domain.Payment{OrderNo: no, Provider: stripe.Name, ProviderRef: c.ProviderRef, Amount: amount, Currency: usd,
 		Status: domain.PaymentOpen, PayURL: c.PayURL}
+}
+
+// reply is the gateway's Reply as one value: replyOf(g.Reply(accepted)).
+type reply struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+func replyOf(status int, contentType string, body []byte) reply {
+	return reply{status, contentType, body}
 }

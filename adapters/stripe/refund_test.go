@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/stripesim"
 	"cardshop/adapters/stripe"
-	"cardshop/adapters/stripe/stripesim"
 	"cardshop/domain"
 )
 
@@ -352,7 +352,7 @@ func TestLegacyChargeRefundedCarriesTheRefund(t *testing.T) {
 	if len(ob) != 2 || ob[1].Type != stripesim.EventChargeRefunded {
 		t.Fatalf("outbox %+v", ob)
 	}
-	d := r.sim.Deliver(ctx, ob[1], stripesim.Genuine)
+	d := r.sim.Deliver(ctx, ob[1].Event, stripesim.Genuine)
 	notices, _ := r.received()
 	if !d.Accepted() || len(notices) != 1 || notices[0].RefundNo != domain.RefundNoOf(orderNo) || notices[0].ProviderRef != st.ProviderRef ||
 		notices[0].RefundOutcome != domain.RefundSucceeded || notices[0].OrderNo != orderNo {

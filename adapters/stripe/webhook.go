@@ -121,8 +121,8 @@ func digits(s string) bool {
 }
 
 // sign is the v1 signature of body at t under one endpoint secret.
-func sign(whsec secret, t int64, body []byte) []byte {
-	m := hmac.New(sha256.New, []byte(whsec))
+func sign(whsec domain.Secret, t int64, body []byte) []byte {
+	m := hmac.New(sha256.New, []byte(whsec.Reveal()))
 	m.Write([]byte(strconv.FormatInt(t, 10)))
 	m.Write([]byte{'.'})
 	m.Write(body)
@@ -131,7 +131,7 @@ func sign(whsec secret, t int64, body []byte) []byte {
 
 // checkSignature accepts one header whose timestamp is within Tolerance of at and one of whose
 // v1 signatures is body's under one of the endpoint secrets.
-func (g *Gateway) checkSignature(h http.Header, body []byte, at time.Time) error {
+func (g *Gateway) checkSignature(h domain.Header, body []byte, at time.Time) error {
 	values := h.Values(SignatureHeader)
 	if len(values) > 1 {
 		return fmt.Errorf("%w: %d %s headers", domain.ErrBadSignature, len(values), SignatureHeader)
@@ -221,11 +221,11 @@ func parseEvent(body []byte) (domain.ProviderNotice, error) {
 
 // Reply is 200 {"received":true} for an accepted event; 400 for a refused one, which Stripe
 // sends again.
-func (g *Gateway) Reply(accepted bool) domain.Reply {
+func (g *Gateway) Reply(accepted bool) (status int, contentType string, body []byte) {
 	if accepted {
-		return domain.Reply{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"received":true}`)}
+		return http.StatusOK, "application/json", []byte(`{"received":true}`)
 	}
-	return domain.Reply{Status: http.StatusBadRequest, ContentType: "application/json", Body: []byte(`{"received":false}`)}
+	return http.StatusBadRequest, "application/json", []byte(`{"received":false}`)
 }
 
 // parseRefund reads a refund event's refund into n. A refund without metadata[refund_no] was

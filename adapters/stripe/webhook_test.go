@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/stripesim"
 	"cardshop/adapters/stripe"
-	"cardshop/adapters/stripe/stripesim"
 	"cardshop/domain"
 )
 
@@ -52,7 +52,7 @@ func TestEventsOverHTTP(t *testing.T) {
 		n := notices[len(notices)-1]
 		p := ps[s.no]
 		if n.Outcome != s.outcome || n.OrderNo != s.no || n.ProviderRef != p.ProviderRef || n.Amount != p.Amount ||
-			n.Currency != usd || n.EventID != d.EventID || !strings.HasPrefix(n.EventID, "evt_") {
+			n.Currency != usd || n.EventID != d.Note.ID || !strings.HasPrefix(n.EventID, "evt_") {
 			t.Fatalf("step %d: notice %+v, want %s of %s", i, n, s.outcome, s.no)
 		}
 	}
@@ -81,10 +81,10 @@ func TestDuplicatesReorderingAndDrops(t *testing.T) {
 		t.Fatalf("%d resent, %d notices", len(again), len(notices))
 	}
 	for i, d := range again {
-		if !d.Accepted() || d.EventID != first.EventID {
+		if !d.Accepted() || d.Note.ID != first.Note.ID {
 			t.Fatalf("resend %d: %+v", i, d)
 		}
-		if n := notices[i+1]; n.EventID != first.EventID || n.Outcome != domain.OutcomePaid {
+		if n := notices[i+1]; n.EventID != first.Note.ID || n.Outcome != domain.OutcomePaid {
 			t.Fatalf("duplicate %d: %+v", i, n)
 		}
 	}
@@ -140,7 +140,7 @@ func TestForgeriesAreRefused(t *testing.T) {
 	r.create(orderNo, 100)
 	r.sim.Hold(true)
 	mustDelivery(t)(r.sim.Pay(ctx, string(orderNo)))
-	ev := r.sim.Held()[0]
+	ev := r.sim.Held()[0].Event
 	for _, f := range []stripesim.Forgery{stripesim.WrongSecret, stripesim.StaleTimestamp, stripesim.FutureTimestamp,
 		stripesim.TamperedBody, stripesim.Unsigned, stripesim.V0Only} {
 		d := r.sim.Deliver(ctx, ev, f)
@@ -180,7 +180,7 @@ func TestRotatedSecrets(t *testing.T) {
 			r := newRig(t, signingWith(c.sign...), verifyingWith(c.check...))
 			r.create(orderNo, 100)
 			d := mustDelivery(t)(r.sim.Pay(context.Background(), string(orderNo)))
-			if d.Accepted() != c.ok || strings.Count(d.Signature, "v1=") != len(c.sign) {
+			if d.Accepted() != c.ok || strings.Count(d.Sent.Header.Get("Stripe-Signature"), "v1=") != len(c.sign) {
 				t.Fatalf("%+v", d)
 			}
 		})
@@ -191,7 +191,7 @@ func TestV0AlongsideV1IsIgnored(t *testing.T) {
 	r := newRig(t, func(o *stripesim.Options, _ *stripe.Config) { o.SendV0 = true })
 	r.create(orderNo, 100)
 	d := mustDelivery(t)(r.sim.Pay(context.Background(), string(orderNo)))
-	if !d.Accepted() || !strings.Contains(d.Signature, ",v0=") {
+	if !d.Accepted() || !strings.Contains(d.Sent.Header.Get("Stripe-Signature"), ",v0=") {
 		t.Fatalf("%+v", d)
 	}
 }
@@ -207,7 +207,7 @@ func verifyAt(t *testing.T, secrets []string, header string, body []byte, at tim
 	if header != "" {
 		h.Set(stripe.SignatureHeader, header)
 	}
-	return gw.Verify(context.Background(), domain.InboundRequest{Method: http.MethodPost, Header: h, Body: body, At: at})
+	return gw.Verify(context.Background(), domain.InboundRequest{Method: http.MethodPost, Header: domain.Header(h), Body: body, At: at})
 }
 
 // The example is computed outside Go (OpenSSL: printf '1740830405.' | cat - the file |
@@ -313,7 +313,7 @@ func TestSignatureHeaderShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	two := http.Header{stripe.SignatureHeader: {"t=" + ts + ",v1=" + good, "t=" + ts + ",v1=" + good}}
-	if _, err := gw.Verify(context.Background(), domain.InboundRequest{Header: two, Body: body, At: at}); !errors.Is(err, domain.ErrBadSignature) {
+	if _, err := gw.Verify(context.Background(), domain.InboundRequest{Header: domain.Header(two), Body: body, At: at}); !errors.Is(err, domain.ErrBadSignature) {
 		t.Errorf("two headers: %v", err)
 	}
 }

@@ -84,17 +84,8 @@ func redact(s string) string {
 	if s == "" {
 		return `""`
 	}
-	return "[REDACTED]"
+	return domain.Redacted
 }
-
-// secret is the API v3 key: every way of printing it redacts it.
-type secret string
-
-func (s secret) String() string               { return "[REDACTED]" }
-func (s secret) GoString() string             { return "[REDACTED]" }
-func (s secret) Format(f fmt.State, _ rune)   { _, _ = f.Write([]byte("[REDACTED]")) }
-func (s secret) LogValue() slog.Value         { return slog.StringValue("[REDACTED]") }
-func (s secret) MarshalText() ([]byte, error) { return []byte("[REDACTED]"), nil }
 
 var (
 	mchIDShape  = regexp.MustCompile(`^[0-9]{6,32}$`)
@@ -154,7 +145,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err := checkV3Key(cfg.APIv3Key); err != nil {
 		return nil, err
 	}
-	g := &Gateway{mchid: cfg.MchID, appid: cfg.AppID, v3key: secret(cfg.APIv3Key), client: cfg.HTTPClient, clock: cfg.Clock,
+	g := &Gateway{mchid: cfg.MchID, appid: cfg.AppID, v3key: domain.Secret(cfg.APIv3Key), client: cfg.HTTPClient, clock: cfg.Clock,
 		refundNotify: cfg.RefundNotifyURL, keys: map[string]auth.Verifier{}}
 	g.creds = &credentials.WechatPayCredentials{Signer: &signers.SHA256WithRSASigner{
 		MchID: cfg.MchID, CertificateSerialNo: strings.ToUpper(cfg.MerchantSerial), PrivateKey: priv}}

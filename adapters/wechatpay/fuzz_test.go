@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/wechatsim"
 	"cardshop/adapters/wechatpay"
-	"cardshop/adapters/wechatpay/wechatsim"
 	"cardshop/domain"
 )
 
@@ -38,7 +38,7 @@ func FuzzVerifyHeaders(f *testing.F) {
 		hh.Set(wechatpay.HeaderNonce, fnonce)
 		hh.Set(wechatpay.HeaderSerial, fserial)
 		hh.Set(wechatpay.HeaderSignature, fsig)
-		n, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: hh, Body: []byte(v.Body), At: at})
+		n, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: domain.Header(hh), Body: []byte(v.Body), At: at})
 		if err != nil {
 			if !errors.Is(err, domain.ErrBadSignature) {
 				t.Fatalf("%v", err)
@@ -84,7 +84,7 @@ func FuzzVerifyResource(f *testing.F) {
 		h.Set(wechatpay.HeaderNonce, nonce)
 		h.Set(wechatpay.HeaderSerial, fuzzKeyID)
 		h.Set(wechatpay.HeaderSignature, wechatsim.Sign(k.platform, ts, nonce, body))
-		n, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: h, Body: body, At: at.Add(time.Second)})
+		n, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: domain.Header(h), Body: body, At: at.Add(time.Second)})
 		if err != nil {
 			var ve *domain.ValidationError
 			if !errors.As(err, &ve) && !errors.Is(err, domain.ErrBadSignature) {

@@ -41,7 +41,7 @@ type Gateway struct {
 	base         *url.URL
 	mchid        string
 	appid        string
-	v3key        secret
+	v3key        domain.Secret
 	creds        *credentials.WechatPayCredentials
 	keys         map[string]auth.Verifier // by Wechatpay-Serial: certificate serials and the public key id
 	acceptSerial string                   // the Wechatpay-Serial of every request: the key answers are verified with
@@ -393,7 +393,7 @@ func (g *Gateway) call(ctx context.Context, method, path string, query url.Value
 	if resp.StatusCode >= 500 {
 		return fmt.Errorf("%w: %w", domain.ErrUnavailable, apiError(resp.StatusCode, reply, false))
 	}
-	sigErr := g.checkSignature(ctx, resp.Header, reply, g.clock.Now())
+	sigErr := g.checkSignature(ctx, domain.Header(resp.Header), reply, g.clock.Now())
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if sigErr != nil {
 			return fmt.Errorf("the %d answer: %w", resp.StatusCode, sigErr)

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/wechatsim"
 	"cardshop/adapters/memory"
 	"cardshop/adapters/wechatpay"
-	"cardshop/adapters/wechatpay/wechatsim"
 	"cardshop/domain"
 )
 
@@ -114,7 +114,7 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 // receive is the shop's side: raw bytes in, Verify, Reply out.
 func (r *rig) receive(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
-	n, err := r.gw.Verify(req.Context(), domain.InboundRequest{Method: req.Method, Header: req.Header,
+	n, err := r.gw.Verify(req.Context(), domain.InboundRequest{Method: req.Method, Header: domain.Header(req.Header),
 		Query: req.URL.Query(), Body: body, At: r.clock.Now()})
 	r.mu.Lock()
 	if err != nil {
@@ -123,7 +123,7 @@ func (r *rig) receive(w http.ResponseWriter, req *http.Request) {
 		r.notices = append(r.notices, n)
 	}
 	r.mu.Unlock()
-	rp := r.gw.Reply(err == nil)
+	rp := replyOf(r.gw.Reply(err == nil))
 	if rp.ContentType != "" {
 		w.Header().Set("Content-Type", rp.ContentType)
 	}
@@ -162,4 +162,15 @@ func (r *rig) paid(no domain.OrderNo, amount domain.Money) domain.Payment {
 	}
 	p.Status = domain.PaymentPaid
 	return p
+}
+
+// reply is the gateway's Reply as one value: replyOf(g.Reply(accepted)).
+type reply struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+func replyOf(status int, contentType string, body []byte) reply {
+	return reply{status, contentType, body}
 }

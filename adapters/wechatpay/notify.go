@@ -115,7 +115,7 @@ func (g *Gateway) open(r Resource, want string) ([]byte, error) {
 	if r.OriginalType != "" && r.OriginalType != want {
 		return nil, domain.Invalid("resource.original_type", "not "+want)
 	}
-	plain, err := Decrypt(string(g.v3key), r.Nonce, r.AssociatedData, r.Ciphertext)
+	plain, err := Decrypt(g.v3key.Reveal(), r.Nonce, r.AssociatedData, r.Ciphertext)
 	if err != nil {
 		return nil, domain.Invalid("resource", err.Error())
 	}
@@ -144,6 +144,7 @@ func (g *Gateway) transactionNotice(n domain.ProviderNotice, plain []byte) (doma
 		}
 	case domain.OutcomeFailed, domain.OutcomePending:
 		n.Reason = clip(t.TradeState+" "+t.TradeStateMsg, 200)
+	default: // nothing more to check
 	}
 	return n, nil
 }
@@ -180,10 +181,9 @@ func (g *Gateway) refundNotice(n domain.ProviderNotice, event string, plain []by
 
 // Reply is 204 without a body for an accepted notification; 400 with
 // {"code":"FAIL","message":…} for a refused one, which WeChat Pay sends again.
-func (g *Gateway) Reply(accepted bool) domain.Reply {
+func (g *Gateway) Reply(accepted bool) (status int, contentType string, body []byte) {
 	if accepted {
-		return domain.Reply{Status: http.StatusNoContent}
+		return http.StatusNoContent, "", nil
 	}
-	return domain.Reply{Status: http.StatusBadRequest, ContentType: "application/json",
-		Body: []byte(`{"code":"FAIL","message":"refused"}`)}
+	return http.StatusBadRequest, "application/json", []byte(`{"code":"FAIL","message":"refused"}`)
 }

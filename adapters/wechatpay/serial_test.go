@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"cardshop/adapters/lab/paysim/wechatsim"
 	"cardshop/adapters/wechatpay"
-	"cardshop/adapters/wechatpay/wechatsim"
 	"cardshop/domain"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -48,7 +47,7 @@ func Message(ts, nonce string, body []byte) string {
 
 // one returns the single value of header k, or an error when it is missing, repeated or
 // longer than limit.
-func one(h http.Header, k string, limit int) (string, error) {
+func one(h domain.Header, k string, limit int) (string, error) {
 	vs := h.Values(k)
 	if len(vs) != 1 || vs[0] == "" {
 		return "", fmt.Errorf("%w: %s missing or repeated", domain.ErrBadSignature, k)
@@ -63,7 +62,7 @@ func one(h http.Header, k string, limit int) (string, error) {
 // way) and whose Wechatpay-Signature verifies under the key Wechatpay-Serial names: a
 // configured platform certificate's serial number or the public key's id. Every refusal
 // wraps domain.ErrBadSignature.
-func (g *Gateway) checkSignature(ctx context.Context, h http.Header, body []byte, at time.Time) error {
+func (g *Gateway) checkSignature(ctx context.Context, h domain.Header, body []byte, at time.Time) error {
 	ts, err := one(h, HeaderTimestamp, 12)
 	if err != nil {
 		return err

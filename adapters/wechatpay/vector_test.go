@@ -67,7 +67,7 @@ func vectorGateway(t testing.TB, v vector) *wechatpay.Gateway {
 func TestPythonComputedNotification(t *testing.T) {
 	v, h, at := readVector(t, "vector.json")
 	gw := vectorGateway(t, v)
-	n, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: h, Body: []byte(v.Body), At: at.Add(4 * time.Minute)})
+	n, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: domain.Header(h), Body: []byte(v.Body), At: at.Add(4 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +87,10 @@ func TestPythonComputedNotification(t *testing.T) {
 	}
 	body := []byte(v.Body)
 	body[len(body)-2] = ' '
-	if _, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: h, Body: body, At: at}); !errors.Is(err, domain.ErrBadSignature) {
+	if _, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: domain.Header(h), Body: body, At: at}); !errors.Is(err, domain.ErrBadSignature) {
 		t.Fatalf("a changed body: %v", err)
 	}
-	if _, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: h, Body: []byte(v.Body), At: at.Add(5 * time.Minute)}); !errors.Is(err, domain.ErrBadSignature) {
+	if _, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: domain.Header(h), Body: []byte(v.Body), At: at.Add(5 * time.Minute)}); !errors.Is(err, domain.ErrBadSignature) {
 		t.Fatalf("five minutes late: %v", err)
 	}
 }
@@ -103,12 +103,12 @@ func TestPythonComputedNotification(t *testing.T) {
 func TestSDKTestVectorSignature(t *testing.T) {
 	v, h, at := readVector(t, "sdk_notify_vector.json")
 	gw := vectorGateway(t, v)
-	n, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: h, Body: []byte(v.Body), At: at})
+	n, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: domain.Header(h), Body: []byte(v.Body), At: at})
 	if err != nil || n.EventID != "3119dfba-e649-5eec-ab1e-3412bc4d2e17" || n.OrderNo != "" || n.Outcome != domain.OutcomePending {
 		t.Fatalf("%+v %v", n, err)
 	}
 	h.Set(wechatpay.HeaderTimestamp, strconv.FormatInt(at.Unix()+1, 10))
-	if _, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: h, Body: []byte(v.Body), At: at}); !errors.Is(err, domain.ErrBadSignature) {
+	if _, err := gw.Verify(ctx, domain.InboundRequest{Method: "POST", Header: domain.Header(h), Body: []byte(v.Body), At: at}); !errors.Is(err, domain.ErrBadSignature) {
 		t.Fatalf("%v", err)
 	}
 }

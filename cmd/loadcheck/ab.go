@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Issue 16's targets for group commit, as shares of this run's ceilings: successful orders at
+// The targets for group commit, as shares of this run's ceilings: successful orders at
 // least 1.5× MariaDB's single-row INSERT ceiling, payments on one hot product at least 2× the
 // raw single pay transaction.
 const (

@@ -70,9 +70,8 @@ func (e *env) heldMatch(ctx context.Context, pid int64) (Check, error) {
 		Detail: fmt.Sprintf("buyers in the gate %d, in the ledger %d, differing %d%s", len(gate), len(ledger), len(differ), examples(differ))}, nil
 }
 
-// holdingRefusal is the answer to an order over the product's buyer_limit. The issue's
-// contract said 409; main answers 429 buyer_limit (e1f4eda), the status and code the buyer cap
-// (CARDSHOP_BUYER_CAP) already answered, so that one code keeps one status. The load check
+// holdingRefusal is the answer to an order over the product's buyer_limit: 429 buyer_limit, the
+// status and code of the buyer cap (CARDSHOP_BUYER_CAP), so that one code keeps one status. The load check
 // sets the cap far out of reach (1,000,000 units per window), so every buyer_limit here is the
 // holding limit's.
 const holdingRefusal = "429:buyer_limit"

@@ -562,7 +562,7 @@ func seedPayTables(ctx context.Context, db *sql.DB, orders, cards string, pid in
 		if err != nil {
 			return fmt.Errorf("seed: analyze %s: %w", t, err)
 		}
-		if err := rows.Close(); err != nil {
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return fmt.Errorf("seed: analyze %s: %w", t, err)
 		}
 	}

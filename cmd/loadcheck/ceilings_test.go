@@ -118,6 +118,9 @@ func TestInsertCeilingTableMirrorsOrders(t *testing.T) {
 				}
 				out = append(out, s)
 			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
 			if err := rows.Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,7 @@
 package main
 
 // The stall faults of the chaos mode: the instance reaches its Redis and MariaDB through TCP
-// proxies (porttest.Proxy) that the fault slows, stalls or cuts, with the servers themselves
+// proxies (netfault.Proxy) that the fault slows, stalls or cuts, with the servers themselves
 // untouched. What they show: a request whose dependency does not answer ends at its deadline
 // (CARDSHOP_REQUEST_TIMEOUT) with 503 and Retry-After, goroutines and connections do not pile
 // up, and the service serves normally again within seconds of the fault's end.
@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"cardshop/adapters/porttest"
+	"cardshop/adapters/lab/netfault"
 )
 
 // The stall faults (scenario.fault).
@@ -80,7 +80,7 @@ func stallScenarios(codes int) []scenario {
 }
 
 // proxies are the TCP proxies between the stall scenarios' instance and the own services.
-type proxies struct{ redis, maria *porttest.Proxy }
+type proxies struct{ redis, maria *netfault.Proxy }
 
 // useProxiedInstance stops the shared instances and starts one that reaches the chaos mode's
 // own Redis and MariaDB through proxies; restore stops it and the proxies.
@@ -88,11 +88,11 @@ func (e *env) useProxiedInstance(ctx context.Context) (*instance, func(), error)
 	for len(e.instances) > 0 {
 		e.stopInstance(e.instances[len(e.instances)-1])
 	}
-	r, err := porttest.StartProxy(e.own.redisAddr)
+	r, err := netfault.StartProxy(e.own.redisAddr)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := porttest.StartProxy(e.own.mariaAddr)
+	m, err := netfault.StartProxy(e.own.mariaAddr)
 	if err != nil {
 		r.Close()
 		return nil, nil, err

@@ -1,10 +1,11 @@
 // Command loadcheck is the load proof (docs/PRODUCT.md): it starts cardshop on the real
-// adapters (or targets running instances), measures this machine's ceilings, runs the flash-sale scenarios
-// with wrk, pays most orders through signed callbacks (duplicates mixed in), or in one scenario
-// through Stripe's Checkout and webhooks played by its simulator, lets the rest expire, and then checks every invariant directly against Redis and MariaDB. It prints the
-// numbers and exits non-zero if any invariant fails.
+// adapters (or targets running instances), measures this machine's ceilings, runs the
+// flash-sale scenarios with wrk, pays most orders through signed callbacks (duplicates mixed
+// in), or in one scenario through Stripe's Checkout and webhooks played by its simulator, lets
+// the rest expire, and then checks every invariant directly against Redis and MariaDB. It
+// prints the numbers and exits non-zero if any invariant fails.
 //
-// Run it with `make loadcheck` (full) or `make loadcheck-short` (CI).
+// Run it with `make loadcheck` (full) or `make loadcheck-short` (CI); README.md says more.
 package main
 
 import (

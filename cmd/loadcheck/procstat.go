@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"cardshop/adapters/porttest"
+	"cardshop/adapters/lab/procstat"
 )
 
 // procPeakRSS returns the process's peak resident set size in bytes: VmHWM from
@@ -55,7 +55,7 @@ type cpuSample map[int]float64
 func sampleCPU(pids []int) cpuSample {
 	s := make(cpuSample, len(pids))
 	for _, p := range pids {
-		if c, err := porttest.ProcCPU(p); err == nil {
+		if c, err := procstat.CPU(p); err == nil {
 			s[p] = c
 		}
 	}

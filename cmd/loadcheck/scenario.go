@@ -40,7 +40,7 @@ type scenario struct {
 	// instead of the signed callback.
 	provider string
 
-	// The storefront features of issue 14 (storm.go, salestart.go, buyerlimit.go).
+	// The storefront scenarios (storm.go, salestart.go, buyerlimit.go).
 	storm bool // a storm of public catalogue reads of the product, alone and during the sale
 	// startsIn opens the product's sale window this long after it is created (by Redis's
 	// clock); the orders start before it, against instances of their own whose clocks are

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"cardshop/adapters/stripe/stripesim"
+	"cardshop/adapters/lab/paysim/stripesim"
 )
 
 // stripeEnv is the Stripe simulator every instance this load check starts is configured with
@@ -229,7 +229,7 @@ func (r *stripeRun) afterSettle(ctx context.Context, sim *stripesim.Server) Chec
 	}
 	var expiredEvents, expiredOK int
 	for _, dl := range sim.Flush(ctx) {
-		if mine[dl.OrderNo] && dl.Type == stripesim.EventExpired {
+		if mine[dl.Note.OrderNo] && dl.Note.Type == stripesim.EventExpired {
 			expiredEvents++
 			if dl.Accepted() {
 				expiredOK++

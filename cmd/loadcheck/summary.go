@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// printSummary prints one line per scenario and the targets of the load-proof issue, each with
+// printSummary prints one line per scenario and the load proof's targets, each with
 // its number, its ceiling and PASS or MISS (a miss says by how much; what limits it is in
 // docs/BENCHMARKS.md).
 func (e *env) printSummary(results []scenarioResult) {
@@ -132,12 +132,12 @@ func helloNear(r scenarioResult) nearCeiling {
 	return c
 }
 
-// soldOutCPUShare is issue 16's bound on a sold-out answer's service CPU: at most this many
+// soldOutCPUShare is the bound on a sold-out answer's service CPU: at most this many
 // times the hello server's CPU per answer, measured in the same run.
 const soldOutCPUShare = 2.5
 
 // rssFlatShare is how much the largest per-scenario peak RSS of an instance may exceed the
-// smallest before the summary calls it not flat (issue 16: no growth with the number of orders;
+// smallest before the summary calls it not flat (no growth with the number of orders;
 // the factor is this harness's, see docs/BENCHMARKS.md).
 const rssFlatShare = 1.5
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"cardshop/adapters/lab/netfault"
 	"cardshop/adapters/porttest"
 )
 
@@ -28,7 +29,7 @@ type Failover struct {
 	// Sentinel know the primary by its address only (so the Sentinel never "fixes" the
 	// replica's master), and Link.Cut partitions the primary from both while a client on
 	// Primary keeps writing to it, what the replica will never see. Nil otherwise.
-	Link  *porttest.Proxy
+	Link  *netfault.Proxy
 	procs map[string]*exec.Cmd
 }
 
@@ -51,7 +52,7 @@ func StartFailover(t testing.TB, partitionable bool) *Failover {
 	waitPing(t, f.Primary)
 	known := f.Primary // the primary's address the replica and the Sentinel use
 	if partitionable {
-		f.Link = porttest.NewProxy(t, f.Primary)
+		f.Link = netfault.NewProxy(t, f.Primary)
 		known = f.Link.Addr()
 	}
 	linkHost, linkPort, _ := net.SplitHostPort(known)

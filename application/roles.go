@@ -1,0 +1,42 @@
+package application
+
+import "cardshop/domain"
+
+// actionRoles is the action → role table: every write an operator may do, as the audit log
+// names it, and the least role that may do it. A viewer reads everything but codes and
+// operators; an operator runs the shop (products, imports, freezes, fulfils, buyer tokens, an
+// order's codes); an admin moves money and truth (refunds, gate repair, voiding codes: stock
+// destroyed for good, like a refund's void) and manages operators. Every driving adapter
+// reads it through ActionRole; none restates it.
+var actionRoles = map[string]domain.Role{
+	"product.create":    domain.RoleOperator,
+	"product.update":    domain.RoleOperator,
+	"product.import":    domain.RoleOperator,
+	"product.freeze":    domain.RoleOperator,
+	"product.unfreeze":  domain.RoleOperator,
+	"codes.void":        domain.RoleAdmin,
+	"product.repair":    domain.RoleAdmin,
+	"order.refund":      domain.RoleAdmin,
+	"order.fulfil":      domain.RoleOperator,
+	"buyer_token.issue": domain.RoleOperator,
+	"operator.create":   domain.RoleAdmin,
+	"operator.update":   domain.RoleAdmin,
+	"operator.rotate":   domain.RoleAdmin,
+	"operator.remove":   domain.RoleAdmin,
+	"alert.ack":         domain.RoleOperator,
+}
+
+// ActionRole returns the least role that may do the action; false when it is no action.
+func ActionRole(action string) (domain.Role, bool) {
+	r, ok := actionRoles[action]
+	return r, ok
+}
+
+// ActionRoles returns a copy of the action → role table.
+func ActionRoles() map[string]domain.Role {
+	out := make(map[string]domain.Role, len(actionRoles))
+	for a, r := range actionRoles {
+		out[a] = r
+	}
+	return out
+}
