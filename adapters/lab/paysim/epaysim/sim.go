@@ -240,23 +240,21 @@ func (s *Sim) LoseRefundReplies(n int) { s.mu.Lock(); s.loseRefund = n; s.mu.Unl
 // RefundInConsole is the merchant refunding a paid order in the gateway's console: the money
 // goes back (a payout), the order becomes status 2, and no notification tells the shop.
 func (s *Sim) RefundInConsole(outTradeNo string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, ok := s.orders[outTradeNo]
-	switch {
-	case !ok:
-		return ErrUnknownOrder
-	case !o.Paid || o.Refunded:
-		return ErrNotPaid
-	}
-	o.Refunded, o.RefundedBy = true, o.Money
-	s.payouts[outTradeNo]++
-	return nil
+	return s.withPaid(outTradeNo, func(o *Order) {
+		o.Refunded, o.RefundedBy = true, o.Money
+		s.payouts[outTradeNo]++
+	})
 }
 
 // Freeze is the gateway's operator freezing a paid order (on: status 3, as a dispute or a risk
 // check does) or releasing it (off: status 1 again). No notification tells the shop.
 func (s *Sim) Freeze(outTradeNo string, on bool) error {
+	return s.withPaid(outTradeNo, func(o *Order) { o.Frozen = on })
+}
+
+// withPaid runs change on a paid, unrefunded order under the lock: ErrUnknownOrder or
+// ErrNotPaid otherwise.
+func (s *Sim) withPaid(outTradeNo string, change func(o *Order)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ok := s.orders[outTradeNo]
@@ -266,7 +264,7 @@ func (s *Sim) Freeze(outTradeNo string, on bool) error {
 	case !o.Paid || o.Refunded:
 		return ErrNotPaid
 	}
-	o.Frozen = on
+	change(o)
 	return nil
 }
 
