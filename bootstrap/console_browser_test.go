@@ -177,11 +177,7 @@ func browseConsole(t *testing.T, chromium string, c client, shots string, before
 	// The overview shows the sale: 8 left (of 10), 2 sold.
 	b.submit(chromedp.Click(chromedp.CSS(`a.brand`)))
 	b.waitRow("Gift card 50", "8", "2")
-	b.screen("overview")
-	// and on a phone's width
-	b.do(chromedp.EmulateViewport(390, 844), chromedp.Reload())
-	b.screen("overview-phone")
-	b.do(chromedp.EmulateViewport(browserWidth, browserHeight), chromedp.Reload())
+	b.screen("overview") // and overview-phone.png
 	b.submit(chromedp.Click(chromedp.CSS(`nav a[href="/console/products"]`)))
 	b.waitRow("Gift card 50", "8", "2")
 	b.screen("products")
@@ -546,6 +542,25 @@ func (b *browser) waitRow(name, stock, sold string) {
 // as <name>.png to the screenshot folder, if there is one.
 func (b *browser) screen(name string) {
 	b.t.Helper()
+	b.fits(name)
+	b.shot(name)
+	// The same page on a phone's width (the viewport changes, the page is not reloaded: some
+	// screens are the answer to a form): it must fit without horizontal scrolling too.
+	b.do(chromedp.EmulateViewport(phoneWidth, phoneHeight))
+	b.fits(name + " (phone)")
+	if name == "overview" || name == "order" {
+		b.shot(name + "-phone")
+	}
+	b.do(chromedp.EmulateViewport(browserWidth, browserHeight))
+}
+
+// phoneWidth × phoneHeight is the phone every console screen must fit (a common 390 px wide
+// one).
+const phoneWidth, phoneHeight = 390, 844
+
+// fits fails the test when the page is wider than the window (horizontal scrolling).
+func (b *browser) fits(name string) {
+	b.t.Helper()
 	w, err := run(b, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`))
 	if err != nil {
 		b.t.Fatal(err)
@@ -553,6 +568,11 @@ func (b *browser) screen(name string) {
 	if w[0] > w[1] {
 		b.t.Errorf("the %s page (%s) is %d px wide in a window of %d px", name, b.path(), w[0], w[1])
 	}
+}
+
+// shot writes the page's screenshot as name.png when screenshots are asked for.
+func (b *browser) shot(name string) {
+	b.t.Helper()
 	if b.shots == "" {
 		return
 	}
