@@ -2,8 +2,13 @@ package domain
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
+
+// ErrNoOrderMail refuses to (re)send an order's e-mail for an order that has none: an API
+// order (no address) or one that is not PAID.
+var ErrNoOrderMail = fmt.Errorf("%w: only a paid guest order has an e-mail to send", ErrInvalidTransition)
 
 // TopicOrderMail is an order's paid e-mail to its buyer (a guest order of the storefront, which
 // has an e-mail address): an OrderMail's order number as the key, recorded in the transaction
