@@ -97,4 +97,3 @@ func formValue(c *fiber.Ctx, name string) string {
 	v, _ := c.Locals(formKey).(url.Values)
 	return v.Get(name)
 }
-

@@ -51,7 +51,7 @@ type orderView struct {
 // orderView is what the order's pages show of o (its codes are added by the order page only).
 func (s *shop) orderView(c *fiber.Ctx, o domain.Order) orderView {
 	v := orderView{No: o.No(), Path: orderPath(o.No()), Qty: o.Qty(),
-		Status: "storefront.order_" + strings.ToLower(o.Status().String()),
+		Status:  "storefront.order_" + strings.ToLower(o.Status().String()),
 		Pending: o.Status() == domain.StatusPending, Paid: o.Status() == domain.StatusPaid}
 	if snap, err := s.sales.Catalogue(c.UserContext()); err == nil {
 		v.Amount = money(snap.Currency, o.Amount())

@@ -27,8 +27,8 @@ type pages map[string]*template.Template
 // funcs are the templates' helpers; "t" and "n" are replaced per request by render (these
 // only let the templates parse).
 var funcs = template.FuncMap{
-	"t":    func(id string, kv ...any) string { return id },
-	"n":    func(id string, count int, kv ...any) string { return id },
+	"t":        func(id string, kv ...any) string { return id },
+	"n":        func(id string, count int, kv ...any) string { return id },
 	"provider": func(p domain.Provider) string { return string(p) },
 	"clock":    clock,
 }

@@ -138,7 +138,7 @@ func Mount(app *fiber.App, cfg Config, sales Sales, payments Payments, clock dom
 		MaxAge: 3600}))
 	for _, r := range []struct {
 		method, path string
-		h        []fiber.Handler
+		h            []fiber.Handler
 	}{
 		{"GET", "/", []fiber.Handler{s.cataloguePage}},
 		{"GET", "/p/:id", []fiber.Handler{s.productPage}},
