@@ -22,6 +22,7 @@ DEV_SECRETS := .dev-secrets.env
 
 .PHONY: run
 run: ## run the service on the in-memory adapters (http://127.0.0.1:8080), dev secrets, the dev payment provider
+	@echo "the shop: http://127.0.0.1:8080/  ·  the console: http://127.0.0.1:8080/console"
 	$(DEV_ENV) CARDSHOP_DEV_PAYMENTS=true $(GO) run ./cmd/cardshop serve
 
 $(DEV_SECRETS):

@@ -99,6 +99,7 @@ type Config struct {
 
 	PublicURL       string        // CARDSHOP_PUBLIC_URL: the shop's address as buyers and providers reach it
 	DevPayments     bool          // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
+	Storefront      bool          // CARDSHOP_STOREFRONT: the built-in shop for buyers at /
 	DevPaymentsReal bool          // CARDSHOP_DEV_PAYMENTS_ALLOW_REAL: allow the dev provider with the real adapters
 	StripeKey       domain.Secret // CARDSHOP_STRIPE_SECRET_KEY: enables Stripe
 	StripeWebhook   domain.Secret // CARDSHOP_STRIPE_WEBHOOK_SECRETS: whsec_… signing secret(s), comma-separated
@@ -356,6 +357,7 @@ func settings(c *Config) []setting {
 		stringVar(&c.ReturnURL, "CARDSHOP_RETURN_URL", ""),
 		durationVar(&c.PaymentCloseGrace, "CARDSHOP_PAYMENT_CLOSE_GRACE", app.PaymentCloseGrace),
 		boolVar(&c.DevPayments, "CARDSHOP_DEV_PAYMENTS", false),
+		boolVar(&c.Storefront, "CARDSHOP_STOREFRONT", true),
 		boolVar(&c.DevPaymentsReal, "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL", false),
 		secretVar(&c.StripeKey, "CARDSHOP_STRIPE_SECRET_KEY"),
 		secretVar(&c.StripeWebhook, "CARDSHOP_STRIPE_WEBHOOK_SECRETS"),

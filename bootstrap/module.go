@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"net/http/pprof"
 	"os"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"cardshop/adapters/memory"
 	"cardshop/adapters/metrics"
 	"cardshop/adapters/paysig"
+	"cardshop/adapters/storefront"
 	"cardshop/adapters/webhook"
 	"cardshop/adapters/webkit"
 	"cardshop/application"
@@ -127,7 +129,11 @@ func newApp(in appIn) (*application.App, error) {
 	ac := in.Cfg.Config
 	ac.NotifyURL = in.Cfg.PublicURL + httpapi.NotifyPath
 	if ac.ReturnURL == "" {
+		// Back to the shop's order page when the shop is on; else the API's order.
 		ac.ReturnURL = in.Cfg.PublicURL + httpapi.OrderPath
+		if in.Cfg.Storefront {
+			ac.ReturnURL = in.Cfg.PublicURL + storefront.OrderPath
+		}
 	}
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
 		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Verifier: in.Signer, Gateways: in.Payments.all,
@@ -174,7 +180,7 @@ type streamsStop chan struct{}
 
 func newStreamsStop() streamsStop { return make(streamsStop) }
 
-func newHTTP(in httpIn) *fiber.App {
+func newHTTP(in httpIn) (*fiber.App, error) {
 	hc := httpapi.DefaultConfig(in.Cfg.AdminToken.Reveal())
 	hc.RateLimits = httpapi.RateLimits{PerIP: in.Cfg.RatePerIP, PerBuyer: in.Cfg.RatePerBuyer, Window: in.Cfg.RateWindow, Limiter: in.Limiter}
 	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
@@ -192,7 +198,38 @@ func newHTTP(in httpIn) *fiber.App {
 		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes,
 		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop, AuthFailures: hc.AuthFailures},
 		console.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin}, in.Clock, in.Log)
-	return app
+	// The shop for buyers comes last: its not-found page answers every path left.
+	if in.Cfg.Storefront {
+		if err := storefront.Mount(app, storefrontConfig(in.Cfg, in.Limiter), in.Sales, in.Pay, in.Clock, in.Log); err != nil {
+			return nil, err
+		}
+	}
+	return app, nil
+}
+
+// storefrontConfig is the shop's configuration: its CSRF key from the token secret, lookups
+// limited by the API's limiter, and the origins its pay forms may lead to (the providers'
+// pay pages: browsers check a form's redirects against the CSP's form-action too).
+func storefrontConfig(cfg Config, limiter webkit.Limiter) storefront.Config {
+	sc := storefront.Config{Secret: cfg.TokenSecret.Reveal(), Limiter: limiter}
+	add := func(raw string) {
+		if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Host != "" {
+			sc.PayOrigins = append(sc.PayOrigins, u.Scheme+"://"+u.Host)
+		}
+	}
+	if cfg.DevPayments {
+		add(cfg.PublicURL)
+	}
+	if cfg.StripeKey != "" {
+		add("https://checkout.stripe.com")
+	}
+	if cfg.EpayURL != "" {
+		add(cfg.EpayURL)
+	}
+	if cfg.AlipayAppID != "" {
+		add(cfg.AlipayURL)
+	}
+	return sc
 }
 
 // runWorkers starts the delay-queue consumer, the sweeper, the notification log's pruning (at

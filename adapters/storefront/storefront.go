@@ -85,6 +85,10 @@ type Config struct {
 	PayOrigins []string
 }
 
+// OrderPath is the order page's path, "{order_no}" standing for the order's number: where a
+// provider sends the buyer back after paying (CARDSHOP_RETURN_URL's default with the shop on).
+const OrderPath = "/orders/{order_no}"
+
 // Default lookup limit: ten a minute per client IP and per order number. The secret has 128
 // random bits or more, so the limit is not what keeps it from being guessed; it keeps a
 // script from spending the service's database reads.
