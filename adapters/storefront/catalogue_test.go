@@ -1,7 +1,6 @@
 package storefront_test
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,5 +118,3 @@ func TestEveryIdempotencyKeyIsFresh(t *testing.T) {
 }
 
 func path(p domain.Product) string { return "/p/" + strconv.FormatInt(int64(p.ID()), 10) }
-
-var inlineScript = regexp.MustCompile(`<script(?:\s[^>]*)?>`)
