@@ -56,6 +56,10 @@ test-quick: ## unit tests only against memory (no services, integration suites s
 	TEST_MYSQL_DSN='root@tcp(127.0.0.1:1)/' TEST_REDIS_ADDR=127.0.0.1:1 TEST_REDIS_CLUSTER=127.0.0.1:1 \
 	TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:1/ CI= $(GO) test -race -count=1 ./...
 
+.PHONY: storefront-screenshots
+storefront-screenshots: ## write docs/storefront/*.png: every page of the shop in both languages, phone and desktop, in headless Chromium
+	SHOP_SCREENSHOTS=docs/storefront $(GO) test -count=1 -run '^TestShopInABrowser$$' ./bootstrap/
+
 .PHONY: console-screenshots
 console-screenshots: ## write docs/console/*.png: the console's screens in headless Chromium (memory adapters)
 	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run '^(TestConsoleInABrowser|TestDashboardInABrowser)$$/^memory$$' ./bootstrap/

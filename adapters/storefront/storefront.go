@@ -147,6 +147,7 @@ func Mount(app *fiber.App, cfg Config, sales Sales, payments Payments, clock dom
 		{"GET", "/", []fiber.Handler{s.cataloguePage}},
 		{"GET", "/p/:id", []fiber.Handler{s.productPage}},
 		{"GET", "/lang", []fiber.Handler{s.switchLang}},
+		{"GET", "/favicon.ico", []fiber.Handler{noIcon}},
 		{"POST", "/checkout", []fiber.Handler{s.parseForm, s.csrf, s.checkout}},
 		{"GET", "/lookup", []fiber.Handler{s.lookupPage}},
 		{"POST", "/lookup", []fiber.Handler{s.parseForm, s.csrf, s.lookup}},
@@ -172,6 +173,13 @@ func Mount(app *fiber.App, cfg Config, sales Sales, payments Payments, clock dom
 		})
 	})
 	return nil
+}
+
+// noIcon answers the browsers' /favicon.ico (asked by pages without an icon of their own,
+// the dev provider's pay page) with no content, cached for a day, rather than a 404 page.
+func noIcon(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "public, max-age=86400")
+	return c.SendStatus(fiber.StatusNoContent)
 }
 
 // policies are the Content-Security-Policy of every page, and of the pages holding a pay
