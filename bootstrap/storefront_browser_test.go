@@ -1,6 +1,7 @@
 package bootstrap_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,26 +12,30 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"cardshop/adapters/lab/paysim/alipaysim"
 	"cardshop/bootstrap"
+	"cardshop/domain"
 )
 
 // shopTexts are what the shop's pages say in one language, as the test looks for them.
 type shopTexts struct {
-	lang, catalogue, startsIn, confirm, keep, codes, lookupFailed, order string
+	lang, catalogue, startsIn, confirm, keep, codes, lookupFailed, order, amount string
 }
 
 var shopLangs = map[string]shopTexts{
 	"zh-CN": {lang: "zh-CN", catalogue: "商品列表", startsIn: "距离开售还有", confirm: "下单成功", keep: "此密钥只显示这一次",
-		codes: "您的卡密", lookupFailed: "没有找到匹配的订单", order: "我的订单"},
+		codes: "您的卡密", lookupFailed: "没有找到匹配的订单", order: "我的订单", amount: "100.00 CNY"},
 	"en": {lang: "en", catalogue: "Products", startsIn: "The sale starts in", confirm: "Order placed",
-		keep: "This key is shown only once", codes: "Your codes", lookupFailed: "No order matches these details", order: "Your order"},
+		keep: "This key is shown only once", codes: "Your codes", lookupFailed: "No order matches these details", order: "Your order",
+		amount: "100.00 CNY"},
 }
 
 // TestShopInABrowser drives the built-in shop in a real headless Chromium on the memory
 // adapters, as a buyer on a 390×844 phone in Chinese and on a desktop in English: the
 // language switch, the catalogue, a product whose countdown turns into the order form without
-// a reload, an order of 2 codes with the access secret on the confirmation page, paying through
-// the dev provider's page and coming back to the order page with the 2 codes, then the lookup
+// a reload, an order of 2 codes with the access secret on the confirmation page, paying (on the
+// phone through the dev provider's page, on the desktop through Alipay's QR code against its
+// simulator), the order page with the 2 codes, then the lookup
 // with a wrong secret (refused) and the right one (the order page). Every page must fit the
 // window's width, and any page error (a CSP violation included) or unexpected answer of 400 or
 // more fails the test. With SHOP_SCREENSHOTS=dir (`make storefront-screenshots`) it writes a
@@ -52,6 +57,16 @@ func TestShopInABrowser(t *testing.T) {
 	if cfg.OrderAccessKey == "" {
 		cfg.OrderAccessKey = "browser-test-access-key-0123456789"
 	}
+	// Alipay in precreate mode (a QR code to scan), against its simulator, which notifies the
+	// service at its public URL.
+	keys := testPayKeys()
+	sim, err := alipaysim.New(alipaysim.Config{MerchantKey: &keys.alipayApp.PublicKey, AlipayKey: keys.alipay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	cfg.AlipayURL, cfg.AlipayAppID, cfg.AlipaySellerID = sim.URL(), sim.AppID(), sim.SellerID()
+	cfg.AlipayPrivateKey, cfg.AlipayPublicKey, cfg.AlipayMethod = domain.Secret(privateKeyPEM(keys.alipayApp)), sim.PublicKeyPEM(), "precreate"
 	c := runService(t, cfg, io.Discard)
 	shots := shopScreenshotDir(t)
 	for i, run := range []struct {
@@ -64,13 +79,17 @@ func TestShopInABrowser(t *testing.T) {
 		{"en", "phone", 390, 844},
 	} {
 		t.Run(run.lang+"-"+run.device, func(t *testing.T) {
-			browseShop(t, chromium, c, shopLangs[run.lang], 700+i, run.width, run.height, shots, run.device)
+			browseShop(t, chromium, c, sim, shopLangs[run.lang], 700+i, run.width, run.height, shots, run.device)
 		})
 	}
 }
 
 // browseShop is one buyer's walk through the shop in a new browser; product id is made for it.
-func browseShop(t *testing.T, chromium string, c client, txt shopTexts, id int, width, height int64, shots, device string) {
+//
+// On a phone the buyer pays through the dev provider's page and comes back to the order page by
+// its link; on a desktop through Alipay's QR code, and the QR page moves on to the order page by
+// itself once the simulator reports the payment.
+func browseShop(t *testing.T, chromium string, c client, sim *alipaysim.Sim, txt shopTexts, id int, width, height int64, shots, device string) {
 	name := fmt.Sprintf("礼品卡 Gift card %d", id)
 	startsAt := time.Now().Add(9 * time.Second).UTC().Format(time.RFC3339Nano)
 	c.want(201, "POST", "/admin/products", adminToken, fmt.Sprintf(`{"id":%d,"name":%q,"price":5000,"max_per_order":5,`+
@@ -108,12 +127,36 @@ func browseShop(t *testing.T, chromium string, c client, txt shopTexts, id int, 
 	no := b.text(".summary code")
 	b.screen("confirm" + suffix)
 
-	// Paying through the dev provider's page, and back to the order page with the codes.
-	b.submit(chromedp.Click(chromedp.CSS(`form.pay button[type=submit]`)))
-	b.wantPath("/dev/pay/" + no)
-	b.submit(chromedp.Click(chromedp.CSS(`button.pay`)))
-	b.submit(chromedp.Click(chromedp.CSS(`a.back`)))
-	b.wantPath("/orders/" + no)
+	if device == "phone" {
+		// Paying through the dev provider's page, and back to the order page by its link.
+		b.do(chromedp.Click(chromedp.CSS(`form.pay input[value=dev]`)))
+		b.submit(chromedp.Click(chromedp.CSS(`form.pay button[type=submit]`)))
+		b.wantPath("/dev/pay/" + no)
+		b.submit(chromedp.Click(chromedp.CSS(`button.pay`)))
+		b.submit(chromedp.Click(chromedp.CSS(`a.back`)))
+		b.wantPath("/orders/" + no)
+	} else {
+		// Paying by Alipay's QR code: the page follows the order and moves on by itself.
+		b.do(chromedp.Click(chromedp.CSS(`form.pay input[value=alipay]`)))
+		b.submit(chromedp.Click(chromedp.CSS(`form.pay button[type=submit]`)))
+		b.wantPath("/orders/" + no + "/pay/alipay")
+		b.wantText(".qrpay", txt.amount)
+		b.screen("qr" + suffix)
+		if err := sim.Scan(no); err != nil {
+			t.Fatal(err)
+		}
+		if err := sim.Pay(context.Background(), no); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(stepTimeout)
+		for b.path() != "/orders/"+no {
+			if time.Now().After(deadline) {
+				t.Fatalf("the QR page did not move on to the order page once paid (at %s)", b.path())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		b.do(chromedp.WaitVisible(chromedp.CSS(".codes")))
+	}
 	b.wantText("h1", txt.order)
 	b.wantText(".codes", txt.codes)
 	shown := b.text(".codes ol")
