@@ -53,7 +53,7 @@ func (m *recordingMailer) setFailing(fn func(domain.OrderMail) bool) {
 	m.mu.Unlock()
 }
 
-// withMailCodes makes the e-mails carry the codes.
+// withMailCodes makes the e-mails carry the codes (the default, said where a test counts on it).
 func withMailCodes() option { return withConfig(func(c *application.Config) { c.MailCodes = true }) }
 
 // mailMessages lists the order's e-mail messages in the outbox.
@@ -200,7 +200,7 @@ func TestRelayMailSendsEachPaidOrderItsOwnCodes(t *testing.T) {
 
 func TestRelayMailWithoutCodesSendsTheLinkAndRevealsNothing(t *testing.T) {
 	mailer := &recordingMailer{}
-	f := newFixture(t, withGuests(), withMailer(mailer))
+	f := newFixture(t, withGuests(), withMailer(mailer), withConfig(func(c *application.Config) { c.MailCodes = false }))
 	p := f.createProduct(t, 5, 10)
 	g := f.placeGuest(t, p.ID(), 2, "buyer@example.com")
 	f.mustPay(t, g.Order.No())
