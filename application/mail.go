@@ -142,15 +142,15 @@ func (s *outbox) orderURL(no domain.OrderNo) string {
 // its audit entry (ActionMailResent), in one transaction, so a resend is recorded exactly when
 // it is queued.
 //
-// Errors: ErrForbidden (a role below the action's), ErrOrderNotFound, domain.ErrNoOrderMail (an
-// API order, or one not PAID), ErrUnavailable (also without a Mailer: nothing is queued).
+// Errors: ErrForbidden (a role below the action's), ErrMailNotConfigured (no Mailer),
+// ErrOrderNotFound, ErrNoOrderMail (an API order, or one not PAID), ErrUnavailable.
 func (s *Sales) ResendOrderMail(ctx context.Context, no domain.OrderNo, by Identity) error {
 	role, _ := ActionRole(ActionMailResent)
 	if by.Name == "" || !by.Role.Allows(role) {
 		return fmt.Errorf("resend the e-mail of order %s: %w", no, domain.ErrForbidden)
 	}
 	if s.mailer == nil {
-		return fmt.Errorf("resend the e-mail of order %s: %w: %w", no, domain.ErrUnavailable, errNoMailer)
+		return fmt.Errorf("resend the e-mail of order %s: %w", no, domain.ErrMailNotConfigured)
 	}
 	now := s.clock.Now()
 	return s.ledger.Atomically(ctx, func(tx domain.Store) error {

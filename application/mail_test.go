@@ -144,7 +144,7 @@ func TestNoMailerRecordsNoMail(t *testing.T) {
 		t.Errorf("%d mail messages without a mailer", n)
 	}
 	err := f.shop.Sales.ResendOrderMail(f.ctx, g.Order.No(), application.Identity{Name: "olga", Role: domain.RoleAdmin})
-	if !errors.Is(err, domain.ErrUnavailable) {
+	if !errors.Is(err, domain.ErrMailNotConfigured) {
 		t.Errorf("resend without a mailer: %v", err)
 	}
 }
