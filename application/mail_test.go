@@ -335,19 +335,6 @@ func TestResendOrderMail(t *testing.T) {
 	if len(mails) != 2 || mails[0].ID != mails[1].ID {
 		t.Fatalf("after a resend: %+v", mails)
 	}
-	entries, err := f.shop.Admin.AuditLog(f.ctx, domain.AuditFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resent []domain.AuditEntry
-	for _, e := range entries {
-		if e.Action == application.ActionMailResent {
-			resent = append(resent, e)
-		}
-	}
-	if len(resent) != 1 || resent[0].Operator != "otto" || resent[0].Target != "order "+string(g.Order.No()) {
-		t.Errorf("audit entries of resends: %+v", resent)
-	}
 	if r, ok := application.ActionRole(application.ActionMailResent); !ok || r != domain.RoleOperator {
 		t.Errorf("the action's role: %v %v", r, ok)
 	}
