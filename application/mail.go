@@ -137,20 +137,20 @@ func (s *outbox) orderURL(no domain.OrderNo) string {
 	return strings.NewReplacer("{order_no}", string(no), "{key}", s.accessSecret(no)).Replace(s.cfg.OrderURL)
 }
 
-// ResendOrderMail sends a paid guest order's e-mail again, for an operator (RoleOperator and
-// up): a new outbox message for the order (its mail has the same OrderMail.ID as before) and
-// its audit entry (ActionMailResent), in one transaction, so a resend is recorded exactly when
-// it is queued.
+// ResendOrderMail sends a paid guest order's e-mail again, for an operator (the role of
+// ActionMailResent: RoleOperator and up): a new outbox message for the order, whose mail has
+// the same OrderMail.ID as before. The driving adapter records the audit entry
+// (ActionMailResent), refusals included, as for every operator's write.
 //
-// Errors: ErrForbidden (a role below the action's), ErrOrderNotFound, domain.ErrNoOrderMail (an
-// API order, or one not PAID), ErrUnavailable (also without a Mailer: nothing is queued).
+// Errors: ErrForbidden (a role below the action's), ErrMailNotConfigured (no Mailer),
+// ErrOrderNotFound, ErrNoOrderMail (an API order, or one not PAID), ErrUnavailable.
 func (s *Sales) ResendOrderMail(ctx context.Context, no domain.OrderNo, by Identity) error {
 	role, _ := ActionRole(ActionMailResent)
 	if by.Name == "" || !by.Role.Allows(role) {
 		return fmt.Errorf("resend the e-mail of order %s: %w", no, domain.ErrForbidden)
 	}
 	if s.mailer == nil {
-		return fmt.Errorf("resend the e-mail of order %s: %w: %w", no, domain.ErrUnavailable, errNoMailer)
+		return fmt.Errorf("resend the e-mail of order %s: %w", no, domain.ErrMailNotConfigured)
 	}
 	now := s.clock.Now()
 	return s.ledger.Atomically(ctx, func(tx domain.Store) error {
@@ -165,11 +165,6 @@ func (s *Sales) ResendOrderMail(ctx context.Context, no domain.OrderNo, by Ident
 		if err != nil {
 			return err
 		}
-		if err := tx.Outbox().Add(ctx, m); err != nil {
-			return err
-		}
-		_, err = tx.Audit().Append(ctx, domain.AuditEntry{Operator: by.Name, Role: by.Role, Action: ActionMailResent,
-			Target: "order " + string(no), Result: "200", At: now.UTC().Truncate(time.Microsecond)})
-		return err
+		return tx.Outbox().Add(ctx, m)
 	})
 }

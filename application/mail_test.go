@@ -53,7 +53,7 @@ func (m *recordingMailer) setFailing(fn func(domain.OrderMail) bool) {
 	m.mu.Unlock()
 }
 
-// withMailCodes makes the e-mails carry the codes.
+// withMailCodes makes the e-mails carry the codes (the default, said where a test counts on it).
 func withMailCodes() option { return withConfig(func(c *application.Config) { c.MailCodes = true }) }
 
 // mailMessages lists the order's e-mail messages in the outbox.
@@ -144,7 +144,7 @@ func TestNoMailerRecordsNoMail(t *testing.T) {
 		t.Errorf("%d mail messages without a mailer", n)
 	}
 	err := f.shop.Sales.ResendOrderMail(f.ctx, g.Order.No(), application.Identity{Name: "olga", Role: domain.RoleAdmin})
-	if !errors.Is(err, domain.ErrUnavailable) {
+	if !errors.Is(err, domain.ErrMailNotConfigured) {
 		t.Errorf("resend without a mailer: %v", err)
 	}
 }
@@ -200,7 +200,7 @@ func TestRelayMailSendsEachPaidOrderItsOwnCodes(t *testing.T) {
 
 func TestRelayMailWithoutCodesSendsTheLinkAndRevealsNothing(t *testing.T) {
 	mailer := &recordingMailer{}
-	f := newFixture(t, withGuests(), withMailer(mailer))
+	f := newFixture(t, withGuests(), withMailer(mailer), withConfig(func(c *application.Config) { c.MailCodes = false }))
 	p := f.createProduct(t, 5, 10)
 	g := f.placeGuest(t, p.ID(), 2, "buyer@example.com")
 	f.mustPay(t, g.Order.No())
@@ -334,19 +334,6 @@ func TestResendOrderMail(t *testing.T) {
 	mails := mailer.mails(g.Order.No())
 	if len(mails) != 2 || mails[0].ID != mails[1].ID {
 		t.Fatalf("after a resend: %+v", mails)
-	}
-	entries, err := f.shop.Admin.AuditLog(f.ctx, domain.AuditFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resent []domain.AuditEntry
-	for _, e := range entries {
-		if e.Action == application.ActionMailResent {
-			resent = append(resent, e)
-		}
-	}
-	if len(resent) != 1 || resent[0].Operator != "otto" || resent[0].Target != "order "+string(g.Order.No()) {
-		t.Errorf("audit entries of resends: %+v", resent)
 	}
 	if r, ok := application.ActionRole(application.ActionMailResent); !ok || r != domain.RoleOperator {
 		t.Errorf("the action's role: %v %v", r, ok)

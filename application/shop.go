@@ -141,6 +141,7 @@ func DefaultConfig() Config {
 		RefusedNotificationRetention: DefaultRefusedNotificationRetention,
 		RefusedNotificationWindow:    DefaultRefusedNotificationWindow,
 		RefusedNotificationAddresses: DefaultRefusedNotificationAddresses,
+		MailCodes:                    true,
 		MailAttempts:                 DefaultMailAttempts,
 	}
 }

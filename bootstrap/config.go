@@ -35,10 +35,11 @@ type Config struct {
 	// Config is the use cases' settings, as the application states them: the table binds
 	// CARDSHOP_ORDER_TIMEOUT, _IDEMPOTENCY_TTL, _BUYER_CAP, _ORPHAN_AFTER,
 	// _NOTIFICATION_RETENTION, _REFUSED_NOTIFICATION_RETENTION, _SALE_START_MARGIN,
-	// _WEBHOOK_MAX_BACKOFF, _CURRENCY, _RETURN_URL and _PAYMENT_CLOSE_GRACE straight to its
-	// fields; the others keep application.DefaultConfig's values. A buyer's budget lasts one
-	// order timeout (BuyerWindow zero). NotifyURL, and ReturnURL when not set, follow from
-	// PublicURL (newApp).
+	// _WEBHOOK_MAX_BACKOFF, _CURRENCY, _RETURN_URL, _PAYMENT_CLOSE_GRACE, _MAIL_CODES and
+	// _MAIL_ATTEMPTS straight to its fields; the others keep application.DefaultConfig's
+	// values. A buyer's budget lasts one order timeout (BuyerWindow zero). NotifyURL, OrderURL,
+	// and ReturnURL when not set, follow from PublicURL, and OrderAccessKey from TokenSecret
+	// (newApp).
 	application.Config
 	SweepInterval  time.Duration // CARDSHOP_SWEEP_INTERVAL
 	RelayInterval  time.Duration // CARDSHOP_RELAY_INTERVAL
@@ -337,6 +338,15 @@ func settings(c *Config) []setting {
 		durationUpTo(&c.WebhookTimeout, "CARDSHOP_WEBHOOK_TIMEOUT", 10*time.Second, maxWebhookTimeout,
 			fmt.Sprintf("an attempt must end well within the relay's %s claim", application.WebhookLease)),
 		durationVar(&c.WebhookMaxBackoff, "CARDSHOP_WEBHOOK_MAX_BACKOFF", app.WebhookMaxBackoff),
+		boolVar(&c.MailCodes, "CARDSHOP_MAIL_CODES", app.MailCodes),
+		{"CARDSHOP_MAIL_ATTEMPTS", strconv.Itoa(app.MailAttempts), func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 100 {
+				return fmt.Errorf("want a number of attempts from 1 to 100, got %q", v)
+			}
+			c.MailAttempts = n
+			return nil
+		}},
 		{"CARDSHOP_CURRENCY", app.Currency.Code, func(v string) error {
 			cur, err := domain.ParseCurrency(v)
 			if err != nil {

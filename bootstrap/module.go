@@ -2,6 +2,9 @@ package bootstrap
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,7 +48,7 @@ func Module(cfg Config) fx.Option {
 		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newApp, appServices, newHTTP, newStreamsStop),
 		adapters,
 		observability(),
-		fx.Invoke(watchWebhook, watchRefusedNotifications, runWorkers, serveHTTP, servePprof),
+		fx.Invoke(watchWebhook, watchMail, watchRefusedNotifications, runWorkers, serveHTTP, servePprof),
 	)
 }
 
@@ -94,6 +97,21 @@ func newWebhook(cfg Config, m *metrics.Metrics) (Webhook, error) {
 	return Webhook{Notifier: m.Notifier(c)}, nil
 }
 
+// watchMail exports the mail backlog when there is a mailer.
+func watchMail(in mailWatch) {
+	if in.Mailer != nil {
+		in.Metrics.WatchMailBacklog(in.Relay.MailBacklog)
+	}
+}
+
+// mailWatch is what watchMail takes: the mailer is optional.
+type mailWatch struct {
+	fx.In
+	Metrics *metrics.Metrics
+	Relay   *application.Relay
+	Mailer  domain.Mailer `optional:"true"`
+}
+
 // watchWebhook exports the webhook backlog when there is a webhook.
 func watchWebhook(cfg Config, m *metrics.Metrics, relay *application.Relay) {
 	if cfg.WebhookURL != "" {
@@ -123,7 +141,14 @@ type appIn struct {
 	Signer    *paysig.Signer
 	Payments  paymentGateways
 	Log       *slog.Logger
+	// Mailer sends guest orders' e-mails when a mail adapter provides one (SMTP); without one
+	// no e-mail is recorded nor sent.
+	Mailer domain.Mailer `optional:"true"`
 }
+
+// OrderPagePath is the storefront's order page, opened with the order's access secret: the
+// link of the order's e-mail.
+const OrderPagePath = "/orders/{order_no}?key={key}"
 
 func newApp(in appIn) (*application.App, error) {
 	ac := in.Cfg.Config
@@ -135,9 +160,22 @@ func newApp(in appIn) (*application.App, error) {
 			ac.ReturnURL = in.Cfg.PublicURL + storefront.OrderPath
 		}
 	}
+	ac.OrderURL = in.Cfg.PublicURL + OrderPagePath
+	ac.OrderAccessKey = orderAccessKey(in.Cfg.TokenSecret)
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
-		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Verifier: in.Signer, Gateways: in.Payments.all,
-		Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
+		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Mailer: in.Mailer, Verifier: in.Signer,
+		Gateways: in.Payments.all, Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
+}
+
+// orderAccessKey derives the key of guest orders' access secrets from the token secret, with
+// a label of its own: one secret less to configure, and the token secret itself is never used
+// for anything but buyer tokens (a secret derived under another label tells nothing about it).
+// Rotating the token secret changes the secrets of the e-mails sent from then on; those handed
+// out before keep working (the ledger checks their hash).
+func orderAccessKey(tokenSecret domain.Secret) domain.Secret {
+	mac := hmac.New(sha256.New, []byte(tokenSecret.Reveal()))
+	mac.Write([]byte("cardshop order access key v1"))
+	return domain.Secret(hex.EncodeToString(mac.Sum(nil)))
 }
 
 // appServices provides each service of the App on its own, so that every adapter and worker
@@ -154,6 +192,7 @@ type workers struct {
 	Payments  *application.Payments
 	Catalogue *application.Catalogue
 	Relay     *application.Relay
+	Mailer    domain.Mailer `optional:"true"` // nil: no mail relay
 }
 
 type httpIn struct {
@@ -270,6 +309,9 @@ func runWorkers(lc fx.Lifecycle, cfg Config, w workers, consumer Consumer, log *
 			}
 			if cfg.WebhookURL != "" {
 				every("webhook relay", cfg.RelayInterval, w.Relay.RelayWebhooks)
+			}
+			if w.Mailer != nil {
+				every("mail relay", cfg.RelayInterval, w.Relay.RelayMail)
 			}
 			return nil
 		},

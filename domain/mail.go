@@ -2,9 +2,13 @@ package domain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
+
+// ErrMailNotConfigured refuses to queue an e-mail on a shop that sends none (no Mailer).
+var ErrMailNotConfigured = errors.New("no mailer is configured: the shop sends no e-mail")
 
 // ErrNoOrderMail refuses to (re)send an order's e-mail for an order that has none: an API
 // order (no address) or one that is not PAID.
