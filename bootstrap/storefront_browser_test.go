@@ -54,9 +54,6 @@ func TestShopInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.HTTPAddr = addr
-	if cfg.OrderAccessKey == "" {
-		cfg.OrderAccessKey = "browser-test-access-key-0123456789"
-	}
 	// Alipay in precreate mode (a QR code to scan), against its simulator, which notifies the
 	// service at its public URL.
 	keys := testPayKeys()
