@@ -247,10 +247,11 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 }
 
 // storefrontConfig is the shop's configuration: its CSRF key from the token secret, lookups
-// limited by the API's limiter, and the origins its pay forms may lead to (the providers'
+// limited by the API's limiter, checkouts by the API's per-IP limit, and the origins its pay forms may lead to (the providers'
 // pay pages: browsers check a form's redirects against the CSP's form-action too).
 func storefrontConfig(cfg Config, limiter webkit.Limiter) storefront.Config {
-	sc := storefront.Config{Secret: cfg.TokenSecret.Reveal(), Limiter: limiter}
+	sc := storefront.Config{Secret: cfg.TokenSecret.Reveal(), Limiter: limiter,
+		CheckoutsPerWindow: cfg.RatePerIP, CheckoutWindow: cfg.RateWindow}
 	add := func(raw string) {
 		if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Host != "" {
 			sc.PayOrigins = append(sc.PayOrigins, u.Scheme+"://"+u.Host)

@@ -42,6 +42,10 @@ func (s *shop) checkout(c *fiber.Ctx) error {
 		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_qty_number", back)
 	}
 	email := strings.TrimSpace(formValue(c, "email"))
+	if ok, retry := s.allowCheckout(c); !ok {
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(max(int64((retry+time.Second-1)/time.Second), 1), 10))
+		return s.message(c, fiber.StatusTooManyRequests, "storefront.err_rate_limited", back)
+	}
 	if s.cfg.Screen != nil {
 		human := formValue(c, turnstileField)
 		if s.cfg.Widget.Provider == WidgetHCaptcha {
@@ -110,4 +114,19 @@ func (s *shop) refusal(c *fiber.Ctx, err error, back string) error {
 		return s.unavailable(c, err)
 	}
 	return s.internal(c, "order", err)
+}
+
+// allowCheckout charges an order to the client IP (Config.CheckoutsPerWindow). A limiter
+// that cannot decide lets the order through, as the API's limits do: the gate's own rules
+// (stock, per-buyer limits) still hold.
+func (s *shop) allowCheckout(c *fiber.Ctx) (bool, time.Duration) {
+	if s.cfg.CheckoutsPerWindow <= 0 {
+		return true, 0
+	}
+	ok, retry, err := s.cfg.Limiter.Allow(c.UserContext(), "shop-checkout-ip:"+c.IP(), s.cfg.CheckoutsPerWindow, s.cfg.CheckoutWindow)
+	if err != nil {
+		s.log.WarnContext(c.UserContext(), "storefront: checkout limiter failed; order let through", "err", err)
+		return true, 0
+	}
+	return ok, retry
 }

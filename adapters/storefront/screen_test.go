@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"cardshop/adapters/storefront"
 	"cardshop/application"
@@ -65,4 +66,35 @@ func TestScreenRunsBeforeTheOrder(t *testing.T) {
 	if last.Email != "human@example.com" || last.HumanToken != "token-3" || last.IP == "" {
 		t.Fatalf("check %+v", last)
 	}
+}
+
+// TestCheckoutIsRateLimitedPerAddress: past the limit per client IP, an order is a page in
+// the buyer's language and reaches neither the bot defence nor the application.
+func TestCheckoutIsRateLimitedPerAddress(t *testing.T) {
+	screen := &recordingScreen{}
+	h := newHarness(t, option{cfg: func(c *storefront.Config) {
+		c.CheckoutsPerWindow, c.CheckoutWindow, c.Screen = 2, time.Minute, screen
+	}})
+	p := h.product(application.NewProduct{Name: "Hot", Price: 100}, 10)
+	b := h.browser("en")
+	for i := range 2 {
+		placed(t, b.post("/checkout", orderForm(t, b, p, "1", fmt.Sprintf("buyer%d@example.com", i))))
+	}
+	r := b.post("/checkout", orderForm(t, b, p, "1", "third@example.com"))
+	wantStatus(t, r, 429)
+	wantContains(t, r, "Too many orders in a short time", `href="`+path(p)+`"`)
+	if r.header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+	if n := len(h.orders()); n != 2 {
+		t.Fatalf("%d orders, want 2", n)
+	}
+	screen.mu.Lock()
+	checks := len(screen.checks)
+	screen.mu.Unlock()
+	if checks != 2 {
+		t.Fatalf("the bot defence saw %d checks, want 2", checks)
+	}
+	h.clock.Advance(time.Minute)
+	placed(t, b.post("/checkout", orderForm(t, b, p, "1", "third@example.com")))
 }

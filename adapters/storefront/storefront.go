@@ -76,6 +76,10 @@ type Config struct {
 	Limiter          webkit.Limiter
 	LookupsPerWindow int
 	LookupWindow     time.Duration
+	// CheckoutsPerWindow bounds the orders one client IP may send per CheckoutWindow (on
+	// Limiter; CARDSHOP_RATE_PER_IP, as the API's); 0: no bound.
+	CheckoutsPerWindow int
+	CheckoutWindow     time.Duration
 	// Screen is the bot defence called before every order; nil: none. Widget is the human
 	// check shown on the form (the zero Widget: none).
 	Screen Screen
@@ -125,6 +129,9 @@ func Mount(app *fiber.App, cfg Config, sales Sales, payments Payments, clock dom
 	}
 	if cfg.Limiter != nil && (cfg.LookupsPerWindow <= 0 || cfg.LookupWindow <= 0) {
 		cfg.LookupsPerWindow, cfg.LookupWindow = DefaultLookupsPerWindow, DefaultLookupWindow
+	}
+	if cfg.Limiter == nil || cfg.CheckoutWindow <= 0 {
+		cfg.CheckoutsPerWindow = 0
 	}
 	msgs, err := i18n.Load()
 	if err != nil {
