@@ -223,6 +223,9 @@ func TestRelayMailRetriesWithBackoffThenSends(t *testing.T) {
 	f.mustPay(t, g.Order.No())
 
 	f.relayMail(t)
+	if d, err := f.shop.Catalogue.Dashboard(f.ctx); err != nil || d.Mail != 1 {
+		t.Fatalf("the dashboard's mail backlog while the server fails: %d, %v", d.Mail, err)
+	}
 	f.relayMail(t) // not due yet: no second attempt
 	if mailer.attempts != 1 {
 		t.Fatalf("%d attempts before the backoff ran out, want 1", mailer.attempts)
@@ -245,6 +248,9 @@ func TestRelayMailRetriesWithBackoffThenSends(t *testing.T) {
 	}
 	if b, _ := f.shop.Relay.MailBacklog(f.ctx); b != 0 {
 		t.Errorf("backlog %d after sending", b)
+	}
+	if d, err := f.shop.Catalogue.Dashboard(f.ctx); err != nil || d.Mail != 0 {
+		t.Errorf("the dashboard's mail backlog after sending: %d, %v", d.Mail, err)
 	}
 }
 
