@@ -1,10 +1,12 @@
 package application_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -285,3 +287,69 @@ type aheadClock struct {
 }
 
 func (a aheadClock) Now() time.Time { return a.c.Now().Add(a.d) }
+
+// readCounter is a ledger that counts the reads of orders by number.
+type readCounter struct {
+	domain.Ledger
+	reads atomic.Int64
+}
+
+func (r *readCounter) Orders() domain.OrderRepo { return countedOrders{r.Ledger.Orders(), &r.reads} }
+
+type countedOrders struct {
+	domain.OrderRepo
+	reads *atomic.Int64
+}
+
+func (c countedOrders) Order(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
+	c.reads.Add(1)
+	return c.OrderRepo.Order(ctx, no)
+}
+
+// TestGuestChecksDoTheSameWorkFoundOrNot: a lookup or an order page of a missing order reads
+// the ledger as often as one of an existing order with a wrong secret or address (once), and
+// answers the same error text: nothing tells them apart but the database's own timing.
+func TestGuestChecksDoTheSameWorkFoundOrNot(t *testing.T) {
+	var counter *readCounter
+	f := newFixture(t, withGuests(), withLedger(func(l *memory.Ledger) domain.Ledger {
+		counter = &readCounter{Ledger: l}
+		return counter
+	}))
+	p := f.createProduct(t, 5, 10)
+	g := f.placeGuest(t, p.ID(), 1, "same@example.com")
+	missing := domain.OrderNo("250301120000000012345678")
+	type call func() error
+	lookup := func(no domain.OrderNo, email, secret string) call {
+		return func() error { _, err := f.shop.Sales.LookupGuestOrder(f.ctx, no, email, secret); return err }
+	}
+	page := func(no domain.OrderNo, secret string) call {
+		return func() error { _, err := f.shop.Sales.GuestOrder(f.ctx, no, secret); return err }
+	}
+	var texts []string
+	for name, c := range map[string]call{
+		"lookup, missing order":    lookup(missing, "same@example.com", g.Secret),
+		"lookup, wrong secret":     lookup(g.Order.No(), "same@example.com", "wrong"),
+		"lookup, wrong address":    lookup(g.Order.No(), "other@example.com", g.Secret),
+		"lookup, invalid address":  lookup(g.Order.No(), "not an address", g.Secret),
+		"page, missing order":      page(missing, g.Secret),
+		"page, wrong secret":       page(g.Order.No(), "wrong"),
+		"page, another's secret":   page(g.Order.No(), f.placeGuest(t, p.ID(), 1, "x@example.com").Secret),
+		"page, API order's number": page(f.mustPlace(t, "api-buyer", p.ID(), 1).No(), g.Secret),
+	} {
+		before := counter.reads.Load()
+		err := c()
+		if !errors.Is(err, domain.ErrOrderNotFound) {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if n := counter.reads.Load() - before; n != 1 {
+			t.Errorf("%s read the order %d times, want 1", name, n)
+		}
+		texts = append(texts, err.Error())
+	}
+	for _, s := range texts {
+		if s != texts[0] {
+			t.Errorf("answers differ: %q and %q", s, texts[0])
+		}
+	}
+}

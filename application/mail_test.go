@@ -223,6 +223,9 @@ func TestRelayMailRetriesWithBackoffThenSends(t *testing.T) {
 	f.mustPay(t, g.Order.No())
 
 	f.relayMail(t)
+	if d, err := f.shop.Catalogue.Dashboard(f.ctx); err != nil || d.Mail != 1 {
+		t.Fatalf("the dashboard's mail backlog while the server fails: %d, %v", d.Mail, err)
+	}
 	f.relayMail(t) // not due yet: no second attempt
 	if mailer.attempts != 1 {
 		t.Fatalf("%d attempts before the backoff ran out, want 1", mailer.attempts)
@@ -245,6 +248,9 @@ func TestRelayMailRetriesWithBackoffThenSends(t *testing.T) {
 	}
 	if b, _ := f.shop.Relay.MailBacklog(f.ctx); b != 0 {
 		t.Errorf("backlog %d after sending", b)
+	}
+	if d, err := f.shop.Catalogue.Dashboard(f.ctx); err != nil || d.Mail != 0 {
+		t.Errorf("the dashboard's mail backlog after sending: %d, %v", d.Mail, err)
 	}
 }
 
@@ -357,5 +363,57 @@ func TestRefundBeforeTheMailSendsNone(t *testing.T) {
 	}
 	if b, _ := f.shop.Relay.MailBacklog(f.ctx); b != 0 {
 		t.Errorf("backlog %d", b)
+	}
+}
+
+// TestGuestOrderPaysThroughAProvider: a guest order's payment is created with its buyer like
+// any order's, and the provider's notification pays it and records its e-mail, once.
+func TestGuestOrderPaysThroughAProvider(t *testing.T) {
+	gw := newScripted("acme")
+	f := newFixture(t, withGuests(), withGateways(gw), withMailer(&recordingMailer{}))
+	p := f.createProduct(t, 2, 5)
+	g := f.placeGuest(t, p.ID(), 2, "payer@example.com")
+	pay := mustCreatePayment(t, f, g.Order, "acme")
+	if pay.Amount != g.Order.Amount() {
+		t.Fatalf("payment %+v", pay)
+	}
+	for range 2 { // the provider notifies twice
+		if err := f.shop.Payments.HandleNotification(f.ctx, "acme", notice(g.Order, "paid", g.Order.Amount(), "CNY"), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := f.order(t, g.Order.No()).Status(); st != domain.StatusPaid {
+		t.Fatalf("order %s after the notification", st)
+	}
+	if n := len(f.mailMessages(t, g.Order.No())); n != 1 {
+		t.Errorf("%d mail messages, want 1", n)
+	}
+}
+
+// TestOperatorFulfilOfAGuestOrderRecordsItsMail: a late payment that finds the stock gone
+// leaves the guest order UNFULFILLED, without an e-mail; the operator's fulfil, once codes are
+// back, pays it and records its e-mail.
+func TestOperatorFulfilOfAGuestOrderRecordsItsMail(t *testing.T) {
+	f := newFixture(t, withGuests(), withMailer(&recordingMailer{}))
+	p := f.createProduct(t, 5, 1)
+	g := f.placeGuest(t, p.ID(), 1, "late@example.com")
+	f.clock.Advance(f.cfg.OrderTimeout + time.Minute)
+	if _, err := f.shop.Sales.Sweep(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := f.mustPlace(t, "quick-buyer", p.ID(), 1)
+	f.mustPay(t, other.No())
+	if o := f.mustPay(t, g.Order.No()); o.Status() != domain.StatusUnfulfilled {
+		t.Fatalf("late payment without stock: %s", o.Status())
+	}
+	if n := len(f.mailMessages(t, g.Order.No())); n != 0 {
+		t.Fatalf("an UNFULFILLED order has %d mail messages", n)
+	}
+	f.addCodes(t, p.ID(), 1)
+	if o, err := f.shop.Sales.FulfilOrder(f.ctx, g.Order.No()); err != nil || o.Status() != domain.StatusPaid {
+		t.Fatalf("fulfil: %v %v", o.Status(), err)
+	}
+	if n := len(f.mailMessages(t, g.Order.No())); n != 1 {
+		t.Errorf("the fulfilled guest order has %d mail messages, want 1", n)
 	}
 }

@@ -182,7 +182,7 @@ type App struct {
 	Payments  *Payments  // creating payments, notifications, the signed callback, refunds
 	Catalogue *Catalogue // products, codes (import, void), freezes, the gate (reconcile, rebuild), stock watch, dashboard
 	Admin     *Admin     // operators, sessions, the audit log, alerts
-	Relay     *Relay     // the outbox and the webhook relays
+	Relay     *Relay     // the outbox, webhook and mail relays
 
 	core *core
 }
@@ -213,7 +213,8 @@ type Admin struct {
 	clock  domain.Clock
 }
 
-// Relay carries the outbox to the gate, the broker and the storefront's webhook.
+// Relay carries the outbox to the gate, the broker, the storefront's webhook and the buyers'
+// e-mail.
 type Relay struct{ *outbox }
 
 // outbox is what the relay needs: the outbox in the ledger and where its messages go.

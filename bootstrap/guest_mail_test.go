@@ -171,6 +171,18 @@ func sellToGuests(t *testing.T, cfg bootstrap.Config) {
 			t.Errorf("order %s: the mailed codes were not recorded as revealed", g.Order.No())
 		}
 	}
+	first := paid[0]
+	if o, err := app.Sales.LookupGuestOrder(ctx, first.Order.No(), strings.ToUpper(string(first.Order.Email())), first.Secret); err == nil {
+		t.Errorf("the lookup matched an address whose local part differs in case: %s", o.No())
+	}
+	if o, err := app.Sales.LookupGuestOrder(ctx, first.Order.No(), " "+string(first.Order.Email()), first.Secret); err != nil || o.No() != first.Order.No() {
+		t.Errorf("lookup with the order's number, address and secret: %v", err)
+	}
+	for _, secret := range []string{paid[1].Secret, "", first.Secret + "x"} {
+		if _, err := app.Sales.LookupGuestOrder(ctx, first.Order.No(), string(first.Order.Email()), secret); !errors.Is(err, domain.ErrOrderNotFound) {
+			t.Errorf("lookup with a wrong secret: %v", err)
+		}
+	}
 	for _, g := range unpaid {
 		if n := len(box.of(g.Order.No())); n != 0 {
 			t.Errorf("unpaid order %s got %d mails", g.Order.No(), n)
