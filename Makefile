@@ -22,6 +22,7 @@ DEV_SECRETS := .dev-secrets.env
 
 .PHONY: run
 run: ## run the service on the in-memory adapters (http://127.0.0.1:8080), dev secrets, the dev payment provider
+	@echo "the shop: http://127.0.0.1:8080/  ·  the console: http://127.0.0.1:8080/console"
 	$(DEV_ENV) CARDSHOP_DEV_PAYMENTS=true $(GO) run ./cmd/cardshop serve
 
 $(DEV_SECRETS):
@@ -54,6 +55,10 @@ test: services ## every test with -race, integration suites included; -v output 
 test-quick: ## unit tests only against memory (no services, integration suites skip)
 	TEST_MYSQL_DSN='root@tcp(127.0.0.1:1)/' TEST_REDIS_ADDR=127.0.0.1:1 TEST_REDIS_CLUSTER=127.0.0.1:1 \
 	TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:1/ CI= $(GO) test -race -count=1 ./...
+
+.PHONY: storefront-screenshots
+storefront-screenshots: ## write docs/storefront/*.png: every page of the shop in both languages, phone and desktop, in headless Chromium
+	SHOP_SCREENSHOTS=docs/storefront $(GO) test -count=1 -run '^TestShopInABrowser$$' ./bootstrap/
 
 .PHONY: console-screenshots
 console-screenshots: ## write docs/console/*.png: the console's screens in headless Chromium (memory adapters)

@@ -81,6 +81,9 @@ type catalogue struct {
 	snap      atomic.Pointer[CatalogueSnapshot]
 	checkedAt atomic.Int64 // unix nanoseconds of the last refresh attempt, by the shop's clock
 	stale     atomic.Bool  // a product changed on this instance: read the ledger at the next refresh
+	// gateOffset is the gate's clock less this instance's, in nanoseconds, as the last refresh
+	// measured it (SaleClock).
+	gateOffset atomic.Int64
 
 	mu     sync.Mutex
 	flight *catalogueFlight // the refresh under way, nil when none
@@ -186,6 +189,7 @@ func (s *core) refreshCatalogue(ctx context.Context, prev *CatalogueSnapshot, no
 	if err != nil {
 		return nil, fmt.Errorf("catalogue stock: %w", err)
 	}
+	s.measureGateClock(ctx)
 	items := make([]CatalogueItem, len(c.products))
 	for i, p := range c.products {
 		items[i] = catalogueItem(p, levels, now)

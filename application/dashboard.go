@@ -14,8 +14,8 @@ type SaleDashboard struct {
 	At       time.Time
 	Products []ProductDashboard
 	// Outbox counts the outbox messages not yet relayed (every topic); Webhook those of them
-	// for the storefront's webhook.
-	Outbox, Webhook int64
+	// for the storefront's webhook, Mail the buyers' e-mails not yet sent (nor given up).
+	Outbox, Webhook, Mail int64
 	// Overdue counts PENDING orders past their expiry, up to OverdueCap: the sweeper's backlog
 	// (orders whose close the delay queue has not delivered yet). OverdueMore is true when there
 	// are more than OverdueCap.
@@ -107,6 +107,9 @@ func (s *Catalogue) Dashboard(ctx context.Context) (SaleDashboard, error) {
 	}
 	if out.Webhook, err = s.ledger.Outbox().Backlog(ctx, webhookTopics...); err != nil {
 		return SaleDashboard{}, fmt.Errorf("dashboard webhook backlog: %w", err)
+	}
+	if out.Mail, err = s.ledger.Outbox().Backlog(ctx, mailTopics...); err != nil {
+		return SaleDashboard{}, fmt.Errorf("dashboard mail backlog: %w", err)
 	}
 	overdue, err := s.ledger.Orders().Expired(ctx, now, OverdueCap+1)
 	if err != nil {

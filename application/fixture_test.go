@@ -43,6 +43,7 @@ type options struct {
 	ledger func(*memory.Ledger) domain.Ledger
 	gate   func(*memory.Gate) domain.StockGate
 	hook   domain.Notifier // the storefront's webhook; nil: none
+	mailer domain.Mailer   // the buyers' e-mail; nil: none
 	pub    func(*memory.Publisher) domain.EventPublisher
 	pay    []domain.PaymentGateway
 }
@@ -66,6 +67,8 @@ func withGate(fn func(*memory.Gate) domain.StockGate) option {
 }
 
 func withNotifier(n domain.Notifier) option { return func(o *options) { o.hook = n } }
+
+func withMailer(m domain.Mailer) option { return func(o *options) { o.mailer = m } }
 
 // withPublisher puts fn's publisher in front of the fixture's (which f.deliveries reads).
 func withPublisher(fn func(*memory.Publisher) domain.EventPublisher) option {
@@ -140,7 +143,7 @@ func newFixture(t tester, opts ...option) *fixture {
 		gate = o.gate(f.gate)
 	}
 	f.shop, err = application.New(o.cfg, application.Deps{Ledger: l, Gate: gate, Queue: queue,
-		Publisher: pub, Notifier: o.hook, Verifier: signer, Gateways: o.pay, Alerter: f.alerts, Clock: clock, Logger: quiet})
+		Publisher: pub, Notifier: o.hook, Mailer: o.mailer, Verifier: signer, Gateways: o.pay, Alerter: f.alerts, Clock: clock, Logger: quiet})
 	if err != nil {
 		t.Fatalf("new shop: %v", err)
 	}

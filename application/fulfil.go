@@ -178,6 +178,9 @@ func (s *core) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 		if err := tx.Outbox().Add(ctx, domain.OutboxMessage{Topic: domain.TopicDelivered, Key: string(o.No()), Payload: event, At: now}); err != nil {
 			return err
 		}
+		if err := s.addOrderMail(ctx, tx, o, now); err != nil {
+			return err
+		}
 		if s.notifier == nil {
 			return nil
 		}

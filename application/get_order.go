@@ -151,7 +151,7 @@ func (s *core) view(ctx context.Context, o domain.Order, withCodes bool) (OrderV
 // that decided to recycle either completes before the reveal (which then finds the order
 // REFUNDED) or loses to it and decides again (voiding). Codes read after a refund are not SOLD
 // to the order any more, and Cards does not return them.
-func (s *core) reveal(ctx context.Context, o domain.Order) (domain.Order, error) {
+func (s *outbox) reveal(ctx context.Context, o domain.Order) (domain.Order, error) {
 	if o.Revealed() {
 		return o, nil
 	}

@@ -29,11 +29,12 @@ func (s *Sales) OrderFlow(ctx context.Context, no domain.OrderNo) ([]domain.Flow
 }
 
 // OrderDeliveries lists the order's delivery messages in the outbox, sent or pending, in the
-// order they were recorded: its order.delivered event to the broker (domain.TopicDelivered)
-// and, when a webhook is configured, to the storefront's webhook (domain.TopicWebhook), each
-// with its attempts and next retry. A message carries the order's numbers, never a code.
+// order they were recorded: its order.delivered event to the broker (domain.TopicDelivered),
+// when a webhook is configured to the storefront's webhook (domain.TopicWebhook), and a guest
+// order's e-mails to its buyer (domain.TopicOrderMail, one more per resend), each with its
+// attempts and next retry. A message carries the order's numbers, never a code.
 func (s *Sales) OrderDeliveries(ctx context.Context, no domain.OrderNo) ([]domain.OutboxRecord, error) {
-	rs, err := s.ledger.Outbox().ByKey(ctx, string(no), domain.TopicDelivered, domain.TopicWebhook)
+	rs, err := s.ledger.Outbox().ByKey(ctx, string(no), domain.TopicDelivered, domain.TopicWebhook, domain.TopicOrderMail)
 	if err != nil {
 		return nil, fmt.Errorf("load deliveries of order %s: %w", no, err)
 	}

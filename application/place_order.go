@@ -47,6 +47,11 @@ func (s *Sales) Currency() domain.Currency { return s.cfg.Currency }
 // ErrSoldOut, ErrProductFrozen, ErrBuyerLimit, ErrBuyerHoldingLimit, ErrSaleNotStarted,
 // ErrSaleEnded, ErrGateNotReady, ErrIdempotencyMismatch, ErrRequestInProgress, ErrUnavailable.
 func (s *Sales) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, error) {
+	return s.place(ctx, cmd, nil)
+}
+
+// place is PlaceOrder's path for an API order (guest nil) and a guest order alike.
+func (s *Sales) place(ctx context.Context, cmd PlaceOrder, guest *guestPart) (PlacedOrder, error) {
 	key, err := domain.ParseIdempotencyKey(cmd.IdempotencyKey)
 	if err != nil {
 		return PlacedOrder{}, err
@@ -68,7 +73,7 @@ func (s *Sales) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, er
 		return PlacedOrder{}, err
 	}
 	for attempt := 0; ; attempt++ {
-		out, err := s.placeOnce(ctx, cmd, p, key)
+		out, err := s.placeOnce(ctx, cmd, p, key, guest)
 		if errors.Is(err, domain.ErrDuplicateOrder) && attempt == 0 {
 			// A random order number collided (its reservation was given back): draw another.
 			continue
@@ -92,11 +97,18 @@ func (s *core) clearlyBeforeStart(p domain.Product) error {
 	return nil
 }
 
-func (s *Sales) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, key domain.IdempotencyKey) (PlacedOrder, error) {
+func (s *Sales) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, key domain.IdempotencyKey, guest *guestPart) (PlacedOrder, error) {
 	now := s.clock.Now()
 	order, err := domain.NewOrder(domain.NewOrderNo(now, cmd.Buyer, rand.Uint64()), cmd.Buyer, p, cmd.Qty, key, now, s.cfg.OrderTimeout)
 	if err != nil {
 		return PlacedOrder{}, err
+	}
+	if guest != nil {
+		order, err = order.WithGuest(domain.Guest{Email: guest.email, Lang: guest.lang,
+			AccessHash: hashSecret(s.accessSecret(order.No()))})
+		if err != nil {
+			return PlacedOrder{}, err
+		}
 	}
 	r := domain.Reservation{Product: p.ID(), Buyer: cmd.Buyer, Key: key, Qty: cmd.Qty, OrderNo: order.No(),
 		Fingerprint: order.Fingerprint(), KeyTTL: s.cfg.IdempotencyTTL,

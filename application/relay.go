@@ -109,6 +109,10 @@ type relayRun struct {
 	// lease, when set, claims each message for that long before sending it; a message another
 	// relay claimed first is left to it.
 	lease time.Duration
+	// attempts, when set, is how many times a message is tried: after its last failure giveUp
+	// is called and the message is marked done (sent), so it is tried no more.
+	attempts int
+	giveUp   func(context.Context, domain.OutboxMessage, error)
 }
 
 // relayTopics sends the due messages of r.topics page by page, up to r.parallel at once, and
@@ -203,6 +207,15 @@ func (s *outbox) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRu
 		}
 	}
 	if err := r.send(ctx, m); err != nil {
+		if r.attempts > 0 && m.Attempts+1 >= r.attempts {
+			s.log.ErrorContext(ctx, "outbox message given up after its last attempt", "id", m.ID, "topic", m.Topic,
+				"key", m.Key, "attempt", m.Attempts+1, "err", err)
+			r.giveUp(ctx, m, err)
+			if err := s.ledger.Outbox().MarkSent(ctx, s.clock.Now(), m.ID); err != nil {
+				return relayFailed, fmt.Errorf("mark outbox message given up: %w", err)
+			}
+			return relayFailed, nil
+		}
 		retry := s.clock.Now().Add(s.retryDelay(m.Topic, m.Attempts+1))
 		s.log.WarnContext(ctx, "outbox message not relayed", "id", m.ID, "topic", m.Topic, "key", m.Key,
 			"attempt", m.Attempts+1, "retry_at", retry, "err", err)
@@ -223,16 +236,18 @@ func (s *outbox) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRu
 // from retryBase up to the topic's cap, with jitter (a random point in the upper half) so that
 // messages that failed together are not all retried together.
 func (s *outbox) retryDelay(topic string, attempt int) time.Duration {
-	limit := brokerRetryCap
+	base, limit := retryBase, brokerRetryCap
 	switch topic {
 	case domain.TopicGateChange:
 		limit = gateRetryCap
 	case domain.TopicWebhook, domain.TopicWebhookStock:
 		limit = s.cfg.WebhookMaxBackoff
+	case domain.TopicOrderMail:
+		base, limit = mailRetryBase, mailRetryCap
 	}
 	d := limit
-	if attempt < 32 {
-		d = min(retryBase<<max(attempt-1, 0), limit)
+	if attempt < 24 { // the shift stays far from overflowing
+		d = min(base<<max(attempt-1, 0), limit)
 	}
 	return d/2 + rand.N(d/2+1)
 }

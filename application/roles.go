@@ -18,6 +18,7 @@ var actionRoles = map[string]domain.Role{
 	"product.repair":    domain.RoleAdmin,
 	"order.refund":      domain.RoleAdmin,
 	"order.fulfil":      domain.RoleOperator,
+	"order.mail_resent": domain.RoleOperator,
 	"buyer_token.issue": domain.RoleOperator,
 	"operator.create":   domain.RoleAdmin,
 	"operator.update":   domain.RoleAdmin,

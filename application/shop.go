@@ -88,6 +88,21 @@ type Config struct {
 	// DefaultConfig's.
 	RefusedNotificationWindow    time.Duration
 	RefusedNotificationAddresses int
+	// OrderAccessKey derives the access secrets of guest orders (PlaceGuestOrder): at least 16
+	// bytes, and never another secret reused (bootstrap derives it from the token secret with
+	// a label of its own). Empty: no guest orders. Changing it changes the secrets the e-mails
+	// carry from then on; the secrets already handed out keep working (the ledger checks their
+	// hash).
+	OrderAccessKey domain.Secret
+	// OrderURL is the order page's link in an order's e-mail: "{order_no}" in it is replaced by
+	// the order number, "{key}" by its access secret (".../orders/{order_no}?key={key}").
+	OrderURL string
+	// MailCodes puts an order's codes in its e-mail (then sending counts as the reveal,
+	// recorded before the mail is sent); false sends only the link to the order page.
+	MailCodes bool
+	// MailAttempts is how many times the mail relay tries an order's e-mail before it raises
+	// an alert (AlertMailFailed) and gives up; zero means DefaultConfig's.
+	MailAttempts int
 }
 
 // Defaults of the notification log's settings (see Config).
@@ -126,6 +141,8 @@ func DefaultConfig() Config {
 		RefusedNotificationRetention: DefaultRefusedNotificationRetention,
 		RefusedNotificationWindow:    DefaultRefusedNotificationWindow,
 		RefusedNotificationAddresses: DefaultRefusedNotificationAddresses,
+		MailCodes:                    true,
+		MailAttempts:                 DefaultMailAttempts,
 	}
 }
 
@@ -139,6 +156,9 @@ type Deps struct {
 	// messages are recorded.
 	Notifier domain.Notifier
 	Verifier domain.PaymentVerifier
+	// Mailer sends guest orders' e-mails; nil when none is configured, and then no e-mail
+	// messages are recorded.
+	Mailer domain.Mailer
 	// Gateways are the enabled payment providers (none: buyers pay through the storefront,
 	// which calls the signed callback).
 	Gateways []domain.PaymentGateway
@@ -162,7 +182,7 @@ type App struct {
 	Payments  *Payments  // creating payments, notifications, the signed callback, refunds
 	Catalogue *Catalogue // products, codes (import, void), freezes, the gate (reconcile, rebuild), stock watch, dashboard
 	Admin     *Admin     // operators, sessions, the audit log, alerts
-	Relay     *Relay     // the outbox and the webhook relays
+	Relay     *Relay     // the outbox, webhook and mail relays
 
 	core *core
 }
@@ -193,7 +213,8 @@ type Admin struct {
 	clock  domain.Clock
 }
 
-// Relay carries the outbox to the gate, the broker and the storefront's webhook.
+// Relay carries the outbox to the gate, the broker, the storefront's webhook and the buyers'
+// e-mail.
 type Relay struct{ *outbox }
 
 // outbox is what the relay needs: the outbox in the ledger and where its messages go.
@@ -203,6 +224,8 @@ type outbox struct {
 	gate     domain.StockGate
 	pub      domain.EventPublisher
 	notifier domain.Notifier // nil: no webhook
+	mailer   domain.Mailer   // nil: no order e-mails
+	alerts   domain.Alerter
 	clock    domain.Clock
 	log      *slog.Logger
 }
@@ -268,6 +291,12 @@ func New(cfg Config, d Deps) (*App, error) {
 			*d.v = *d.def
 		}
 	}
+	if cfg.OrderAccessKey != "" && len(cfg.OrderAccessKey.Reveal()) < minAccessKey {
+		return nil, errors.New("application: the order access key must be at least 16 bytes")
+	}
+	if cfg.MailAttempts <= 0 {
+		cfg.MailAttempts = def.MailAttempts
+	}
 	if cfg.RefusedNotificationAddresses <= 0 {
 		cfg.RefusedNotificationAddresses = def.RefusedNotificationAddresses
 	}
@@ -290,10 +319,11 @@ func New(cfg Config, d Deps) (*App, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	o := &outbox{cfg: cfg, ledger: d.Ledger, gate: d.Gate, pub: d.Publisher, notifier: d.Notifier, clock: d.Clock, log: d.Logger}
+	alerts := recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}
+	o := &outbox{cfg: cfg, ledger: d.Ledger, gate: d.Gate, pub: d.Publisher, notifier: d.Notifier, mailer: d.Mailer,
+		alerts: alerts, clock: d.Clock, log: d.Logger}
 	st := &stock{outbox: o}
-	c := &core{stock: st, gateways: gateways,
-		alerts: recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}}
+	c := &core{stock: st, gateways: gateways, alerts: alerts}
 	return &App{Sales: &Sales{core: c, queue: d.Queue}, Payments: &Payments{core: c, verifier: d.Verifier}, Catalogue: &Catalogue{st}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
 		Relay: &Relay{o}, core: c}, nil
 }

@@ -35,10 +35,11 @@ type Config struct {
 	// Config is the use cases' settings, as the application states them: the table binds
 	// CARDSHOP_ORDER_TIMEOUT, _IDEMPOTENCY_TTL, _BUYER_CAP, _ORPHAN_AFTER,
 	// _NOTIFICATION_RETENTION, _REFUSED_NOTIFICATION_RETENTION, _SALE_START_MARGIN,
-	// _WEBHOOK_MAX_BACKOFF, _CURRENCY, _RETURN_URL and _PAYMENT_CLOSE_GRACE straight to its
-	// fields; the others keep application.DefaultConfig's values. A buyer's budget lasts one
-	// order timeout (BuyerWindow zero). NotifyURL, and ReturnURL when not set, follow from
-	// PublicURL (newApp).
+	// _WEBHOOK_MAX_BACKOFF, _CURRENCY, _RETURN_URL, _PAYMENT_CLOSE_GRACE, _MAIL_CODES and
+	// _MAIL_ATTEMPTS straight to its fields; the others keep application.DefaultConfig's
+	// values. A buyer's budget lasts one order timeout (BuyerWindow zero). NotifyURL, OrderURL,
+	// and ReturnURL when not set, follow from PublicURL, and OrderAccessKey from TokenSecret
+	// (newApp).
 	application.Config
 	SweepInterval  time.Duration // CARDSHOP_SWEEP_INTERVAL
 	RelayInterval  time.Duration // CARDSHOP_RELAY_INTERVAL
@@ -99,6 +100,7 @@ type Config struct {
 
 	PublicURL       string        // CARDSHOP_PUBLIC_URL: the shop's address as buyers and providers reach it
 	DevPayments     bool          // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
+	Storefront      bool          // CARDSHOP_STOREFRONT: the built-in shop for buyers at /
 	DevPaymentsReal bool          // CARDSHOP_DEV_PAYMENTS_ALLOW_REAL: allow the dev provider with the real adapters
 	StripeKey       domain.Secret // CARDSHOP_STRIPE_SECRET_KEY: enables Stripe
 	StripeWebhook   domain.Secret // CARDSHOP_STRIPE_WEBHOOK_SECRETS: whsec_… signing secret(s), comma-separated
@@ -336,6 +338,15 @@ func settings(c *Config) []setting {
 		durationUpTo(&c.WebhookTimeout, "CARDSHOP_WEBHOOK_TIMEOUT", 10*time.Second, maxWebhookTimeout,
 			fmt.Sprintf("an attempt must end well within the relay's %s claim", application.WebhookLease)),
 		durationVar(&c.WebhookMaxBackoff, "CARDSHOP_WEBHOOK_MAX_BACKOFF", app.WebhookMaxBackoff),
+		boolVar(&c.MailCodes, "CARDSHOP_MAIL_CODES", app.MailCodes),
+		{"CARDSHOP_MAIL_ATTEMPTS", strconv.Itoa(app.MailAttempts), func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 100 {
+				return fmt.Errorf("want a number of attempts from 1 to 100, got %q", v)
+			}
+			c.MailAttempts = n
+			return nil
+		}},
 		{"CARDSHOP_CURRENCY", app.Currency.Code, func(v string) error {
 			cur, err := domain.ParseCurrency(v)
 			if err != nil {
@@ -356,6 +367,7 @@ func settings(c *Config) []setting {
 		stringVar(&c.ReturnURL, "CARDSHOP_RETURN_URL", ""),
 		durationVar(&c.PaymentCloseGrace, "CARDSHOP_PAYMENT_CLOSE_GRACE", app.PaymentCloseGrace),
 		boolVar(&c.DevPayments, "CARDSHOP_DEV_PAYMENTS", false),
+		boolVar(&c.Storefront, "CARDSHOP_STOREFRONT", true),
 		boolVar(&c.DevPaymentsReal, "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL", false),
 		secretVar(&c.StripeKey, "CARDSHOP_STRIPE_SECRET_KEY"),
 		secretVar(&c.StripeWebhook, "CARDSHOP_STRIPE_WEBHOOK_SECRETS"),

@@ -303,8 +303,14 @@ const stepTimeout = 15 * time.Second
 
 func newBrowser(t *testing.T, chromium, base, shots string) *browser {
 	t.Helper()
+	return newSizedBrowser(t, chromium, base, shots, browserWidth, browserHeight)
+}
+
+// newSizedBrowser is newBrowser with a window of width × height (a phone's, for the shop).
+func newSizedBrowser(t *testing.T, chromium, base, shots string, width, height int64) *browser {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.DisableGPU,
-		chromedp.WindowSize(browserWidth, browserHeight))
+		chromedp.WindowSize(int(width), int(height)))
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox) // Chromium's sandbox refuses to run as root
 	}
@@ -327,7 +333,7 @@ func newBrowser(t *testing.T, chromium, base, shots string) *browser {
 			cancel()
 		}
 	}()
-	err := chromedp.Do(ctx, chromedp.EmulateViewport(browserWidth, browserHeight))
+	err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height))
 	close(started)
 	if err != nil {
 		t.Fatalf("start %s: %v", chromium, err)

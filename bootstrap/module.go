@@ -2,12 +2,16 @@ package bootstrap
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -21,6 +25,7 @@ import (
 	"cardshop/adapters/memory"
 	"cardshop/adapters/metrics"
 	"cardshop/adapters/paysig"
+	"cardshop/adapters/storefront"
 	"cardshop/adapters/webhook"
 	"cardshop/adapters/webkit"
 	"cardshop/application"
@@ -43,7 +48,7 @@ func Module(cfg Config) fx.Option {
 		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newApp, appServices, newHTTP, newStreamsStop),
 		adapters,
 		observability(),
-		fx.Invoke(watchWebhook, watchRefusedNotifications, runWorkers, serveHTTP, servePprof),
+		fx.Invoke(watchWebhook, watchMail, watchRefusedNotifications, runWorkers, serveHTTP, servePprof),
 	)
 }
 
@@ -92,6 +97,21 @@ func newWebhook(cfg Config, m *metrics.Metrics) (Webhook, error) {
 	return Webhook{Notifier: m.Notifier(c)}, nil
 }
 
+// watchMail exports the mail backlog when there is a mailer.
+func watchMail(in mailWatch) {
+	if in.Mailer != nil {
+		in.Metrics.WatchMailBacklog(in.Relay.MailBacklog)
+	}
+}
+
+// mailWatch is what watchMail takes: the mailer is optional.
+type mailWatch struct {
+	fx.In
+	Metrics *metrics.Metrics
+	Relay   *application.Relay
+	Mailer  domain.Mailer `optional:"true"`
+}
+
 // watchWebhook exports the webhook backlog when there is a webhook.
 func watchWebhook(cfg Config, m *metrics.Metrics, relay *application.Relay) {
 	if cfg.WebhookURL != "" {
@@ -121,17 +141,41 @@ type appIn struct {
 	Signer    *paysig.Signer
 	Payments  paymentGateways
 	Log       *slog.Logger
+	// Mailer sends guest orders' e-mails when a mail adapter provides one (SMTP); without one
+	// no e-mail is recorded nor sent.
+	Mailer domain.Mailer `optional:"true"`
 }
+
+// OrderPagePath is the storefront's order page, opened with the order's access secret: the
+// link of the order's e-mail.
+const OrderPagePath = "/orders/{order_no}?key={key}"
 
 func newApp(in appIn) (*application.App, error) {
 	ac := in.Cfg.Config
 	ac.NotifyURL = in.Cfg.PublicURL + httpapi.NotifyPath
 	if ac.ReturnURL == "" {
+		// Back to the shop's order page when the shop is on; else the API's order.
 		ac.ReturnURL = in.Cfg.PublicURL + httpapi.OrderPath
+		if in.Cfg.Storefront {
+			ac.ReturnURL = in.Cfg.PublicURL + storefront.OrderPath
+		}
 	}
+	ac.OrderURL = in.Cfg.PublicURL + OrderPagePath
+	ac.OrderAccessKey = orderAccessKey(in.Cfg.TokenSecret)
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
-		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Verifier: in.Signer, Gateways: in.Payments.all,
-		Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
+		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Mailer: in.Mailer, Verifier: in.Signer,
+		Gateways: in.Payments.all, Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
+}
+
+// orderAccessKey derives the key of guest orders' access secrets from the token secret, with
+// a label of its own: one secret less to configure, and the token secret itself is never used
+// for anything but buyer tokens (a secret derived under another label tells nothing about it).
+// Rotating the token secret changes the secrets of the e-mails sent from then on; those handed
+// out before keep working (the ledger checks their hash).
+func orderAccessKey(tokenSecret domain.Secret) domain.Secret {
+	mac := hmac.New(sha256.New, []byte(tokenSecret.Reveal()))
+	mac.Write([]byte("cardshop order access key v1"))
+	return domain.Secret(hex.EncodeToString(mac.Sum(nil)))
 }
 
 // appServices provides each service of the App on its own, so that every adapter and worker
@@ -148,6 +192,7 @@ type workers struct {
 	Payments  *application.Payments
 	Catalogue *application.Catalogue
 	Relay     *application.Relay
+	Mailer    domain.Mailer `optional:"true"` // nil: no mail relay
 }
 
 type httpIn struct {
@@ -174,7 +219,7 @@ type streamsStop chan struct{}
 
 func newStreamsStop() streamsStop { return make(streamsStop) }
 
-func newHTTP(in httpIn) *fiber.App {
+func newHTTP(in httpIn) (*fiber.App, error) {
 	hc := httpapi.DefaultConfig(in.Cfg.AdminToken.Reveal())
 	hc.RateLimits = httpapi.RateLimits{PerIP: in.Cfg.RatePerIP, PerBuyer: in.Cfg.RatePerBuyer, Window: in.Cfg.RateWindow, Limiter: in.Limiter}
 	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
@@ -192,7 +237,39 @@ func newHTTP(in httpIn) *fiber.App {
 		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes,
 		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop, AuthFailures: hc.AuthFailures},
 		console.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin}, in.Clock, in.Log)
-	return app
+	// The shop for buyers comes last: its not-found page answers every path left.
+	if in.Cfg.Storefront {
+		if err := storefront.Mount(app, storefrontConfig(in.Cfg, in.Limiter), in.Sales, in.Pay, in.Clock, in.Log); err != nil {
+			return nil, err
+		}
+	}
+	return app, nil
+}
+
+// storefrontConfig is the shop's configuration: its CSRF key from the token secret, lookups
+// limited by the API's limiter, checkouts by the API's per-IP limit, and the origins its pay forms may lead to (the providers'
+// pay pages: browsers check a form's redirects against the CSP's form-action too).
+func storefrontConfig(cfg Config, limiter webkit.Limiter) storefront.Config {
+	sc := storefront.Config{Secret: cfg.TokenSecret.Reveal(), Limiter: limiter,
+		CheckoutsPerWindow: cfg.RatePerIP, CheckoutWindow: cfg.RateWindow}
+	add := func(raw string) {
+		if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Host != "" {
+			sc.PayOrigins = append(sc.PayOrigins, u.Scheme+"://"+u.Host)
+		}
+	}
+	if cfg.DevPayments {
+		add(cfg.PublicURL)
+	}
+	if cfg.StripeKey != "" {
+		add("https://checkout.stripe.com")
+	}
+	if cfg.EpayURL != "" {
+		add(cfg.EpayURL)
+	}
+	if cfg.AlipayAppID != "" {
+		add(cfg.AlipayURL)
+	}
+	return sc
 }
 
 // runWorkers starts the delay-queue consumer, the sweeper, the notification log's pruning (at
@@ -233,6 +310,9 @@ func runWorkers(lc fx.Lifecycle, cfg Config, w workers, consumer Consumer, log *
 			}
 			if cfg.WebhookURL != "" {
 				every("webhook relay", cfg.RelayInterval, w.Relay.RelayWebhooks)
+			}
+			if w.Mailer != nil {
+				every("mail relay", cfg.RelayInterval, w.Relay.RelayMail)
 			}
 			return nil
 		},

@@ -2,8 +2,17 @@ package domain
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
+
+// ErrMailNotConfigured refuses to queue an e-mail on a shop that sends none (no Mailer).
+var ErrMailNotConfigured = errors.New("no mailer is configured: the shop sends no e-mail")
+
+// ErrNoOrderMail refuses to (re)send an order's e-mail for an order that has none: an API
+// order (no address) or one that is not PAID.
+var ErrNoOrderMail = fmt.Errorf("%w: only a paid guest order has an e-mail to send", ErrInvalidTransition)
 
 // TopicOrderMail is an order's paid e-mail to its buyer (a guest order of the storefront, which
 // has an e-mail address): an OrderMail's order number as the key, recorded in the transaction

@@ -175,6 +175,9 @@ type Order struct {
 	endedAt    time.Time
 	updatedAt  time.Time
 	revealedAt time.Time
+	email      Email      // a guest order's buyer address (Guest); empty for an API order
+	lang       string     // a guest order's buyer language
+	accessHash AccessHash // SHA-256 of a guest order's access secret
 }
 
 // NewOrder validates and creates a PENDING order that expires at at+timeout. Its unit price is
@@ -216,6 +219,10 @@ type OrderRecord struct {
 	EndedAt    time.Time
 	UpdatedAt  time.Time
 	RevealedAt time.Time
+	// Email, Lang and AccessHash are a guest order's (Guest); empty for an API order.
+	Email      Email
+	Lang       string
+	AccessHash AccessHash
 }
 
 // RehydrateOrder rebuilds an order from storage without re-validating it.
@@ -223,7 +230,7 @@ func RehydrateOrder(r OrderRecord) Order {
 	return Order{no: r.No, buyer: r.Buyer, product: r.Product, qty: r.Qty, unitPrice: r.UnitPrice,
 		amount: r.Amount, idemKey: r.IdemKey, status: r.Status, reason: r.Reason, paymentRef: r.PaymentRef,
 		createdAt: r.CreatedAt, expiresAt: r.ExpiresAt, paidAt: r.PaidAt, endedAt: r.EndedAt, updatedAt: r.UpdatedAt,
-		revealedAt: r.RevealedAt}
+		revealedAt: r.RevealedAt, email: r.Email, lang: r.Lang, accessHash: r.AccessHash}
 }
 
 // Record returns the storable form of o.
@@ -231,7 +238,7 @@ func (o Order) Record() OrderRecord {
 	return OrderRecord{No: o.no, Buyer: o.buyer, Product: o.product, Qty: o.qty, UnitPrice: o.unitPrice,
 		Amount: o.amount, IdemKey: o.idemKey, Status: o.status, Reason: o.reason, PaymentRef: o.paymentRef,
 		CreatedAt: o.createdAt, ExpiresAt: o.expiresAt, PaidAt: o.paidAt, EndedAt: o.endedAt, UpdatedAt: o.updatedAt,
-		RevealedAt: o.revealedAt}
+		RevealedAt: o.revealedAt, Email: o.email, Lang: o.lang, AccessHash: o.accessHash}
 }
 
 // No returns the order number.

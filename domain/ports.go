@@ -215,6 +215,13 @@ type StockGate interface {
 	ReleaseOrphan(ctx context.Context, h Hold) (released bool, err error)
 }
 
+// GateClock is a StockGate that can tell the time by its own clock (Redis's TIME), the clock
+// that judges a sale's start: the storefront's countdown runs on it.
+type GateClock interface {
+	// GateTime returns the gate's time now. Errors: ErrUnavailable when unreachable.
+	GateTime(ctx context.Context) (time.Time, error)
+}
+
 // ProductCatalog stores products.
 type ProductCatalog interface {
 	// Create stores p; a zero id is assigned. Returns ErrProductExists for a taken id.

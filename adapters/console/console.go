@@ -181,6 +181,7 @@ func routes(k *console) []route {
 		{"POST", "/orders/:order_no/refund", act, "order.refund", k.refund},
 		{"GET", "/orders/:order_no/fulfil", roleOf("order.fulfil"), "", k.confirmFulfil},
 		{"POST", "/orders/:order_no/fulfil", act, "order.fulfil", k.fulfil},
+		{"POST", "/orders/:order_no/mail", act, application.ActionMailResent, k.resendMail},
 		{"GET", "/audit", v, "", k.audit},
 		{"GET", "/settings", v, "", k.settings},
 		{"POST", "/settings", v, "", k.saveSettings},

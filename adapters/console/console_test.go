@@ -105,7 +105,7 @@ func consolePosts(product domain.ProductID, order string) []string {
 	p := "/console/products/" + itoa(int64(product))
 	o := "/console/orders/" + order
 	return []string{"/console/logout", "/console/products", p, p + "/freeze", p + "/unfreeze", o + "/refund", o + "/fulfil",
-		p + "/codes/void/confirm", p + "/codes/void", "/console/settings", "/console/alerts/1/ack"}
+		o + "/mail", p + "/codes/void/confirm", p + "/codes/void", "/console/settings", "/console/alerts/1/ack"}
 }
 
 func TestEveryPageWithoutAValidSessionRedirectsToLogin(t *testing.T) {

@@ -115,6 +115,7 @@ type dashView struct {
 	Products    []productView `json:"products"`
 	Outbox      int64         `json:"outbox"`
 	Webhook     int64         `json:"webhook"`
+	Mail        int64         `json:"mail"`
 	Overdue     string        `json:"overdue"` // "100+" past application.OverdueCap
 	Queues      []queueView   `json:"queues"`
 	QueuesError string        `json:"queues_error,omitempty"`
@@ -166,7 +167,7 @@ type readyView struct {
 
 func (v *dashView) fill(d application.SaleDashboard) {
 	v.AtTime, v.At, v.StepSeconds = d.At, whenIn(time.UTC)(d.At), application.RateStep.Seconds()
-	v.Outbox, v.Webhook = d.Outbox, d.Webhook
+	v.Outbox, v.Webhook, v.Mail = d.Outbox, d.Webhook, d.Mail
 	v.Overdue = strconv.Itoa(d.Overdue)
 	if d.OverdueMore {
 		v.Overdue += "+"

@@ -49,6 +49,7 @@ type harness struct {
 	ledger *outageLedger
 	gate   *memory.Gate
 	logs   *syncBuffer // the service's log
+	mailer *mailCounter
 }
 
 // syncBuffer is the service log: handlers may write to it concurrently.
@@ -114,10 +115,12 @@ func newHarness(t testing.TB, logins int) *harness {
 		t.Fatal(err)
 	}
 	cfg := application.DefaultConfig()
+	cfg.OrderAccessKey = "console-test-order-access-key-0123"
 	h.gate = memory.NewGate(h.clock)
+	h.mailer = &mailCounter{}
 	h.shop, err = application.New(cfg, application.Deps{Ledger: h.ledger, Gate: h.gate,
 		Queue: queue, Publisher: memory.NewPublisher(), Verifier: h.signer, Alerter: memory.NewAlerts(log),
-		Clock: h.clock, Logger: log})
+		Mailer: h.mailer, Clock: h.clock, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -291,6 +291,18 @@ func (k *console) fulfil(c *fiber.Ctx) error {
 	return k.afterOrderWrite(c, err, "Fulfilled.")
 }
 
+// resendMail queues a paid guest order's e-mail again: the same e-mail, through the outbox.
+func (k *console) resendMail(c *fiber.Ctx) error {
+	no, err := domain.ParseOrderNo(c.Params("order_no"))
+	if err != nil {
+		err = domain.ErrOrderNotFound
+	} else {
+		err = k.sales.ResendOrderMail(c.UserContext(), no, identityOf(c))
+	}
+	k.record(c, application.ActionMailResent, nil, err)
+	return k.afterOrderWrite(c, err, "The e-mail is queued: the mail relay sends it shortly.")
+}
+
 func (k *console) afterOrderWrite(c *fiber.Ctx, err error, notice string) error {
 	if err != nil {
 		status, msg := describe(err)

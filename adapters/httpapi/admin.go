@@ -472,6 +472,24 @@ func (s *Server) fulfil(c *fiber.Ctx) error {
 	return c.JSON(s.orderResponse(o, nil, true))
 }
 
+// mailResent is the answer to a resend of an order's e-mail.
+type mailResent struct {
+	OrderNo string `json:"order_no"`
+	Queued  bool   `json:"queued"`
+}
+
+// resendMail queues a paid guest order's e-mail again (202: the mail relay sends it).
+func (s *Server) resendMail(c *fiber.Ctx) error {
+	no, err := orderParam(c)
+	if err != nil {
+		return err
+	}
+	if err := s.sales.ResendOrderMail(c.UserContext(), no, identityOf(c)); err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(mailResent{OrderNo: string(no), Queued: true})
+}
+
 type tokenRequest struct {
 	BuyerID    string `json:"buyer_id"`
 	TTLSeconds int64  `json:"ttl_seconds"`

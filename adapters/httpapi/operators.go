@@ -47,6 +47,7 @@ func adminRoutes(s *Server) []adminRoute {
 		{"GET", "/payments/notifications", v, "", false, s.listNotifications},
 		{"POST", "/orders/:order_no/refund", act, "order.refund", true, s.refund},
 		{"POST", "/orders/:order_no/fulfil", act, "order.fulfil", true, s.fulfil},
+		{"POST", "/orders/:order_no/mail", act, application.ActionMailResent, false, s.resendMail},
 		{"POST", "/tokens", act, "buyer_token.issue", true, s.issueToken},
 		{"GET", "/whoami", v, "", false, s.whoami},
 		{"GET", "/operators", a, "", false, s.listOperators},

@@ -138,6 +138,7 @@ func TestEveryAdminRouteChecksTheRole(t *testing.T) {
 		{"POST", "/admin/products/1/freeze", `{"reason":"r"}`, "operator"},
 		{"POST", "/admin/products/1/unfreeze", "", "operator"},
 		{"POST", "/admin/orders/" + o.OrderNo + "/fulfil", "", "operator"},
+		{"POST", "/admin/orders/" + o.OrderNo + "/mail", "", "operator"},
 		{"POST", "/admin/tokens", `{"buyer_id":"b-roles"}`, "operator"},
 		{"POST", "/admin/products/1/reconcile?repair=true", "", "admin"},
 		{"POST", "/admin/orders/" + o.OrderNo + "/refund", `{"reason":"test"}`, "admin"},

@@ -422,3 +422,6 @@ func (g *Gate) Flush() {
 	defer g.mu.Unlock()
 	g.reset()
 }
+
+// GateTime is the gate's clock (domain.GateClock): the clock it was made with.
+func (g *Gate) GateTime(context.Context) (time.Time, error) { return g.clock.Now(), nil }

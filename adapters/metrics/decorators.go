@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,7 +18,7 @@ func (m *Metrics) Gate(g domain.StockGate) domain.StockGate {
 		reserve: op("Reserve"), cancel: op("Cancel"), apply: op("Apply"), levels: op("Levels"), levelsMany: op("LevelsMany"),
 		rebuild: op("Rebuild"), setFrozen: op("SetFrozen"), holds: op("Holds"), forget: op("Forget"),
 		releaseOrphan: op("ReleaseOrphan"), beginRebuild: op("BeginRebuild"), finishRebuild: op("FinishRebuild"),
-		abortRebuild: op("AbortRebuild"), setRules: op("SetRules"), heldCounts: op("HeldCounts")}
+		abortRebuild: op("AbortRebuild"), setRules: op("SetRules"), heldCounts: op("HeldCounts"), gateTime: op("GateTime")}
 }
 
 // timedGate holds one observer per operation, resolved once: the hot path (Reserve) does no
@@ -27,7 +28,21 @@ type timedGate struct {
 	reserve, cancel, apply, levels, rebuild, setFrozen  prometheus.Observer
 	holds, forget, releaseOrphan, levelsMany            prometheus.Observer
 	beginRebuild, finishRebuild, abortRebuild, setRules prometheus.Observer
-	heldCounts                                          prometheus.Observer
+	heldCounts, gateTime                                prometheus.Observer
+}
+
+// errNoGateClock answers GateTime for a gate that cannot tell its time.
+var errNoGateClock = errors.New("the stock gate has no clock of its own")
+
+// GateTime passes domain.GateClock through when the gate has one (the catalogue measures the
+// gate's clock through it).
+func (t *timedGate) GateTime(ctx context.Context) (time.Time, error) {
+	gc, ok := t.g.(domain.GateClock)
+	if !ok {
+		return time.Time{}, errNoGateClock
+	}
+	defer since(t.gateTime, time.Now())
+	return gc.GateTime(ctx)
 }
 
 func since(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }

@@ -224,6 +224,15 @@ func (m *Metrics) WatchWebhookBacklog(backlog func(context.Context) (int64, erro
 	})
 }
 
+// WatchMailBacklog exports cardshop_mail_backlog (order e-mails not yet sent nor given up),
+// read at scrape time like the webhook backlog.
+func (m *Metrics) WatchMailBacklog(backlog func(context.Context) (int64, error)) {
+	m.reg.MustRegister(&scrapeGauge{
+		desc: prometheus.NewDesc("cardshop_mail_backlog", "Order e-mails not yet sent to buyers (nor given up).", nil, nil),
+		read: unlabelled(backlog),
+	})
+}
+
 // WatchDelayQueue exports cardshop_delay_queue_pending, read at scrape time.
 func (m *Metrics) WatchDelayQueue(pending func() int) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -108,9 +108,16 @@ func TestGatePassesThroughAndTimes(t *testing.T) {
 	if many, err := g.LevelsMany(ctx, []domain.ProductID{p, 99}); err != nil || len(many) != 1 || many[p] != l {
 		t.Fatalf("levels many: %+v %v, want only %d with %+v", many, err, p, l)
 	}
+	gc, ok := g.(domain.GateClock)
+	if !ok {
+		t.Fatal("the timed gate hides the gate's clock")
+	}
+	if at, err := gc.GateTime(ctx); err != nil || !at.Equal(clock.Now()) {
+		t.Fatalf("gate time: %v %v, want the gate's clock %v", at, err, clock.Now())
+	}
 
 	for op, want := range map[string]uint64{"Reserve": 3, "Cancel": 1, "Apply": 1, "Levels": 2, "LevelsMany": 1, "Rebuild": 1,
-		"SetFrozen": 1, "Holds": 1, "Forget": 1, "ReleaseOrphan": 1} {
+		"SetFrozen": 1, "Holds": 1, "Forget": 1, "ReleaseOrphan": 1, "GateTime": 1} {
 		if got := histogramCount(t, m.Registry(), "cardshop_gate_duration_seconds", "op", op); got != want {
 			t.Errorf("op %s: %d observations, want %d", op, got, want)
 		}
@@ -241,7 +248,11 @@ func TestNotifierCountsAttempts(t *testing.T) {
 		t.Fatalf("%d errors, %d sent; want 2 and 3", errs, len(raw.Sent()))
 	}
 	m.WatchWebhookBacklog(func(context.Context) (int64, error) { return 7, nil })
+	m.WatchMailBacklog(func(context.Context) (int64, error) { return 2, nil })
 	want := `
+# HELP cardshop_mail_backlog Order e-mails not yet sent to buyers (nor given up).
+# TYPE cardshop_mail_backlog gauge
+cardshop_mail_backlog 2
 # HELP cardshop_webhook_backlog Webhook events not yet accepted by the storefront.
 # TYPE cardshop_webhook_backlog gauge
 cardshop_webhook_backlog 7
@@ -250,7 +261,7 @@ cardshop_webhook_backlog 7
 cardshop_webhook_deliveries_total{outcome="delivered"} 3
 cardshop_webhook_deliveries_total{outcome="failed"} 2
 `
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "cardshop_webhook_backlog", "cardshop_webhook_deliveries_total"); err != nil {
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "cardshop_mail_backlog", "cardshop_webhook_backlog", "cardshop_webhook_deliveries_total"); err != nil {
 		t.Fatal(err)
 	}
 	if got := histogramCount(t, m.Registry(), "cardshop_webhook_duration_seconds", "", ""); got != 5 {

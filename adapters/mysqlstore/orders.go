@@ -32,21 +32,30 @@ type orderRow struct {
 	EndedAt    time.Time `bun:"ended_at"`
 	UpdatedAt  time.Time `bun:"updated_at"`
 	RevealedAt time.Time `bun:"revealed_at"` // NULL reads as the zero time
+	// A guest order's address, language and secret's hash; NULL (empty) for an API order.
+	BuyerEmail string `bun:"buyer_email"`
+	BuyerLang  string `bun:"buyer_lang"`
+	AccessHash []byte `bun:"access_hash"`
 }
 
 const orderColumns = "order_no, buyer_id, product_id, qty, unit_price, amount, idem_key, status, reason, " +
-	"payment_ref, created_at, expires_at, paid_at, ended_at, updated_at, revealed_at"
+	"payment_ref, created_at, expires_at, paid_at, ended_at, updated_at, revealed_at, buyer_email, buyer_lang, access_hash"
 
 func (r orderRow) order() (domain.Order, error) {
 	st, err := domain.ParseOrderStatus(r.Status)
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("order %s: %w", r.OrderNo, err)
 	}
+	var hash domain.AccessHash
+	if len(r.AccessHash) > 0 && copy(hash[:], r.AccessHash) != len(hash) {
+		return domain.Order{}, fmt.Errorf("order %s: an access hash of %d bytes", r.OrderNo, len(r.AccessHash))
+	}
 	return domain.RehydrateOrder(domain.OrderRecord{No: domain.OrderNo(r.OrderNo), Buyer: domain.BuyerID(r.BuyerID),
 		Product: domain.ProductID(r.ProductID), Qty: r.Qty, UnitPrice: domain.Money(r.UnitPrice),
 		Amount: domain.Money(r.Amount), IdemKey: domain.IdempotencyKey(r.IdemKey), Status: st, Reason: r.Reason,
 		PaymentRef: r.PaymentRef, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, PaidAt: r.PaidAt,
-		EndedAt: r.EndedAt, UpdatedAt: r.UpdatedAt, RevealedAt: r.RevealedAt}), nil
+		EndedAt: r.EndedAt, UpdatedAt: r.UpdatedAt, RevealedAt: r.RevealedAt,
+		Email: domain.Email(r.BuyerEmail), Lang: r.BuyerLang, AccessHash: hash}), nil
 }
 
 func (r orderRepo) Insert(ctx context.Context, o domain.Order) error {
@@ -82,6 +91,9 @@ func insertOrders(ctx context.Context, s *store, op string, orders []domain.Orde
 		v.nullTime(rec.EndedAt)
 		v.time(rec.UpdatedAt)
 		v.nullTime(rec.RevealedAt)
+		v.nullStr(string(rec.Email))
+		v.nullStr(rec.Lang)
+		v.nullBytes(rec.AccessHash)
 		v.end()
 	}
 	_, err := s.exec(ctx, op, string(v.b))

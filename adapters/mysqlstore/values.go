@@ -1,10 +1,13 @@
 package mysqlstore
 
 import (
+	"encoding/hex"
 	"strconv"
 	"time"
 
 	"github.com/uptrace/bun/schema"
+
+	"cardshop/domain"
 )
 
 // sqlValues appends the VALUES rows of a multi-row INSERT as SQL literals, each formatted by
@@ -78,4 +81,16 @@ func (v *sqlValues) nullTime(t time.Time) {
 		return
 	}
 	v.time(t)
+}
+
+// nullBytes is the hash as a hex literal, or NULL for the zero hash (an API order's).
+func (v *sqlValues) nullBytes(h domain.AccessHash) {
+	if h.IsZero() {
+		v.null()
+		return
+	}
+	v.sep()
+	v.raw("X'")
+	v.b = hex.AppendEncode(v.b, h[:])
+	v.raw("'")
 }

@@ -58,12 +58,20 @@ func TestSQLValuesFormatAsBunDoes(t *testing.T) {
 				Amount: domain.Money(-rng.Int64N(100)), IdemKey: domain.IdempotencyKey(pick()), Status: domain.StatusPending,
 				Reason: pick(), PaymentRef: pick(), CreatedAt: at(), ExpiresAt: at(), PaidAt: at(), EndedAt: at(),
 				UpdatedAt: at(), RevealedAt: at()}
+			var hash []byte // a guest order's hash; NULL for an API order's
+			if rng.IntN(2) == 0 {
+				rec.Email, rec.Lang = domain.Email(pick()), pick()
+				for i := range rec.AccessHash {
+					rec.AccessHash[i] = byte(rng.IntN(256))
+				}
+				hash = rec.AccessHash[:]
+			}
 			recs = append(recs, rec)
-			placeholders = append(placeholders, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			placeholders = append(placeholders, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, string(rec.No), string(rec.Buyer), int64(rec.Product), rec.Qty, int64(rec.UnitPrice), int64(rec.Amount),
 				nullString(string(rec.IdemKey)), rec.Status.String(), rec.Reason, rec.PaymentRef,
 				rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC(),
-				nullTime(rec.RevealedAt))
+				nullTime(rec.RevealedAt), nullString(string(rec.Email)), nullString(rec.Lang), hash)
 			f := domain.FlowEntry{ProductID: rec.Product, Ref: pick() + "x", Type: domain.FlowReserve, Qty: rng.Int64N(1e6), At: at()}
 			flows = append(flows, f)
 			flowArgs = append(flowArgs, int64(f.ProductID), f.Ref, int(f.Type), f.Qty, f.At.UTC())

@@ -24,6 +24,7 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("products", func(t *testing.T) { runProducts(t, newLedger) })
 	t.Run("orders", func(t *testing.T) { runOrders(t, newLedger) })
 	t.Run("order search", func(t *testing.T) { runOrderSearch(t, newLedger) })
+	t.Run("guest orders", func(t *testing.T) { runGuestOrders(t, newLedger) })
 	t.Run("cards", func(t *testing.T) { runCards(t, newLedger) })
 	t.Run("void", func(t *testing.T) { runVoid(t, newLedger) })
 	t.Run("flows", func(t *testing.T) { runFlows(t, newLedger) })

@@ -586,3 +586,15 @@ func unavailable(err error) bool {
 		redis.IsTryAgainError(err) || redis.IsMasterDownError(err) || redis.IsMaxClientsError(err) ||
 		redis.IsOOMError(err) || redis.IsNoReplicasError(err) || redis.HasErrorPrefix(err, "BUSY ")
 }
+
+// GateTime is Redis's clock (TIME), the clock reserve.lua judges sale windows by
+// (domain.GateClock). On a Redis Cluster it is the clock of the node the client picks; the
+// nodes' clocks are expected to agree as NTP keeps them. An error reaching Redis wraps
+// domain.ErrUnavailable.
+func (g *Gate) GateTime(ctx context.Context) (time.Time, error) {
+	t, err := g.c.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, wrap("time", err)
+	}
+	return t, nil
+}

@@ -912,3 +912,26 @@ func TestCachedKeyNamesAreTheSame(t *testing.T) {
 		t.Fatalf("%d products cached, want the bound %d", n, redisgate.MaxCachedProducts)
 	}
 }
+
+// GateTime tells Redis's own clock: between two TIME calls around it.
+func TestGateTimeIsRedisTime(t *testing.T) {
+	onBoth(t, func(t *testing.T, c redis.UniversalClient) {
+		g := redisgate.New(c)
+		var _ domain.GateClock = g
+		before, err := c.Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, err := g.GateTime(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := c.Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at.Before(before) || at.After(after) {
+			t.Fatalf("GateTime = %v, not between Redis's %v and %v", at, before, after)
+		}
+	})
+}

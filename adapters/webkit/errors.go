@@ -41,6 +41,8 @@ var table = []Row{
 	{domain.ErrSoldOut, Answer{409, "sold_out", "sold out"}},
 	{domain.ErrProductExists, Answer{409, "product_exists", "a product with this id already exists"}},
 	{domain.ErrRequestInProgress, Answer{409, "request_in_progress", "the original request with this Idempotency-Key is still running; retry shortly"}},
+	{domain.ErrNoOrderMail, Answer{409, "no_order_mail", "only a paid order placed in the shop (with an e-mail address) has an e-mail to send"}},
+	{domain.ErrMailNotConfigured, Answer{409, "mail_not_configured", "the shop sends no e-mail: no mail server is configured"}},
 	{domain.ErrInvalidTransition, Answer{409, "invalid_order_state", "the order's state does not allow this"}},
 	{domain.ErrIdempotencyMismatch, Answer{422, "idempotency_key_reused", "this Idempotency-Key was used with a different request"}},
 	{domain.ErrAmountMismatch, Answer{422, "amount_mismatch", "the paid amount does not match the order"}},

@@ -41,6 +41,7 @@
     d.products.forEach(product);
     text(document.getElementById("dash-outbox"), d.outbox);
     text(document.getElementById("dash-webhook"), d.webhook);
+    text(document.getElementById("dash-mail"), d.mail);
     text(document.getElementById("dash-overdue"), d.overdue);
     (d.queues || []).forEach(function (q) {
       text(root.querySelector('[data-queue="' + q.name + '"]'), q.messages);

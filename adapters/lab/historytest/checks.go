@@ -40,6 +40,7 @@ type orderFacts struct {
 	cards   []domain.Card
 	flows   []domain.FlowEntry
 	byKey   domain.OrderNo
+	mails   int // a guest order's e-mail messages in the outbox
 	loadErr error
 }
 
@@ -128,6 +129,11 @@ func (h *history) checkOrders(ctx context.Context, all bool) []string {
 			byType[domain.FlowFailedRestore] - byType[domain.FlowUnfulfilled] - byType[domain.FlowRefundRestore] -
 			byType[domain.FlowRefundVoid]
 		holds := byType[domain.FlowPay] - byType[domain.FlowRefundRestore] - byType[domain.FlowRefundVoid]
+		// A guest order that was ever PAID (its pay row) recorded exactly one e-mail; one that
+		// never was (still unpaid, closed, failed, unfulfilled) none.
+		if wantMails := min(byType[domain.FlowPay], 1); o.IsGuest() && int64(f.mails) != wantMails {
+			v = append(v, fmt.Sprintf("guest order %s (%s): %d e-mail messages, want %d", r.no, st, f.mails, wantMails))
+		}
 		var wantHeld, wantHolds int64
 		if st.HoldsStock() {
 			wantHeld = 1
@@ -205,6 +211,14 @@ func (h *history) loadFacts(ctx context.Context, r *orderRec) orderFacts {
 		return f
 	}
 	f.byKey = byKey.No()
+	if f.order.IsGuest() {
+		mails, err := l.Outbox().ByKey(ctx, string(r.no), domain.TopicOrderMail)
+		if err != nil {
+			f.loadErr = fmt.Errorf("mail messages: %w", err)
+			return f
+		}
+		f.mails = len(mails)
+	}
 	return f
 }
 

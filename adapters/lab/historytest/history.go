@@ -73,6 +73,8 @@ func Config() application.Config {
 	// A provider that cannot close a payment holds its order's close back this long past the
 	// expiry; then the order closes and a payment still made there takes the late path.
 	c.PaymentCloseGrace = 500 * time.Millisecond
+	// Guest orders too (the storefront's): each paid one records its e-mail.
+	c.OrderAccessKey = "history-order-access-key-0123456789"
 	return c
 }
 
@@ -275,7 +277,7 @@ func Run(t *testing.T, b Backend) {
 		hpay: newFakeProvider(idemProvider, false, ports.Clock, s.seed), epay: newFakeProvider(epayProvider, true, ports.Clock, s.seed)}
 	h.shop, err = application.New(cfg, application.Deps{Ledger: ports.Ledger, Gate: ports.Gate, Queue: ports.Queue,
 		Publisher: h.pub, Verifier: signer, Alerter: h.alerts, Clock: ports.Clock, Logger: slog.New(slog.DiscardHandler),
-		Gateways: []domain.PaymentGateway{h.hpay, h.epay}})
+		Gateways: []domain.PaymentGateway{h.hpay, h.epay}, Mailer: nopMailer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

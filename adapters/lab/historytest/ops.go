@@ -21,6 +21,7 @@ import (
 // provider resending while the first attempt is in flight, a callback that lost to the sweeper.
 var opWeights = map[string]int{
 	"place":            200, // a fresh idempotency key
+	"guest-place":      60,  // a guest order (the storefront's), its buyer one of a few addresses
 	"replay":           40,  // an earlier key, same body
 	"reuse-key":        20,  // an earlier key, another body
 	"double-submit":    30,  // one fresh key sent 2-4 times at once
@@ -87,6 +88,8 @@ func (w *worker) do(name string) {
 	switch name {
 	case "place":
 		w.place(ctx)
+	case "guest-place":
+		w.guestPlace(ctx)
 	case "replay":
 		w.replay(ctx, true)
 	case "reuse-key":
@@ -139,6 +142,8 @@ func (w *worker) do(name string) {
 	case "relay":
 		n, err := w.h.shop.Relay.RelayOutbox(ctx)
 		w.log(name, "%d sent → %s", n, w.outcome(name, err))
+		n, err = w.h.shop.Relay.RelayMail(ctx)
+		w.log(name, "%d mails sent → %s", n, w.outcome(name, err))
 	case "provider-create":
 		w.providerCreate(ctx)
 	case "provider-pay":
@@ -236,6 +241,30 @@ func (w *worker) place(ctx context.Context) {
 	}
 	w.log("place", "p%d q%d %s → %s", p.id, qty, key, w.outcome("place", err))
 }
+
+// guestPlace places a guest order for one of buyersN addresses (their buyers are the
+// addresses' GuestBuyer, so the limits hold per address); replays and payments then treat it
+// like any order.
+func (w *worker) guestPlace(ctx context.Context) {
+	p, qty, key := w.product(), 1+w.rng.IntN(maxPerOrder), w.newKey()
+	email := fmt.Sprintf("guest%d.%s@example.com", w.rng.IntN(buyersN), w.h.nonce)
+	res, err := w.h.shop.Sales.PlaceGuestOrder(ctx, application.GuestOrder{Product: p.id, Qty: qty, Email: email, Lang: "en",
+		IdempotencyKey: key})
+	if err == nil {
+		if res.Replayed {
+			w.h.violate("a fresh key %s was answered as a replay of %s", key, res.Order.No())
+		}
+		w.h.record(res.Order, key)
+		w.log("guest-place", "p%d q%d %s → %s", p.id, qty, key, res.Order.No())
+		return
+	}
+	w.log("guest-place", "p%d q%d %s → %s", p.id, qty, key, w.outcome("guest-place", err))
+}
+
+// nopMailer accepts every e-mail: the history checks the e-mails recorded, not their sending.
+type nopMailer struct{}
+
+func (nopMailer) SendOrderMail(context.Context, domain.OrderMail) error { return nil }
 
 // replay sends an earlier order's key again: with the same body it must answer that order,
 // with another it must refuse; it never makes a second order.

@@ -1,0 +1,214 @@
+package storefront
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/adapters/i18n"
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// tierView is a quantity price as shown.
+type tierView struct {
+	MinQty int
+	Price  string
+}
+
+// itemView is a product as the catalogue and product pages show it.
+type itemView struct {
+	ID          domain.ProductID
+	Name        string
+	Price       string
+	Tiers       []tierView
+	Status      application.CatalogueStatus
+	StatusText  string // message id
+	Stock       string // message id of the stock display
+	StockCount  int64
+	MaxPerOrder int
+	BuyerLimit  int
+	StartsAt    time.Time
+	EndsAt      time.Time
+}
+
+// OnSale and Upcoming are for templates.
+func (v itemView) OnSale() bool   { return v.Status == application.CatalogueOnSale }
+func (v itemView) Upcoming() bool { return v.Status == application.CatalogueUpcoming }
+
+// viewOf is what the pages show of a catalogue entry: never a code, a stock count the
+// product chose to hide, or an operator's freeze reason.
+func viewOf(cur domain.Currency, it application.CatalogueItem) itemView {
+	v := itemView{ID: it.ID, Name: it.Name, Price: money(cur, it.Price), Status: it.Status,
+		StatusText: "storefront.status_" + string(it.Status), MaxPerOrder: it.MaxPerOrder,
+		BuyerLimit: it.Sale.BuyerLimit, StartsAt: it.Sale.StartsAt, EndsAt: it.Sale.EndsAt}
+	for _, t := range it.Tiers {
+		v.Tiers = append(v.Tiers, tierView{MinQty: t.MinQty, Price: money(cur, t.UnitPrice)})
+	}
+	if it.Display == domain.StockLevel {
+		v.Stock = "storefront.stock_" + it.StockLevel
+	} else {
+		v.Stock, v.StockCount = "storefront.stock_exact", it.Stock
+	}
+	return v
+}
+
+// catalogueBody is one rendered catalogue page: its snapshot's version, language and ETag.
+type catalogueBody struct {
+	version uint64
+	body    []byte
+	etag    string
+}
+
+// etagCache keeps the last rendered catalogue page per language: a snapshot is immutable, so
+// its page is rendered once per version and language, whatever the request rate.
+type etagCache struct {
+	mu    sync.Mutex
+	pages map[i18n.Lang]catalogueBody
+}
+
+func (e *etagCache) get(l i18n.Lang, version uint64) (catalogueBody, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, ok := e.pages[l]
+	return b, ok && b.version == version
+}
+
+func (e *etagCache) put(l i18n.Lang, b catalogueBody) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.pages == nil {
+		e.pages = map[i18n.Lang]catalogueBody{}
+	}
+	if cur, ok := e.pages[l]; !ok || cur.version <= b.version {
+		e.pages[l] = b
+	}
+}
+
+// cataloguePage is GET /: every product of the public snapshot with its price, stock and
+// status. No database and no gate call per request (the snapshot refreshes itself); the page
+// is rendered once per snapshot and language, and answered 304 to a browser that has it.
+func (s *shop) cataloguePage(c *fiber.Ctx) error {
+	snap, err := s.sales.Catalogue(c.UserContext())
+	if err != nil {
+		return s.unavailable(c, err)
+	}
+	l := s.lang(c)
+	page, ok := s.etags.get(l, snap.Version)
+	if !ok {
+		items := make([]itemView, len(snap.Items))
+		for i, it := range snap.Items {
+			items[i] = viewOf(snap.Currency, it)
+		}
+		if err := s.render(c, fiber.StatusOK, "catalogue", "/", view{Title: "storefront.title_catalogue", Data: items}); err != nil {
+			return err
+		}
+		if c.Response().StatusCode() != fiber.StatusOK {
+			return nil
+		}
+		body := bytes.Clone(c.Response().Body())
+		sum := sha256.Sum256(body)
+		page = catalogueBody{version: snap.Version, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		s.etags.put(l, page)
+	}
+	c.Set(fiber.HeaderETag, page.etag)
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set(fiber.HeaderContentLanguage, string(l))
+	c.Vary(fiber.HeaderAcceptLanguage, fiber.HeaderCookie)
+	if c.Get(fiber.HeaderIfNoneMatch) == page.etag {
+		c.Response().ResetBody()
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return c.Status(fiber.StatusOK).Send(page.body)
+}
+
+// productData is the product page's.
+type productData struct {
+	Item      itemView
+	Remaining int64 // seconds until the start by the gate's clock, when upcoming
+	Form      *checkoutForm
+}
+
+// checkoutForm is what the order form needs: a fresh idempotency key per rendered form, the
+// enabled providers, the human-check widget.
+type checkoutForm struct {
+	Key       string
+	Providers []domain.Provider
+	Widget    Widget
+	MaxQty    int
+	Hidden    bool // upcoming: the countdown's script reveals it at the start
+}
+
+// productPage is GET /p/{id}: one product of the snapshot, its tiers and limits, and the
+// order form while it is on sale or about to be (with a countdown by the gate's clock).
+func (s *shop) productPage(c *fiber.Ctx) error {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return s.message(c, fiber.StatusNotFound, "storefront.no_product", "/")
+	}
+	snap, err := s.sales.Catalogue(c.UserContext())
+	if err != nil {
+		return s.unavailable(c, err)
+	}
+	it, ok := snap.Item(domain.ProductID(id))
+	if !ok {
+		return s.message(c, fiber.StatusNotFound, "storefront.no_product", "/")
+	}
+	d := productData{Item: viewOf(snap.Currency, it)}
+	if it.Status == application.CatalogueUpcoming {
+		// The snapshot's status is by this instance's clock at its refresh; the countdown is by
+		// the gate's, which decides the orders.
+		if rem := it.Sale.StartsAt.Sub(s.sales.SaleClock(c.UserContext())); rem > 0 {
+			d.Remaining = max(left(rem+time.Second-1), 1)
+		} else {
+			d.Item.Status, d.Item.StatusText = application.CatalogueOnSale, "storefront.status_on_sale"
+		}
+	}
+	if d.Item.Status == application.CatalogueOnSale || d.Item.Status == application.CatalogueUpcoming {
+		key, err := randomToken(18)
+		if err != nil {
+			return s.internal(c, "idempotency key", err)
+		}
+		maxQty := it.MaxPerOrder
+		if it.Sale.BuyerLimit > 0 {
+			maxQty = min(maxQty, it.Sale.BuyerLimit)
+		}
+		d.Form = &checkoutForm{Key: key, Providers: s.payments.Providers(), Widget: s.cfg.Widget, MaxQty: maxQty,
+			Hidden: d.Item.Status == application.CatalogueUpcoming}
+	}
+	tok, err := s.csrfToken(c)
+	if err != nil {
+		return s.internal(c, "csrf token", err)
+	}
+	v := view{Title: "storefront.title_product", CSRF: tok, Data: d}
+	if d.Remaining > 0 {
+		v.Scripts = append(v.Scripts, "/static/shop/countdown.js")
+	}
+	if d.Form != nil {
+		withWidget(&v, s.cfg.Widget)
+	}
+	return s.render(c, fiber.StatusOK, "product", c.Path(), v)
+}
+
+// withWidget adds the human-check widget's script to the page.
+func withWidget(v *view, w Widget) {
+	switch w.Provider {
+	case WidgetTurnstile:
+		v.Scripts = append(v.Scripts, "https://challenges.cloudflare.com/turnstile/v0/api.js")
+	case WidgetHCaptcha:
+		v.Scripts = append(v.Scripts, "https://js.hcaptcha.com/1/api.js")
+	}
+}
+
+// unavailable answers a page saying the shop cannot answer now.
+func (s *shop) unavailable(c *fiber.Ctx, err error) error {
+	s.log.WarnContext(c.UserContext(), "storefront: page not served", "path", c.Path(), "err", err)
+	c.Set(fiber.HeaderRetryAfter, "5")
+	return s.message(c, fiber.StatusServiceUnavailable, "storefront.unavailable", c.Path())
+}

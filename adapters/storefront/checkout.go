@@ -1,0 +1,132 @@
+package storefront
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+// The human-check widgets' form fields.
+const (
+	turnstileField = "cf-turnstile-response"
+	hcaptchaField  = "h-captcha-response"
+)
+
+// confirmData is the confirmation page's: the order, its access secret (shown this once), the
+// product's name and the pay form.
+type confirmData struct {
+	Order    orderView
+	Secret   string
+	Replayed bool
+}
+
+// checkout is POST /checkout: the bot defence (when configured) first, then the guest order
+// (price, limits and sale window decided by the application and the gate, never by the form).
+// A refusal is a page in the buyer's language with a way back; success is the confirmation
+// page with the access secret and the pay form. The same form sent twice (its idempotency
+// key) shows the same order and secret.
+func (s *shop) checkout(c *fiber.Ctx) error {
+	pid, err := strconv.ParseInt(formValue(c, "product"), 10, 64)
+	if err != nil || pid <= 0 {
+		return s.message(c, fiber.StatusNotFound, "storefront.no_product", "/")
+	}
+	back := "/p/" + strconv.FormatInt(pid, 10)
+	qty, err := strconv.Atoi(strings.TrimSpace(formValue(c, "qty")))
+	if err != nil {
+		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_qty_number", back)
+	}
+	email := strings.TrimSpace(formValue(c, "email"))
+	if ok, retry := s.allowCheckout(c); !ok {
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(max(int64((retry+time.Second-1)/time.Second), 1), 10))
+		return s.message(c, fiber.StatusTooManyRequests, "storefront.err_rate_limited", back)
+	}
+	if s.cfg.Screen != nil {
+		human := formValue(c, turnstileField)
+		if s.cfg.Widget.Provider == WidgetHCaptcha {
+			human = formValue(c, hcaptchaField)
+		}
+		if err := s.cfg.Screen.Check(c.UserContext(), BuyerCheck{IP: c.IP(), Email: email, HumanToken: human}); err != nil {
+			if errors.Is(err, domain.ErrUnavailable) {
+				return s.unavailable(c, err)
+			}
+			s.log.InfoContext(c.UserContext(), "storefront: order refused by the bot defence", "client_addr", c.IP(), "err", err)
+			return s.message(c, fiber.StatusForbidden, "storefront.err_screen", back)
+		}
+	}
+	placed, err := s.sales.PlaceGuestOrder(c.UserContext(), application.GuestOrder{Product: domain.ProductID(pid), Qty: qty,
+		Email: email, Lang: string(s.lang(c)), IdempotencyKey: formValue(c, "key")})
+	if err != nil {
+		return s.refusal(c, err, back)
+	}
+	o := placed.Order
+	s.grant(c, o.No(), placed.Secret)
+	tok, err := s.csrfToken(c)
+	if err != nil {
+		return s.internal(c, "csrf token", err)
+	}
+	ov := s.orderView(c, o)
+	ov.Preferred, ov.CSRF = domain.Provider(formValue(c, "provider")), tok
+	withPayForm(c)
+	return s.render(c, fiber.StatusOK, "confirm", ov.Path, view{Title: "storefront.title_confirm", CSRF: tok,
+		Data: confirmData{Order: ov, Secret: placed.Secret, Replayed: placed.Replayed}})
+}
+
+// refusal answers an order the application refused: a page saying why, in the buyer's
+// language, with a way back to the product. Only an unexpected failure is logged as an error.
+func (s *shop) refusal(c *fiber.Ctx, err error, back string) error {
+	var nse *domain.SaleNotStartedError
+	var ve *domain.ValidationError
+	switch {
+	case errors.As(err, &nse):
+		return s.message(c, fiber.StatusConflict, "storefront.err_not_started", back, "Seconds", left(nse.StartsIn+time.Second-1))
+	case errors.Is(err, domain.ErrSaleNotStarted):
+		return s.message(c, fiber.StatusConflict, "storefront.err_not_started_now", back)
+	case errors.Is(err, domain.ErrSoldOut):
+		return s.message(c, fiber.StatusConflict, "storefront.err_sold_out", back)
+	case errors.Is(err, domain.ErrSaleEnded):
+		return s.message(c, fiber.StatusConflict, "storefront.err_ended", back)
+	case errors.Is(err, domain.ErrProductFrozen):
+		return s.message(c, fiber.StatusConflict, "storefront.err_paused", back)
+	case errors.Is(err, domain.ErrProductNotFound):
+		return s.message(c, fiber.StatusNotFound, "storefront.no_product", "/")
+	case errors.Is(err, domain.ErrQtyOutOfRange):
+		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_qty", back)
+	case errors.Is(err, domain.ErrBuyerHoldingLimit):
+		return s.message(c, fiber.StatusConflict, "storefront.err_holding_limit", back)
+	case errors.Is(err, domain.ErrBuyerLimit):
+		c.Set(fiber.HeaderRetryAfter, "60")
+		return s.message(c, fiber.StatusTooManyRequests, "storefront.err_rate_limited", back)
+	case errors.Is(err, domain.ErrIdempotencyMismatch), errors.Is(err, domain.ErrInvalidIdempotencyKey):
+		return s.message(c, fiber.StatusConflict, "storefront.err_form_reused", back)
+	case errors.Is(err, domain.ErrRequestInProgress):
+		return s.message(c, fiber.StatusConflict, "storefront.err_in_progress", back)
+	case errors.As(err, &ve) && ve.Field == "email":
+		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_email", back)
+	case errors.Is(err, domain.ErrInvalidInput):
+		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.bad_form", back)
+	case errors.Is(err, domain.ErrGateNotReady), errors.Is(err, domain.ErrUnavailable):
+		return s.unavailable(c, err)
+	}
+	return s.internal(c, "order", err)
+}
+
+// allowCheckout charges an order to the client IP (Config.CheckoutsPerWindow). A limiter
+// that cannot decide lets the order through, as the API's limits do: the gate's own rules
+// (stock, per-buyer limits) still hold.
+func (s *shop) allowCheckout(c *fiber.Ctx) (bool, time.Duration) {
+	if s.cfg.CheckoutsPerWindow <= 0 {
+		return true, 0
+	}
+	ok, retry, err := s.cfg.Limiter.Allow(c.UserContext(), "shop-checkout-ip:"+c.IP(), s.cfg.CheckoutsPerWindow, s.cfg.CheckoutWindow)
+	if err != nil {
+		s.log.WarnContext(c.UserContext(), "storefront: checkout limiter failed; order let through", "err", err)
+		return true, 0
+	}
+	return ok, retry
+}

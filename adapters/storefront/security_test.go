@@ -1,0 +1,158 @@
+package storefront_test
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"cardshop/adapters/storefront"
+	"cardshop/application"
+	"cardshop/domain"
+)
+
+const evil = `<script>alert(1)</script>&"'`
+
+// every page of a whole purchase, in both languages: the catalogue, the product pages (on
+// sale, upcoming), the confirmation, the order page (pending, paid), the QR page, the lookup
+// page (empty, failed), refusals and not-found pages.
+func everyPage(t *testing.T, h *harness) map[string]resp {
+	t.Helper()
+	p := h.product(application.NewProduct{Name: evil, Price: 100, Tiers: []domain.PriceTier{{MinQty: 2, UnitPrice: 90}}}, 5)
+	later := h.product(application.NewProduct{Name: evil + " later", Price: 100, Sale: domain.SaleRules{StartsAt: start.Add(time.Hour)}}, 1)
+	pages := map[string]resp{}
+	for _, lang := range []string{"en", "zh-CN"} {
+		b := h.browser(lang)
+		pages[lang+" catalogue"] = b.get("/")
+		pages[lang+" product"] = b.get(path(p))
+		pages[lang+" upcoming"] = b.get(path(later))
+		confirm := b.post("/checkout", orderForm(t, b, p, "1", lang+"@example.com"))
+		pages[lang+" confirm"] = confirm
+		no, _ := placed(t, confirm)
+		base := "/orders/" + string(no)
+		pages[lang+" order pending"] = b.get(base)
+		tok := field(t, csrfField, pages[lang+" order pending"].body)
+		if r := b.post(base+"/pay", url.Values{"csrf": {tok}, "provider": {"alipay"}}); r.status != 303 {
+			t.Fatalf("pay: %s", r)
+		}
+		pages[lang+" qr"] = b.get(base + "/pay/alipay")
+		h.pay(no)
+		pages[lang+" order paid"] = b.get(base)
+		pages[lang+" lookup"] = b.get("/lookup")
+		pages[lang+" lookup failed"] = b.post("/lookup", url.Values{"csrf": {tok}, "order_no": {string(no)}, "email": {"x@example.com"}, "secret": {"x"}})
+		pages[lang+" refusal"] = b.post("/checkout", orderFormRaw(t, b, later, "1", "x@example.com"))
+		pages[lang+" not found"] = b.get("/no/such/page")
+		pages[lang+" csrf"] = b.post("/checkout", url.Values{})
+		for name, r := range pages {
+			if strings.HasPrefix(name, lang) && r.status >= 500 {
+				t.Fatalf("%s: %s", name, r)
+			}
+		}
+	}
+	return pages
+}
+
+var (
+	scriptTag    = regexp.MustCompile(`(?i)<script\b[^>]*>`)
+	styleAttr    = regexp.MustCompile(`(?i)\sstyle\s*=`)
+	handlerAttr  = regexp.MustCompile(`(?i)\son[a-z]+\s*=`)
+	styleElement = regexp.MustCompile(`(?i)<style\b`)
+)
+
+// TestEveryPageIsLockedDown: every page has the strict CSP and the other security headers,
+// and no page has an inline script, an inline style or an event-handler attribute (the CSP
+// would block them; this keeps the pages from needing them).
+func TestEveryPageIsLockedDown(t *testing.T) {
+	opt, _ := withAlipay(t)
+	h := newHarness(t, opt)
+	for name, r := range everyPage(t, h) {
+		csp := r.header.Get("Content-Security-Policy")
+		for _, want := range []string{"default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
+			"form-action 'self'", "frame-ancestors 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("%s: CSP %q lacks %q", name, csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe-inline") {
+			t.Errorf("%s: CSP %q allows inline code", name, csp)
+		}
+		if r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("Referrer-Policy") != "no-referrer" {
+			t.Errorf("%s: headers %v", name, r.header)
+		}
+		for _, tag := range scriptTag.FindAllString(r.body, -1) {
+			if !strings.Contains(tag, ` src="`) {
+				t.Errorf("%s: inline script %s", name, tag)
+			}
+		}
+		if styleAttr.MatchString(r.body) || styleElement.MatchString(r.body) || handlerAttr.MatchString(r.body) {
+			t.Errorf("%s: inline style or handler in %s", name, r.body)
+		}
+	}
+	for _, f := range []string{"/static/shop/shop.css", "/static/shop/countdown.js", "/static/shop/follow.js", "/static/shop/copy.js"} {
+		r := h.do("GET", f, nil)
+		wantStatus(t, r, 200)
+		if r.header.Get("Content-Security-Policy") == "" || r.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: headers %v", f, r.header)
+		}
+	}
+}
+
+// TestOperatorTextIsEscaped: a product named like a script is text on every page that shows
+// it, never markup.
+func TestOperatorTextIsEscaped(t *testing.T) {
+	opt, _ := withAlipay(t)
+	h := newHarness(t, opt)
+	escaped := `&lt;script&gt;alert(1)&lt;/script&gt;&amp;&#34;&#39;`
+	for name, r := range everyPage(t, h) {
+		if strings.Contains(r.body, "<script>alert") || strings.Contains(r.body, `&"'`) {
+			t.Errorf("%s: the name is not escaped", name)
+		}
+		for _, show := range []string{"catalogue", "product", "confirm", "order pending", "order paid", "qr"} {
+			if strings.HasSuffix(name, " "+show) && !strings.Contains(r.body, escaped) {
+				t.Errorf("%s: the escaped name is missing", name)
+			}
+		}
+	}
+}
+
+// TestCaptchaWidgetOpensItsOrigins: with a widget configured the form shows it and the CSP
+// lets its script and frame in, and nothing else.
+func TestCaptchaWidgetOpensItsOrigins(t *testing.T) {
+	h := newHarness(t, option{cfg: func(c *storefront.Config) {
+		c.Widget = storefront.Widget{Provider: storefront.WidgetTurnstile, SiteKey: `site"key`}
+	}})
+	p := h.product(application.NewProduct{Name: "Guarded", Price: 100}, 1)
+	r := h.browser("en").get(path(p))
+	wantContains(t, r, `class="cf-turnstile" data-sitekey="site&#34;key"`,
+		`<script src="https://challenges.cloudflare.com/turnstile/v0/api.js" defer>`)
+	csp := r.header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self' https://challenges.cloudflare.com") ||
+		!strings.Contains(csp, "frame-src https://challenges.cloudflare.com") {
+		t.Fatalf("CSP %q", csp)
+	}
+	plain := newHarness(t)
+	if csp := plain.browser("en").get("/").header.Get("Content-Security-Policy"); strings.Contains(csp, "cloudflare") || strings.Contains(csp, "frame-src") {
+		t.Fatalf("CSP without a widget %q", csp)
+	}
+}
+
+// TestLanguageSwitch: the switch remembers the choice in a cookie and goes back to a path of
+// this site only.
+func TestLanguageSwitch(t *testing.T) {
+	h := newHarness(t)
+	b := h.browser("en")
+	r := b.get("/lang?to=zh-CN&back=%2Flookup")
+	wantStatus(t, r, 303)
+	if r.header.Get("Location") != "/lookup" {
+		t.Fatalf("Location %q", r.header.Get("Location"))
+	}
+	wantContains(t, b.get("/lookup"), `lang="zh-CN"`, "查询订单")
+	for _, back := range []string{"//evil.example/", "https://evil.example/", `/\evil.example`, "lookup"} {
+		r := b.get("/lang?to=en&back=" + url.QueryEscape(back))
+		if loc := r.header.Get("Location"); loc != "/" {
+			t.Errorf("back %q: Location %q", back, loc)
+		}
+	}
+	wantContains(t, b.get("/lookup"), `lang="en"`, "Find my order")
+}
