@@ -14,6 +14,8 @@ package mail
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -76,6 +78,9 @@ type Config struct {
 	LinkOnly bool
 	// Location is the time zone the mail shows the payment time in; nil: UTC.
 	Location *time.Location
+	// RootCAs are the authorities the server's certificate must chain to (a private relay's,
+	// a test server's); nil: the system's.
+	RootCAs *x509.CertPool
 }
 
 // Mailer sends order mails over SMTP. It is safe for concurrent use: every SendOrderMail
@@ -202,7 +207,8 @@ func (ml *Mailer) message(m domain.OrderMail) (*gomail.Msg, error) {
 
 // client is a go-mail client for one attempt, configured from cfg.
 func (ml *Mailer) client() (*gomail.Client, error) {
-	opts := []gomail.Option{gomail.WithPort(ml.port), gomail.WithTimeout(ml.cfg.Timeout)}
+	opts := []gomail.Option{gomail.WithPort(ml.port), gomail.WithTimeout(ml.cfg.Timeout),
+		gomail.WithTLSConfig(&tls.Config{ServerName: ml.host, RootCAs: ml.cfg.RootCAs, MinVersion: tls.VersionTLS12})}
 	switch ml.cfg.TLS {
 	case TLSNone:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))

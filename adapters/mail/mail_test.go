@@ -2,7 +2,6 @@ package mail_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -377,19 +376,62 @@ func TestOrderMailConcurrent(t *testing.T) {
 	}
 }
 
-// TestOrderMailWithSMTPAuth: with a user, the mailer authenticates; Mailpit records the user.
-// Over a clear-text link the mailer refuses to send the password with PLAIN or LOGIN.
-func TestOrderMailWithSMTPAuth(t *testing.T) {
+// TestOrderMailWithSMTPAuthRefusesClearText: over a clear-text link the mailer does not send
+// the password with PLAIN or LOGIN (the only mechanisms this server offers): an error, and
+// nothing arrives. (The login over TLS is TestOrderMailOverTLS.)
+func TestOrderMailWithSMTPAuthRefusesClearText(t *testing.T) {
 	mp := mailpit.Start(t, mailpit.Options{AcceptAnyAuth: true})
 	m := newMailer(t, mp, func(c *mail.Config) { c.Username, c.Password = "shop", domain.Secret("pw-123") })
 	err := m.SendOrderMail(context.Background(), orderMail("auth1", "en"))
-	if err == nil {
-		ms, _ := mp.Messages(context.Background())
-		t.Fatalf("a password sent over clear text (PLAIN/LOGIN without TLS); inbox %+v", ms)
+	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "auth") {
+		t.Fatalf("login over clear text: %v, want an authentication error", err)
 	}
-	if errors.Is(err, context.Canceled) {
-		t.Fatal(err)
+	if strings.Contains(err.Error(), "pw-123") {
+		t.Fatalf("the error shows the password: %v", err)
 	}
+	if ms, err := mp.Messages(context.Background()); err != nil || len(ms) != 0 {
+		t.Fatalf("inbox %+v, %v; want nothing", ms, err)
+	}
+}
+
+// TestOrderMailOverTLS: over STARTTLS and over TLS from the first byte, with a certificate the
+// mailer trusts, the mail arrives and the login is sent (Mailpit records the user); a
+// certificate it does not trust, or a server without STARTTLS in starttls mode, is an error
+// and nothing arrives.
+func TestOrderMailOverTLS(t *testing.T) {
+	for _, mode := range []mail.TLSMode{mail.TLSStartTLS, mail.TLSImplicit} {
+		t.Run(string(mode), func(t *testing.T) {
+			mp := mailpit.Start(t, mailpit.Options{TLS: string(mode), AcceptAnyAuth: true})
+			untrusted := newMailer(t, mp, func(c *mail.Config) { c.TLS = mode })
+			err := untrusted.SendOrderMail(context.Background(), orderMail("tls0", "en"))
+			if err == nil || !strings.Contains(err.Error(), "certificate") {
+				t.Fatalf("a server whose certificate is not trusted: %v, want a certificate error", err)
+			}
+			m := newMailer(t, mp, func(c *mail.Config) {
+				c.TLS, c.RootCAs = mode, mp.RootCAs
+				c.Username, c.Password = "shop", domain.Secret("pw-123")
+			})
+			om := orderMail("tls1", "zh-CN")
+			if err := m.SendOrderMail(context.Background(), om); err != nil {
+				t.Fatal(err)
+			}
+			got := received(t, mp, 1)
+			if len(got) != 1 || got[0].MessageID != "tls1@mail.cards.example" || got[0].Username != "shop" {
+				t.Fatalf("received %d: %+v", len(got), got)
+			}
+			checkCodesOnce(t, got[0], om.Codes)
+		})
+	}
+	t.Run("starttls required, not offered", func(t *testing.T) {
+		mp := mailpit.Start(t, mailpit.Options{})
+		m := newMailer(t, mp, func(c *mail.Config) { c.TLS = mail.TLSStartTLS })
+		if err := m.SendOrderMail(context.Background(), orderMail("plain1", "en")); err == nil || !strings.Contains(err.Error(), "STARTTLS") {
+			t.Fatalf("starttls mode, a server without it: %v, want an error about STARTTLS", err)
+		}
+		if ms, err := mp.Messages(context.Background()); err != nil || len(ms) != 0 {
+			t.Fatalf("inbox %+v, %v; want nothing", ms, err)
+		}
+	})
 }
 
 // TestNewRefusesBadConfig: an address, a sender, a TLS mode or a Message-ID domain that cannot

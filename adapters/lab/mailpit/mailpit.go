@@ -11,10 +11,17 @@ package mailpit
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/url"
@@ -31,9 +38,13 @@ type Options struct {
 	// Chaos enables Mailpit's chaos triggers (SetChaos): the SMTP server refuses senders,
 	// recipients or logins on demand.
 	Chaos bool
-	// AcceptAnyAuth makes the SMTP server offer AUTH and accept any user and password, also on
-	// an unencrypted connection.
+	// AcceptAnyAuth makes the SMTP server offer AUTH and accept any user and password (without
+	// Options.TLS also on an unencrypted connection).
 	AcceptAnyAuth bool
+	// TLS is "" (clear text), "starttls" (the server offers STARTTLS and requires it) or "tls"
+	// (TLS from the first byte), with a certificate for 127.0.0.1 made for this server: trust
+	// it through Server.RootCAs.
+	TLS string
 }
 
 // Server is one running Mailpit.
@@ -41,8 +52,10 @@ type Server struct {
 	// SMTPAddr is the SMTP server's host:port (no TLS, no authentication unless asked for).
 	SMTPAddr string
 	// URL is the web inbox and its API's base, http://127.0.0.1:port.
-	URL  string
-	http *http.Client
+	URL string
+	// RootCAs holds the SMTP server's own certificate with Options.TLS; nil without.
+	RootCAs *x509.CertPool
+	http    *http.Client
 }
 
 // Binary finds the mailpit executable: $MAILPIT_BIN, PATH, then $(go env GOPATH)/bin.
@@ -114,8 +127,28 @@ func start(t testing.TB, bin string, opts Options) (*Server, error) {
 	if opts.Chaos {
 		args = append(args, "--enable-chaos")
 	}
+	switch opts.TLS {
+	case "":
+	case "starttls", "tls":
+		certFile, keyFile, pool, err := selfSigned(dir)
+		if err != nil {
+			return nil, err
+		}
+		s.RootCAs = pool
+		args = append(args, "--smtp-tls-cert", certFile, "--smtp-tls-key", keyFile)
+		if opts.TLS == "tls" {
+			args = append(args, "--smtp-require-tls")
+		} else {
+			args = append(args, "--smtp-require-starttls")
+		}
+	default:
+		return nil, fmt.Errorf("mailpit: Options.TLS %q: want \"\", \"starttls\" or \"tls\"", opts.TLS)
+	}
 	if opts.AcceptAnyAuth {
-		args = append(args, "--smtp-auth-accept-any", "--smtp-auth-allow-insecure")
+		args = append(args, "--smtp-auth-accept-any")
+		if opts.TLS == "" {
+			args = append(args, "--smtp-auth-allow-insecure")
+		}
 	}
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, args...)
@@ -172,6 +205,46 @@ func (s *Server) ready() bool {
 	}
 	_ = c.Close()
 	return true
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and localhost, and its key, into
+// dir, and returns their files and a pool that trusts the certificate.
+func selfSigned(dir string) (certFile, keyFile string, pool *x509.CertPool, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", nil, err
+	}
+	tpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "mailpit test server"},
+		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:        true, BasicConstraintsValid: true,
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
+	if err != nil {
+		return "", "", nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return "", "", nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return "", "", nil, err
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return "", "", nil, err
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return "", "", nil, err
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool, nil
 }
 
 // freePort is a loopback TCP port nobody listened on a moment ago.
