@@ -184,7 +184,8 @@ func (ml *Mailer) message(m domain.OrderMail) (*gomail.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mail: order %s: %w", m.OrderNo, err)
 	}
-	msg := gomail.NewMsg(gomail.WithCharset(gomail.CharsetUTF8), gomail.WithEncoding(gomail.EncodingQP))
+	msg := gomail.NewMsg(gomail.WithCharset(gomail.CharsetUTF8), gomail.WithEncoding(gomail.EncodingQP),
+		gomail.WithNoDefaultUserAgent())
 	if ml.cfg.FromName != "" {
 		err = msg.FromFormat(ml.cfg.FromName, ml.cfg.From)
 	} else {

@@ -95,10 +95,10 @@ func TestOrderMailInChineseAndEnglish(t *testing.T) {
 	mp := mailpit.Start(t, mailpit.Options{})
 	m := newMailer(t, mp)
 	cases := []struct {
-		lang, subject, intro string
+		lang, subject, intro, qty string
 	}{
-		{"zh-CN", "您的订单 Ozh1 已支付成功", "您购买的卡密如下"},
-		{"en", "Your order Oen1 is paid", "your codes are below"},
+		{"zh-CN", "您的订单 Ozh1 已支付成功", "您购买的卡密如下", "\n数量：3\n"},
+		{"en", "Your order Oen1 is paid", "your codes are below", "\nQuantity: 3\n"},
 	}
 	for _, c := range cases {
 		om := orderMail(strings.ReplaceAll(c.lang, "-CN", "")+"1", c.lang)
@@ -146,7 +146,7 @@ func TestOrderMailInChineseAndEnglish(t *testing.T) {
 				t.Errorf("%s: %q missing from a part", c.lang, want)
 			}
 		}
-		if !strings.Contains(strings.ReplaceAll(got.Text, "\r\n", "\n"), ": 3\n") {
+		if !strings.Contains(strings.ReplaceAll(got.Text, "\r\n", "\n"), c.qty) {
 			t.Errorf("%s: the quantity is missing from the text part:\n%s", c.lang, got.Text)
 		}
 		raw, err := mp.Raw(context.Background(), ms[0].ID)

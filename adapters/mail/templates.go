@@ -51,7 +51,7 @@ type view struct {
 // textIDs are the catalogue's messages the templates show, without their "mail." prefix; the
 // subject, which has a placeholder, is rendered on its own.
 var textIDs = []string{"greeting", "intro_codes", "intro_link", "order_no", "product", "qty", "amount",
-	"paid_at", "codes", "order_link", "open_order", "keep_private", "auto"}
+	"paid_at", "codes", "order_link", "open_order", "keep_private", "auto", "colon"}
 
 // subjectID is the subject's message; {{.OrderNo}} is the order number.
 const subjectID = "mail.subject"
@@ -78,6 +78,8 @@ func (ml *Mailer) view(l i18n.Lang, m domain.OrderMail) view {
 	for _, id := range textIDs {
 		v.T[id] = ml.cat.T(l, "mail."+id)
 	}
+	// A label that ends its line ends with the colon alone ("Your codes:").
+	v.T["colon_end"] = strings.TrimSpace(v.T["colon"])
 	return v
 }
 
