@@ -18,6 +18,7 @@ require (
 	github.com/uptrace/bun/dialect/mysqldialect v1.3.0
 	github.com/valyala/fasthttp v1.51.0
 	github.com/wechatpay-apiv3/wechatpay-go v0.2.21
+	github.com/wneessen/go-mail v0.8.1
 	go.uber.org/fx v1.24.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/text v0.44.0
@@ -56,6 +57,7 @@ require (
 	go.uber.org/multierr v1.10.0 // indirect
 	go.uber.org/zap v1.26.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
+	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect

@@ -2,9 +2,9 @@
 # (Re)starts every service the tests need and waits until each answers: MariaDB, Redis,
 # RabbitMQ (the machine's own, started the way the machine starts them) and a 3-master Redis
 # Cluster on 127.0.0.1:7001-7003 for the gate's cluster suite, and the tools wrk,
-# redis-benchmark and chromium (installed from Debian's packages when missing). With CI=true a
-# service that still does not answer, or a tool that could not be installed, fails the script
-# (the tests must not pass by skipping).
+# redis-benchmark and chromium (installed from Debian's packages when missing) and mailpit
+# (go install). With CI=true a service that still does not answer, or a tool that could not be
+# installed, fails the script (the tests must not pass by skipping).
 set -uo pipefail
 CLUSTER_DIR=${CLUSTER_DIR:-/tmp/cardshop-redis-cluster}
 CLUSTER_PORTS=(7001 7002 7003)
@@ -74,6 +74,15 @@ fi
 command -v wrk >/dev/null 2>&1 && echo "ok: wrk" || { echo "NOT INSTALLED: wrk"; failed+=(wrk); }
 command -v redis-benchmark >/dev/null 2>&1 && echo "ok: redis-benchmark" || { echo "NOT INSTALLED: redis-benchmark"; failed+=(redis-benchmark); }
 command -v chromium >/dev/null 2>&1 && echo "ok: chromium" || { echo "NOT INSTALLED: chromium"; failed+=(chromium); }
+# Mailpit, the SMTP server the mail tests run one of per test (adapters/lab/mailpit) and
+# make run's inbox: installed with go install into $(go env GOPATH)/bin when missing.
+MAILPIT_VERSION=v1.33.1
+mailpit_bin() { command -v mailpit 2>/dev/null || { local b; b="$(go env GOPATH 2>/dev/null | cut -d: -f1)/bin/mailpit"; [[ -x $b ]] && echo "$b"; }; }
+if [[ -z $(mailpit_bin) ]]; then
+  echo "installing mailpit $MAILPIT_VERSION with go install"
+  GOFLAGS= go install "github.com/axllent/mailpit@$MAILPIT_VERSION" >/dev/null 2>&1 || true
+fi
+if [[ -n $(mailpit_bin) ]]; then echo "ok: mailpit ($(mailpit_bin))"; else echo "NOT INSTALLED: mailpit"; failed+=(mailpit); fi
 # The chaos mode starts a MariaDB and a Redis of its own from the machine's binaries.
 for tool in mariadb-install-db mariadbd redis-server; do
   command -v "$tool" >/dev/null 2>&1 && echo "ok: $tool" || { echo "NOT INSTALLED: $tool"; failed+=("$tool"); }

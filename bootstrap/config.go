@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"cardshop/adapters/httpapi"
+	"cardshop/adapters/mail"
 	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/webhook"
 	"cardshop/application"
@@ -97,6 +98,13 @@ type Config struct {
 	WebhookURL     string        // CARDSHOP_WEBHOOK_URL: the storefront's endpoint for delivery events; empty = none
 	WebhookSecret  domain.Secret // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
 	WebhookTimeout time.Duration // CARDSHOP_WEBHOOK_TIMEOUT: one attempt
+
+	// The order mail (mailer.go): SMTPAddr empty sends none.
+	SMTPAddr     string        // CARDSHOP_SMTP_ADDR: the SMTP server's host:port; empty = no e-mail
+	SMTPUser     string        // CARDSHOP_SMTP_USER: SMTP AUTH user; empty = no authentication
+	SMTPPassword domain.Secret // CARDSHOP_SMTP_PASSWORD: SMTP AUTH password
+	SMTPFrom     string        // CARDSHOP_SMTP_FROM: "shop@example.com" or "Card shop <shop@example.com>"
+	SMTPTLS      string        // CARDSHOP_SMTP_TLS: starttls | tls | none
 
 	PublicURL       string        // CARDSHOP_PUBLIC_URL: the shop's address as buyers and providers reach it
 	DevPayments     bool          // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
@@ -347,6 +355,18 @@ func settings(c *Config) []setting {
 			c.MailAttempts = n
 			return nil
 		}},
+		stringVar(&c.SMTPAddr, "CARDSHOP_SMTP_ADDR", ""),
+		stringVar(&c.SMTPUser, "CARDSHOP_SMTP_USER", ""),
+		secretVar(&c.SMTPPassword, "CARDSHOP_SMTP_PASSWORD"),
+		stringVar(&c.SMTPFrom, "CARDSHOP_SMTP_FROM", ""),
+		{"CARDSHOP_SMTP_TLS", string(mail.TLSStartTLS), func(v string) error {
+			m, err := mail.ParseTLSMode(v)
+			if err != nil {
+				return fmt.Errorf("want starttls, tls or none, got %q", v)
+			}
+			c.SMTPTLS = string(m)
+			return nil
+		}},
 		{"CARDSHOP_CURRENCY", app.Currency.Code, func(v string) error {
 			cur, err := domain.ParseCurrency(v)
 			if err != nil {
@@ -534,6 +554,9 @@ func LoadConfig(environ []string) (Config, error) {
 	}
 	if c.WebhookURL != "" && len(c.WebhookSecret) < 16 {
 		return Config{}, fmt.Errorf("CARDSHOP_WEBHOOK_SECRET must be set to at least 16 characters with CARDSHOP_WEBHOOK_URL (the storefront checks the signature with it); run \"cardshop secrets\" to generate fresh values")
+	}
+	if err := checkMail(c); err != nil {
+		return Config{}, err
 	}
 	if c.DevPayments && c.Adapters == AdaptersReal && !c.DevPaymentsReal {
 		return Config{}, fmt.Errorf("CARDSHOP_DEV_PAYMENTS pays orders with a button: it is refused with CARDSHOP_ADAPTERS=real unless CARDSHOP_DEV_PAYMENTS_ALLOW_REAL=true")

@@ -56,7 +56,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		MySQLDSN: "root@tcp(127.0.0.1:3306)/test?parseTime=true", RedisAddrs: []string{"127.0.0.1:6379"},
 		AMQPURL: "amqp://guest:guest@127.0.0.1:5672/", AMQPPrefix: "cardshop", AMQPUnconfirmed: 4096,
 		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, LedgerBatch: true, LedgerBatchMax: 128, LedgerBatchLanes: 2,
-		RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute,
+		RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute, SMTPTLS: "starttls",
 		WebhookTimeout: 10 * time.Second,
 		PublicURL:      "http://127.0.0.1:8080",
 		StripeAPIURL:   "https://api.stripe.com",

@@ -47,6 +47,7 @@ func Module(cfg Config) fx.Option {
 		fx.Supply(cfg),
 		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newApp, appServices, newHTTP, newStreamsStop),
 		adapters,
+		mailer(cfg),
 		observability(),
 		fx.Invoke(watchWebhook, watchMail, watchRefusedNotifications, runWorkers, serveHTTP, servePprof),
 	)
