@@ -88,6 +88,13 @@ type Config struct {
 	// DefaultConfig's.
 	RefusedNotificationWindow    time.Duration
 	RefusedNotificationAddresses int
+	// BlocklistEvery is how old an instance's compiled copy of the blocklists may get before a
+	// check reads them again from the ledger (one read for every entry): a change made through
+	// another instance is applied here within it. Zero means DefaultConfig's.
+	BlocklistEvery time.Duration
+	// HumanCheckFailOpen: when the human-check provider cannot be reached, let the buyer
+	// through (and count it) instead of refusing the order.
+	HumanCheckFailOpen bool
 }
 
 // Defaults of the notification log's settings (see Config).
@@ -126,6 +133,7 @@ func DefaultConfig() Config {
 		RefusedNotificationRetention: DefaultRefusedNotificationRetention,
 		RefusedNotificationWindow:    DefaultRefusedNotificationWindow,
 		RefusedNotificationAddresses: DefaultRefusedNotificationAddresses,
+		BlocklistEvery:               DefaultBlocklistEvery,
 	}
 }
 
@@ -145,8 +153,10 @@ type Deps struct {
 	// Alerter pages on an alert (a log line); the shop also records every alert in the
 	// ledger's alert log, for operators to list and acknowledge.
 	Alerter domain.Alerter
-	Clock   domain.Clock
-	Logger  *slog.Logger
+	// HumanCheck verifies the buyers' human-check tokens (Turnstile, hCaptcha); nil: none.
+	HumanCheck domain.HumanCheck
+	Clock      domain.Clock
+	Logger     *slog.Logger
 }
 
 // App holds the use cases, one service per kind of work; a driving adapter takes only the
@@ -163,6 +173,7 @@ type App struct {
 	Catalogue *Catalogue // products, codes (import, void), freezes, the gate (reconcile, rebuild), stock watch, dashboard
 	Admin     *Admin     // operators, sessions, the audit log, alerts
 	Relay     *Relay     // the outbox and the webhook relays
+	Guard     *Guard     // the bot defence: blocklists and the human check
 
 	core *core
 }
@@ -263,6 +274,7 @@ func New(cfg Config, d Deps) (*App, error) {
 		{&cfg.NotificationRetention, &def.NotificationRetention},
 		{&cfg.RefusedNotificationRetention, &def.RefusedNotificationRetention},
 		{&cfg.RefusedNotificationWindow, &def.RefusedNotificationWindow},
+		{&cfg.BlocklistEvery, &def.BlocklistEvery},
 	} {
 		if *d.v <= 0 {
 			*d.v = *d.def
@@ -295,7 +307,7 @@ func New(cfg Config, d Deps) (*App, error) {
 	c := &core{stock: st, gateways: gateways,
 		alerts: recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}}
 	return &App{Sales: &Sales{core: c, queue: d.Queue}, Payments: &Payments{core: c, verifier: d.Verifier}, Catalogue: &Catalogue{st}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
-		Relay: &Relay{o}, core: c}, nil
+		Relay: &Relay{o}, Guard: newGuard(cfg, d), core: c}, nil
 }
 
 // Config returns the settings in force, defaults filled.
