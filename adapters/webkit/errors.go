@@ -55,10 +55,9 @@ var table = []Row{
 	{domain.ErrAlertAcknowledged, Answer{409, "alert_acknowledged", "the alert was acknowledged already"}},
 	{domain.ErrBlockExists, Answer{409, "block_exists", "the blocklist has this entry already"}},
 	{domain.ErrBlockNotFound, Answer{404, "block_not_found", "no such blocklist entry"}},
-	// A buyer is never told which list refused them, nor that a list exists beyond this.
+	// A buyer is never told which list refused them. The human check's refusals have no row:
+	// no API route asks for one (the storefront words them in its own pages).
 	{domain.ErrBlocked, Answer{403, "buyer_blocked", "this order cannot be placed"}},
-	{domain.ErrHumanCheckFailed, Answer{403, "human_check_failed", "the human check failed; solve it again"}},
-	{domain.ErrHumanCheckUnavailable, Answer{503, "human_check_unavailable", "the human check is unavailable; retry shortly"}},
 	{domain.ErrBuyerLimit, Answer{429, "buyer_limit", "you have reserved as many units of this product as one buyer may for now; retry later"}},
 	{domain.ErrFulfilOverLimit, Answer{429, "buyer_limit", "fulfilling this order would give its buyer more units of the product than its buyer_limit allows; refund it, or fulfil it once the buyer holds less"}},
 	{domain.ErrBuyerHoldingLimit, Answer{429, "buyer_limit", "you already hold as many units of this product as one buyer may (its buyer_limit)"}},
