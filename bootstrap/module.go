@@ -16,6 +16,7 @@ import (
 	"go.uber.org/fx"
 
 	"cardshop/adapters/authtoken"
+	"cardshop/adapters/captcha"
 	"cardshop/adapters/console"
 	"cardshop/adapters/httpapi"
 	"cardshop/adapters/memory"
@@ -40,10 +41,10 @@ func Module(cfg Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Supply(cfg),
-		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newApp, appServices, newHTTP, newStreamsStop),
+		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newHumanCheck, newApp, appServices, newHTTP, newStreamsStop),
 		adapters,
 		observability(),
-		fx.Invoke(watchWebhook, watchRefusedNotifications, runWorkers, serveHTTP, servePprof),
+		fx.Invoke(watchWebhook, watchRefusedNotifications, watchBotRefusals, runWorkers, serveHTTP, servePprof),
 	)
 }
 
@@ -108,6 +109,27 @@ func watchRefusedNotifications(m *metrics.Metrics, payments *application.Payment
 	})
 }
 
+// HumanCheck is the buyers' human check; nil when CARDSHOP_CAPTCHA is off.
+type HumanCheck struct{ Check domain.HumanCheck }
+
+// newHumanCheck is the Turnstile or hCaptcha verifier CARDSHOP_CAPTCHA names.
+func newHumanCheck(cfg Config) (HumanCheck, error) {
+	if cfg.Captcha == "" || cfg.Captcha == "off" {
+		return HumanCheck{}, nil
+	}
+	v, err := captcha.New(captcha.Config{Provider: captcha.Provider(cfg.Captcha), Secret: cfg.CaptchaSecret,
+		SiteKey: cfg.CaptchaSiteKey, Hostname: cfg.CaptchaHostname, VerifyURL: cfg.CaptchaVerifyURL})
+	if err != nil {
+		return HumanCheck{}, err
+	}
+	return HumanCheck{Check: v}, nil
+}
+
+// watchBotRefusals exports the bot defence's refusals by reason.
+func watchBotRefusals(m *metrics.Metrics, guard *application.Guard) {
+	m.WatchBotRefusals(guard.Refusals)
+}
+
 type appIn struct {
 	fx.In
 	Cfg       Config
@@ -123,7 +145,7 @@ type appIn struct {
 	Log       *slog.Logger
 }
 
-func newApp(in appIn) (*application.App, error) {
+func newApp(in appIn, human HumanCheck) (*application.App, error) {
 	ac := in.Cfg.Config
 	ac.NotifyURL = in.Cfg.PublicURL + httpapi.NotifyPath
 	if ac.ReturnURL == "" {
@@ -131,14 +153,14 @@ func newApp(in appIn) (*application.App, error) {
 	}
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
 		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Verifier: in.Signer, Gateways: in.Payments.all,
-		Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
+		Alerter: in.Alerter, HumanCheck: human.Check, Clock: in.Clock, Logger: in.Log})
 }
 
 // appServices provides each service of the App on its own, so that every adapter and worker
 // takes only the services it calls.
 func appServices(a *application.App) (*application.Sales, *application.Payments, *application.Catalogue,
-	*application.Admin, *application.Relay) {
-	return a.Sales, a.Payments, a.Catalogue, a.Admin, a.Relay
+	*application.Admin, *application.Relay, *application.Guard) {
+	return a.Sales, a.Payments, a.Catalogue, a.Admin, a.Relay, a.Guard
 }
 
 // workers are the services the background passes run.
@@ -157,6 +179,7 @@ type httpIn struct {
 	Pay       *application.Payments
 	Catalogue *application.Catalogue
 	Admin     *application.Admin
+	Guard     *application.Guard
 	Tokens    *authtoken.Issuer
 	Clock     domain.Clock
 	Limiter   webkit.Limiter
@@ -182,7 +205,8 @@ func newHTTP(in httpIn) *fiber.App {
 	hc.RequestTimeout = in.Cfg.RequestTimeout
 	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
 	hc.AuthFailures = webkit.NewAuthFailures(in.Admin, in.Limiter, in.Clock, in.Log)
-	app := httpapi.New(hc, httpapi.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin},
+	app := httpapi.New(hc, httpapi.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin,
+		Guard: in.Guard},
 		in.Tokens, in.Clock, in.Log)
 	// The operator console shares the API's app (and its middleware) under /console; its
 	// login attempts are limited per client IP by the API's limiter (on Redis with the real
