@@ -215,7 +215,8 @@ func newHTTP(in httpIn) *fiber.App {
 		Limiter: in.Limiter, LoginsPerWindow: console.DefaultLoginsPerWindow, LoginWindow: console.DefaultLoginWindow,
 		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes,
 		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop, AuthFailures: hc.AuthFailures},
-		console.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin}, in.Clock, in.Log)
+		console.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin, Guard: in.Guard},
+		in.Clock, in.Log)
 	return app
 }
 
