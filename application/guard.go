@@ -32,7 +32,7 @@ const (
 	RefusalBlockedDomain    = "blocked_domain"
 	RefusalHumanFailed      = "human_failed"
 	RefusalHumanUnavailable = "human_unavailable"
-	RefusalHumanPassedOpen  = "human_passed_open"
+	RefusalHumanPassedOpen  = "human_passed_open" //nolint:gosec // G101: a metric label, no credential
 )
 
 // RefusalReasons lists every reason Refusals counts, in a fixed order.

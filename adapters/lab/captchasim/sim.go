@@ -153,6 +153,7 @@ func (s *Sim) outages(next http.Handler) http.Handler {
 		o := s.outage
 		s.mu.Unlock()
 		switch o {
+		case Up:
 		case Error5xx:
 			if s.cfg.Dialect == Turnstile {
 				w.Header().Set("Content-Type", "application/json")
