@@ -83,8 +83,14 @@ func newGuard(cfg Config, d Deps) *Guard {
 		every: cfg.BlocklistEvery, log: d.Logger}
 }
 
-// HumanCheckOn reports whether a human check is configured (a page then shows its widget).
-func (g *Guard) HumanCheckOn() bool { return g.human != nil }
+// HumanWidget is the widget an order form shows, and false when no human check is configured
+// (the form then shows none and Check asks for no token).
+func (g *Guard) HumanWidget() (domain.HumanWidget, bool) {
+	if g.human == nil {
+		return domain.HumanWidget{}, false
+	}
+	return g.human.Widget(), true
+}
 
 // Check decides whether the buyer may place an order: the blocklists first (from memory: the
 // IP address, then the e-mail address, then its domain and each parent domain), then the human

@@ -22,6 +22,10 @@ type stubHuman struct {
 	calls   atomic.Int64
 }
 
+func (h *stubHuman) Widget() domain.HumanWidget {
+	return domain.HumanWidget{Provider: "turnstile", SiteKey: "stub-site-key"}
+}
+
 func (h *stubHuman) Verify(_ context.Context, token, _ string) (domain.HumanVerdict, error) {
 	h.calls.Add(1)
 	if h.err != nil {
@@ -235,6 +239,12 @@ func TestGuardKeepsItsSnapshotWhenTheLedgerFails(t *testing.T) {
 func TestGuardHumanCheck(t *testing.T) {
 	ok := &stubHuman{verdict: domain.HumanVerdict{Success: true}}
 	g := newGuardApp(t, memory.NewLedger(), memory.NewFakeClock(t0), ok, false).Guard
+	if w, on := g.HumanWidget(); !on || w.SiteKey != "stub-site-key" {
+		t.Fatalf("HumanWidget = %+v, %v; want the check's widget", w, on)
+	}
+	if _, on := newGuardApp(t, memory.NewLedger(), memory.NewFakeClock(t0), nil, false).Guard.HumanWidget(); on {
+		t.Fatal("HumanWidget without a human check says it is on")
+	}
 	addBlock(t, g, "ip", "203.0.113.1")
 	if err := g.Check(t.Context(), application.BuyerCheck{IP: "203.0.113.1", HumanToken: "t"}); !errors.Is(err, domain.ErrBlocked) {
 		t.Fatalf("blocked buyer: %v", err)

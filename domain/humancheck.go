@@ -30,9 +30,18 @@ type HumanVerdict struct {
 	Hostname    string    // the site the challenge was solved on, as the provider says
 }
 
+// HumanWidget is what a page needs to show the human check's widget: the provider's name
+// ("turnstile", "hcaptcha") and the site key. Neither is secret.
+type HumanWidget struct {
+	Provider string
+	SiteKey  string
+}
+
 // HumanCheck verifies a human-check token (Cloudflare Turnstile, hCaptcha) with its provider,
 // server side.
 type HumanCheck interface {
+	// Widget is the widget the pages show for this check.
+	Widget() HumanWidget
 	// Verify asks the provider about token, solved by a browser at remoteIP (empty when not
 	// known). A verdict without Success is an answer, not an error: an empty token is refused
 	// without a call. The error is ErrHumanCheckUnavailable when the provider could not be

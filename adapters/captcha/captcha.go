@@ -57,7 +57,7 @@ type Config struct {
 	Provider Provider
 	Secret   domain.Secret // the site's secret key
 	// SiteKey is the widget's site key: sent to hCaptcha, which refuses a token of another
-	// site; shown by the pages. Required for hCaptcha.
+	// site; shown by the pages (Widget). Required for hCaptcha.
 	SiteKey string
 	// Hostname is the site's host name: a token solved on another site is refused. Required.
 	Hostname string
@@ -115,8 +115,10 @@ func New(cfg Config) (*Verifier, error) {
 // Provider is the provider's name.
 func (v *Verifier) Provider() Provider { return v.cfg.Provider }
 
-// SiteKey is the widget's site key, for the pages.
-func (v *Verifier) SiteKey() string { return v.cfg.SiteKey }
+// Widget is the provider and the site key, for the pages.
+func (v *Verifier) Widget() domain.HumanWidget {
+	return domain.HumanWidget{Provider: string(v.cfg.Provider), SiteKey: v.cfg.SiteKey}
+}
 
 // reply is siteverify's answer, in both dialects.
 type reply struct {

@@ -192,7 +192,11 @@ func TestNewRefusesIncompleteSettings(t *testing.T) {
 			t.Errorf("%s: New accepted %+v", name, c)
 		}
 	}
-	if _, err := captcha.New(ok); err != nil {
+	v, err := captcha.New(ok)
+	if err != nil {
 		t.Fatalf("complete settings refused: %v", err)
+	}
+	if w := v.Widget(); w.Provider != "turnstile" || w.SiteKey != "k" {
+		t.Fatalf("Widget = %+v", w)
 	}
 }
