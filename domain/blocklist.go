@@ -68,6 +68,23 @@ func NewBlockEntry(kind, value, note string, by OperatorName, at time.Time) (Blo
 	return BlockEntry{Kind: k, Value: v, Note: strings.TrimSpace(note), AddedBy: by, AddedAt: at}, nil
 }
 
+// CheckBlockEntry is what a ledger checks before it stores e: a known kind, a value in its
+// normal form (as NewBlockEntry leaves it: another spelling would slip past the unique kind and
+// value), a note within its bound. Errors: ErrInvalidBlockEntry.
+func CheckBlockEntry(e BlockEntry) error {
+	v, err := NormaliseBlockValue(e.Kind, e.Value)
+	if err != nil {
+		return err
+	}
+	if v != e.Value {
+		return badBlock("value", fmt.Sprintf("must be stored in its normal form %q", v))
+	}
+	if !utf8.ValidString(e.Note) || utf8.RuneCountInString(e.Note) > MaxBlockNote {
+		return badBlock("note", fmt.Sprintf("must be valid UTF-8 of at most %d characters", MaxBlockNote))
+	}
+	return nil
+}
+
 // badBlock is an ErrInvalidBlockEntry about field.
 func badBlock(field, reason string) error {
 	return fmt.Errorf("%w: %w", ErrInvalidBlockEntry, Invalid(field, reason))

@@ -15,10 +15,11 @@ type blockKey struct {
 
 type blocklistRepo struct{ s *store }
 
-// Add refuses a second entry of a kind and value, as the table's unique key does; ids count
-// from 1 and are not reused after a rollback or a removal.
+// Add checks the entry (domain.CheckBlockEntry) and refuses a second entry of a kind and value,
+// as the table's unique key does; ids count from 1 and are not reused after a rollback or a
+// removal.
 func (r blocklistRepo) Add(_ context.Context, e domain.BlockEntry) (domain.BlockEntry, error) {
-	if _, err := domain.NormaliseBlockValue(e.Kind, e.Value); err != nil {
+	if err := domain.CheckBlockEntry(e); err != nil {
 		return domain.BlockEntry{}, err
 	}
 	release, err := r.s.acquire()

@@ -29,9 +29,10 @@ func (r blockRow) entry() domain.BlockEntry {
 }
 
 // Add is one INSERT: uk_kind_value refuses a second entry of a kind and value, whoever races
-// to write it. The value is checked again, so no caller stores one the snapshot cannot read.
+// to write it. The entry is checked again (domain.CheckBlockEntry), so no caller stores a value
+// the snapshot cannot read or a second spelling of one.
 func (r blocklistRepo) Add(ctx context.Context, e domain.BlockEntry) (domain.BlockEntry, error) {
-	if _, err := domain.NormaliseBlockValue(e.Kind, e.Value); err != nil {
+	if err := domain.CheckBlockEntry(e); err != nil {
 		return domain.BlockEntry{}, err
 	}
 	op := fmt.Sprintf("add %s %s to the blocklist", e.Kind, e.Value)

@@ -96,12 +96,15 @@ func runBlocklist(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 	})
 
-	t.Run("an invalid value is refused and stores nothing", func(t *testing.T) {
+	t.Run("an invalid or unnormalised value, or a note too long, is refused and stores nothing", func(t *testing.T) {
 		l := newLedger(t)
 		for _, e := range []domain.BlockEntry{
 			{Kind: domain.BlockIP, Value: "300.1.1.1"},
 			{Kind: domain.BlockEmail, Value: "no-at-sign"},
 			{Kind: "phone", Value: "12345"},
+			{Kind: domain.BlockIP, Value: "10.0.0.5/8"},            // not in its normal form, 10.0.0.0/8
+			{Kind: domain.BlockEmailDomain, Value: "Spam.EXAMPLE"}, // nor this, spam.example
+			{Kind: domain.BlockIP, Value: "10.0.0.6", Note: string(make([]byte, domain.MaxBlockNote+1))},
 		} {
 			e.AddedAt = usec()
 			if _, err := l.Blocklist().Add(t.Context(), e); !errors.Is(err, domain.ErrInvalidBlockEntry) {
