@@ -103,6 +103,13 @@ type Config struct {
 	// MailAttempts is how many times the mail relay tries an order's e-mail before it raises
 	// an alert (AlertMailFailed) and gives up; zero means DefaultConfig's.
 	MailAttempts int
+	// BlocklistEvery is how old an instance's compiled copy of the blocklists may get before a
+	// check reads them again from the ledger (one read for every entry): a change made through
+	// another instance is applied here within it. Zero means DefaultConfig's.
+	BlocklistEvery time.Duration
+	// HumanCheckFailOpen: when the human-check provider cannot be reached, let the buyer
+	// through (and count it) instead of refusing the order.
+	HumanCheckFailOpen bool
 }
 
 // Defaults of the notification log's settings (see Config).
@@ -143,6 +150,7 @@ func DefaultConfig() Config {
 		RefusedNotificationAddresses: DefaultRefusedNotificationAddresses,
 		MailCodes:                    true,
 		MailAttempts:                 DefaultMailAttempts,
+		BlocklistEvery:               DefaultBlocklistEvery,
 	}
 }
 
@@ -165,8 +173,10 @@ type Deps struct {
 	// Alerter pages on an alert (a log line); the shop also records every alert in the
 	// ledger's alert log, for operators to list and acknowledge.
 	Alerter domain.Alerter
-	Clock   domain.Clock
-	Logger  *slog.Logger
+	// HumanCheck verifies the buyers' human-check tokens (Turnstile, hCaptcha); nil: none.
+	HumanCheck domain.HumanCheck
+	Clock      domain.Clock
+	Logger     *slog.Logger
 }
 
 // App holds the use cases, one service per kind of work; a driving adapter takes only the
@@ -183,6 +193,7 @@ type App struct {
 	Catalogue *Catalogue // products, codes (import, void), freezes, the gate (reconcile, rebuild), stock watch, dashboard
 	Admin     *Admin     // operators, sessions, the audit log, alerts
 	Relay     *Relay     // the outbox, webhook and mail relays
+	Guard     *Guard     // the bot defence: blocklists and the human check
 
 	core *core
 }
@@ -286,6 +297,7 @@ func New(cfg Config, d Deps) (*App, error) {
 		{&cfg.NotificationRetention, &def.NotificationRetention},
 		{&cfg.RefusedNotificationRetention, &def.RefusedNotificationRetention},
 		{&cfg.RefusedNotificationWindow, &def.RefusedNotificationWindow},
+		{&cfg.BlocklistEvery, &def.BlocklistEvery},
 	} {
 		if *d.v <= 0 {
 			*d.v = *d.def
@@ -325,7 +337,7 @@ func New(cfg Config, d Deps) (*App, error) {
 	st := &stock{outbox: o}
 	c := &core{stock: st, gateways: gateways, alerts: alerts}
 	return &App{Sales: &Sales{core: c, queue: d.Queue}, Payments: &Payments{core: c, verifier: d.Verifier}, Catalogue: &Catalogue{st}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
-		Relay: &Relay{o}, core: c}, nil
+		Relay: &Relay{o}, Guard: newGuard(cfg, d), core: c}, nil
 }
 
 // Config returns the settings in force, defaults filled.

@@ -105,6 +105,15 @@ type Config struct {
 	SMTPPassword domain.Secret // CARDSHOP_SMTP_PASSWORD: SMTP AUTH password
 	SMTPFrom     string        // CARDSHOP_SMTP_FROM: "shop@example.com" or "Card shop <shop@example.com>"
 	SMTPTLS      string        // CARDSHOP_SMTP_TLS: starttls | tls | none
+	// Captcha is CARDSHOP_CAPTCHA: the human check's provider, "off", "turnstile" or "hcaptcha";
+	// the widget's site key, the secret, the site's hostname (a token solved elsewhere is
+	// refused) and an override of the provider's siteverify URL (a simulator) go with it.
+	// CARDSHOP_CAPTCHA_UNREACHABLE is Config.HumanCheckFailOpen ("allow") or not ("refuse").
+	Captcha          string
+	CaptchaSiteKey   string        // CARDSHOP_CAPTCHA_SITE_KEY
+	CaptchaSecret    domain.Secret // CARDSHOP_CAPTCHA_SECRET
+	CaptchaHostname  string        // CARDSHOP_CAPTCHA_HOSTNAME
+	CaptchaVerifyURL string        // CARDSHOP_CAPTCHA_VERIFY_URL
 
 	PublicURL       string        // CARDSHOP_PUBLIC_URL: the shop's address as buyers and providers reach it
 	DevPayments     bool          // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
@@ -385,6 +394,25 @@ func settings(c *Config) []setting {
 			return nil
 		}},
 		stringVar(&c.ReturnURL, "CARDSHOP_RETURN_URL", ""),
+		{"CARDSHOP_CAPTCHA", "off", func(v string) error {
+			if v != "off" && v != "turnstile" && v != "hcaptcha" {
+				return fmt.Errorf(`want "off", "turnstile" or "hcaptcha", got %q`, v)
+			}
+			c.Captcha = v
+			return nil
+		}},
+		stringVar(&c.CaptchaSiteKey, "CARDSHOP_CAPTCHA_SITE_KEY", ""),
+		secretVar(&c.CaptchaSecret, "CARDSHOP_CAPTCHA_SECRET"),
+		stringVar(&c.CaptchaHostname, "CARDSHOP_CAPTCHA_HOSTNAME", ""),
+		stringVar(&c.CaptchaVerifyURL, "CARDSHOP_CAPTCHA_VERIFY_URL", ""),
+		{"CARDSHOP_CAPTCHA_UNREACHABLE", "refuse", func(v string) error {
+			if v != "refuse" && v != "allow" {
+				return fmt.Errorf(`want "refuse" (fail closed) or "allow" (fail open, counted), got %q`, v)
+			}
+			c.HumanCheckFailOpen = v == "allow"
+			return nil
+		}},
+		durationVar(&c.BlocklistEvery, "CARDSHOP_BLOCKLIST_EVERY", app.BlocklistEvery),
 		durationVar(&c.PaymentCloseGrace, "CARDSHOP_PAYMENT_CLOSE_GRACE", app.PaymentCloseGrace),
 		boolVar(&c.DevPayments, "CARDSHOP_DEV_PAYMENTS", false),
 		boolVar(&c.Storefront, "CARDSHOP_STOREFRONT", true),
@@ -557,6 +585,9 @@ func LoadConfig(environ []string) (Config, error) {
 	}
 	if err := checkMail(c); err != nil {
 		return Config{}, err
+	}
+	if c.Captcha != "off" && (c.CaptchaSiteKey == "" || c.CaptchaSecret == "" || c.CaptchaHostname == "") {
+		return Config{}, fmt.Errorf("CARDSHOP_CAPTCHA=%s needs CARDSHOP_CAPTCHA_SITE_KEY, CARDSHOP_CAPTCHA_SECRET and CARDSHOP_CAPTCHA_HOSTNAME", c.Captcha)
 	}
 	if c.DevPayments && c.Adapters == AdaptersReal && !c.DevPaymentsReal {
 		return Config{}, fmt.Errorf("CARDSHOP_DEV_PAYMENTS pays orders with a button: it is refused with CARDSHOP_ADAPTERS=real unless CARDSHOP_DEV_PAYMENTS_ALLOW_REAL=true")

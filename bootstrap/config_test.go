@@ -58,6 +58,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, LedgerBatch: true, LedgerBatchMax: 128, LedgerBatchLanes: 2,
 		RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute, SMTPTLS: "starttls",
 		WebhookTimeout: 10 * time.Second,
+		Captcha:        "off",
 		PublicURL:      "http://127.0.0.1:8080",
 		StripeAPIURL:   "https://api.stripe.com",
 		EpaySign:       "append", EpayType: "alipay", EpayMode: "redirect",
@@ -374,5 +375,32 @@ func TestConfigurationTableIsComplete(t *testing.T) {
 	}
 	for name := range documented {
 		t.Errorf("%s documents %s, which the service does not read", configurationTable, name)
+	}
+}
+
+// TestCaptchaSettings: a provider needs its site key, secret and hostname; an unknown provider
+// or policy is refused; CARDSHOP_CAPTCHA_UNREACHABLE=allow fails open; the blocklists' reload
+// interval is read.
+func TestCaptchaSettings(t *testing.T) {
+	full := []string{"CARDSHOP_CAPTCHA=hcaptcha", "CARDSHOP_CAPTCHA_SITE_KEY=site", "CARDSHOP_CAPTCHA_SECRET=0xsecret",
+		"CARDSHOP_CAPTCHA_HOSTNAME=shop.example", "CARDSHOP_CAPTCHA_UNREACHABLE=allow", "CARDSHOP_BLOCKLIST_EVERY=10s"}
+	c, err := bootstrap.LoadConfig(env(full...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Captcha != "hcaptcha" || c.CaptchaSiteKey != "site" || c.CaptchaSecret.Reveal() != "0xsecret" ||
+		c.CaptchaHostname != "shop.example" || !c.HumanCheckFailOpen || c.BlocklistEvery != 10*time.Second {
+		t.Fatalf("read %+v", c)
+	}
+	for i := 1; i < 4; i++ { // each of site key, secret and hostname left out
+		partial := append(append([]string{}, full[:i]...), full[i+1:]...)
+		if _, err := bootstrap.LoadConfig(env(partial...)); err == nil || !strings.Contains(err.Error(), "CARDSHOP_CAPTCHA") {
+			t.Errorf("without %s: err = %v, want a refusal naming the captcha settings", full[i], err)
+		}
+	}
+	for _, bad := range []string{"CARDSHOP_CAPTCHA=recaptcha", "CARDSHOP_CAPTCHA_UNREACHABLE=maybe", "CARDSHOP_BLOCKLIST_EVERY=soon"} {
+		if _, err := bootstrap.LoadConfig(env(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/fx"
 
 	"cardshop/adapters/authtoken"
+	"cardshop/adapters/captcha"
 	"cardshop/adapters/console"
 	"cardshop/adapters/httpapi"
 	"cardshop/adapters/memory"
@@ -45,11 +46,11 @@ func Module(cfg Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Supply(cfg),
-		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newApp, appServices, newHTTP, newStreamsStop),
+		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newHumanCheck, newApp, appServices, newHTTP, newStreamsStop),
 		adapters,
 		mailer(cfg),
 		observability(),
-		fx.Invoke(watchWebhook, watchMail, watchRefusedNotifications, runWorkers, serveHTTP, servePprof),
+		fx.Invoke(watchWebhook, watchMail, watchRefusedNotifications, watchBotRefusals, runWorkers, serveHTTP, servePprof),
 	)
 }
 
@@ -129,6 +130,27 @@ func watchRefusedNotifications(m *metrics.Metrics, payments *application.Payment
 	})
 }
 
+// HumanCheck is the buyers' human check; nil when CARDSHOP_CAPTCHA is off.
+type HumanCheck struct{ Check domain.HumanCheck }
+
+// newHumanCheck is the Turnstile or hCaptcha verifier CARDSHOP_CAPTCHA names.
+func newHumanCheck(cfg Config) (HumanCheck, error) {
+	if cfg.Captcha == "" || cfg.Captcha == "off" {
+		return HumanCheck{}, nil
+	}
+	v, err := captcha.New(captcha.Config{Provider: captcha.Provider(cfg.Captcha), Secret: cfg.CaptchaSecret,
+		SiteKey: cfg.CaptchaSiteKey, Hostname: cfg.CaptchaHostname, VerifyURL: cfg.CaptchaVerifyURL})
+	if err != nil {
+		return HumanCheck{}, err
+	}
+	return HumanCheck{Check: v}, nil
+}
+
+// watchBotRefusals exports the bot defence's refusals by reason.
+func watchBotRefusals(m *metrics.Metrics, guard *application.Guard) {
+	m.WatchBotRefusals(guard.Refusals)
+}
+
 type appIn struct {
 	fx.In
 	Cfg       Config
@@ -151,7 +173,7 @@ type appIn struct {
 // link of the order's e-mail.
 const OrderPagePath = "/orders/{order_no}?key={key}"
 
-func newApp(in appIn) (*application.App, error) {
+func newApp(in appIn, human HumanCheck) (*application.App, error) {
 	ac := in.Cfg.Config
 	ac.NotifyURL = in.Cfg.PublicURL + httpapi.NotifyPath
 	if ac.ReturnURL == "" {
@@ -165,7 +187,7 @@ func newApp(in appIn) (*application.App, error) {
 	ac.OrderAccessKey = orderAccessKey(in.Cfg.TokenSecret)
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
 		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Mailer: in.Mailer, Verifier: in.Signer,
-		Gateways: in.Payments.all, Alerter: in.Alerter, Clock: in.Clock, Logger: in.Log})
+		Gateways: in.Payments.all, Alerter: in.Alerter, HumanCheck: human.Check, Clock: in.Clock, Logger: in.Log})
 }
 
 // orderAccessKey derives the key of guest orders' access secrets from the token secret, with
@@ -182,8 +204,8 @@ func orderAccessKey(tokenSecret domain.Secret) domain.Secret {
 // appServices provides each service of the App on its own, so that every adapter and worker
 // takes only the services it calls.
 func appServices(a *application.App) (*application.Sales, *application.Payments, *application.Catalogue,
-	*application.Admin, *application.Relay) {
-	return a.Sales, a.Payments, a.Catalogue, a.Admin, a.Relay
+	*application.Admin, *application.Relay, *application.Guard) {
+	return a.Sales, a.Payments, a.Catalogue, a.Admin, a.Relay, a.Guard
 }
 
 // workers are the services the background passes run.
@@ -203,6 +225,7 @@ type httpIn struct {
 	Pay       *application.Payments
 	Catalogue *application.Catalogue
 	Admin     *application.Admin
+	Guard     *application.Guard
 	Tokens    *authtoken.Issuer
 	Clock     domain.Clock
 	Limiter   webkit.Limiter
@@ -228,7 +251,8 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 	hc.RequestTimeout = in.Cfg.RequestTimeout
 	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
 	hc.AuthFailures = webkit.NewAuthFailures(in.Admin, in.Limiter, in.Clock, in.Log)
-	app := httpapi.New(hc, httpapi.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin},
+	app := httpapi.New(hc, httpapi.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin,
+		Guard: in.Guard},
 		in.Tokens, in.Clock, in.Log)
 	// The operator console shares the API's app (and its middleware) under /console; its
 	// login attempts are limited per client IP by the API's limiter (on Redis with the real
@@ -237,10 +261,11 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 		Limiter: in.Limiter, LoginsPerWindow: console.DefaultLoginsPerWindow, LoginWindow: console.DefaultLoginWindow,
 		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes,
 		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop, AuthFailures: hc.AuthFailures},
-		console.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin}, in.Clock, in.Log)
+		console.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin, Guard: in.Guard},
+		in.Clock, in.Log)
 	// The shop for buyers comes last: its not-found page answers every path left.
 	if in.Cfg.Storefront {
-		if err := storefront.Mount(app, storefrontConfig(in.Cfg, in.Limiter), in.Sales, in.Pay, in.Clock, in.Log); err != nil {
+		if err := storefront.Mount(app, storefrontConfig(in.Cfg, in.Limiter, in.Guard), in.Sales, in.Pay, in.Clock, in.Log); err != nil {
 			return nil, err
 		}
 	}
@@ -250,9 +275,15 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 // storefrontConfig is the shop's configuration: its CSRF key from the token secret, lookups
 // limited by the API's limiter, checkouts by the API's per-IP limit, and the origins its pay forms may lead to (the providers'
 // pay pages: browsers check a form's redirects against the CSP's form-action too).
-func storefrontConfig(cfg Config, limiter webkit.Limiter) storefront.Config {
+func storefrontConfig(cfg Config, limiter webkit.Limiter, guard *application.Guard) storefront.Config {
 	sc := storefront.Config{Secret: cfg.TokenSecret.Reveal(), Limiter: limiter,
 		CheckoutsPerWindow: cfg.RatePerIP, CheckoutWindow: cfg.RateWindow}
+	if guard != nil {
+		sc.Screen = guardScreen{guard}
+		if w, ok := guard.HumanWidget(); ok {
+			sc.Widget = storefront.Widget{Provider: w.Provider, SiteKey: w.SiteKey}
+		}
+	}
 	add := func(raw string) {
 		if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Host != "" {
 			sc.PayOrigins = append(sc.PayOrigins, u.Scheme+"://"+u.Host)
@@ -377,4 +408,17 @@ func servePprof(lc fx.Lifecycle, cfg Config, log *slog.Logger) {
 		},
 		OnStop: func(ctx context.Context) error { return srv.Shutdown(ctx) },
 	})
+}
+
+// guardScreen is the bot defence (blocklists, then the human check) as the shop's checkout
+// asks it, before an order is reserved. A human check that cannot be reached (and the shop
+// refuses then) is a "try again" page, as any outage: it wraps domain.ErrUnavailable.
+type guardScreen struct{ g *application.Guard }
+
+func (s guardScreen) Check(ctx context.Context, b storefront.BuyerCheck) error {
+	err := s.g.Check(ctx, application.BuyerCheck{IP: b.IP, Email: b.Email, HumanToken: b.HumanToken})
+	if errors.Is(err, domain.ErrHumanCheckUnavailable) && !errors.Is(err, domain.ErrUnavailable) {
+		return fmt.Errorf("%w (%w)", err, domain.ErrUnavailable)
+	}
+	return err
 }

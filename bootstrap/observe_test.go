@@ -42,6 +42,9 @@ func TestMemoryServiceMetricsAndReadiness(t *testing.T) {
 	}
 	c.want(201, "POST", "/admin/tokens", adminToken, `{"buyer_id":"meter"}`, &tok)
 	c.want(201, "POST", "/api/order", tok.Token, `{"product_id":7,"qty":1}`, nil, "Idempotency-Key", "meter-key-0001")
+	// The service wires the bot defence: a blocked address is refused and counted.
+	c.want(201, "POST", "/admin/blocklist", adminToken, `{"kind":"ip","value":"127.0.0.0/8"}`, nil)
+	c.want(403, "POST", "/api/order", tok.Token, `{"product_id":7,"qty":1}`, nil, "Idempotency-Key", "meter-key-0002")
 
 	status, body := c.do("GET", "/metrics", "", "")
 	if status != 200 {
@@ -54,6 +57,8 @@ func TestMemoryServiceMetricsAndReadiness(t *testing.T) {
 		`cardshop_ledger_tx_duration_seconds_count `,
 		`cardshop_outbox_backlog `,
 		`cardshop_delay_queue_pending 1`,
+		`cardshop_bot_refusals_total{reason="blocked_ip"} 1`,
+		`cardshop_bot_refusals_total{reason="human_passed_open"} 0`,
 		`go_goroutines `,
 	} {
 		if !strings.Contains(out, want) {

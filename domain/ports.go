@@ -447,6 +447,7 @@ type Store interface {
 	Operators() OperatorRepo
 	Audit() AuditLog
 	Alerts() AlertLog
+	Blocklist() BlocklistRepo
 }
 
 // OperatorRepo stores the operators of the admin API and the console.

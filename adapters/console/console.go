@@ -74,6 +74,8 @@ type Services struct {
 	Payments  *application.Payments
 	Catalogue *application.Catalogue
 	Admin     *application.Admin
+	// Guard is the bot defence: the Blocklist page and the dashboard's refusals. Nil: neither.
+	Guard *application.Guard
 }
 
 // console holds the handlers' dependencies.
@@ -84,6 +86,7 @@ type console struct {
 	payments  *application.Payments
 	catalogue *application.Catalogue
 	operators *application.Admin
+	guard     *application.Guard // nil: no Blocklist page
 	clock     domain.Clock
 	log       *slog.Logger
 	pages     pages
@@ -124,8 +127,8 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
-		catalogue: svc.Catalogue, operators: svc.Admin, clock: clock, log: log, pages: parsePages(),
-		dash:    &sampler{catalogue: svc.Catalogue, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
+		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, clock: clock, log: log, pages: parsePages(),
+		dash:    &sampler{catalogue: svc.Catalogue, guard: svc.Guard, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
 	k.voids = &pendingVoids{clock: clock, byID: map[string]pendingVoid{}}
@@ -157,7 +160,7 @@ func routes(k *console) []route {
 	// A read is open to viewers; a write (act) takes its action's role, and a screen leading to
 	// one (its form or confirmation) the role of that action.
 	const v, act = domain.RoleViewer, domain.Role("")
-	return withActionRoles([]route{
+	rs := []route{
 		{"GET", "/products", v, "", k.products},
 		{"GET", "/products/new", roleOf("product.create"), "", k.newProductPage},
 		{"POST", "/products", act, "product.create", k.createProduct},
@@ -189,7 +192,14 @@ func routes(k *console) []route {
 		{"POST", "/alerts/:alert_id/ack", act, "alert.ack", k.ackAlert},
 		{"GET", "/dashboard", v, "", k.dashboard},
 		{"GET", "/dashboard/events", v, "", k.dashboardEvents},
-	})
+	}
+	if k.guard != nil {
+		rs = append(rs,
+			route{"GET", "/blocklist", v, "", k.blocklist},
+			route{"POST", "/blocklist", act, "blocklist.add", k.addBlock},
+			route{"POST", "/blocklist/:block_id/remove", act, "blocklist.remove", k.removeBlock})
+	}
+	return withActionRoles(rs)
 }
 
 // roleOf is the action's role (application.ActionRole).

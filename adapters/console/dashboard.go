@@ -38,6 +38,7 @@ const chartW, chartH = 300.0, 80.0
 // one does.
 type sampler struct {
 	catalogue *application.Catalogue
+	guard     *application.Guard // nil: no bot defence panel
 	checks    []webkit.ReadinessCheck
 	queues    func(context.Context) (map[string]int64, error)
 	every     time.Duration
@@ -92,6 +93,12 @@ func (s *sampler) read(ctx context.Context) dashView {
 			sort.Slice(v.Queues, func(i, j int) bool { return v.Queues[i].Name < v.Queues[j].Name })
 		}()
 	}
+	if s.guard != nil {
+		counts := s.guard.Refusals()
+		for _, r := range application.RefusalReasons() {
+			v.Bot = append(v.Bot, botView{Reason: r, Count: counts[r]})
+		}
+	}
 	d, err := s.catalogue.Dashboard(ctx)
 	wg.Wait()
 	if err != nil {
@@ -123,6 +130,14 @@ type dashView struct {
 	// Alerts counts the open alerts by kind, AlertsOpen all of them.
 	Alerts     []alertView `json:"alerts"`
 	AlertsOpen int64       `json:"alerts_open"`
+	// Bot is the bot defence's refusals on this instance since its start, by reason (every
+	// reason, zeros included; empty without a guard).
+	Bot []botView `json:"bot"`
+}
+
+type botView struct {
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
 }
 
 type alertView struct {

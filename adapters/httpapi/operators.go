@@ -24,10 +24,10 @@ type adminRoute struct {
 }
 
 // adminRoutes is the admin API with its roles: a read states its role, a write (act) takes its
-// action's (application.ActionRole).
+// action's (application.ActionRole). The blocklists' routes exist when the server has a guard.
 func adminRoutes(s *Server) []adminRoute {
 	const v, a, act = domain.RoleViewer, domain.RoleAdmin, domain.Role("")
-	return withActionRoles([]adminRoute{
+	rs := []adminRoute{
 		{"POST", "/products", act, "product.create", true, s.createProduct},
 		{"GET", "/products", v, "", false, s.listProducts},
 		{"GET", "/products/:id", v, "", false, s.getProduct},
@@ -58,7 +58,14 @@ func adminRoutes(s *Server) []adminRoute {
 		{"GET", "/audit", v, "", false, s.listAudit},
 		{"GET", "/alerts", v, "", false, s.listAlerts},
 		{"POST", "/alerts/:alert_id/ack", act, "alert.ack", true, s.ackAlert},
-	})
+	}
+	if s.guard != nil {
+		rs = append(rs,
+			adminRoute{"GET", "/blocklist", v, "", false, s.listBlocklist},
+			adminRoute{"POST", "/blocklist", act, "blocklist.add", true, s.addBlock},
+			adminRoute{"DELETE", "/blocklist/:block_id", act, "blocklist.remove", false, s.removeBlock})
+	}
+	return withActionRoles(rs)
 }
 
 // withActionRoles gives each write its action's role.

@@ -90,6 +90,9 @@ type Services struct {
 	Payments  *application.Payments
 	Catalogue *application.Catalogue
 	Admin     *application.Admin
+	// Guard is the bot defence: the blocklists' admin routes and the order's IP check. Nil:
+	// New takes none and serves neither.
+	Guard *application.Guard
 }
 
 // Server holds the handlers' dependencies.
@@ -99,6 +102,7 @@ type Server struct {
 	payments  *application.Payments
 	products  *application.Catalogue
 	operators *application.Admin
+	guard     *application.Guard // nil: no blocklist routes, no IP check
 	tokens    *authtoken.Issuer
 	clock     domain.Clock
 	log       *slog.Logger
@@ -130,7 +134,7 @@ func New(cfg Config, svc Services, tokens *authtoken.Issuer, clock domain.Clock,
 		cfg.AuthFailures = webkit.NewAuthFailures(svc.Admin, cfg.RateLimits.Limiter, clock, log)
 	}
 	s := &Server{cfg: cfg, sales: svc.Sales, payments: svc.Payments, products: svc.Catalogue, operators: svc.Admin,
-		tokens: tokens, clock: clock, log: log}
+		guard: svc.Guard, tokens: tokens, clock: clock, log: log}
 	app := fiber.New(fiber.Config{
 		AppName:           "cardshop",
 		ErrorHandler:      errorHandler(log),
@@ -178,7 +182,13 @@ func New(cfg Config, svc Services, tokens *authtoken.Issuer, clock domain.Clock,
 	api.Get("/products/:id", s.getCatalogueProduct)
 	// Every route that calls a dependency runs under the request's deadline (the catalogue
 	// answers from memory).
-	api.Post("/order", s.deadline, s.limitIP, s.buyer, s.limitBuyer, s.placeOrder)
+	// A blocked client address is refused after the per-IP limit (so refusals cost a blocked
+	// client its budget too) and before the token is checked.
+	order := []fiber.Handler{s.deadline, s.limitIP}
+	if s.guard != nil {
+		order = append(order, s.blockIP)
+	}
+	api.Post("/order", append(order, s.buyer, s.limitBuyer, s.placeOrder)...)
 	api.Get("/orders/:order_no", s.deadline, s.limitIP, s.buyer, s.getOrder)
 	api.Post("/orders/:order_no/payment", s.deadline, s.limitIP, s.buyer, s.createPayment)
 	api.Post("/payments/callback", s.deadline, s.paymentCallback)

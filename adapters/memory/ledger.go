@@ -12,7 +12,7 @@ import (
 )
 
 // Ledger is an in-memory domain.Ledger: products, card pool, orders, stock flow, outbox,
-// payments, the notification log, operators, the audit log and the alert log.
+// payments, the notification log, operators, the audit log, the alert log and the blocklists.
 //
 // One mutex guards all of its data. Each method of the repositories returned by Products,
 // Orders, Cards, Flows, Outbox, Payments, Notifications, Operators, Audit and Alerts takes the mutex
@@ -67,6 +67,9 @@ func (l *Ledger) Audit() domain.AuditLog { return l.root.Audit() }
 
 // Alerts returns the log of raised alerts and their acknowledgements.
 func (l *Ledger) Alerts() domain.AlertLog { return l.root.Alerts() }
+
+// Blocklist returns the blocklists' entries.
+func (l *Ledger) Blocklist() domain.BlocklistRepo { return l.root.Blocklist() }
 
 // errSnapshotEnd rolls a Snapshot's transaction back.
 var errSnapshotEnd = errors.New("end of snapshot")
@@ -145,6 +148,9 @@ func (s *store) Notifications() domain.NotificationLog {
 func (s *store) Operators() domain.OperatorRepo { return operatorRepo{s} }
 func (s *store) Audit() domain.AuditLog         { return auditLog{s} }
 func (s *store) Alerts() domain.AlertLog        { return alertLog{s} }
+func (s *store) Blocklist() domain.BlocklistRepo {
+	return blocklistRepo{s}
+}
 
 func noop() {}
 
@@ -253,6 +259,9 @@ type ledgerData struct {
 	alerts       []domain.AlertRecord // oldest first, so ids increase along it
 	openAlerts   map[alertKey]int     // an open alert's condition -> its index in alerts
 	lastAlert    int64
+	blocks       map[int64]domain.BlockEntry // the blocklists' entries by id
+	blockKeys    map[blockKey]int64          // an entry's kind and value -> its id
+	lastBlock    int64
 }
 
 func newLedgerData() *ledgerData {
@@ -279,5 +288,7 @@ func newLedgerData() *ledgerData {
 		operators:   make(map[domain.OperatorName]domain.Operator),
 		logouts:     make(map[domain.OperatorName]time.Time),
 		openAlerts:  make(map[alertKey]int),
+		blocks:      make(map[int64]domain.BlockEntry),
+		blockKeys:   make(map[blockKey]int64),
 	}
 }

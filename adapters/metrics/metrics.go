@@ -191,6 +191,21 @@ func (m *Metrics) WatchLedgerRetries(reasons map[string]func() int64) {
 	}
 }
 
+// WatchBotRefusals exports cardshop_bot_refusals_total{reason}, read at scrape time from
+// refusals (this instance's counts since start, by reason: the blocklists' blocked_ip,
+// blocked_email and blocked_domain, the human check's human_failed and human_unavailable, and
+// human_passed_open for the buyers let through unchecked while it was unreachable). Every
+// reason refusals gives at registration is exported, zero included.
+func (m *Metrics) WatchBotRefusals(refusals func() map[string]int64) {
+	for reason := range refusals() {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "cardshop_bot_refusals_total",
+			Help:        "Buyers refused by the bot defence (or let through unchecked: human_passed_open), by reason.",
+			ConstLabels: prometheus.Labels{"reason": reason},
+		}, func() float64 { return float64(refusals()[reason]) }))
+	}
+}
+
 // WatchCloseConfirms exports cardshop_close_schedule_unconfirmed (placed orders answered
 // before the broker confirmed the message that schedules their close, not confirmed yet) and
 // cardshop_close_schedule_lost_total (such orders whose message then failed: the sweeper closes

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -396,6 +397,31 @@ cardshop_payment_notifications_refused_total{provider="epay",reason="invalid"} 3
 cardshop_payment_notifications_refused_total{provider="stripe",reason="bad_signature"} 0
 `
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "cardshop_payment_notifications_refused_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBotRefusals: every reason is exported from registration on (zero included) and each
+// scrape reads the counts anew.
+func TestBotRefusals(t *testing.T) {
+	m := metrics.New()
+	var blocked atomic.Int64
+	m.WatchBotRefusals(func() map[string]int64 {
+		return map[string]int64{"blocked_ip": blocked.Load(), "human_failed": 0}
+	})
+	want := func(ip int64) string {
+		return fmt.Sprintf(`
+# HELP cardshop_bot_refusals_total Buyers refused by the bot defence (or let through unchecked: human_passed_open), by reason.
+# TYPE cardshop_bot_refusals_total counter
+cardshop_bot_refusals_total{reason="blocked_ip"} %d
+cardshop_bot_refusals_total{reason="human_failed"} 0
+`, ip)
+	}
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want(0)), "cardshop_bot_refusals_total"); err != nil {
+		t.Fatal(err)
+	}
+	blocked.Store(3)
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want(3)), "cardshop_bot_refusals_total"); err != nil {
 		t.Fatal(err)
 	}
 }

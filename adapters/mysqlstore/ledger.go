@@ -83,6 +83,9 @@ func (l *Ledger) Audit() domain.AuditLog { return l.root.Audit() }
 // Alerts returns the log of raised alerts and their acknowledgements.
 func (l *Ledger) Alerts() domain.AlertLog { return l.root.Alerts() }
 
+// Blocklist returns the blocklists' entries.
+func (l *Ledger) Blocklist() domain.BlocklistRepo { return l.root.Blocklist() }
+
 // Stats returns how many transactions were run again, and why.
 func (l *Ledger) Stats() TxStats {
 	return TxStats{Retries: l.stats.retries.Load(), Deadlocks: l.stats.deadlocks.Load(),
@@ -296,6 +299,9 @@ func (s *store) Notifications() domain.NotificationLog {
 func (s *store) Operators() domain.OperatorRepo { return operatorRepo{s} }
 func (s *store) Audit() domain.AuditLog         { return auditLog{s} }
 func (s *store) Alerts() domain.AlertLog        { return alertLog{s} }
+func (s *store) Blocklist() domain.BlocklistRepo {
+	return blocklistRepo{s}
+}
 
 func (s *store) keys() *Keyring { return s.ledger.keys }
 

@@ -32,6 +32,8 @@ func AuditTarget(c *fiber.Ctx) string {
 		return "operator " + c.Params("name")
 	case c.Params("alert_id") != "":
 		return "alert " + c.Params("alert_id")
+	case c.Params("block_id") != "":
+		return "blocklist " + c.Params("block_id")
 	}
 	return ""
 }

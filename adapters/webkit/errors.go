@@ -29,6 +29,7 @@ type Row struct {
 var table = []Row{
 	{domain.ErrInvalidIdempotencyKey, Answer{400, "invalid_idempotency_key", "Idempotency-Key header is required: 8 to 64 characters of A-Z a-z 0-9 . _ : -"}},
 	{domain.ErrQtyOutOfRange, Answer{400, "qty_out_of_range", "qty must be between 1 and the product's per-order limit"}},
+	{domain.ErrInvalidBlockEntry, Answer{400, "invalid_block_entry", "the blocklist entry is not valid"}},
 	{domain.ErrInvalidInput, Answer{400, "invalid_request", "the request is not valid"}},
 	{domain.ErrBadSignature, Answer{401, "invalid_signature", "the callback signature is missing, forged or stale"}},
 	{domain.ErrUnauthorized, Answer{401, "unauthorized", "missing or invalid credentials"}},
@@ -54,6 +55,11 @@ var table = []Row{
 	{domain.ErrOperatorNotFound, Answer{404, "operator_not_found", "no such operator"}},
 	{domain.ErrAlertNotFound, Answer{404, "alert_not_found", "no such alert"}},
 	{domain.ErrAlertAcknowledged, Answer{409, "alert_acknowledged", "the alert was acknowledged already"}},
+	{domain.ErrBlockExists, Answer{409, "block_exists", "the blocklist has this entry already"}},
+	{domain.ErrBlockNotFound, Answer{404, "block_not_found", "no such blocklist entry"}},
+	// A buyer is never told which list refused them. The human check's refusals have no row:
+	// no API route asks for one (the storefront words them in its own pages).
+	{domain.ErrBlocked, Answer{403, "buyer_blocked", "this order cannot be placed"}},
 	{domain.ErrBuyerLimit, Answer{429, "buyer_limit", "you have reserved as many units of this product as one buyer may for now; retry later"}},
 	{domain.ErrFulfilOverLimit, Answer{429, "buyer_limit", "fulfilling this order would give its buyer more units of the product than its buyer_limit allows; refund it, or fulfil it once the buyer holds less"}},
 	{domain.ErrBuyerHoldingLimit, Answer{429, "buyer_limit", "you already hold as many units of this product as one buyer may (its buyer_limit)"}},

@@ -49,6 +49,9 @@
     text(document.getElementById("dash-alerts-open"), d.alerts_open);
     text(document.getElementById("dash-alert-kinds"),
       (d.alerts || []).map(function (a) { return " · " + a.kind + ": " + a.open; }).join(""));
+    (d.bot || []).forEach(function (b) {
+      text(root.querySelector('[data-bot="' + b.reason + '"]'), b.count);
+    });
     (d.ready || []).forEach(function (r) {
       var li = root.querySelector('#dash-ready [data-check="' + r.name + '"]');
       if (!li) { return; }
