@@ -91,7 +91,7 @@ func scenarios(o options) []scenario {
 		{num: 6, name: "kill -9 under load, restart, sweep", codes: scale(60000, 20000), qtyMax: 1, dup: 1, instances: 1, kill: true},
 		// The CI form's stock lasts about its 3 s of orders: paying more orders than that made
 		// the scenario take up to 40 s on a busy machine.
-		{num: 7, name: "refresh storm: catalogue GETs, alone and during the sale", codes: scale(60000, 6000), qtyMax: 1, dup: 1,
+		{num: 7, name: "refresh storm: catalogue GETs and the shop's pages, alone and during the sale", codes: scale(60000, 6000), qtyMax: 1, dup: 1,
 			instances: 2, storm: true},
 		{num: 8, name: "start instant: orders from before starts_at, clocks −3s/+2s", codes: 1000, qtyMax: 1, dup: 1, instances: 1,
 			startsIn: time.Duration(scale(8, 6)) * time.Second, clockOffsets: []string{"-3s", "+2s"}},

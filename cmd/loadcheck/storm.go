@@ -50,6 +50,7 @@ type stormResult struct {
 	alone           WrkResult // catalogue GETs alone: the hello ceiling's wrk command on one instance
 	revalidated     WrkResult // If-None-Match on every request, nothing changing
 	during          WrkResult // catalogue GETs (every other one conditional) during the sale
+	pages           []pageRun // the built-in shop's pages, each alone (storm_pages.go)
 }
 
 // meter is what a storm phase's checks compare before and after it.
@@ -105,6 +106,9 @@ func (e *env) refreshStorm(ctx context.Context, sc scenario, insts []*instance, 
 		return WrkResult{}, err
 	}
 	e.reportAlone(st, insts, before, after, products, res)
+	if st.pages, err = e.stormPages(ctx, insts, pid, st.idleDB, products, res); err != nil {
+		return WrkResult{}, err
+	}
 
 	revalidate := WrkRun{Threads: e.o.threads, Conns: e.o.conns, Duration: revalidateFor, URL: insts[0].base + path,
 		Script: e.etagLua, Args: []string{"1"}}

@@ -79,6 +79,9 @@ func (e *env) printSummary(results []scenarioResult) {
 		}
 		if st := r.storm; st != nil {
 			targetNear("catalogue reads alone (refresh storm)", helloNear(r), st.alone.RPS, e.ceil.hello.RPS, stormShare, "req/s")
+			for _, pg := range st.pages {
+				targetNear(pg.name+" alone (refresh storm)", helloNear(r), pg.run.RPS, e.ceil.hello.RPS, stormShare, "req/s")
+			}
 		}
 		if r.sc.num == 2 {
 			ordersPerSec := float64(r.created) / e.o.duration.Seconds()
