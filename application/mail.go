@@ -84,6 +84,12 @@ func (s *Relay) MailBacklog(ctx context.Context) (int64, error) {
 	return s.ledger.Outbox().Backlog(ctx, mailTopics...)
 }
 
+// MailGivenUp reports whether r is an order e-mail the relay gave up (its last attempt failed;
+// an AlertMailFailed was raised): done, but never sent.
+func (s *Sales) MailGivenUp(r domain.OutboxRecord) bool {
+	return r.Topic == domain.TopicOrderMail && !r.SentAt.IsZero() && r.Attempts >= s.cfg.MailAttempts
+}
+
 // mailGivenUp raises the alert of an e-mail the relay stops trying.
 func (s *outbox) mailGivenUp(ctx context.Context, m domain.OutboxMessage, err error) {
 	s.alerts.Alert(ctx, domain.Alert{Kind: AlertMailFailed, OrderNo: domain.OrderNo(m.Key),

@@ -243,6 +243,9 @@ func TestRelayMailRetriesWithBackoffThenSends(t *testing.T) {
 	if got := mailer.mails(g.Order.No()); len(got) != 1 || got[0].ID != "order-"+string(g.Order.No()) {
 		t.Errorf("mails: %+v", got)
 	}
+	if rs := f.mailMessages(t, g.Order.No()); len(rs) != 1 || f.shop.Sales.MailGivenUp(rs[0]) {
+		t.Errorf("a mail sent after two failures counts as given up: %+v", rs)
+	}
 	if n := f.alertCount(application.AlertMailFailed); n != 0 {
 		t.Errorf("%d mail alerts for a mail that went out", n)
 	}
@@ -273,6 +276,19 @@ func TestRelayMailAlertsAfterTheLastAttemptAndStops(t *testing.T) {
 	}
 	if b, _ := f.shop.Relay.MailBacklog(f.ctx); b != 0 {
 		t.Errorf("a given-up mail still counts in the backlog: %d", b)
+	}
+	rs, err := f.shop.Sales.OrderDeliveries(f.ctx, g.Order.No())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mails []domain.OutboxRecord
+	for _, r := range rs {
+		if r.Topic == domain.TopicOrderMail {
+			mails = append(mails, r)
+		}
+	}
+	if len(mails) != 1 || mails[0].Attempts != 3 || !f.shop.Sales.MailGivenUp(mails[0]) {
+		t.Errorf("the order's mail as its page shows it: %+v", mails)
 	}
 }
 

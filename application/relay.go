@@ -110,7 +110,8 @@ type relayRun struct {
 	// relay claimed first is left to it.
 	lease time.Duration
 	// attempts, when set, is how many times a message is tried: after its last failure giveUp
-	// is called and the message is marked done (sent), so it is tried no more.
+	// is called, the failure counted (Attempts reaches attempts) and the message marked done
+	// (sent), so it is tried no more.
 	attempts int
 	giveUp   func(context.Context, domain.OutboxMessage, error)
 }
@@ -211,6 +212,11 @@ func (s *outbox) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRu
 			s.log.ErrorContext(ctx, "outbox message given up after its last attempt", "id", m.ID, "topic", m.Topic,
 				"key", m.Key, "attempt", m.Attempts+1, "err", err)
 			r.giveUp(ctx, m, err)
+			// Counted under the claim (due again only when it ends), so no relay takes it between
+			// the two writes; then done.
+			if err := s.ledger.Outbox().MarkFailed(ctx, m.ID, s.clock.Now().Add(r.lease)); err != nil {
+				return relayFailed, fmt.Errorf("count outbox failure: %w", err)
+			}
 			if err := s.ledger.Outbox().MarkSent(ctx, s.clock.Now(), m.ID); err != nil {
 				return relayFailed, fmt.Errorf("mark outbox message given up: %w", err)
 			}

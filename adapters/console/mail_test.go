@@ -2,10 +2,12 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"cardshop/application"
 	"cardshop/domain"
@@ -15,11 +17,15 @@ import (
 type mailCounter struct {
 	mu   sync.Mutex
 	sent []domain.OrderMail
+	fail bool // refuse every mail, as a mail server that is down
 }
 
 func (m *mailCounter) SendOrderMail(_ context.Context, mail domain.OrderMail) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.fail {
+		return errors.New("smtp: connection refused")
+	}
 	m.sent = append(m.sent, mail)
 	return nil
 }
@@ -107,5 +113,25 @@ func TestResendEmailFromTheOrderPage(t *testing.T) {
 	}
 	if want := []string{"otto 409 no_order_mail", "otto 200", "vera 403 forbidden"}; !slices.Equal(resent, want) {
 		t.Fatalf("audit of the resends %v, want %v (newest first)", resent, want)
+	}
+}
+
+// TestOrderPageShowsAGivenUpEmail: an e-mail the relay gave up after its last attempt reads
+// "given up" on the order's page, not "sent".
+func TestOrderPageShowsAGivenUpEmail(t *testing.T) {
+	h := newHarness(t, 0)
+	h.mailer.fail = true
+	p := h.product("Gift card", 1999)
+	guest := h.paidGuestOrder(p, "bounce@example.com")
+	for range application.DefaultMailAttempts {
+		if _, err := h.shop.Relay.RelayMail(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(time.Hour)
+	}
+	page := h.login(h.operator("otto", domain.RoleOperator)).get("/console/orders/" + string(guest.No()))
+	wantStatus(t, page, 200)
+	if !strings.Contains(page.body, "given up") || strings.Contains(page.body, ">sent ") {
+		t.Fatalf("the given-up e-mail's row: %s", page.body)
 	}
 }

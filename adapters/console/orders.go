@@ -178,6 +178,14 @@ func (k *console) orderHistory(c *fiber.Ctx, d *orderData) error {
 	if d.Notices, err = k.payments.Notifications(ctx, domain.NotificationQuery{OrderNo: no, Limit: notificationsShown}); err != nil {
 		return err
 	}
-	d.Deliveries, err = k.sales.OrderDeliveries(ctx, no)
-	return err
+	if d.Deliveries, err = k.sales.OrderDeliveries(ctx, no); err != nil {
+		return err
+	}
+	d.GivenUp = map[int64]bool{}
+	for _, r := range d.Deliveries {
+		if k.sales.MailGivenUp(r) {
+			d.GivenUp[r.ID] = true
+		}
+	}
+	return nil
 }

@@ -174,6 +174,8 @@ type orderData struct {
 	Flow       []domain.FlowEntry
 	Notices    []domain.NotificationRecord
 	Deliveries []domain.OutboxRecord
+	// GivenUp holds the ids of the order's e-mails the mail relay gave up (Sales.MailGivenUp).
+	GivenUp map[int64]bool
 }
 
 // loadOrder reads an order for a page, never with its codes: the console shows no code to
