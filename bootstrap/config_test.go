@@ -58,10 +58,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, LedgerBatch: true, LedgerBatchMax: 128, LedgerBatchLanes: 2,
 		RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute, SMTPTLS: "starttls",
 		WebhookTimeout: 10 * time.Second,
-		Captcha:        "off",
-		PublicURL:      "http://127.0.0.1:8080",
-		StripeAPIURL:   "https://api.stripe.com",
-		EpaySign:       "append", EpayType: "alipay", EpayMode: "redirect",
+		Captcha:        "off", Storefront: true,
+		PublicURL:    "http://127.0.0.1:8080",
+		StripeAPIURL: "https://api.stripe.com",
+		EpaySign:     "append", EpayType: "alipay", EpayMode: "redirect",
 		AlipayURL: "https://openapi.alipay.com/gateway.do", AlipayMethod: "precreate", WechatURL: "https://api.mch.weixin.qq.com",
 	}
 	if !reflect.DeepEqual(c, want) {
