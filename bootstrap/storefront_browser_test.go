@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"cardshop/adapters/lab/mailpit"
 	"cardshop/adapters/lab/paysim/alipaysim"
 	"cardshop/bootstrap"
 	"cardshop/domain"
@@ -20,14 +21,16 @@ import (
 // shopTexts are what the shop's pages say in one language, as the test looks for them.
 type shopTexts struct {
 	lang, catalogue, startsIn, confirm, keep, codes, lookupFailed, order, amount string
+	mailSays                                                                     string // in the order's e-mail
 }
 
 var shopLangs = map[string]shopTexts{
 	"zh-CN": {lang: "zh-CN", catalogue: "商品列表", startsIn: "距离开售还有", confirm: "下单成功", keep: "此密钥只显示这一次",
-		codes: "您的卡密", lookupFailed: "没有找到匹配的订单", order: "我的订单", amount: "100.00 CNY"},
+		codes: "您的卡密", lookupFailed: "没有找到匹配的订单", order: "我的订单", amount: "100.00 CNY",
+		mailSays: "感谢您的购买！我们已收到您的付款"},
 	"en": {lang: "en", catalogue: "Products", startsIn: "The sale starts in", confirm: "Order placed",
 		keep: "This key is shown only once", codes: "Your codes", lookupFailed: "No order matches these details", order: "Your order",
-		amount: "100.00 CNY"},
+		amount: "100.00 CNY", mailSays: "Thank you for your purchase. Your payment has been received"},
 }
 
 // TestShopInABrowser drives the built-in shop in a real headless Chromium on the memory
@@ -49,7 +52,10 @@ func TestShopInABrowser(t *testing.T) {
 		t.Skipf("no browser (set CI=true to fail instead): %v", err)
 	}
 	addr := freeAddr(t)
-	cfg, err := bootstrap.LoadConfig(env("CARDSHOP_DEV_PAYMENTS=true", "CARDSHOP_PUBLIC_URL=http://"+addr))
+	// The buyers' e-mail goes through a real SMTP server, a Mailpit of this test's own.
+	mp := mailpit.Start(t, mailpit.Options{})
+	cfg, err := bootstrap.LoadConfig(env("CARDSHOP_DEV_PAYMENTS=true", "CARDSHOP_PUBLIC_URL=http://"+addr,
+		"CARDSHOP_SMTP_ADDR="+mp.SMTPAddr, "CARDSHOP_SMTP_FROM=Card shop <shop@cards.example>", "CARDSHOP_SMTP_TLS=none"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +82,7 @@ func TestShopInABrowser(t *testing.T) {
 		{"en", "phone", 390, 844},
 	} {
 		t.Run(run.lang+"-"+run.device, func(t *testing.T) {
-			browseShop(t, chromium, c, sim, shopLangs[run.lang], 700+i, run.width, run.height, shots, run.device)
+			browseShop(t, chromium, c, sim, mp, shopLangs[run.lang], 700+i, run.width, run.height, shots, run.device)
 		})
 	}
 }
@@ -86,7 +92,7 @@ func TestShopInABrowser(t *testing.T) {
 // On a phone the buyer pays through the dev provider's page and comes back to the order page by
 // its link; on a desktop through Alipay's QR code, and the QR page moves on to the order page by
 // itself once the simulator reports the payment.
-func browseShop(t *testing.T, chromium string, c client, sim *alipaysim.Sim, txt shopTexts, id int, width, height int64, shots, device string) {
+func browseShop(t *testing.T, chromium string, c client, sim *alipaysim.Sim, mp *mailpit.Server, txt shopTexts, id int, width, height int64, shots, device string) {
 	name := fmt.Sprintf("礼品卡 Gift card %d", id)
 	startsAt := time.Now().Add(9 * time.Second).UTC().Format(time.RFC3339Nano)
 	c.want(201, "POST", "/admin/products", adminToken, fmt.Sprintf(`{"id":%d,"name":%q,"price":5000,"max_per_order":5,`+
@@ -167,6 +173,17 @@ func browseShop(t *testing.T, chromium string, c client, sim *alipaysim.Sim, txt
 		t.Fatalf("the order page shows %d of the product's codes, want 2: %q", n, shown)
 	}
 	b.screen("order-paid" + suffix)
+	// The e-mail: one, to the buyer, in the buyer's language, with exactly the codes the order
+	// page shows.
+	m := mailTo(t, mp, email)
+	for _, code := range codes {
+		if strings.Contains(shown, code) != strings.Contains(m.Text, code) {
+			t.Errorf("code %s: on the order page %v, in the e-mail %v", code, strings.Contains(shown, code), strings.Contains(m.Text, code))
+		}
+	}
+	if !strings.Contains(m.Text, no) || !strings.Contains(m.Text, txt.mailSays) {
+		t.Errorf("the e-mail does not name order %s in %s (%q): %q", no, txt.lang, txt.mailSays, m.Text)
+	}
 
 	// The lookup: a wrong secret is refused, the right one opens the order.
 	b.do(chromedp.Navigate(c.base + "/lookup"))
@@ -211,4 +228,39 @@ func shopScreenshotDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// mailTo is the one e-mail Mailpit received for to, read in full; it waits for it a while (the
+// mail relay sends it within a relay interval of the payment) and fails on none or several.
+func mailTo(t *testing.T, mp *mailpit.Server, to string) mailpit.Message {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		ms, err := mp.Messages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mine []mailpit.Summary
+		for _, m := range ms {
+			for _, a := range m.To {
+				if strings.EqualFold(a.Address, to) {
+					mine = append(mine, m)
+				}
+			}
+		}
+		switch {
+		case len(mine) > 1:
+			t.Fatalf("%d e-mails to %s, want 1", len(mine), to)
+		case len(mine) == 1:
+			m, err := mp.Message(ctx, mine[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		case time.Now().After(deadline):
+			t.Fatalf("no e-mail to %s within %s", to, stepTimeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
