@@ -3,6 +3,7 @@
 //
 // Start gives every test a Mailpit process of its own: free loopback ports for SMTP and HTTP,
 // its own database in t.TempDir(), stopped at the test's cleanup; tests never share an inbox.
+// StartProcess runs the same server outside a test (the load check's), stopped by the caller.
 // The mailpit binary is found on PATH, in $(go env GOPATH)/bin or in $MAILPIT_BIN;
 // `.ci/services.sh` installs it. When it is missing the test is skipped, and with CI=true it
 // fails: a CI run cannot pass by skipping its mail tests.
@@ -45,6 +46,9 @@ type Options struct {
 	// (TLS from the first byte), with a certificate for 127.0.0.1 made for this server: trust
 	// it through Server.RootCAs.
 	TLS string
+	// Dir holds its database (and the certificate with TLS). Empty: Start uses the test's
+	// t.TempDir(), StartProcess a temporary directory of its own, removed when it stops.
+	Dir string
 }
 
 // Server is one running Mailpit.
@@ -92,37 +96,76 @@ func Start(t testing.TB, opts Options) *Server {
 		}
 		t.Skipf("%v (set CI=true to fail instead)", err)
 	}
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	s, stop, err := startRetrying(bin, opts)
+	if err != nil {
+		t.Fatalf("mailpit: %v", err)
+	}
+	t.Cleanup(stop)
+	return s
+}
+
+// StartProcess runs a Mailpit outside a test (the load check's own): the same server as
+// Start's, its data in opts.Dir (a fresh temporary directory, removed by stop, when empty).
+// stop kills it; a missing binary is an error (Binary's), which the caller turns into a skip
+// or a failure as it sees fit.
+func StartProcess(opts Options) (*Server, func(), error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() {}
+	if opts.Dir == "" {
+		dir, err := os.MkdirTemp("", "mailpit-")
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.Dir, cleanup = dir, func() { _ = os.RemoveAll(dir) }
+	}
+	s, stop, err := startRetrying(bin, opts)
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("mailpit: %w", err)
+	}
+	return s, func() { stop(); cleanup() }, nil
+}
+
+// startRetrying starts Mailpit on fresh ports, trying a few times: a free port found by
+// listening and closing can be taken by another process before Mailpit binds it.
+func startRetrying(bin string, opts Options) (*Server, func(), error) {
 	var lastErr error
-	// A free port found by listening and closing can be taken by another process before
-	// Mailpit binds it: try a few pairs.
 	for range 3 {
-		s, err := start(t, bin, opts)
+		s, stop, err := start(bin, opts)
 		if err == nil {
-			return s
+			return s, stop, nil
 		}
 		lastErr = err
 	}
-	t.Fatalf("mailpit: %v", lastErr)
-	return nil
+	return nil, nil, lastErr
 }
 
-// start runs one Mailpit on fresh ports and waits until both its servers answer.
-func start(t testing.TB, bin string, opts Options) (*Server, error) {
+// start runs one Mailpit on fresh ports, its data in opts.Dir, and waits until both its
+// servers answer; stop kills it and waits for its end.
+func start(bin string, opts Options) (*Server, func(), error) {
 	smtpPort, err := freePort()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	httpPort, err := freePort()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &Server{
 		SMTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(smtpPort)),
 		URL:      "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
 		http:     &http.Client{Timeout: 10 * time.Second},
 	}
-	dir := t.TempDir()
-	args := []string{"--smtp", s.SMTPAddr, "--listen", s.URL[len("http://"):],
+	dir := opts.Dir
+	// --max 0 keeps every message: Mailpit's default drops all but the newest 500, and a load
+	// run's inbox holds more.
+	args := []string{"--smtp", s.SMTPAddr, "--listen", s.URL[len("http://"):], "--max", "0",
 		"--database", filepath.Join(dir, "mailpit.db"), "--disable-version-check", "--quiet"}
 	if opts.Chaos {
 		args = append(args, "--enable-chaos")
@@ -132,7 +175,7 @@ func start(t testing.TB, bin string, opts Options) (*Server, error) {
 	case "starttls", "tls":
 		certFile, keyFile, pool, err := selfSigned(dir)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		s.RootCAs = pool
 		args = append(args, "--smtp-tls-cert", certFile, "--smtp-tls-key", keyFile)
@@ -142,7 +185,7 @@ func start(t testing.TB, bin string, opts Options) (*Server, error) {
 			args = append(args, "--smtp-require-starttls")
 		}
 	default:
-		return nil, fmt.Errorf("mailpit: Options.TLS %q: want \"\", \"starttls\" or \"tls\"", opts.TLS)
+		return nil, nil, fmt.Errorf("mailpit: Options.TLS %q: want \"\", \"starttls\" or \"tls\"", opts.TLS)
 	}
 	if opts.AcceptAnyAuth {
 		args = append(args, "--smtp-auth-accept-any")
@@ -154,7 +197,7 @@ func start(t testing.TB, bin string, opts Options) (*Server, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	// done is closed when the process has ended, waitErr then says how.
 	done := make(chan struct{})
@@ -166,10 +209,9 @@ func start(t testing.TB, bin string, opts Options) (*Server, error) {
 	}
 	if err := s.waitReady(done, &waitErr); err != nil {
 		stop()
-		return nil, fmt.Errorf("%w; its output: %s", err, logs.String())
+		return nil, nil, fmt.Errorf("%w; its output: %s", err, logs.String())
 	}
-	t.Cleanup(stop)
-	return s, nil
+	return s, stop, nil
 }
 
 // waitReady waits until the HTTP API answers ready and the SMTP port accepts connections.

@@ -3,6 +3,8 @@ package mailpit_test
 import (
 	"context"
 	"net/smtp"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +66,40 @@ func TestMailpitChaosRefusesRecipients(t *testing.T) {
 	}
 	if ms, err := mp.WaitFor(ctx, 1, 10*time.Second); err != nil || len(ms) != 1 {
 		t.Fatalf("inbox %v, %v; want the one message sent without chaos", ms, err)
+	}
+}
+
+// TestStartProcessRunsOutsideATestAndStops: a Mailpit started without a testing.TB keeps its
+// data in the directory given, takes and lists a message, and after stop answers no more.
+func TestStartProcessRunsOutsideATestAndStops(t *testing.T) {
+	if _, err := mailpit.Binary(); err != nil {
+		mailpit.Start(t, mailpit.Options{}) // skips, or fails with CI=true, as every test here
+	}
+	dir := t.TempDir()
+	mp, stop, err := mailpit.StartProcess(mailpit.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+	ctx := context.Background()
+	raw := []byte("Subject: process\r\n\r\nbody\r\n")
+	if err := smtp.SendMail(mp.SMTPAddr, nil, "shop@example.com", []string{"buyer@example.com"}, raw); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := mp.WaitFor(ctx, 1, 10*time.Second); err != nil || len(ms) != 1 || ms[0].Subject != "process" {
+		t.Fatalf("inbox %+v, %v; want the one message sent", ms, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mailpit.db")); err != nil {
+		t.Fatalf("its database is not in the directory given: %v", err)
+	}
+	stop()
+	stopped = true
+	if _, err := mp.Messages(ctx); err == nil {
+		t.Fatal("the inbox still answers after stop")
 	}
 }
