@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -54,6 +55,9 @@ type scenario struct {
 	// pace, when set, holds the orders to about this many a second (each connection pauses
 	// before each request, see pauseFor) instead of as many as the service answers.
 	pace int
+	// guest runs the guest-checkout scenario (guest.go): buyers walk the shop's forms on two
+	// instances of its own that mail a Mailpit of its own, and pay through the dev provider.
+	guest bool
 }
 
 // pacedAppendix turns the order script into its paced form: wrk calls delay before each
@@ -97,6 +101,10 @@ func scenarios(o options) []scenario {
 			startsIn: time.Duration(scale(8, 6)) * time.Second, clockOffsets: []string{"-3s", "+2s"}},
 		{num: 9, name: "per-buyer limit: buyer_limit 2, qty 1-2, each key ×3", codes: scale(8000, 6000), qtyMax: 2, dup: 3,
 			instances: 2, buyerLimit: 2},
+		// One instance is the shared one that creates the product; the buyers walk two of the
+		// scenario's own (guest.go).
+		{num: 10, name: "guest checkout through the shop's forms, paid, mailed (Mailpit)", codes: scale(40000, 20000), qtyMax: 2,
+			dup: 1, instances: 1, guest: true},
 	}
 }
 
@@ -132,6 +140,8 @@ type scenarioResult struct {
 	// Empty in the short form, whose 12 s order timeout leaves no room for them before the
 	// payments (the comparison then falls back to the first ceiling).
 	helloAround []helloResult
+	// guest is the guest-checkout scenario's walks and Mailpit; nil in the others.
+	guest *guestRun
 	// insertBefore is MariaDB's single-row INSERT ceiling (rows/s) measured right before the
 	// order load, as the run's first one is (64 connections, the scenario's duration), in the
 	// scenarios with insertAround; 0 when not measured. The run's first ceiling is minutes
@@ -186,6 +196,11 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	fmt.Printf("== scenario %d: %s\n", sc.num, sc.name)
 	if e.o.targets != "" && len(e.instances) < sc.instances {
 		fmt.Printf("   skipped: needs %d instances, -target gave %d\n\n", sc.instances, len(e.instances))
+		res.skipped = true
+		return res, nil
+	}
+	if e.o.targets != "" && sc.guest {
+		fmt.Printf("   skipped: needs instances started with this run's Mailpit, which -target cannot give\n\n")
 		res.skipped = true
 		return res, nil
 	}
@@ -253,6 +268,19 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		}
 		insts = own
 	}
+	if sc.guest {
+		shop, err := e.startGuestShop(ctx)
+		if errors.Is(err, errNoMailpit) && os.Getenv("CI") != "true" {
+			fmt.Printf("   skipped: %v (set CI=true to fail instead)\n\n", err)
+			res.skipped = true
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		defer shop.stop()
+		insts, res.guest = shop.insts, &guestRun{shop: shop}
+	}
 	res.rssReset = len(pidsOf(insts)) > 0
 	for _, p := range pidsOf(insts) {
 		res.rssReset = resetPeakRSS(p) && res.rssReset
@@ -312,6 +340,8 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		load, err = e.loadWithFault(ctx, sc, insts, pid, &res)
 	case !startsAt.IsZero():
 		load, err = e.loadAcrossStart(ctx, sc, insts, pid, startsAt, &res)
+	case sc.guest:
+		load, err = e.guestLoad(ctx, sc, insts, pid, &res)
 	default:
 		load, err = e.load(ctx, sc, insts, pid, e.o.duration, "load")
 	}
@@ -329,8 +359,16 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	res.load = load
 	res.created = load.Status[201]
-	fmt.Printf("   load      %s req/s (%.2f of the hello ceiling) · p50 %s · p90 %s · p99 %s · %s\n",
-		num(load.RPS), load.RPS/e.ceil.hello.RPS, ms(load.P50), ms(load.P90), ms(load.P99), statusMix(load.Status))
+	if sc.guest {
+		g := res.guest
+		res.created = int64(len(g.orders()))
+		fmt.Printf("   checkout  %d buyers at once over %s: %d walks, %s checkouts/s (orders confirmed) · checkout POSTs p50 %s · p99 %s · %s\n",
+			guestBuyers, g.elapsed.Round(100*time.Millisecond), len(g.walks), num(float64(res.created)/g.elapsed.Seconds()),
+			ms(load.P50), ms(load.P99), statusMix(load.Status))
+	} else {
+		fmt.Printf("   load      %s req/s (%.2f of the hello ceiling) · p50 %s · p90 %s · p99 %s · %s\n",
+			num(load.RPS), load.RPS/e.ceil.hello.RPS, ms(load.P50), ms(load.P90), ms(load.P99), statusMix(load.Status))
+	}
 	if load.SocketErrors != "" {
 		fmt.Printf("   wrk       %s\n", load.SocketErrors)
 	}
@@ -404,7 +442,12 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		provider = ""
 	}
 	var accepted map[string]bool
-	if provider == "stripe" {
+	if sc.guest {
+		// The buyers paid as they went, through the dev provider's pay page.
+		provider, accepted = "dev", res.guest.accepted()
+		res.paid = len(accepted)
+		fmt.Printf("   payments  %d paid through the shop's pay form and the dev provider's pay page\n", res.paid)
+	} else if provider == "stripe" {
 		if accepted, err = e.payStripe(ctx, pid, &res); err != nil {
 			return res, err
 		}
@@ -429,6 +472,13 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	if err := e.settle(ctx, pid); err != nil {
 		return res, err
+	}
+	if sc.guest {
+		cs, err := e.guestChecks(ctx, pid, res.guest)
+		if err != nil {
+			return res, err
+		}
+		res.extra = append(res.extra, cs...)
 	}
 	var stripeCheck *Check
 	if res.stripe != nil {
