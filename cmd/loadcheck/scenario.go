@@ -378,6 +378,9 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	if !sc.kill && !sc.storm {
 		fmt.Printf("   cpu       %s\n", cpuLine(res.loadCPU))
 	}
+	if sc.guest {
+		fmt.Printf("             (the answers counted are the checkout POSTs; the CPU is also the walks' pages, pay forms and dev pay pages, and the mail sent meanwhile)\n")
+	}
 	if sc.buyerLimit > 0 {
 		c, err := e.holdingCheck(ctx, pid, sc.buyerLimit, "right after the load (every order PENDING)")
 		if err != nil {
