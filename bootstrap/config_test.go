@@ -212,6 +212,10 @@ func TestEnvNamesAreSortedAndKnown(t *testing.T) {
 			given = append(given, "CARDSHOP_EPAY_PID=1001", "CARDSHOP_EPAY_KEY=epay-key-0123456789")
 		case "CARDSHOP_ALIPAY_APP_ID": // Alipay needs both keys
 			given = append(given, "CARDSHOP_ALIPAY_PRIVATE_KEY=/keys/app.pem", "CARDSHOP_ALIPAY_PUBLIC_KEY=/keys/alipay.pem")
+		case "CARDSHOP_SMTP_ADDR": // mail needs its sender
+			given = []string{"CARDSHOP_SMTP_ADDR=smtp.example:587", "CARDSHOP_SMTP_FROM=shop@shop.example"}
+		case "CARDSHOP_CAPTCHA_SITE_KEY", "CARDSHOP_CAPTCHA_SECRET", "CARDSHOP_CAPTCHA_HOSTNAME", "CARDSHOP_CAPTCHA_VERIFY_URL":
+			// settings of a provider, accepted alone (the check asks for them with CARDSHOP_CAPTCHA)
 		case "CARDSHOP_WECHAT_MCHID": // WeChat Pay needs its merchant and WeChat's key
 			given = append(given, "CARDSHOP_WECHAT_APPID=wx1", "CARDSHOP_WECHAT_SERIAL=S1", "CARDSHOP_WECHAT_PRIVATE_KEY=/keys/m.pem",
 				"CARDSHOP_WECHAT_APIV3_KEY=0123456789abcdef0123456789abcdef", "CARDSHOP_WECHAT_PUBLIC_KEY=/keys/wx.pem")
@@ -243,8 +247,21 @@ func validValue(name string) string {
 	case name == "CARDSHOP_LOG_LEVEL":
 		return "warn"
 	case name == "CARDSHOP_MIGRATE", name == "CARDSHOP_REDIS_AUTOPIPELINE", name == "CARDSHOP_DEV_PAYMENTS",
-		name == "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL", name == "CARDSHOP_EPAY_REFUNDS":
+		name == "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL", name == "CARDSHOP_EPAY_REFUNDS", name == "CARDSHOP_MAIL_CODES",
+		name == "CARDSHOP_STOREFRONT":
 		return "false"
+	case name == "CARDSHOP_BLOCKLIST_EVERY":
+		return "5s"
+	case name == "CARDSHOP_CAPTCHA":
+		return "off"
+	case name == "CARDSHOP_CAPTCHA_UNREACHABLE":
+		return "allow"
+	case name == "CARDSHOP_MAIL_ATTEMPTS":
+		return "5"
+	case name == "CARDSHOP_SMTP_TLS":
+		return "tls"
+	case name == "CARDSHOP_CAPTCHA_VERIFY_URL":
+		return "https://verify.example/siteverify"
 	case name == "CARDSHOP_CURRENCY":
 		return "USD"
 	case name == "CARDSHOP_CONSOLE_TIMEZONE":

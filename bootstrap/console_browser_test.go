@@ -290,6 +290,9 @@ type browser struct {
 	ctx   context.Context
 	base  string
 	shots string
+	// width × height is the browser's own viewport, which screen returns to after its look
+	// at a phone's width.
+	width, height int64
 
 	mu       sync.Mutex
 	urls     map[network.RequestID]string // every request's URL, for the messages
@@ -315,7 +318,7 @@ func newSizedBrowser(t *testing.T, chromium, base, shots string, width, height i
 		opts = append(opts, chromedp.NoSandbox) // Chromium's sandbox refuses to run as root
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	b := &browser{t: t, base: base, shots: shots, urls: map[network.RequestID]string{},
+	b := &browser{t: t, base: base, shots: shots, width: width, height: height, urls: map[network.RequestID]string{},
 		expected: map[string]int{}, allowed: map[network.RequestID]bool{}}
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(b.event))
 	t.Cleanup(func() {
@@ -550,6 +553,9 @@ func (b *browser) screen(name string) {
 	b.t.Helper()
 	b.fits(name)
 	b.shot(name)
+	if b.width <= phoneWidth {
+		return
+	}
 	// The same page on a phone's width (the viewport changes, the page is not reloaded: some
 	// screens are the answer to a form): it must fit without horizontal scrolling too.
 	b.do(chromedp.EmulateViewport(phoneWidth, phoneHeight))
@@ -557,7 +563,7 @@ func (b *browser) screen(name string) {
 	if name == "overview" || name == "order" {
 		b.shot(name + "-phone")
 	}
-	b.do(chromedp.EmulateViewport(browserWidth, browserHeight))
+	b.do(chromedp.EmulateViewport(b.width, b.height))
 }
 
 // phoneWidth × phoneHeight is the phone every console screen must fit (a common 390 px wide

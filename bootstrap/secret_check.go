@@ -54,7 +54,7 @@ const (
 	ownSecret      secretKind = iota // chosen by the operator: ≥ MinRealSecretLength characters
 	codeKeyring                      // CARDSHOP_CODE_KEYS: kid:base64key, …
 	codeHashKey                      // CARDSHOP_CODE_HASH_KEY: base64
-	providerSecret                   // issued by a payment provider: its shape is the provider's
+	providerSecret                   // issued by a provider (payments, captcha, mail): its shape is the provider's
 )
 
 // namedSecret is one secret of the configuration and how it is judged.
@@ -79,6 +79,8 @@ func realSecrets(c Config) []namedSecret {
 		{"CARDSHOP_STRIPE_WEBHOOK_SECRETS", c.StripeWebhook, providerSecret},
 		{"CARDSHOP_EPAY_KEY", c.EpayKey, providerSecret},
 		{"CARDSHOP_WECHAT_APIV3_KEY", c.WechatAPIv3Key, providerSecret},
+		{"CARDSHOP_CAPTCHA_SECRET", c.CaptchaSecret, providerSecret},
+		{"CARDSHOP_SMTP_PASSWORD", c.SMTPPassword, providerSecret},
 	}
 }
 

@@ -21,16 +21,16 @@ import (
 // shopTexts are what the shop's pages say in one language, as the test looks for them.
 type shopTexts struct {
 	lang, catalogue, startsIn, confirm, keep, codes, lookupFailed, order, amount string
-	mailSays                                                                     string // in the order's e-mail
+	mailSays, review                                                             string // in the order's e-mail; the review page's title
 }
 
 var shopLangs = map[string]shopTexts{
 	"zh-CN": {lang: "zh-CN", catalogue: "商品列表", startsIn: "距离开售还有", confirm: "下单成功", keep: "此密钥只显示这一次",
 		codes: "您的卡密", lookupFailed: "没有找到匹配的订单", order: "我的订单", amount: "100.00 CNY",
-		mailSays: "感谢您的购买！我们已收到您的付款"},
+		mailSays: "感谢您的购买！我们已收到您的付款", review: "确认订单"},
 	"en": {lang: "en", catalogue: "Products", startsIn: "The sale starts in", confirm: "Order placed",
 		keep: "This key is shown only once", codes: "Your codes", lookupFailed: "No order matches these details", order: "Your order",
-		amount: "100.00 CNY", mailSays: "Thank you for your purchase. Your payment has been received"},
+		amount: "100.00 CNY", mailSays: "Thank you for your purchase. Your payment has been received", review: "Check your order"},
 }
 
 // TestShopInABrowser drives the built-in shop in a real headless Chromium on the memory
@@ -124,6 +124,11 @@ func browseShop(t *testing.T, chromium string, c client, sim *alipaysim.Sim, mp 
 		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), email))
 	b.screen("product" + suffix)
 	b.submit(chromedp.Click(chromedp.CSS(`#checkout button[type=submit]`)))
+	// The review: the order priced by the shop, confirmed with its own form.
+	b.wantText("h1", txt.review)
+	b.wantText(".review .amount", txt.amount)
+	b.screen("review" + suffix)
+	b.submit(chromedp.Click(chromedp.CSS(`#confirm button[type=submit]`)))
 	b.wantText("h1", txt.confirm)
 	b.wantText(".secret", txt.keep)
 	secret := b.text(".secret-value code")

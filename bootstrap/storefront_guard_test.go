@@ -33,7 +33,8 @@ func TestShopCheckoutIsScreenedByTheBlocklists(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		page := get(t, h, c.base+"/p/41")
+		get(t, h, c.base+"/p/41")
+		page := post(t, h, c.base+"/checkout/review", url.Values{"product": {"41"}, "qty": {"1"}, "email": {email}, "provider": {"dev"}})
 		field := func(name string) string {
 			m := regexp.MustCompile(`name="` + name + `" value="([^"]+)"`).FindStringSubmatch(page)
 			if m == nil {
@@ -42,7 +43,7 @@ func TestShopCheckoutIsScreenedByTheBlocklists(t *testing.T) {
 			return m[1]
 		}
 		form := url.Values{"csrf": {field("csrf")}, "key": {field("key")}, "product": {"41"}, "qty": {"1"},
-			"email": {email}, "provider": {"dev"}}
+			"email": {field("email")}, "provider": {"dev"}}
 		req, err := http.NewRequest(http.MethodPost, c.base+"/checkout", strings.NewReader(form.Encode()))
 		if err != nil {
 			t.Fatal(err)
@@ -90,6 +91,20 @@ func get(t *testing.T, h *http.Client, u string) string {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+func post(t *testing.T, h *http.Client, u string, form url.Values) string {
+	t.Helper()
+	resp, err := h.PostForm(u, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", u, resp.StatusCode, b)
 	}
 	return string(b)
 }

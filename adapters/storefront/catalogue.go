@@ -10,7 +10,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"cardshop/adapters/i18n"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -65,28 +64,28 @@ type catalogueBody struct {
 	etag    string
 }
 
-// etagCache keeps the last rendered catalogue page per language: a snapshot is immutable, so
-// its page is rendered once per version and language, whatever the request rate.
+// etagCache keeps the last rendered page of each cached key (a page and a language): a
+// snapshot is immutable, so such a page is rendered once per version, whatever the request rate.
 type etagCache struct {
 	mu    sync.Mutex
-	pages map[i18n.Lang]catalogueBody
+	pages map[string]catalogueBody
 }
 
-func (e *etagCache) get(l i18n.Lang, version uint64) (catalogueBody, bool) {
+func (e *etagCache) get(key string, version uint64) (catalogueBody, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, ok := e.pages[l]
+	b, ok := e.pages[key]
 	return b, ok && b.version == version
 }
 
-func (e *etagCache) put(l i18n.Lang, b catalogueBody) {
+func (e *etagCache) put(key string, b catalogueBody) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.pages == nil {
-		e.pages = map[i18n.Lang]catalogueBody{}
+		e.pages = map[string]catalogueBody{}
 	}
-	if cur, ok := e.pages[l]; !ok || cur.version <= b.version {
-		e.pages[l] = b
+	if cur, ok := e.pages[key]; !ok || cur.version <= b.version {
+		e.pages[key] = b
 	}
 }
 
@@ -98,14 +97,29 @@ func (s *shop) cataloguePage(c *fiber.Ctx) error {
 	if err != nil {
 		return s.unavailable(c, err)
 	}
-	l := s.lang(c)
-	page, ok := s.etags.get(l, snap.Version)
-	if !ok {
+	return s.snapshotPage(c, "/", snap.Version, true, func() error {
 		items := make([]itemView, len(snap.Items))
 		for i, it := range snap.Items {
 			items[i] = viewOf(snap.Currency, it)
 		}
-		if err := s.render(c, fiber.StatusOK, "catalogue", "/", view{Title: "storefront.title_catalogue", Data: items}); err != nil {
+		return s.render(c, fiber.StatusOK, "catalogue", "/", view{Title: "storefront.title_catalogue", Data: items})
+	})
+}
+
+// snapshotPage answers a page made from the catalogue snapshot alone (the same for every
+// visitor of a language: no cookie, no token): from the cache when cache is true and this
+// version was rendered before, else rendered; with a strong ETag of its body, and 304 without
+// a body to a browser that has it. A page that changes by the second (a countdown) is not
+// cached but still revalidates.
+func (s *shop) snapshotPage(c *fiber.Ctx, path string, version uint64, cache bool, render func() error) error {
+	l := s.lang(c)
+	key := string(l) + " " + path
+	page, ok := catalogueBody{}, false
+	if cache {
+		page, ok = s.etags.get(key, version)
+	}
+	if !ok {
+		if err := render(); err != nil {
 			return err
 		}
 		if c.Response().StatusCode() != fiber.StatusOK {
@@ -113,8 +127,10 @@ func (s *shop) cataloguePage(c *fiber.Ctx) error {
 		}
 		body := bytes.Clone(c.Response().Body())
 		sum := sha256.Sum256(body)
-		page = catalogueBody{version: snap.Version, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
-		s.etags.put(l, page)
+		page = catalogueBody{version: version, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		if cache {
+			s.etags.put(key, page)
+		}
 	}
 	c.Set(fiber.HeaderETag, page.etag)
 	c.Set(fiber.HeaderCacheControl, "no-cache")
@@ -135,18 +151,19 @@ type productData struct {
 	Form      *checkoutForm
 }
 
-// checkoutForm is what the order form needs: a fresh idempotency key per rendered form, the
-// enabled providers, the human-check widget.
+// checkoutForm is what the product page's order form needs. It holds no token and no key:
+// the page is the same for every visitor (cached, ETag), and the form only asks for the review
+// page, which carries the CSRF token and the order's idempotency key (see review).
 type checkoutForm struct {
-	Key       string
 	Providers []domain.Provider
-	Widget    Widget
 	MaxQty    int
 	Hidden    bool // upcoming: the countdown's script reveals it at the start
 }
 
 // productPage is GET /p/{id}: one product of the snapshot, its tiers and limits, and the
-// order form while it is on sale or about to be (with a countdown by the gate's clock).
+// order form while it is on sale or about to be (with a countdown by the gate's clock). Like
+// the catalogue it reads no database and answers 304 to a browser that has it; a countdown
+// page is rendered each time (its seconds change), any other once per snapshot and language.
 func (s *shop) productPage(c *fiber.Ctx) error {
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id <= 0 {
@@ -171,29 +188,26 @@ func (s *shop) productPage(c *fiber.Ctx) error {
 		}
 	}
 	if d.Item.Status == application.CatalogueOnSale || d.Item.Status == application.CatalogueUpcoming {
-		key, err := randomToken(18)
-		if err != nil {
-			return s.internal(c, "idempotency key", err)
-		}
-		maxQty := it.MaxPerOrder
-		if it.Sale.BuyerLimit > 0 {
-			maxQty = min(maxQty, it.Sale.BuyerLimit)
-		}
-		d.Form = &checkoutForm{Key: key, Providers: s.payments.Providers(), Widget: s.cfg.Widget, MaxQty: maxQty,
+		d.Form = &checkoutForm{Providers: s.payments.Providers(), MaxQty: maxQty(it),
 			Hidden: d.Item.Status == application.CatalogueUpcoming}
 	}
-	tok, err := s.csrfToken(c)
-	if err != nil {
-		return s.internal(c, "csrf token", err)
-	}
-	v := view{Title: "storefront.title_product", CSRF: tok, Data: d}
+	v := view{Title: "storefront.title_product", Data: d}
 	if d.Remaining > 0 {
 		v.Scripts = append(v.Scripts, "/static/shop/countdown.js")
 	}
-	if d.Form != nil {
-		withWidget(&v, s.cfg.Widget)
+	return s.snapshotPage(c, c.Path(), snap.Version, d.Remaining == 0, func() error {
+		return s.render(c, fiber.StatusOK, "product", c.Path(), v)
+	})
+}
+
+// maxQty is the most units one order of the product may hold: its per-order limit, and its
+// per-buyer limit when lower.
+func maxQty(it application.CatalogueItem) int {
+	n := it.MaxPerOrder
+	if it.Sale.BuyerLimit > 0 {
+		n = min(n, it.Sale.BuyerLimit)
 	}
-	return s.render(c, fiber.StatusOK, "product", c.Path(), v)
+	return n
 }
 
 // withWidget adds the human-check widget's script to the page.

@@ -72,15 +72,15 @@ func TestProductPageStates(t *testing.T) {
 	r := b.get(path(onSale))
 	wantStatus(t, r, 200)
 	wantContains(t, r, "Gift card", "25.00 CNY", "2 or more", "24.00 CNY", "Up to 4 per order.",
-		"Up to 6 per e-mail address in all.", `action="/checkout"`, `name="email"`, `value="dev"`, `max="4"`)
-	if strings.Contains(r.body, `id="checkout" method="post" action="/checkout" hidden`) {
+		"Up to 6 per e-mail address in all.", `action="/checkout/review"`, `name="email"`, `value="dev"`, `max="4"`)
+	if strings.Contains(r.body, `id="checkout" method="post" action="/checkout/review" hidden`) {
 		t.Error("the form of a product on sale is hidden")
 	}
 
 	for _, p := range []domain.Product{soldOut, ended} {
 		r := b.get(path(p))
 		wantStatus(t, r, 200)
-		if strings.Contains(r.body, `action="/checkout"`) {
+		if strings.Contains(r.body, `action="/checkout/review"`) {
 			t.Errorf("%s: an order form: %s", p.Name(), r.body)
 		}
 	}
@@ -89,13 +89,13 @@ func TestProductPageStates(t *testing.T) {
 
 	r = b.get(path(upcoming))
 	wantContains(t, r, "The sale starts in", `data-remaining="90"`, "0:01:30", `src="/static/shop/countdown.js"`,
-		`action="/checkout" hidden`)
+		`action="/checkout/review" hidden`)
 	h.clock.Advance(91 * time.Second)
 	r = b.get(path(upcoming))
-	if strings.Contains(r.body, "data-remaining") || strings.Contains(r.body, `action="/checkout" hidden`) {
+	if strings.Contains(r.body, "data-remaining") || strings.Contains(r.body, `action="/checkout/review" hidden`) {
 		t.Fatalf("after the start, still a countdown: %s", r.body)
 	}
-	wantContains(t, r, `action="/checkout"`)
+	wantContains(t, r, `action="/checkout/review"`)
 
 	wantStatus(t, b.get("/p/99999"), 404)
 	wantStatus(t, b.get("/p/abc"), 404)
@@ -109,7 +109,7 @@ func TestEveryIdempotencyKeyIsFresh(t *testing.T) {
 	b := h.browser("en")
 	seen := map[string]bool{}
 	for range 20 {
-		k := field(t, keyField, b.get(path(p)).body)
+		k := orderForm(t, b, p, "1", "key@example.com").Get("key")
 		if seen[k] {
 			t.Fatalf("key %s rendered twice", k)
 		}
@@ -118,3 +118,41 @@ func TestEveryIdempotencyKeyIsFresh(t *testing.T) {
 }
 
 func path(p domain.Product) string { return "/p/" + strconv.FormatInt(int64(p.ID()), 10) }
+
+// TestProductPageIsTheSameForEveryone: the product page holds no token, no key and sets no
+// cookie (its form only asks for the review page), so it is rendered once per snapshot and
+// language and answered 304 to a browser that has it; the review page is where the CSRF token
+// and the order's fresh key are.
+func TestProductPageIsTheSameForEveryone(t *testing.T) {
+	h := newHarness(t)
+	p := h.product(application.NewProduct{Name: "Cached", Price: 100}, 3)
+	r := h.browser("en").get(path(p))
+	wantStatus(t, r, 200)
+	for _, leak := range []string{`name="csrf"`, `name="key"`} {
+		if strings.Contains(r.body, leak) {
+			t.Errorf("the product page holds %s", leak)
+		}
+	}
+	if c := r.header.Get("Set-Cookie"); c != "" {
+		t.Errorf("the product page sets a cookie: %s", c)
+	}
+	tag := r.header.Get("ETag")
+	if tag == "" || r.header.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("ETag %q, Cache-Control %q", tag, r.header.Get("Cache-Control"))
+	}
+	other := h.browser("en").get(path(p))
+	if other.body != r.body || other.header.Get("ETag") != tag {
+		t.Error("two visitors got different product pages")
+	}
+	again := h.browser("en").do("GET", path(p), nil, "If-None-Match", tag)
+	if again.status != 304 || again.body != "" {
+		t.Fatalf("revalidation: %d %q", again.status, again.body)
+	}
+	if zh := h.browser("zh-CN").get(path(p)); zh.header.Get("ETag") == tag {
+		t.Error("the Chinese page has the English page's ETag")
+	}
+	form := orderForm(t, h.browser("en"), p, "2", "cached@example.com")
+	if form.Get("csrf") == "" || form.Get("key") == "" || form.Get("qty") != "2" {
+		t.Fatalf("the review page's form: %v", form)
+	}
+}

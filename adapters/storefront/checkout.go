@@ -2,6 +2,7 @@ package storefront
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -129,4 +130,90 @@ func (s *shop) allowCheckout(c *fiber.Ctx) (bool, time.Duration) {
 		return true, 0
 	}
 	return ok, retry
+}
+
+// reviewData is the review page's: the order as it will be placed, priced by the shop, and the
+// form that places it.
+type reviewData struct {
+	Item     itemView
+	Qty      int
+	Unit     string // the unit price for this quantity (its tier)
+	Amount   string
+	Email    string
+	Provider domain.Provider
+	Key      string // the order's idempotency key: fresh on every review page
+	Widget   Widget
+	Path     string // the product page, to change the order
+}
+
+// review is POST /checkout/review, what the product page's form asks for: the order it
+// describes, priced by the shop from the snapshot (quantity tiers), with the form that places
+// it (POST /checkout). That form carries the browser's CSRF token, a fresh idempotency key (a
+// double submit places one order) and the human-check widget. Nothing is reserved here, so the
+// product page's form needs no token and the product page stays the same for everyone. A form
+// the shop would refuse anyway (quantity, e-mail address, a product not on sale) is refused
+// here with the same pages as the checkout.
+func (s *shop) review(c *fiber.Ctx) error {
+	pid, err := strconv.ParseInt(formValue(c, "product"), 10, 64)
+	if err != nil || pid <= 0 {
+		return s.message(c, fiber.StatusNotFound, "storefront.no_product", "/")
+	}
+	back := "/p/" + strconv.FormatInt(pid, 10)
+	snap, err := s.sales.Catalogue(c.UserContext())
+	if err != nil {
+		return s.unavailable(c, err)
+	}
+	it, ok := snap.Item(domain.ProductID(pid))
+	if !ok {
+		return s.message(c, fiber.StatusNotFound, "storefront.no_product", "/")
+	}
+	switch it.Status {
+	case application.CatalogueSoldOut:
+		return s.message(c, fiber.StatusConflict, "storefront.err_sold_out", back)
+	case application.CatalogueEnded:
+		return s.message(c, fiber.StatusConflict, "storefront.err_ended", back)
+	case application.CataloguePaused:
+		return s.message(c, fiber.StatusConflict, "storefront.err_paused", back)
+	case application.CatalogueOnSale, application.CatalogueUpcoming:
+	default:
+	}
+	qty, err := strconv.Atoi(strings.TrimSpace(formValue(c, "qty")))
+	if err != nil {
+		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_qty_number", back)
+	}
+	if qty < 1 || qty > maxQty(it) {
+		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_qty", back)
+	}
+	email, err := domain.ParseEmail(formValue(c, "email"))
+	if err != nil {
+		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_email", back)
+	}
+	provider := domain.Provider(formValue(c, "provider"))
+	if providers := s.payments.Providers(); len(providers) > 0 && !slices.Contains(providers, provider) {
+		provider = providers[0]
+	}
+	unit := it.Price
+	for _, t := range it.Tiers {
+		if qty < t.MinQty {
+			break
+		}
+		unit = t.UnitPrice
+	}
+	amount, err := unit.Times(qty)
+	if err != nil {
+		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_qty", back)
+	}
+	key, err := randomToken(18)
+	if err != nil {
+		return s.internal(c, "idempotency key", err)
+	}
+	tok, err := s.csrfToken(c)
+	if err != nil {
+		return s.internal(c, "csrf token", err)
+	}
+	v := view{Title: "storefront.title_review", CSRF: tok, Data: reviewData{Item: viewOf(snap.Currency, it), Qty: qty,
+		Unit: money(snap.Currency, unit), Amount: money(snap.Currency, amount), Email: string(email), Provider: provider,
+		Key: key, Widget: s.cfg.Widget, Path: back}}
+	withWidget(&v, s.cfg.Widget)
+	return s.render(c, fiber.StatusOK, "review", back, v)
 }

@@ -20,14 +20,25 @@ var (
 	secretText  = regexp.MustCompile(`<p class="secret-value"><code>([^<]+)</code></p>`)
 )
 
-// orderForm reads the product page as b and fills its order form.
+// orderForm reads the product page as b, sends its order form and returns the review page's
+// form, which places the order (its CSRF token and fresh idempotency key included).
 func orderForm(t testing.TB, b *browser, p domain.Product, qty, email string) url.Values {
 	t.Helper()
-	r := b.get(path(p))
+	wantStatus(t, b.get(path(p)), 200)
+	r := b.post("/checkout/review", url.Values{"product": {strings.TrimPrefix(path(p), "/p/")}, "qty": {qty},
+		"email": {email}, "provider": {"dev"}})
 	wantStatus(t, r, 200)
 	return url.Values{"csrf": {field(t, csrfField, r.body)}, "key": {field(t, keyField, r.body)},
-		"product": {strings.TrimPrefix(path(p), "/p/")}, "qty": {qty}, "email": {email}, "provider": {"dev"}}
+		"product": {field(t, productField, r.body)}, "qty": {field(t, qtyField, r.body)},
+		"email": {field(t, emailField, r.body)}, "provider": {field(t, providerField, r.body)}}
 }
+
+var (
+	productField  = regexp.MustCompile(`name="product" value="([^"]+)"`)
+	qtyField      = regexp.MustCompile(`name="qty" value="([^"]+)"`)
+	emailField    = regexp.MustCompile(`name="email" value="([^"]+)"`)
+	providerField = regexp.MustCompile(`name="provider" value="([^"]+)"`)
+)
 
 // placed is a confirmation page's order number and secret.
 func placed(t testing.TB, r resp) (domain.OrderNo, string) {
@@ -224,5 +235,47 @@ func TestCSRFRefused(t *testing.T) {
 	}
 	if n := len(h.orders()); n != 0 {
 		t.Fatalf("%d orders placed without a valid token", n)
+	}
+}
+
+// TestReviewRefusesWhatTheCheckoutWould: the review page prices the order from the snapshot
+// (the quantity's tier) and refuses, with the checkout's pages, a quantity out of range, a bad
+// e-mail address and a product not on sale; it places nothing, and a double-posted review
+// gives two different keys (each review page is one order).
+func TestReviewRefusesWhatTheCheckoutWould(t *testing.T) {
+	h := newHarness(t)
+	p := h.product(application.NewProduct{Name: "Tiered", Price: 1000, MaxPerOrder: 4,
+		Tiers: []domain.PriceTier{{MinQty: 3, UnitPrice: 900}}}, 5)
+	gone := h.product(application.NewProduct{Name: "Gone", Price: 100}, 0)
+	b := h.browser("en")
+	review := func(p domain.Product, qty, email string) resp {
+		return b.post("/checkout/review", url.Values{"product": {strings.TrimPrefix(path(p), "/p/")}, "qty": {qty},
+			"email": {email}, "provider": {"dev"}})
+	}
+	r := review(p, "3", " Buyer@Example.COM ")
+	wantStatus(t, r, 200)
+	wantContains(t, r, "9.00 CNY", "27.00 CNY", `name="email" value="Buyer@example.com"`)
+	for _, tc := range []struct {
+		p          domain.Product
+		qty, email string
+		status     int
+		says       string
+	}{
+		{p, "0", "a@example.com", 422, "quantity"},
+		{p, "5", "a@example.com", 422, "quantity"},
+		{p, "two", "a@example.com", 422, "number"},
+		{p, "1", "not-an-address", 422, "e-mail"},
+		{gone, "1", "a@example.com", 409, "sold out"},
+	} {
+		r := review(tc.p, tc.qty, tc.email)
+		if r.status != tc.status || !strings.Contains(strings.ToLower(r.body), tc.says) {
+			t.Errorf("review of %s × %s for %q: %d, want %d saying %q: %s", tc.p.Name(), tc.qty, tc.email, r.status, tc.status, tc.says, r.body)
+		}
+	}
+	if k1, k2 := field(t, keyField, review(p, "1", "a@example.com").body), field(t, keyField, review(p, "1", "a@example.com").body); k1 == k2 {
+		t.Error("two review pages share a key")
+	}
+	if n := len(h.orders()); n != 0 {
+		t.Fatalf("reviews placed %d orders", n)
 	}
 }

@@ -27,6 +27,8 @@ func everyPage(t *testing.T, h *harness) map[string]resp {
 		pages[lang+" catalogue"] = b.get("/")
 		pages[lang+" product"] = b.get(path(p))
 		pages[lang+" upcoming"] = b.get(path(later))
+		pages[lang+" review"] = b.post("/checkout/review", url.Values{"product": {strings.TrimPrefix(path(p), "/p/")},
+			"qty": {"1"}, "email": {lang + "@example.com"}, "provider": {"dev"}})
 		confirm := b.post("/checkout", orderForm(t, b, p, "1", lang+"@example.com"))
 		pages[lang+" confirm"] = confirm
 		no, _ := placed(t, confirm)
@@ -108,7 +110,7 @@ func TestOperatorTextIsEscaped(t *testing.T) {
 		if strings.Contains(r.body, "<script>alert") || strings.Contains(r.body, `&"'`) {
 			t.Errorf("%s: the name is not escaped", name)
 		}
-		for _, show := range []string{"catalogue", "product", "confirm", "order pending", "order paid", "qr"} {
+		for _, show := range []string{"catalogue", "product", "review", "confirm", "order pending", "order paid", "qr"} {
 			if strings.HasSuffix(name, " "+show) && !strings.Contains(r.body, escaped) {
 				t.Errorf("%s: the escaped name is missing", name)
 			}
@@ -123,7 +125,12 @@ func TestCaptchaWidgetOpensItsOrigins(t *testing.T) {
 		c.Widget = storefront.Widget{Provider: storefront.WidgetTurnstile, SiteKey: `site"key`}
 	}})
 	p := h.product(application.NewProduct{Name: "Guarded", Price: 100}, 1)
-	r := h.browser("en").get(path(p))
+	b := h.browser("en")
+	if strings.Contains(b.get(path(p)).body, "cf-turnstile") {
+		t.Error("the product page shows the widget: it belongs to the review page, which places the order")
+	}
+	r := b.post("/checkout/review", url.Values{"product": {strings.TrimPrefix(path(p), "/p/")}, "qty": {"1"},
+		"email": {"w@example.com"}, "provider": {"dev"}})
 	wantContains(t, r, `class="cf-turnstile" data-sitekey="site&#34;key"`,
 		`<script src="https://challenges.cloudflare.com/turnstile/v0/api.js" defer>`)
 	csp := r.header.Get("Content-Security-Policy")

@@ -155,6 +155,7 @@ func Mount(app *fiber.App, cfg Config, sales Sales, payments Payments, clock dom
 		{"GET", "/p/:id", []fiber.Handler{s.productPage}},
 		{"GET", "/lang", []fiber.Handler{s.switchLang}},
 		{"GET", "/favicon.ico", []fiber.Handler{noIcon}},
+		{"POST", "/checkout/review", []fiber.Handler{s.parseForm, s.review}},
 		{"POST", "/checkout", []fiber.Handler{s.parseForm, s.csrf, s.checkout}},
 		{"GET", "/lookup", []fiber.Handler{s.lookupPage}},
 		{"POST", "/lookup", []fiber.Handler{s.parseForm, s.csrf, s.lookup}},

@@ -449,6 +449,7 @@ func insertScratchDDL(table string) string {
 		"status ENUM('PENDING','PAID','CLOSED','FAILED','REFUNDED','UNFULFILLED') NOT NULL, reason TEXT NOT NULL, " +
 		"payment_ref VARCHAR(128) NOT NULL DEFAULT '', created_at DATETIME(6) NOT NULL, expires_at DATETIME(6) NOT NULL, " +
 		"paid_at DATETIME(6) NULL, ended_at DATETIME(6) NULL, revealed_at DATETIME(6) NULL, updated_at DATETIME(6) NOT NULL, " +
+		"buyer_email VARCHAR(254) NULL, buyer_lang VARCHAR(8) NULL, access_hash BINARY(32) NULL, " +
 		"PRIMARY KEY (order_no), UNIQUE KEY uk_buyer_idem (buyer_id, idem_key), " +
 		"KEY idx_expiry (status, expires_at), KEY idx_buyer_created (buyer_id, created_at), " +
 		"KEY idx_product_status (product_id, status, created_at), KEY idx_created (created_at)" +

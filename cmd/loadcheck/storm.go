@@ -360,9 +360,16 @@ func expectCatalogued(ctx context.Context, in *instance, path string) error {
 // waitCatalogued waits until the instance lists the product (expectCatalogued), for at most
 // two product-list reloads.
 func waitCatalogued(ctx context.Context, in *instance, path string) error {
+	return untilListed(ctx, func() error { return expectCatalogued(ctx, in, path) })
+}
+
+// untilListed runs check every 100 ms until it passes, for at most two product-list reloads
+// (a product created on one instance is listed by the others after their next reload), and
+// returns its last error.
+func untilListed(ctx context.Context, check func() error) error {
 	deadline := time.Now().Add(2 * productsEvery)
 	for {
-		err := expectCatalogued(ctx, in, path)
+		err := check()
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // The built-in shop's pages in the refresh storm: the catalogue page (GET /) and the product
@@ -86,18 +85,7 @@ func (e *env) reportPage(pr pageRun, idle dbDelta, insts []*instance, before, af
 // expectPage checks that a storefront page answers 200 with HTML: the storefront is on (the
 // service's default) and the product is listed.
 func expectPage(ctx context.Context, in *instance, path string) error {
-	deadline := time.Now().Add(2 * productsEvery)
-	for {
-		err := getPage(ctx, in, path)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return untilListed(ctx, func() error { return getPage(ctx, in, path) })
 }
 
 func getPage(ctx context.Context, in *instance, path string) error {
