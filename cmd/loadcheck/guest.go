@@ -88,10 +88,13 @@ var errNoMailpit = errors.New("the guest-checkout scenario needs Mailpit")
 
 // guestWalk is one buyer's walk through the shop, and what it saw.
 type guestWalk struct {
-	buyer  int
-	email  string
-	qty    int
-	double bool // sends each order form twice at once (same key)
+	buyer int
+	email string
+	qty   int
+	// double sends the form that places the order twice at once (same key). The review step
+	// before it is sent once: two review pages answered at once would each give the browser a
+	// CSRF cookie of its own, and only the last one set stays, as in a browser.
+	double bool
 	pays   bool
 	base   string // the instance it walks
 	// no and secret are the order's number and access secret of the confirmation page; no is
@@ -103,8 +106,9 @@ type guestWalk struct {
 	// inProgress counts answers that were not a confirmation (a double submit's twin may be
 	// refused while the first is placing the order).
 	inProgress int
-	posts      []time.Duration // each checkout POST's latency
-	statuses   []int           // each checkout POST's status
+	posts      []time.Duration // each POST /checkout's latency (the POST that places the order)
+	reviews    []time.Duration // each other POST of the order forms' (POST /checkout/review)
+	statuses   []int           // each POST's status, of both kinds
 	paid       bool            // the dev provider's pay page confirmed the payment (200)
 	err        string          // why the walk stopped short, "" when it did not
 }
@@ -176,7 +180,8 @@ func (e *env) guestLoad(ctx context.Context, sc scenario, insts []*instance, pid
 	return g.result(), nil
 }
 
-// result is the checkout POSTs as a WrkResult.
+// result is the checkout POSTs as a WrkResult (the statuses are of every POST of the order
+// forms, review steps too).
 func (g *guestRun) result() WrkResult {
 	out := WrkResult{Status: map[int]int64{}, Counts: map[string]int64{}}
 	var lat []time.Duration
@@ -196,6 +201,16 @@ func (g *guestRun) result() WrkResult {
 		out.Max = lat[len(lat)-1]
 	}
 	return out
+}
+
+// reviewLatency is the p50 and p99 of the review step's POSTs, zero without any.
+func (g *guestRun) reviewLatency() (p50, p99 time.Duration, n int) {
+	var lat []time.Duration
+	for _, w := range g.walks {
+		lat = append(lat, w.reviews...)
+	}
+	slices.Sort(lat)
+	return percentile(lat, 0.50), percentile(lat, 0.99), len(lat)
 }
 
 // percentile is the q-th quantile of sorted durations (nearest rank), 0 for none.
@@ -222,7 +237,7 @@ func (w *guestWalk) walk(ctx context.Context, t http.RoundTripper, pid int64) {
 		w.err = fmt.Sprintf("GET /p/%d: %d %v", pid, st, err)
 		return
 	}
-	form, ok := keyForm(page)
+	form, ok := productForm(page)
 	if !ok {
 		w.err = fmt.Sprintf("GET /p/%d: no order form", pid)
 		return
@@ -250,7 +265,7 @@ func (w *guestWalk) walk(ctx context.Context, t http.RoundTripper, pid int64) {
 			}
 			w.inProgress++
 			if w.err == "" {
-				w.err = fmt.Sprintf("POST %s: %d %s", form.action, a.status, trim(strings.Join(strings.Fields(a.text()), " "), 160))
+				w.err = fmt.Sprintf("POST %s: %d %s", form.action, a.status, trim(pageText(a.text()), 160))
 			}
 		}
 		if confirmed != "" {
@@ -286,10 +301,11 @@ func (a answer) text() string {
 	return a.page
 }
 
-// submit posts the form (twice at once for a double submit) and times each POST.
+// submit posts the form (twice at once for a double submit of a form with a key) and times
+// each POST.
 func (w *guestWalk) submit(ctx context.Context, c *http.Client, action string, form url.Values) []answer {
 	n := 1
-	if w.double {
+	if _, placing := form["key"]; w.double && placing {
 		n = 2
 	}
 	out := make([]answer, n)
@@ -304,7 +320,12 @@ func (w *guestWalk) submit(ctx context.Context, c *http.Client, action string, f
 	}
 	wg.Wait()
 	for i := range n {
-		w.posts, w.statuses = append(w.posts, took[i]), append(w.statuses, out[i].status)
+		if action == "/checkout" {
+			w.posts = append(w.posts, took[i])
+		} else {
+			w.reviews = append(w.reviews, took[i])
+		}
+		w.statuses = append(w.statuses, out[i].status)
 	}
 	return out
 }
@@ -341,7 +362,7 @@ func (w *guestWalk) pay(ctx context.Context, c *http.Client, confirmed string) {
 	confirm := link.Scheme + "://" + link.Host + link.Path + "/confirm"
 	st, page, err := postForm(ctx, c, confirm, form)
 	if err != nil || st != http.StatusOK {
-		w.err = fmt.Sprintf("POST %s: %d %v %s", link.Path+"/confirm", st, err, trim(page, 160))
+		w.err = fmt.Sprintf("POST %s: %d %v %s", link.Path+"/confirm", st, err, trim(pageText(page), 160))
 		return
 	}
 	w.paid = true

@@ -65,11 +65,26 @@ func parseForms(page string) []pageForm {
 	return out
 }
 
-// keyForm is the page's order form: the first form with an idempotency key field (the product
-// page's, or the review page's that places the order).
+// keyForm is the form of a page that places an order: the first form with an idempotency key
+// field (the review page's, or a product page's that places the order at once).
 func keyForm(page string) (pageForm, bool) {
 	for _, f := range parseForms(page) {
 		if _, ok := f.fields["key"]; ok {
+			return f, true
+		}
+	}
+	return pageForm{}, false
+}
+
+// productForm is the product page's order form: the form that places the order, or else the
+// first form posting to /checkout/… (the review step's, which carries no key: the page is the
+// same for every buyer).
+func productForm(page string) (pageForm, bool) {
+	if f, ok := keyForm(page); ok {
+		return f, true
+	}
+	for _, f := range parseForms(page) {
+		if f.action == "/checkout" || strings.HasPrefix(f.action, "/checkout/") {
 			return f, true
 		}
 	}
@@ -112,6 +127,20 @@ func pageCodes(page string) []string {
 		out = append(out, strings.TrimSpace(html.UnescapeString(m[1])))
 	}
 	return out
+}
+
+var (
+	mainRe = regexp.MustCompile(`(?is)<main\b[^>]*>(.*?)</main>`)
+	tagRe  = regexp.MustCompile(`(?s)<[^>]*>`)
+)
+
+// pageText is what a page says, for a failure's detail: the text of its <main> (of the whole
+// answer when it has none), without tags, on one line.
+func pageText(page string) string {
+	if m := mainRe.FindStringSubmatch(page); m != nil {
+		page = m[1]
+	}
+	return strings.Join(strings.Fields(html.UnescapeString(tagRe.ReplaceAllString(page, " "))), " ")
 }
 
 // csrfOf is the CSRF token of the page's form posting to an action ending in suffix ("/pay").

@@ -29,25 +29,38 @@ const (
   </fieldset>
   <button type="submit">Buy</button>
 </form></main>`
-	reviewPage = `<main><h1>Check your order</h1><dl class="review"><dt>Qty</dt><dd>%s</dd></dl>
-<form method="post" action="/checkout">
-  <input type="hidden" name="csrf" value="tok&#43;1">
-  <input type="hidden" name="key" value="%s">
+	// productReviewPage is the product page that is the same for every buyer: no key, no
+	// CSRF token; its form asks for the review page.
+	productReviewPage = `<main><h1>Card</h1>
+<form class="lang" method="get" action="/lang"><input type="hidden" name="to" value="en"></form>
+<form class="checkout" id="checkout" method="post" action="/checkout/review">
   <input type="hidden" name="product" value="7">
-  <input type="hidden" name="qty" value="%s">
-  <input type="hidden" name="email" value="%s">
-  <input type="hidden" name="provider" value="%s">
+  <label>Qty <input type="number" name="qty" value="1" min="1" max="10" required inputmode="numeric"></label>
+  <label>E-mail <input type="email" name="email" required autocomplete="email" maxlength="254"></label>
+  <fieldset><legend>Pay with</legend>
+    <label class="radio"><input type="radio" name="provider" value="dev" checked> Dev</label>
+  </fieldset>
+  <button type="submit">Buy</button>
+</form></main>`
+	reviewPage = `<main><h1>Check your order</h1><dl class="review"><dt>Qty</dt><dd>%[2]s</dd></dl>
+<form method="post" action="/checkout">
+  <input type="hidden" name="csrf" value="%[1]s">
+  <input type="hidden" name="key" value="%[3]s">
+  <input type="hidden" name="product" value="7">
+  <input type="hidden" name="qty" value="%[2]s">
+  <input type="hidden" name="email" value="%[4]s">
+  <input type="hidden" name="provider" value="%[5]s">
   <button type="submit">Place the order</button>
 </form></main>`
 	confirmPage = `<main><h1>Thank you</h1>
 <section class="secret"><h2>Your access key</h2>
-  <p class="secret-value"><code>%s</code></p></section>
+  <p class="secret-value"><code>%[1]s</code></p></section>
 <dl class="summary">
-  <dt>Order</dt><dd><code>%s</code></dd>
+  <dt>Order</dt><dd><code>%[2]s</code></dd>
   <dt>Qty</dt><dd>1</dd>
 </dl>
-<form class="pay" method="post" action="/orders/%s/pay">
-  <input type="hidden" name="csrf" value="tok&#43;1">
+<form class="pay" method="post" action="/orders/%[3]s/pay">
+  <input type="hidden" name="csrf" value="%[4]s">
   <fieldset><label class="radio"><input type="radio" name="provider" value="dev" checked> Dev</label></fieldset>
   <button type="submit">Pay now</button>
 </form></main>`
@@ -71,12 +84,20 @@ func TestPagesAreReadAsABrowserWould(t *testing.T) {
 	if got.Encode() != want.Encode() || f.action != "/checkout" {
 		t.Fatalf("product form: %s to %q, want %s to /checkout", got.Encode(), f.action, want.Encode())
 	}
-	r, ok := keyForm(fmt.Sprintf(reviewPage, "2", "k2", "2", "a@load.example", "dev"))
+	pr, ok := productForm(productReviewPage)
+	if got := pr.fill(map[string]string{"qty": "2", "email": "a@load.example", "provider": "dev"}); !ok || pr.action != "/checkout/review" ||
+		got.Encode() != "email=a%40load.example&product=7&provider=dev&qty=2" {
+		t.Fatalf("review-step product form: %s to %q", got.Encode(), pr.action)
+	}
+	if _, ok := keyForm(productReviewPage); ok {
+		t.Fatal("a product page without a key taken for a form that places the order")
+	}
+	r, ok := keyForm(fmt.Sprintf(reviewPage, "tok+1", "2", "k2", "a@load.example", "dev"))
 	if got := r.fill(map[string]string{"qty": "9", "email": "other@load.example"}); !ok || got.Get("qty") != "2" ||
 		got.Get("email") != "a@load.example" || got.Get("key") != "k2" {
 		t.Fatalf("review form: %s; its hidden fields must go as the page gave them", got.Encode())
 	}
-	page := fmt.Sprintf(confirmPage, "s3cr&#43;t", "N1", "N1")
+	page := fmt.Sprintf(confirmPage, "s3cr&#43;t", "N1", "N1", "tok&#43;1")
 	if no, secret, ok := confirmation(page); !ok || no != "N1" || secret != "s3cr+t" {
 		t.Fatalf("confirmation: %q %q %v", no, secret, ok)
 	}
@@ -92,7 +113,7 @@ func TestPagesAreReadAsABrowserWould(t *testing.T) {
 	if codes := pageCodes(orderPageWithCodes); strings.Join(codes, ",") != "LC-7-00000001,LC-7-00000002" {
 		t.Fatalf("codes %v", codes)
 	}
-	if codes := pageCodes(fmt.Sprintf(confirmPage, "s", "N1", "N1")); codes != nil {
+	if codes := pageCodes(fmt.Sprintf(confirmPage, "s", "N1", "N1", "t")); codes != nil {
 		t.Fatalf("codes on a page without them: %v", codes)
 	}
 }
@@ -116,20 +137,37 @@ func (s *fakeShop) start(t *testing.T) string {
 		s.keys++
 		key := fmt.Sprintf("key%d", s.keys)
 		s.mu.Unlock()
-		c.Cookie(&fiber.Cookie{Name: "shop_csrf", Value: "seed"})
+		if s.review {
+			return c.Type("html").SendString(productReviewPage)
+		}
+		c.Cookie(&fiber.Cookie{Name: "shop_csrf", Value: "1"})
 		return c.Type("html").SendString(fmt.Sprintf(productPage, key))
 	})
+	app.Post("/checkout/review", func(c *fiber.Ctx) error {
+		if !s.review || c.FormValue("provider") != "dev" || c.FormValue("email") == "" || c.FormValue("qty") == "" {
+			return c.Status(400).SendString("bad form " + string(c.Body()))
+		}
+		s.mu.Lock()
+		s.keys++ // a fresh key on every review page
+		key := fmt.Sprintf("rev-%d", s.keys)
+		s.mu.Unlock()
+		// As the shop: a browser without a CSRF seed gets a new one, and the page's token is
+		// the seed's (two review pages answered at once set two seeds, and one is lost).
+		seed := c.Cookies("shop_csrf")
+		if seed == "" {
+			seed = "seed-" + key
+			c.Cookie(&fiber.Cookie{Name: "shop_csrf", Value: seed})
+		}
+		return c.Type("html").SendString(fmt.Sprintf(reviewPage, "tok+"+seed, c.FormValue("qty"), key,
+			c.FormValue("email"), c.FormValue("provider")))
+	})
 	app.Post("/checkout", func(c *fiber.Ctx) error {
-		if c.Cookies("shop_csrf") != "seed" || c.FormValue("csrf") != "tok+1" || c.FormValue("provider") != "dev" ||
-			c.FormValue("email") == "" || c.FormValue("qty") == "" {
+		if c.Cookies("shop_csrf") == "" || c.FormValue("csrf") != "tok+"+c.Cookies("shop_csrf") || c.FormValue("provider") != "dev" ||
+			c.FormValue("email") == "" || c.FormValue("qty") == "" || c.FormValue("key") == "" {
 			return c.Status(403).SendString("bad form " + string(c.Body()))
 		}
 		key := strings.Clone(c.FormValue("key")) // fiber reuses its buffers after the handler
-		if s.review && !strings.HasPrefix(key, "rev-") {
-			return c.Type("html").SendString(fmt.Sprintf(reviewPage, c.FormValue("qty"), "rev-"+key, c.FormValue("qty"),
-				c.FormValue("email"), c.FormValue("provider")))
-		}
-		time.Sleep(20 * time.Millisecond) // the twin of a double submit arrives while this one runs
+		time.Sleep(20 * time.Millisecond)        // the twin of a double submit arrives while this one runs
 		s.mu.Lock()
 		no, ok := s.orders[key]
 		if !ok {
@@ -138,11 +176,11 @@ func (s *fakeShop) start(t *testing.T) string {
 		}
 		s.mu.Unlock()
 		c.Cookie(&fiber.Cookie{Name: "shop_order", Value: "sec-" + no, Path: "/orders/" + no})
-		return c.Type("html").SendString(fmt.Sprintf(confirmPage, "sec-"+no, no, no))
+		return c.Type("html").SendString(fmt.Sprintf(confirmPage, "sec-"+no, no, no, "tok+"+c.Cookies("shop_csrf")))
 	})
 	app.Post("/orders/:no/pay", func(c *fiber.Ctx) error {
 		no := c.Params("no")
-		if c.Cookies("shop_order") != "sec-"+no || c.FormValue("csrf") != "tok+1" || c.FormValue("provider") != "dev" {
+		if c.Cookies("shop_order") != "sec-"+no || c.FormValue("csrf") != "tok+"+c.Cookies("shop_csrf") || c.FormValue("provider") != "dev" {
 			return c.Status(404).SendString("no access")
 		}
 		return c.Redirect(base+"/dev/pay/"+no+"?"+url.Values{"ref": {"r-" + no}, "sig": {"s-" + no}}.Encode(), 303)
@@ -192,15 +230,16 @@ func TestGuestWalkPlacesOneOrderAndPays(t *testing.T) {
 				if w.paid != w.pays || shop.paid[w.no] != w.pays {
 					t.Fatalf("walk %d: pays %v, paid %v, the shop says %v", w.buyer, w.pays, w.paid, shop.paid[w.no])
 				}
-				wantPosts := 1
+				wantPosts, wantReviews := 1, 0
 				if review {
-					wantPosts = 2
+					wantReviews = 1
 				}
 				if w.double {
-					wantPosts *= 2
+					wantPosts *= 2 // the review step is sent once
 				}
-				if len(w.posts) != wantPosts {
-					t.Fatalf("walk %d: %d checkout POSTs timed, want %d", w.buyer, len(w.posts), wantPosts)
+				if len(w.posts) != wantPosts || len(w.reviews) != wantReviews {
+					t.Fatalf("walk %d: %d checkout and %d review POSTs timed, want %d and %d", w.buyer, len(w.posts), len(w.reviews),
+						wantPosts, wantReviews)
 				}
 			}
 			if c := walkCheck(walks); !c.OK {

@@ -362,9 +362,12 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	if sc.guest {
 		g := res.guest
 		res.created = int64(len(g.orders()))
-		fmt.Printf("   checkout  %d buyers at once over %s: %d walks, %s checkouts/s (orders confirmed) · checkout POSTs p50 %s · p99 %s · %s\n",
+		fmt.Printf("   checkout  %d buyers at once over %s: %d walks, %s checkouts/s (orders confirmed) · POST /checkout p50 %s · p99 %s · answers to the order forms' POSTs %s\n",
 			guestBuyers, g.elapsed.Round(100*time.Millisecond), len(g.walks), num(float64(res.created)/g.elapsed.Seconds()),
 			ms(load.P50), ms(load.P99), statusMix(load.Status))
+		if p50, p99, n := g.reviewLatency(); n > 0 {
+			fmt.Printf("             the review step before it: %d POSTs to the product page's form, p50 %s · p99 %s\n", n, ms(p50), ms(p99))
+		}
 	} else {
 		fmt.Printf("   load      %s req/s (%.2f of the hello ceiling) · p50 %s · p90 %s · p99 %s · %s\n",
 			num(load.RPS), load.RPS/e.ceil.hello.RPS, ms(load.P50), ms(load.P90), ms(load.P99), statusMix(load.Status))
