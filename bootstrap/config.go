@@ -117,6 +117,7 @@ type Config struct {
 
 	PublicURL       string        // CARDSHOP_PUBLIC_URL: the shop's address as buyers and providers reach it
 	DevPayments     bool          // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
+	Demo            bool          // CARDSHOP_DEMO: the demo shop's products and made-up codes at start (memory adapters only)
 	Storefront      bool          // CARDSHOP_STOREFRONT: the built-in shop for buyers at /
 	DevPaymentsReal bool          // CARDSHOP_DEV_PAYMENTS_ALLOW_REAL: allow the dev provider with the real adapters
 	StripeKey       domain.Secret // CARDSHOP_STRIPE_SECRET_KEY: enables Stripe
@@ -415,6 +416,7 @@ func settings(c *Config) []setting {
 		durationVar(&c.BlocklistEvery, "CARDSHOP_BLOCKLIST_EVERY", app.BlocklistEvery),
 		durationVar(&c.PaymentCloseGrace, "CARDSHOP_PAYMENT_CLOSE_GRACE", app.PaymentCloseGrace),
 		boolVar(&c.DevPayments, "CARDSHOP_DEV_PAYMENTS", false),
+		boolVar(&c.Demo, "CARDSHOP_DEMO", false),
 		boolVar(&c.Storefront, "CARDSHOP_STOREFRONT", true),
 		boolVar(&c.DevPaymentsReal, "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL", false),
 		secretVar(&c.StripeKey, "CARDSHOP_STRIPE_SECRET_KEY"),
@@ -588,6 +590,9 @@ func LoadConfig(environ []string) (Config, error) {
 	}
 	if c.Captcha != "off" && (c.CaptchaSiteKey == "" || c.CaptchaSecret == "" || c.CaptchaHostname == "") {
 		return Config{}, fmt.Errorf("CARDSHOP_CAPTCHA=%s needs CARDSHOP_CAPTCHA_SITE_KEY, CARDSHOP_CAPTCHA_SECRET and CARDSHOP_CAPTCHA_HOSTNAME", c.Captcha)
+	}
+	if c.Demo && c.Adapters != AdaptersMemory {
+		return Config{}, fmt.Errorf("CARDSHOP_DEMO fills the shop with made-up products and codes: it is for the memory adapters only, not CARDSHOP_ADAPTERS=%s", c.Adapters)
 	}
 	if c.DevPayments && c.Adapters == AdaptersReal && !c.DevPaymentsReal {
 		return Config{}, fmt.Errorf("CARDSHOP_DEV_PAYMENTS pays orders with a button: it is refused with CARDSHOP_ADAPTERS=real unless CARDSHOP_DEV_PAYMENTS_ALLOW_REAL=true")

@@ -247,7 +247,7 @@ func validValue(name string) string {
 	case name == "CARDSHOP_LOG_LEVEL":
 		return "warn"
 	case name == "CARDSHOP_MIGRATE", name == "CARDSHOP_REDIS_AUTOPIPELINE", name == "CARDSHOP_DEV_PAYMENTS",
-		name == "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL", name == "CARDSHOP_EPAY_REFUNDS", name == "CARDSHOP_MAIL_CODES",
+		name == "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL", name == "CARDSHOP_EPAY_REFUNDS", name == "CARDSHOP_MAIL_CODES", name == "CARDSHOP_DEMO",
 		name == "CARDSHOP_STOREFRONT":
 		return "false"
 	case name == "CARDSHOP_BLOCKLIST_EVERY":

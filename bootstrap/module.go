@@ -50,7 +50,7 @@ func Module(cfg Config) fx.Option {
 		adapters,
 		mailer(cfg),
 		observability(),
-		fx.Invoke(watchWebhook, watchMail, watchRefusedNotifications, watchBotRefusals, runWorkers, serveHTTP, servePprof),
+		fx.Invoke(watchWebhook, watchMail, watchRefusedNotifications, watchBotRefusals, seedDemo, runWorkers, serveHTTP, servePprof),
 	)
 }
 
