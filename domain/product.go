@@ -141,11 +141,16 @@ func (p Product) CheckQty(qty int) error {
 	return nil
 }
 
-// UnitPriceFor returns the unit price of an order of qty units: the price of the last tier
-// whose MinQty is at most qty, or the base price below the first tier.
-func (p Product) UnitPriceFor(qty int) Money {
-	price := p.price
-	for _, t := range p.tiers {
+// UnitPriceFor returns the unit price of an order of qty units (TierPrice).
+func (p Product) UnitPriceFor(qty int) Money { return TierPrice(p.price, p.tiers, qty) }
+
+// TierPrice is the unit price of qty units of a product priced base with tiers (ascending
+// MinQty, as a product holds them): the price of the last tier whose MinQty is at most qty,
+// or base below the first tier. A storefront pricing an order from a catalogue copy uses it
+// too, so the price it shows is the one the order gets.
+func TierPrice(base Money, tiers []PriceTier, qty int) Money {
+	price := base
+	for _, t := range tiers {
 		if qty < t.MinQty {
 			break
 		}

@@ -192,13 +192,7 @@ func (s *shop) review(c *fiber.Ctx) error {
 	if providers := s.payments.Providers(); len(providers) > 0 && !slices.Contains(providers, provider) {
 		provider = providers[0]
 	}
-	unit := it.Price
-	for _, t := range it.Tiers {
-		if qty < t.MinQty {
-			break
-		}
-		unit = t.UnitPrice
-	}
+	unit := domain.TierPrice(it.Price, it.Tiers, qty)
 	amount, err := unit.Times(qty)
 	if err != nil {
 		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_qty", back)
