@@ -211,6 +211,16 @@ func browseConsole(t *testing.T, chromium string, c client, shots string, before
 	b.wantText(".notice", "Refunded: 0 code(s) voided, 2 recycled.")
 	b.wantText("dl", "REFUNDED")
 
+	// The blocklist: an operator blocks a disposable-mail domain; the list shows it.
+	b.submit(chromedp.Click(chromedp.CSS(`nav a[href="/console/blocklist"]`)))
+	b.wantPath("/console/blocklist")
+	b.do(chromedp.SetValue(chromedp.CSS(`select[name=kind]`), "email_domain"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=value]`), "mailinator.example"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=note]`), "disposable addresses"))
+	b.submit(chromedp.Click(chromedp.CSS(`form.card button[type=submit]`)))
+	b.wantText("main", "mailinator.example")
+	b.screen("blocklist")
+
 	// The alerts screen: nothing went wrong in this sale.
 	b.submit(chromedp.Click(chromedp.CSS(`nav a[href="/console/alerts"]`)))
 	b.wantText("h1", "Alerts")
