@@ -80,7 +80,7 @@ func (s *Admin) Authenticate(ctx context.Context, token string) (Identity, error
 		return Identity{}, fmt.Errorf("authenticate: %w", err)
 	}
 	sum := sha256.Sum256([]byte(secret))
-	if subtle.ConstantTimeCompare(sum[:], o.TokenHash) != 1 {
+	if subtle.ConstantTimeCompare(sum[:], o.TokenHash) != 1 || o.Disabled() {
 		return Identity{}, domain.ErrUnauthorized
 	}
 	return Identity{Name: o.Name, Role: o.Role}, nil
@@ -132,8 +132,10 @@ func (s *Admin) RotateOperator(ctx context.Context, name string) (domain.Operato
 }
 
 // SetOperatorRole changes an operator's role; it applies from the operator's next request.
+// Demoting the last enabled admin is refused (ErrLastAdmin), also when two admins demote each
+// other at once: the check and the change are one transaction that locks the admins.
 //
-// Errors: ErrInvalidInput, ErrOperatorNotFound, ErrUnavailable.
+// Errors: ErrInvalidInput, ErrOperatorNotFound, ErrLastAdmin, ErrUnavailable.
 func (s *Admin) SetOperatorRole(ctx context.Context, name, role string) (domain.Operator, error) {
 	n, err := domain.ParseOperatorName(name)
 	if err != nil {
@@ -143,24 +145,101 @@ func (s *Admin) SetOperatorRole(ctx context.Context, name, role string) (domain.
 	if err != nil {
 		return domain.Operator{}, err
 	}
-	if err := s.ledger.Operators().SetRole(ctx, n, r); err != nil {
+	var out domain.Operator
+	err = s.keepingAnAdmin(ctx, n, r != domain.RoleAdmin, func(tx domain.Store) error {
+		if err := tx.Operators().SetRole(ctx, n, r); err != nil {
+			return err
+		}
+		out, err = tx.Operators().Operator(ctx, n)
+		return err
+	})
+	if err != nil {
 		return domain.Operator{}, fmt.Errorf("set operator role: %w", err)
 	}
-	return s.ledger.Operators().Operator(ctx, n)
+	return out, nil
 }
 
-// RemoveOperator deletes an operator; its token stops working at once.
+// DisableOperator disables an operator: its token is refused and its console sessions end at
+// their next request, on every instance; the operator stays listed (and its name taken) until
+// it is enabled again or removed. Disabling the last enabled admin is refused.
+//
+// Errors: ErrInvalidInput, ErrOperatorNotFound, ErrLastAdmin, ErrUnavailable.
+func (s *Admin) DisableOperator(ctx context.Context, name string) (domain.Operator, error) {
+	return s.setDisabled(ctx, name, true)
+}
+
+// EnableOperator enables a disabled operator again with its current token.
 //
 // Errors: ErrInvalidInput, ErrOperatorNotFound, ErrUnavailable.
+func (s *Admin) EnableOperator(ctx context.Context, name string) (domain.Operator, error) {
+	return s.setDisabled(ctx, name, false)
+}
+
+func (s *Admin) setDisabled(ctx context.Context, name string, disable bool) (domain.Operator, error) {
+	n, err := domain.ParseOperatorName(name)
+	if err != nil {
+		return domain.Operator{}, err
+	}
+	var at time.Time
+	if disable {
+		at = s.clock.Now().UTC().Truncate(time.Microsecond)
+	}
+	var out domain.Operator
+	err = s.keepingAnAdmin(ctx, n, disable, func(tx domain.Store) error {
+		cur, err := tx.Operators().Operator(ctx, n)
+		if err != nil {
+			return err
+		}
+		if cur.Disabled() == disable { // already so: keep the first time it was disabled
+			out = cur
+			return nil
+		}
+		if err := tx.Operators().SetDisabled(ctx, n, at); err != nil {
+			return err
+		}
+		out, err = tx.Operators().Operator(ctx, n)
+		return err
+	})
+	if err != nil {
+		return domain.Operator{}, fmt.Errorf("disable or enable operator: %w", err)
+	}
+	return out, nil
+}
+
+// RemoveOperator deletes an operator; its token stops working at once. Removing the last
+// enabled admin is refused.
+//
+// Errors: ErrInvalidInput, ErrOperatorNotFound, ErrLastAdmin, ErrUnavailable.
 func (s *Admin) RemoveOperator(ctx context.Context, name string) error {
 	n, err := domain.ParseOperatorName(name)
 	if err != nil {
 		return err
 	}
-	if err := s.ledger.Operators().Remove(ctx, n); err != nil {
+	err = s.keepingAnAdmin(ctx, n, true, func(tx domain.Store) error { return tx.Operators().Remove(ctx, n) })
+	if err != nil {
 		return fmt.Errorf("remove operator: %w", err)
 	}
 	return nil
+}
+
+// keepingAnAdmin runs change in one transaction; when change may take n out of the enabled
+// admins (takesOut), it first locks the enabled admins (ActiveAdmins) and refuses with
+// ErrLastAdmin when n is the only one. The lock makes a concurrent demotion of the other
+// admin wait and then see this one's outcome, so of two admins demoting each other at once
+// exactly one succeeds.
+func (s *Admin) keepingAnAdmin(ctx context.Context, n domain.OperatorName, takesOut bool, change func(tx domain.Store) error) error {
+	return s.ledger.Atomically(ctx, func(tx domain.Store) error {
+		if takesOut {
+			admins, err := tx.Operators().ActiveAdmins(ctx)
+			if err != nil {
+				return err
+			}
+			if len(admins) == 1 && admins[0] == n {
+				return domain.ErrLastAdmin
+			}
+		}
+		return change(tx)
+	})
 }
 
 // Operator returns one operator, read now: the console checks its session against it on every

@@ -24,9 +24,14 @@ var actionRoles = map[string]domain.Role{
 	"operator.update":   domain.RoleAdmin,
 	"operator.rotate":   domain.RoleAdmin,
 	"operator.remove":   domain.RoleAdmin,
-	"alert.ack":         domain.RoleOperator,
-	"blocklist.add":     domain.RoleOperator,
-	"blocklist.remove":  domain.RoleOperator,
+	"operator.disable":  domain.RoleAdmin,
+	"operator.enable":   domain.RoleAdmin,
+	// A manual confirmation pays an order on an operator's word (an admin's alone when the
+	// provider does not confirm it: ConfirmPaymentManually checks that itself).
+	"order.confirm_payment": domain.RoleOperator,
+	"alert.ack":             domain.RoleOperator,
+	"blocklist.add":         domain.RoleOperator,
+	"blocklist.remove":      domain.RoleOperator,
 }
 
 // ActionRole returns the least role that may do the action; false when it is no action.

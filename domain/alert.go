@@ -84,3 +84,6 @@ var ErrAlertNotFound = errors.New("alert not found")
 // ErrAlertAcknowledged means the alert was acknowledged already (by someone else, or by an
 // earlier try of the same request); the first acknowledgement stays.
 var ErrAlertAcknowledged = errors.New("alert already acknowledged")
+
+// AlertManualPayment is the kind of the alert every manual confirmation of a payment raises.
+const AlertManualPayment = "manual_payment"

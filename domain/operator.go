@@ -67,7 +67,17 @@ type Operator struct {
 	TokenHash []byte
 	CreatedAt time.Time
 	RotatedAt time.Time // when the token was last replaced; CreatedAt at first
+	// DisabledAt is when the operator was disabled (its token refused, its console sessions
+	// over, the row and its audit trail kept); zero while it is enabled.
+	DisabledAt time.Time
 }
+
+// Disabled reports whether the operator is disabled.
+func (o Operator) Disabled() bool { return !o.DisabledAt.IsZero() }
+
+// ErrLastAdmin means the change would leave no enabled admin operator: the last one cannot be
+// demoted, disabled or removed (the shared admin token is not counted: it may be unset).
+var ErrLastAdmin = errors.New("the last enabled admin cannot be demoted, disabled or removed")
 
 // ErrOperatorExists means an operator with that name exists.
 var ErrOperatorExists = errors.New("operator already exists")

@@ -365,6 +365,15 @@ type PaymentRepo interface {
 	// Transition stores p if the stored payment's status is still from, and reports whether it
 	// won; of racing transitions from the same status exactly one wins.
 	Transition(ctx context.Context, p Payment, from PaymentStatus) (bool, error)
+	// ClaimManual records m, an operator's confirmation of m.OrderNo paid under the provider's
+	// reference (m.Provider, m.Reference), and reports whether it was recorded now (false: the
+	// same order claimed that reference before; the first record stays). ErrReferenceUsed,
+	// recording nothing, when another order holds the reference: a manual confirmation, or a
+	// payment at m.Provider with that ProviderRef. Of concurrent claims of one reference for
+	// different orders exactly one succeeds (a unique key, not a read before the write).
+	ClaimManual(ctx context.Context, m ManualPayment) (bool, error)
+	// ManualOf lists the order's manual confirmations, oldest first.
+	ManualOf(ctx context.Context, no OrderNo) ([]ManualPayment, error)
 }
 
 // NotificationRecord is one provider notification as received and judged: what an operator

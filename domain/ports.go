@@ -464,6 +464,14 @@ type OperatorRepo interface {
 	SetRole(ctx context.Context, name OperatorName, r Role) error
 	// Remove deletes the operator (its token stops working); ErrOperatorNotFound.
 	Remove(ctx context.Context, name OperatorName) error
+	// SetDisabled disables the operator as of at (its token stops working), or enables it
+	// again when at is zero; ErrOperatorNotFound.
+	SetDisabled(ctx context.Context, name OperatorName, at time.Time) error
+	// ActiveAdmins lists the enabled admins by name. Inside Atomically it also locks their rows
+	// until the transaction ends, so that of concurrent transactions that each check that
+	// another admin is left before demoting, disabling or removing one, the later waits and
+	// sees the earlier's change: the last admin cannot be raced away.
+	ActiveAdmins(ctx context.Context) ([]OperatorName, error)
 	// EndSessions records a console logout: the console sessions of name issued at or
 	// before at are over. It keeps the later of the stored time and at, so a logout never
 	// reopens a session, and takes any name, the shared admin token's (LegacyAdmin, which has

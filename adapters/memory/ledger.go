@@ -248,9 +248,10 @@ type ledgerData struct {
 	unsent       map[int64]struct{}
 	lastOutboxID int64
 	payments     map[domain.OrderNo]map[domain.Provider]domain.Payment
-	notices      []domain.NotificationRecord // oldest first, so ids increase along it
-	noticesOf    map[domain.OrderNo][]int64  // an order's records: their ids, oldest first
-	refusedAggs  map[refusedKey]int64        // a refused aggregate's provider, remote and window -> its id
+	manual       map[manualKey]domain.ManualPayment // manual confirmations by provider and reference
+	notices      []domain.NotificationRecord        // oldest first, so ids increase along it
+	noticesOf    map[domain.OrderNo][]int64         // an order's records: their ids, oldest first
+	refusedAggs  map[refusedKey]int64               // a refused aggregate's provider, remote and window -> its id
 	lastNotice   int64
 	operators    map[domain.OperatorName]domain.Operator
 	logouts      map[domain.OperatorName]time.Time // console logouts (EndSessions), in UTC
@@ -283,6 +284,7 @@ func newLedgerData() *ledgerData {
 		outboxRows:  make(map[int64]outboxRow),
 		unsent:      make(map[int64]struct{}),
 		payments:    make(map[domain.OrderNo]map[domain.Provider]domain.Payment),
+		manual:      make(map[manualKey]domain.ManualPayment),
 		noticesOf:   make(map[domain.OrderNo][]int64),
 		refusedAggs: make(map[refusedKey]int64),
 		operators:   make(map[domain.OperatorName]domain.Operator),

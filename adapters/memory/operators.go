@@ -106,6 +106,28 @@ func (r operatorRepo) Remove(_ context.Context, name domain.OperatorName) error 
 	return nil
 }
 
+func (r operatorRepo) SetDisabled(_ context.Context, name domain.OperatorName, at time.Time) error {
+	return r.update(name, "disable or enable", func(o *domain.Operator) { o.DisabledAt = at.UTC() })
+}
+
+// ActiveAdmins needs no lock of its own: Atomically holds the ledger's mutex for the whole
+// transaction, which serialises every change of operators.
+func (r operatorRepo) ActiveAdmins(_ context.Context) ([]domain.OperatorName, error) {
+	release, err := r.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var out []domain.OperatorName
+	for _, o := range r.s.data.operators {
+		if o.Role == domain.RoleAdmin && !o.Disabled() {
+			out = append(out, o.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // EndSessions keeps the later of the stored time and at, as the port says.
 func (r operatorRepo) EndSessions(_ context.Context, name domain.OperatorName, at time.Time) error {
 	release, err := r.s.acquire()

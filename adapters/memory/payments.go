@@ -92,3 +92,58 @@ func (r paymentRepo) Transition(_ context.Context, p domain.Payment, from domain
 	putIn(r.s, r.s.data.payments, p.OrderNo, p.Provider, p)
 	return true, nil
 }
+
+type manualKey struct {
+	provider  domain.Provider
+	reference string
+}
+
+// ClaimManual looks the reference up among the manual confirmations and the payments at the
+// provider under the ledger's mutex, so of concurrent claims one wins.
+func (r paymentRepo) ClaimManual(_ context.Context, m domain.ManualPayment) (bool, error) {
+	if m.OrderNo == "" || m.Provider == "" || m.Reference == "" || m.At.IsZero() {
+		return false, domain.Invalid("manual_payment", "order, provider, reference and time required")
+	}
+	release, err := r.s.acquire()
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	k := manualKey{m.Provider, m.Reference}
+	if cur, ok := r.s.data.manual[k]; ok {
+		if cur.OrderNo != m.OrderNo {
+			return false, fmt.Errorf("reference %s at %s: %w", m.Reference, m.Provider, domain.ErrReferenceUsed)
+		}
+		return false, nil
+	}
+	for no, ps := range r.s.data.payments {
+		if p, ok := ps[m.Provider]; ok && no != m.OrderNo && p.ProviderRef == m.Reference {
+			return false, fmt.Errorf("reference %s at %s: %w", m.Reference, m.Provider, domain.ErrReferenceUsed)
+		}
+	}
+	m.At = m.At.UTC()
+	put(r.s, r.s.data.manual, k, m)
+	return true, nil
+}
+
+// ManualOf sorts by time; the reference breaks ties.
+func (r paymentRepo) ManualOf(_ context.Context, no domain.OrderNo) ([]domain.ManualPayment, error) {
+	release, err := r.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var out []domain.ManualPayment
+	for _, m := range r.s.data.manual {
+		if m.OrderNo == no {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].At.Equal(out[j].At) {
+			return out[i].At.Before(out[j].At)
+		}
+		return out[i].Reference < out[j].Reference
+	})
+	return out, nil
+}

@@ -13,14 +13,15 @@ import (
 type operatorRepo struct{ s *store }
 
 type operatorRow struct {
-	Name      string    `bun:"name"`
-	Role      string    `bun:"role"`
-	TokenHash []byte    `bun:"token_hash"`
-	CreatedAt time.Time `bun:"created_at"`
-	RotatedAt time.Time `bun:"rotated_at"`
+	Name      string       `bun:"name"`
+	Role      string       `bun:"role"`
+	TokenHash []byte       `bun:"token_hash"`
+	CreatedAt time.Time    `bun:"created_at"`
+	RotatedAt time.Time    `bun:"rotated_at"`
+	Disabled  sql.NullTime `bun:"disabled_at"`
 }
 
-const operatorColumns = "name, role, token_hash, created_at, rotated_at"
+const operatorColumns = "name, role, token_hash, created_at, rotated_at, disabled_at"
 
 func (r operatorRow) operator() (domain.Operator, error) {
 	role, err := domain.ParseRole(r.Role)
@@ -28,7 +29,7 @@ func (r operatorRow) operator() (domain.Operator, error) {
 		return domain.Operator{}, fmt.Errorf("operator %s: %w", r.Name, err)
 	}
 	return domain.Operator{Name: domain.OperatorName(r.Name), Role: role, TokenHash: r.TokenHash,
-		CreatedAt: r.CreatedAt, RotatedAt: r.RotatedAt}, nil
+		CreatedAt: r.CreatedAt, RotatedAt: r.RotatedAt, DisabledAt: r.Disabled.Time}, nil
 }
 
 // Create is one INSERT; the primary key refuses a second operator of the name, whoever races
@@ -42,8 +43,8 @@ func (r operatorRepo) Create(ctx context.Context, o domain.Operator) error {
 		rotated = o.CreatedAt
 	}
 	op := fmt.Sprintf("create operator %s", o.Name)
-	_, err := r.s.exec(ctx, op, "INSERT INTO operators ("+operatorColumns+") VALUES (?, ?, ?, ?, ?)",
-		string(o.Name), string(o.Role), o.TokenHash, o.CreatedAt.UTC(), rotated.UTC())
+	_, err := r.s.exec(ctx, op, "INSERT INTO operators ("+operatorColumns+") VALUES (?, ?, ?, ?, ?, ?)",
+		string(o.Name), string(o.Role), o.TokenHash, o.CreatedAt.UTC(), rotated.UTC(), nullTime(o.DisabledAt))
 	if _, dup := duplicateKey(err); dup {
 		return fmt.Errorf("%s: %w", op, domain.ErrOperatorExists)
 	}
@@ -117,6 +118,29 @@ func (r operatorRepo) Remove(ctx context.Context, name domain.OperatorName) erro
 		return fmt.Errorf("%s: %w", op, domain.ErrOperatorNotFound)
 	}
 	return err
+}
+
+func (r operatorRepo) SetDisabled(ctx context.Context, name domain.OperatorName, at time.Time) error {
+	op := fmt.Sprintf("disable or enable operator %s", name)
+	n, err := r.s.execN(ctx, op, "UPDATE operators SET disabled_at = ? WHERE name = ?", nullTime(at), string(name))
+	return r.changed(ctx, op, name, n, err)
+}
+
+// ActiveAdmins is a locking read (FOR UPDATE): inside a transaction the admins' rows stay
+// locked until it ends, and a concurrent locking read waits, then reads the rows as the first
+// transaction left them (a locking read sees the newest committed rows, whatever the
+// isolation), so two demotions of the last two admins cannot both see "another is left".
+func (r operatorRepo) ActiveAdmins(ctx context.Context) ([]domain.OperatorName, error) {
+	var names []string
+	if err := r.s.get(ctx, "active admins", &names,
+		"SELECT name FROM operators WHERE role = 'admin' AND disabled_at IS NULL ORDER BY name FOR UPDATE"); err != nil {
+		return nil, err
+	}
+	out := make([]domain.OperatorName, len(names))
+	for i, n := range names {
+		out[i] = domain.OperatorName(n)
+	}
+	return out, nil
 }
 
 // EndSessions is one upsert that keeps the later time (GREATEST), so two logouts racing on two

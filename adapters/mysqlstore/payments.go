@@ -296,3 +296,70 @@ func (l notificationLog) Prune(ctx context.Context, verifiedBefore, refusedBefor
 		verifiedBefore.UTC(), limit-n)
 	return n + int(verified), err
 }
+
+type manualRow struct {
+	Provider  string    `bun:"provider"`
+	Reference string    `bun:"reference"`
+	OrderNo   string    `bun:"order_no"`
+	Operator  string    `bun:"operator"`
+	Note      string    `bun:"note"`
+	Queried   string    `bun:"queried"`
+	Override  string    `bun:"override"`
+	At        time.Time `bun:"confirmed_at"`
+}
+
+const manualColumns = "provider, reference, order_no, operator, note, queried, override, confirmed_at"
+
+func (r manualRow) manual() domain.ManualPayment {
+	return domain.ManualPayment{OrderNo: domain.OrderNo(r.OrderNo), Provider: domain.Provider(r.Provider),
+		Reference: r.Reference, Operator: domain.OperatorName(r.Operator), Note: r.Note, Queried: r.Queried,
+		Override: r.Override, At: r.At}
+}
+
+// ClaimManual refuses a reference another order's payment at the provider has (idx_provider_ref),
+// then INSERTs: the primary key (provider, reference) lets one claim of a reference in, whoever
+// races to write it; the loser reads the row that won to tell a retry of the same order from
+// another order's claim.
+func (r paymentRepo) ClaimManual(ctx context.Context, m domain.ManualPayment) (bool, error) {
+	if m.OrderNo == "" || m.Provider == "" || m.Reference == "" || m.At.IsZero() {
+		return false, domain.Invalid("manual_payment", "order, provider, reference and time required")
+	}
+	op := fmt.Sprintf("claim reference %s at %s for %s", m.Reference, m.Provider, m.OrderNo)
+	used := fmt.Errorf("%s: %w", op, domain.ErrReferenceUsed)
+	var others int
+	if err := r.s.get(ctx, op, &others, "SELECT COUNT(*) FROM payments WHERE provider = ? AND provider_ref = ? AND order_no <> ?",
+		string(m.Provider), m.Reference, string(m.OrderNo)); err != nil {
+		return false, err
+	}
+	if others > 0 {
+		return false, used
+	}
+	_, err := r.s.exec(ctx, op, "INSERT INTO manual_payments ("+manualColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+		string(m.Provider), m.Reference, string(m.OrderNo), string(m.Operator), clip(m.Note, widthResult),
+		clip(m.Queried, widthResult), clip(m.Override, widthResult), m.At.UTC())
+	if _, dup := duplicateKey(err); dup {
+		var holder string
+		if err := r.s.get(ctx, op, &holder, "SELECT order_no FROM manual_payments WHERE provider = ? AND reference = ?",
+			string(m.Provider), m.Reference); err != nil {
+			return false, err
+		}
+		if holder != string(m.OrderNo) {
+			return false, used
+		}
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (r paymentRepo) ManualOf(ctx context.Context, no domain.OrderNo) ([]domain.ManualPayment, error) {
+	var rows []manualRow
+	if err := r.s.get(ctx, fmt.Sprintf("manual confirmations of %s", no), &rows,
+		"SELECT "+manualColumns+" FROM manual_payments WHERE order_no = ? ORDER BY confirmed_at, reference", string(no)); err != nil {
+		return nil, err
+	}
+	out := make([]domain.ManualPayment, 0, len(rows))
+	for _, row := range rows {
+		out = append(out, row.manual())
+	}
+	return out, nil
+}

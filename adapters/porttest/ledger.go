@@ -32,6 +32,7 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("payments", func(t *testing.T) { runPayments(t, newLedger) })
 	t.Run("notifications", func(t *testing.T) { runNotifications(t, newLedger) })
 	t.Run("operators", func(t *testing.T) { runOperators(t, newLedger) })
+	t.Run("support", func(t *testing.T) { runSupport(t, newLedger) })
 	t.Run("audit", func(t *testing.T) { runAudit(t, newLedger) })
 	t.Run("alerts", func(t *testing.T) { runAlerts(t, newLedger) })
 	t.Run("blocklist", func(t *testing.T) { runBlocklist(t, newLedger) })
