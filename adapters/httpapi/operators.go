@@ -55,6 +55,9 @@ func adminRoutes(s *Server) []adminRoute {
 		{"PATCH", "/operators/:name", act, "operator.update", true, s.updateOperator},
 		{"POST", "/operators/:name/rotate", act, "operator.rotate", false, s.rotateOperator},
 		{"DELETE", "/operators/:name", act, "operator.remove", false, s.removeOperator},
+		{"POST", "/operators/:name/disable", act, "operator.disable", false, s.disableOperator},
+		{"POST", "/operators/:name/enable", act, "operator.enable", false, s.enableOperator},
+		{"POST", "/orders/:order_no/manual-payment", act, "order.confirm_payment", true, s.confirmPayment},
 		{"GET", "/audit", v, "", false, s.listAudit},
 		{"GET", "/alerts", v, "", false, s.listAlerts},
 		{"POST", "/alerts/:alert_id/ack", act, "alert.ack", true, s.ackAlert},
@@ -173,16 +176,22 @@ func (s *Server) whoami(c *fiber.Ctx) error {
 }
 
 type operatorResponse struct {
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"created_at"`
-	RotatedAt time.Time `json:"rotated_at"`
-	Token     string    `json:"token,omitempty"` // only in the answer that made it
+	Name      string     `json:"name"`
+	Role      string     `json:"role"`
+	CreatedAt time.Time  `json:"created_at"`
+	RotatedAt time.Time  `json:"rotated_at"`
+	Disabled  *time.Time `json:"disabled_at,omitempty"` // only while it is disabled
+	Token     string     `json:"token,omitempty"`       // only in the answer that made it
 }
 
 func newOperatorResponse(o domain.Operator, token string) operatorResponse {
-	return operatorResponse{Name: string(o.Name), Role: string(o.Role), CreatedAt: o.CreatedAt.UTC(),
+	r := operatorResponse{Name: string(o.Name), Role: string(o.Role), CreatedAt: o.CreatedAt.UTC(),
 		RotatedAt: o.RotatedAt.UTC(), Token: token}
+	if o.Disabled() {
+		at := o.DisabledAt.UTC()
+		r.Disabled = &at
+	}
+	return r
 }
 
 func (s *Server) listOperators(c *fiber.Ctx) error {
@@ -245,6 +254,59 @@ func (s *Server) removeOperator(c *fiber.Ctx) error {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (s *Server) disableOperator(c *fiber.Ctx) error {
+	o, err := s.operators.DisableOperator(c.UserContext(), c.Params("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(newOperatorResponse(o, ""))
+}
+
+func (s *Server) enableOperator(c *fiber.Ctx) error {
+	o, err := s.operators.EnableOperator(c.UserContext(), c.Params("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(newOperatorResponse(o, ""))
+}
+
+// manualPaymentRequest is the body of POST /admin/orders/{order_no}/manual-payment.
+type manualPaymentRequest struct {
+	Provider  string `json:"provider"`
+	Reference string `json:"reference"`
+	Note      string `json:"note"`
+	Override  string `json:"override"`
+}
+
+// manualPaymentResponse is the order after a manual confirmation, with what the provider's
+// query answered and whether an admin overrode it.
+type manualPaymentResponse struct {
+	Order      orderResponse `json:"order"`
+	Provider   string        `json:"provider"`
+	Reference  string        `json:"reference"`
+	Queried    string        `json:"queried"`
+	Overridden bool          `json:"overridden"`
+}
+
+// confirmPayment marks an order paid by hand (补单): application.ConfirmPaymentManually.
+func (s *Server) confirmPayment(c *fiber.Ctx) error {
+	no, err := orderParam(c)
+	if err != nil {
+		return err
+	}
+	var req manualPaymentRequest
+	if err := s.decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	res, err := s.payments.ConfirmPaymentManually(c.UserContext(), application.ManualPaymentRequest{By: identityOf(c),
+		OrderNo: no, Provider: req.Provider, Reference: req.Reference, Note: req.Note, Override: req.Override})
+	if err != nil {
+		return err
+	}
+	return c.JSON(manualPaymentResponse{Order: s.orderResponse(res.Order, nil, true), Provider: string(res.Record.Provider),
+		Reference: res.Record.Reference, Queried: res.Record.Queried, Overridden: res.Record.Override != ""})
 }
 
 type auditEntryResponse struct {
