@@ -95,7 +95,7 @@ type console struct {
 	log       *slog.Logger
 	pages     pages
 	msgs      *i18n.Catalogue // the texts of every page, in each language
-	jobs      *importJobs // the code imports running or finished on this instance
+	jobs      *importJobs     // the code imports running or finished on this instance
 
 	dash    *sampler      // the dashboard's numbers, shared by every page and stream
 	streams chan struct{} // one token per open dashboard stream
