@@ -161,3 +161,8 @@ func (s *Payments) askProvider(ctx context.Context, o domain.Order, provider dom
 	}
 	return stored, "paid", true, nil
 }
+
+// ManualPayments lists the order's manual payment confirmations, oldest first.
+func (s *Payments) ManualPayments(ctx context.Context, no domain.OrderNo) ([]domain.ManualPayment, error) {
+	return s.ledger.Payments().ManualOf(ctx, no)
+}

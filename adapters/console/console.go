@@ -199,6 +199,14 @@ func routes(k *console) []route {
 		{"GET", "/orders/:order_no/fulfil", roleOf("order.fulfil"), "", k.confirmFulfil},
 		{"POST", "/orders/:order_no/fulfil", act, "order.fulfil", k.fulfil},
 		{"POST", "/orders/:order_no/mail", act, application.ActionMailResent, k.resendMail},
+		{"GET", "/orders/:order_no/confirm-payment", roleOf("order.confirm_payment"), "", k.manualPaymentForm},
+		{"POST", "/orders/:order_no/confirm-payment", act, "order.confirm_payment", k.confirmPayment},
+		{"GET", "/operators", domain.RoleAdmin, "", k.operatorsScreen},
+		{"POST", "/operators", act, "operator.create", k.createOperator},
+		{"POST", "/operators/:name/role", act, "operator.update", k.setOperatorRole},
+		{"POST", "/operators/:name/rotate", act, "operator.rotate", k.rotateOperator},
+		{"POST", "/operators/:name/disable", act, "operator.disable", k.disableOperator},
+		{"POST", "/operators/:name/enable", act, "operator.enable", k.enableOperator},
 		{"GET", "/audit", v, "", k.audit},
 		{"GET", "/settings", v, "", k.settings},
 		{"POST", "/settings", v, "", k.saveSettings},
@@ -307,7 +315,7 @@ func (k *console) identity(ctx context.Context, s session) (application.Identity
 	if err != nil {
 		return application.Identity{}, err
 	}
-	if op.RotatedAt.UnixMicro() > s.IssuedAt {
+	if op.RotatedAt.UnixMicro() > s.IssuedAt || op.Disabled() {
 		return application.Identity{}, errBadSession
 	}
 	return k.notLoggedOut(ctx, s, application.Identity{Name: op.Name, Role: op.Role})

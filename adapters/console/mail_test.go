@@ -76,7 +76,7 @@ func TestResendEmailFromTheOrderPage(t *testing.T) {
 	page := oper.get(path)
 	wantStatus(t, page, 200)
 	form := `action="` + path + `/mail"`
-	for _, want := range []string{form, "Resend e-mail", "Buyer@example.com", "the buyer's e-mail", "mail.order.paid", `name="csrf" value="` + oper.csrf + `"`} {
+	for _, want := range []string{form, "Resend e-mail", "Buyer@example.com", "the buyer&#39;s e-mail", "mail.order.paid", `name="csrf" value="` + oper.csrf + `"`} {
 		if !strings.Contains(page.body, want) {
 			t.Errorf("the guest order's page lacks %q", want)
 		}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"cardshop/application"
 	"cardshop/domain"
 )
 
@@ -181,6 +183,15 @@ func (k *console) orderHistory(c *fiber.Ctx, d *orderData) error {
 	if d.Deliveries, err = k.sales.OrderDeliveries(ctx, no); err != nil {
 		return err
 	}
+	if p, err := k.catalogue.Product(ctx, d.Order.Product()); err == nil {
+		d.ProductName = p.Name()
+	} else if !errors.Is(err, domain.ErrProductNotFound) {
+		return err
+	}
+	if d.Manual, err = k.payments.ManualPayments(ctx, no); err != nil {
+		return err
+	}
+	d.CanConfirm = application.ManualPaymentApplies(d.Order)
 	d.GivenUp = map[int64]bool{}
 	for _, r := range d.Deliveries {
 		if k.sales.MailGivenUp(r) {
@@ -188,4 +199,65 @@ func (k *console) orderHistory(c *fiber.Ctx, d *orderData) error {
 		}
 	}
 	return nil
+}
+
+// manualData is the manual confirmation's page: the order, the form as sent, the providers
+// configured here (suggested, not imposed: money may arrive through a provider cardshop does
+// not drive), and whether the provider's refusal may be overridden (an admin's).
+type manualData struct {
+	orderData
+	Provider, Reference, Note, Override string
+	Providers                           []domain.Provider
+	CanOverride                         bool
+	// Unconfirmed is set after the provider did not confirm the payment: the page then asks
+	// an admin for the override's reason.
+	Unconfirmed bool
+}
+
+// manualPaymentForm shows the manual confirmation's form (补单), or why the order cannot take one.
+func (k *console) manualPaymentForm(c *fiber.Ctx) error {
+	return k.manualPaymentPage(c, fiber.StatusOK, "", manualData{})
+}
+
+func (k *console) manualPaymentPage(c *fiber.Ctx, status int, errMsg string, m manualData) error {
+	d, err := k.loadOrder(c)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	m.orderData = d
+	m.CanConfirm = application.ManualPaymentApplies(d.Order)
+	m.Providers = k.payments.Providers()
+	m.CanOverride = identityOf(c).Role.Allows(domain.RoleAdmin)
+	return k.render(c, status, "manualpay", view{Title: "console.support.manual.title", Error: errMsg, Data: m})
+}
+
+// confirmPayment marks the order paid by hand through the use case (ConfirmPaymentManually):
+// the provider is asked first; an admin may override its refusal with a reason.
+func (k *console) confirmPayment(c *fiber.Ctx) error {
+	m := manualData{Provider: formValue(c, "provider"), Reference: formValue(c, "reference"),
+		Note: formValue(c, "note"), Override: formValue(c, "override")}
+	params := map[string]string{"provider": m.Provider, "reference": m.Reference, "note": m.Note, "override": m.Override}
+	no, err := domain.ParseOrderNo(c.Params("order_no"))
+	if err != nil {
+		err = domain.ErrOrderNotFound
+	}
+	var res application.ManualPaymentResult
+	if err == nil {
+		res, err = k.payments.ConfirmPaymentManually(c.UserContext(), application.ManualPaymentRequest{By: identityOf(c),
+			OrderNo: no, Provider: m.Provider, Reference: m.Reference, Note: m.Note, Override: m.Override})
+	}
+	k.record(c, "order.confirm_payment", params, err)
+	if err != nil {
+		status, msg := k.supportError(err)
+		if status == fiber.StatusNotFound || status >= 500 {
+			return k.fail(c, err)
+		}
+		m.Unconfirmed = errors.Is(err, domain.ErrProviderUnpaid)
+		return k.manualPaymentPage(c, status, msg, m)
+	}
+	notice := "console.support.manual.done_paid"
+	if res.Order.Status() != domain.StatusPaid {
+		notice = "console.support.manual.done_unfulfilled"
+	}
+	return k.orderPage(c, fiber.StatusOK, "", notice)
 }

@@ -289,7 +289,7 @@ func TestOrderPageShowsFlowNotificationsAndDelivery(t *testing.T) {
 	wantStatus(t, r, 200)
 	for _, want := range []string{
 		`data-label="State">sent ` + h.clock.Now().Format("2006-01-02 15:04:05 UTC"),
-		`the storefront's webhook <span class="hint">webhook.order.delivered</span>`,
+		`the storefront&#39;s webhook <span class="hint">webhook.order.delivered</span>`,
 		`data-label="Failed attempts">1<`, `data-label="Next try">` + retry.Format("2006-01-02 15:04:05 UTC"),
 		`data-label="Provider">stripe<`, `data-label="Signature">verified<`, "accepted: paid", `data-label="Amount">19.99 CNY<`,
 	} {

@@ -20,6 +20,9 @@ func TestConsoleRolesAreTheAPIs(t *testing.T) {
 	// An import's job page and progress are the import's answer: the importer's role.
 	forms["/products/:id/imports/:job"] = "product.import"
 	forms["/products/:id/imports/:job/progress"] = "product.import"
+	// The manual confirmation's form, and the operators' screen (whose every form is an admin's).
+	forms["/orders/:order_no/confirm-payment"] = "order.confirm_payment"
+	forms["/operators"] = "operator.create"
 	for _, r := range routes(&console{guard: new(application.Guard)}) {
 		if r.method == "POST" && r.path == "/settings" {
 			if r.action != "" || r.role != domain.RoleViewer {

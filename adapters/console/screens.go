@@ -176,6 +176,11 @@ type orderData struct {
 	Deliveries []domain.OutboxRecord
 	// GivenUp holds the ids of the order's e-mails the mail relay gave up (Sales.MailGivenUp).
 	GivenUp map[int64]bool
+	// On the order's page (orderHistory): the product's name, the order's manual payment
+	// confirmations, and whether one may be made now.
+	ProductName string
+	Manual      []domain.ManualPayment
+	CanConfirm  bool
 }
 
 // loadOrder reads an order for a page, never with its codes: the console shows no code to
