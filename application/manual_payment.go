@@ -96,7 +96,10 @@ func (s *Payments) ConfirmPaymentManually(ctx context.Context, r ManualPaymentRe
 		// not needed; second_payment was raised for the money to be returned by hand.
 		return ManualPaymentResult{}, fmt.Errorf("%w: order is %s by another payment", domain.ErrInvalidTransition, a.order.Status())
 	}
-	if stored.Provider != "" {
+	if stored.Provider != "" && (stored.ProviderRef == "" || stored.ProviderRef == ref) {
+		// The stored payment is the one confirmed: it records the reference, so that the
+		// order's payment (paymentRef) is found again, by a refund first.
+		stored.ProviderRef = ref
 		s.movePayment(ctx, stored, domain.PaymentPaid, domain.PaymentOpen, domain.PaymentExpired, domain.PaymentFailed)
 	}
 	if a.changed {

@@ -215,3 +215,36 @@ func TestManualConfirmationLatePathWithoutStock(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 }
+
+// TestRefundPreviewAfterAManualConfirmation: the confirmed payment is the order's payment, so
+// a refund asks its provider for the order's amount; unrevealed codes would be recycled,
+// revealed ones voided.
+func TestRefundPreviewAfterAManualConfirmation(t *testing.T) {
+	gw := newScripted("epay")
+	f := newFixture(t, withGateways(gw))
+	p := f.createProduct(t, 2, 4)
+	o := f.mustPlace(t, "alice", p.ID(), 2)
+	pay, _, err := f.shop.Payments.CreatePayment(f.ctx, application.NewPayment{OrderNo: o.No(), Buyer: "alice", Provider: "epay"})
+	is(t, "create payment", err, nil)
+	gw.set(func(g *scriptedGateway) { g.state[o.No()] = domain.OutcomePaid })
+	_, err = f.shop.Payments.ConfirmPaymentManually(f.ctx, manual(clerk, o.No(), pay.ProviderRef, ""))
+	is(t, "confirm", err, nil)
+	pv, err := f.shop.Payments.PreviewRefund(f.ctx, o.No())
+	is(t, "preview", err, nil)
+	if !pv.Refundable || pv.Codes != 2 || pv.DefaultRecycled != 2 || pv.DefaultVoided != 0 ||
+		pv.Provider != "epay" || pv.Amount != o.Amount() || pv.ByHand {
+		t.Fatalf("preview %+v", pv)
+	}
+	if _, err := f.shop.Sales.AdminOrderCodes(f.ctx, o.No(), application.Reader{Identity: clerk}); err != nil {
+		t.Fatal(err)
+	}
+	pv, _ = f.shop.Payments.PreviewRefund(f.ctx, o.No())
+	if !pv.Revealed || pv.DefaultVoided != 2 || pv.DefaultRecycled != 0 {
+		t.Fatalf("preview after a reveal %+v", pv)
+	}
+	res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No()})
+	is(t, "refund", err, nil)
+	if res.Voided != pv.DefaultVoided || res.Recycled != pv.DefaultRecycled || res.Money.Provider != "epay" {
+		t.Fatalf("the refund did %+v, the preview said %+v", res, pv)
+	}
+}

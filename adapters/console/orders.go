@@ -261,3 +261,24 @@ func (k *console) confirmPayment(c *fiber.Ctx) error {
 	}
 	return k.orderPage(c, fiber.StatusOK, "", notice)
 }
+
+// refundData is the refund's confirmation page: the order, and what the refund would do with
+// its codes and its money (application.PreviewRefund).
+type refundData struct {
+	orderData
+	Preview application.RefundPreview
+}
+
+// refundConfirmation shows, before an admin refunds an order, how many codes would be voided or
+// recycled under each choice and what the provider would be asked to return.
+func (k *console) refundConfirmation(c *fiber.Ctx) error {
+	d, err := k.loadOrder(c)
+	if err != nil {
+		return k.fail(c, err)
+	}
+	pv, err := k.payments.PreviewRefund(c.UserContext(), d.Order.No())
+	if err != nil {
+		return k.fail(c, err)
+	}
+	return k.render(c, fiber.StatusOK, "refundconfirm", view{Title: "console.support.refund.title", Data: refundData{orderData: d, Preview: pv}})
+}

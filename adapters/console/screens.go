@@ -248,7 +248,7 @@ func (k *console) refusedFulfil(c *fiber.Ctx, d *orderData) error {
 	return nil
 }
 
-func (k *console) confirmRefund(c *fiber.Ctx) error { return k.confirm(c, "refund") }
+func (k *console) confirmRefund(c *fiber.Ctx) error { return k.refundConfirmation(c) }
 func (k *console) confirmFulfil(c *fiber.Ctx) error { return k.confirm(c, "fulfil") }
 
 // refund refunds an order (admin) through the refund use case: codes voided or recycled as

@@ -143,6 +143,15 @@ func TestManualPaymentPage(t *testing.T) {
 	if !strings.Contains(r.body, "already paid another order") || h.orderStatus(b) != domain.StatusPending {
 		t.Fatalf("the duplicate reference: %s", r.body)
 	}
+	// The refund's confirmation says where the code and the money would go.
+	rc := boss.get("/console/orders/" + a + "/refund")
+	wantStatus(t, rc, 200)
+	for _, want := range []string{"its 1 code was never shown, so it will be recycled", "With “Void”: 1 code voided.",
+		"cardshop asks no provider for money"} {
+		if !strings.Contains(rc.body, want) {
+			t.Errorf("the refund's confirmation lacks %q", want)
+		}
+	}
 	n := 0
 	for _, e := range h.audit() {
 		if e.Action == "order.confirm_payment" {
