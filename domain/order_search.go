@@ -19,7 +19,16 @@ type OrderFilter struct {
 	Product  ProductID
 	Statuses []OrderStatus // any one of them; none: every status
 	From, To time.Time     // CreatedAt in [From, To); a zero bound is open
-	After    OrderCursor
+	// NoPrefix selects the orders whose number starts with it (an operator types the first
+	// digits a buyer reads out).
+	NoPrefix string
+	// Email selects a storefront guest's orders by its e-mail address (normalised as
+	// ParseEmail does).
+	Email Email
+	// ProviderRef selects the orders with a payment the provider knows by this reference (a
+	// payment's ProviderRef at any provider, or a manual confirmation's reference), exactly.
+	ProviderRef string
+	After       OrderCursor
 	Limit    int
 }
 
@@ -99,6 +108,19 @@ func (f OrderFilter) Check() error {
 		}
 		seen[s] = true
 	}
+	if f.NoPrefix != "" && !validToken(f.NoPrefix, 1, 32, "-") {
+		return Invalid("no", "an order number's first characters: letters, digits and '-'")
+	}
+	if f.Email != "" {
+		if e, err := ParseEmail(string(f.Email)); err != nil || e != f.Email {
+			return Invalid("email", "must be an e-mail address")
+		}
+	}
+	if f.ProviderRef != "" {
+		if _, err := ParseManualReference(f.ProviderRef); err != nil || strings.TrimSpace(f.ProviderRef) != f.ProviderRef {
+			return Invalid("provider_ref", "1 to 128 printable characters without spaces")
+		}
+	}
 	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
 		return Invalid("from", "must not be after to")
 	}
@@ -108,10 +130,14 @@ func (f OrderFilter) Check() error {
 	return nil
 }
 
-// Selects reports whether o passes f's filters (not its cursor or limit): what a search
-// keeps, for a store that filters in Go.
+// Selects reports whether o passes f's filters (not its cursor or limit, nor ProviderRef,
+// which payments hold: the store checks it): what a search keeps, for a store that filters in
+// Go.
 func (f OrderFilter) Selects(o Order) bool {
 	if f.Buyer != "" && o.Buyer() != f.Buyer || f.Product != 0 && o.Product() != f.Product {
+		return false
+	}
+	if f.NoPrefix != "" && !strings.HasPrefix(string(o.No()), f.NoPrefix) || f.Email != "" && o.Email() != f.Email {
 		return false
 	}
 	if !f.From.IsZero() && o.CreatedAt().Before(f.From) || !f.To.IsZero() && !o.CreatedAt().Before(f.To) {

@@ -20,3 +20,16 @@ CREATE TABLE IF NOT EXISTS manual_payments (
     PRIMARY KEY (provider, reference),
     KEY idx_order (order_no, confirmed_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+--bun:split
+
+-- The operators' order search by a guest's e-mail (idx_email_created: the guest's orders,
+-- newest first, as idx_buyer_created serves a buyer's) and by a provider's reference
+-- (payments.idx_ref; manual_payments.idx_reference): an operator has only the reference the
+-- buyer's bank statement shows, not the provider, so the look-up is by the reference alone.
+ALTER TABLE orders ADD KEY IF NOT EXISTS idx_email_created (buyer_email, created_at);
+--bun:split
+
+ALTER TABLE payments ADD KEY IF NOT EXISTS idx_ref (provider_ref);
+--bun:split
+
+ALTER TABLE manual_payments ADD KEY IF NOT EXISTS idx_reference (reference);

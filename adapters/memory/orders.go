@@ -234,9 +234,25 @@ func (r orderRepo) Search(_ context.Context, f domain.OrderFilter) ([]domain.Ord
 		return nil, err
 	}
 	defer release()
+	var refs map[domain.OrderNo]bool // the orders paid under f.ProviderRef
+	if f.ProviderRef != "" {
+		refs = map[domain.OrderNo]bool{}
+		for no, ps := range r.s.data.payments {
+			for _, p := range ps {
+				if p.ProviderRef == f.ProviderRef {
+					refs[no] = true
+				}
+			}
+		}
+		for k, m := range r.s.data.manual {
+			if k.reference == f.ProviderRef {
+				refs[m.OrderNo] = true
+			}
+		}
+	}
 	var out []domain.Order
 	for _, o := range r.s.data.orders {
-		if f.Selects(o) && (f.After.IsZero() || f.After.Before(o.CreatedAt(), o.No())) {
+		if f.Selects(o) && (refs == nil || refs[o.No()]) && (f.After.IsZero() || f.After.Before(o.CreatedAt(), o.No())) {
 			out = append(out, o)
 		}
 	}

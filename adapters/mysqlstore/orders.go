@@ -334,6 +334,18 @@ func orderSearchWhere(f domain.OrderFilter) (string, []any) {
 		}
 		add("status IN (?)", bun.List(names))
 	}
+	if f.NoPrefix != "" {
+		// A range of the primary key: LIKE with a constant prefix, its wildcards escaped.
+		add(`order_no LIKE ? ESCAPE '\\'`, likePrefix(f.NoPrefix))
+	}
+	if f.Email != "" {
+		add("buyer_email = ?", string(f.Email))
+	}
+	if f.ProviderRef != "" {
+		// idx_ref on payments and idx_reference on manual_payments (migration 0020).
+		add("order_no IN (SELECT order_no FROM payments WHERE provider_ref = ? "+
+			"UNION SELECT order_no FROM manual_payments WHERE reference = ?)", f.ProviderRef, f.ProviderRef)
+	}
 	if !f.From.IsZero() {
 		add("created_at >= ?", f.From.UTC())
 	}
@@ -348,4 +360,9 @@ func orderSearchWhere(f domain.OrderFilter) (string, []any) {
 		return "", nil
 	}
 	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// likePrefix is a LIKE pattern matching what starts with p: p's own %, _ and \ escaped.
+func likePrefix(p string) string {
+	return strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(p) + "%"
 }

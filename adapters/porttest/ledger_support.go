@@ -18,6 +18,7 @@ import (
 // reference (one order per reference, also when claims race; a retry of the same order
 // claims nothing twice; a rolled-back claim is gone).
 func runSupport(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
+	t.Run("order search by number prefix, e-mail and provider reference", func(t *testing.T) { runSupportSearch(t, newLedger) })
 	t.Run("disable and enable; ActiveAdmins lists enabled admins only", func(t *testing.T) {
 		l := newLedger(t)
 		prefix := newOperatorName()
@@ -191,6 +192,81 @@ func runSupport(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			t.Fatalf("ManualOf(rolled back) = %+v, %v", got, err)
 		}
 	})
+}
+
+// runSupportSearch checks the order search's support filters: an order-number prefix, a
+// guest's e-mail and a provider's reference (a payment's or a manual confirmation's), each
+// alone and with the others; a malformed one is a ValidationError.
+func runSupportSearch(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
+	l := newLedger(t)
+	p := createProduct(t, l)
+	prefix := fmt.Sprintf("pt%012x", rand.Uint64()>>16)
+	at := now()
+	mk := func(suffix string, d time.Duration) domain.Order {
+		o, err := domain.NewOrder(domain.OrderNo(prefix+suffix), newBuyer(), p, 1, newKey(), at.Add(d), 15*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	a1, a2 := mk("-a1", 0), mk("-a2", time.Second)
+	email := domain.Email(fmt.Sprintf("pt-%016x@example.com", rand.Uint64()))
+	g := newGuestOrder(t, p, 1, email, at.Add(2*time.Second))
+	g, err := domain.NewOrder(domain.OrderNo(prefix+"-b1"), g.Buyer(), p, 1, newKey(), at.Add(2*time.Second), 15*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err = g.WithGuest(domain.Guest{Email: email, Lang: domain.LangChinese, AccessHash: domain.AccessHash{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []domain.Order{a1, a2, g} {
+		insertOrder(t, l, o)
+	}
+	payRef, manualRef := fmt.Sprintf("pt-pay-%016x", rand.Uint64()), fmt.Sprintf("pt-man-%016x", rand.Uint64())
+	pay := newPayment(t, a2.No(), "pt-a", at)
+	pay.ProviderRef = payRef
+	createPayment(t, l, pay)
+	if _, err := l.Payments().ClaimManual(t.Context(), domain.ManualPayment{OrderNo: g.No(), Provider: "pt-b",
+		Reference: manualRef, Operator: "pt-op", At: at}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		f    domain.OrderFilter
+		want []domain.Order
+	}{
+		{"a prefix of every one", domain.OrderFilter{NoPrefix: prefix}, []domain.Order{g, a2, a1}},
+		{"a longer prefix", domain.OrderFilter{NoPrefix: prefix + "-a"}, []domain.Order{a2, a1}},
+		{"a whole number", domain.OrderFilter{NoPrefix: string(a1.No())}, []domain.Order{a1}},
+		{"the guest's e-mail", domain.OrderFilter{Email: email}, []domain.Order{g}},
+		{"a payment's reference", domain.OrderFilter{ProviderRef: payRef}, []domain.Order{a2}},
+		{"a manual confirmation's reference", domain.OrderFilter{ProviderRef: manualRef}, []domain.Order{g}},
+		{"an unknown reference", domain.OrderFilter{ProviderRef: payRef + "x"}, nil},
+		{"prefix and reference", domain.OrderFilter{NoPrefix: prefix + "-a", ProviderRef: manualRef}, nil},
+		{"prefix and e-mail", domain.OrderFilter{NoPrefix: prefix, Email: email}, []domain.Order{g}},
+	} {
+		c.f.Limit = 10
+		got, err := l.Orders().Search(t.Context(), c.f)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(got) != len(c.want) {
+			t.Fatalf("%s: %d orders, want %d", c.name, len(got), len(c.want))
+		}
+		for i := range got {
+			if got[i].No() != c.want[i].No() {
+				t.Fatalf("%s: order %d is %s, want %s", c.name, i, got[i].No(), c.want[i].No())
+			}
+		}
+	}
+	for _, f := range []domain.OrderFilter{{NoPrefix: "a b"}, {NoPrefix: "50%"}, {Email: "not an address"},
+		{ProviderRef: "two words"}} {
+		f.Limit = 10
+		if _, err := l.Orders().Search(t.Context(), f); !errors.Is(err, domain.ErrInvalidInput) {
+			t.Fatalf("Search(%+v) = %v, want ErrInvalidInput", f, err)
+		}
+	}
 }
 
 // ourAdmins is ActiveAdmins narrowed to the case's operators (a shared database holds others).
