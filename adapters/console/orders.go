@@ -23,6 +23,9 @@ const maxOrderTrail = 50
 // products to choose from, the page of orders and the links' cursors.
 type ordersData struct {
 	Buyer       string
+	Email       string
+	Ref         string
+	NoPrefix    string
 	Product     string
 	Statuses    map[string]bool
 	From, To    string
@@ -40,14 +43,20 @@ type ordersData struct {
 // in the operator's zone) are listed newest first, a page at a time. The Older link carries the page's
 // cursor, and a trail of the cursors of the newer pages so that Newer can go back one page.
 func (k *console) orderLookup(c *fiber.Ctx) error {
+	d := k.ordersForm(c)
 	if q := strings.TrimSpace(c.Query("no")); q != "" {
 		no, err := domain.ParseOrderNo(q)
 		if err != nil {
-			return k.ordersPage(c, fiber.StatusBadRequest, "That is not an order number.", k.ordersForm(c))
+			return k.ordersPage(c, fiber.StatusBadRequest, "console.support.orders.bad_no", d)
 		}
-		return c.Redirect("/console/orders/"+string(no), fiber.StatusSeeOther)
+		// A whole number goes to its order; anything shorter is the start of numbers.
+		if _, err := k.sales.AdminOrder(c.UserContext(), no); err == nil {
+			return c.Redirect("/console/orders/"+string(no), fiber.StatusSeeOther)
+		} else if !errors.Is(err, domain.ErrOrderNotFound) {
+			return k.fail(c, err)
+		}
+		d.NoPrefix = q
 	}
-	d := k.ordersForm(c)
 	f, trail, err := orderSearch(c, d, k.zone(c))
 	if err != nil {
 		_, msg := describe(err)
@@ -77,7 +86,8 @@ func (k *console) orderLookup(c *fiber.Ctx) error {
 
 // ordersForm is the search form as the request sent it.
 func (k *console) ordersForm(c *fiber.Ctx) ordersData {
-	d := ordersData{Buyer: strings.TrimSpace(c.Query("buyer")), Product: c.Query("product"), From: c.Query("from"),
+	d := ordersData{Buyer: strings.TrimSpace(c.Query("buyer")), Email: strings.TrimSpace(c.Query("email")),
+		Ref: strings.TrimSpace(c.Query("ref")), NoPrefix: strings.TrimSpace(c.Query("prefix")), Product: c.Query("product"), From: c.Query("from"),
 		To: c.Query("to"), Statuses: map[string]bool{}, AllStatuses: domain.AllOrderStatuses, Currency: k.sales.Currency()}
 	for _, s := range c.Context().QueryArgs().PeekMulti("status") {
 		d.Statuses[string(s)] = true
@@ -88,8 +98,13 @@ func (k *console) ordersForm(c *fiber.Ctx) ordersData {
 // orderSearch reads the filter, the cursor and the trail of newer pages' cursors from the
 // query; every error is a ValidationError naming the field.
 func orderSearch(c *fiber.Ctx, d ordersData, loc *time.Location) (domain.OrderFilter, []string, error) {
-	f := domain.OrderFilter{Buyer: domain.BuyerID(d.Buyer), Limit: orderPageSize}
+	f := domain.OrderFilter{Buyer: domain.BuyerID(d.Buyer), NoPrefix: d.NoPrefix, ProviderRef: d.Ref, Limit: orderPageSize}
 	var err error
+	if d.Email != "" {
+		if f.Email, err = domain.ParseEmail(d.Email); err != nil {
+			return f, nil, err
+		}
+	}
 	if d.Product != "" {
 		id, err := strconv.ParseInt(d.Product, 10, 64)
 		if err != nil || id < 1 {
@@ -129,7 +144,8 @@ func orderSearch(c *fiber.Ctx, d ordersData, loc *time.Location) (domain.OrderFi
 // query is the search's filters as a query string, for the paging links.
 func (d ordersData) query() url.Values {
 	q := url.Values{}
-	for k, v := range map[string]string{"buyer": d.Buyer, "product": d.Product, "from": d.From, "to": d.To} {
+	for k, v := range map[string]string{"buyer": d.Buyer, "email": d.Email, "ref": d.Ref, "prefix": d.NoPrefix,
+		"product": d.Product, "from": d.From, "to": d.To} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -162,7 +178,7 @@ func (k *console) ordersPage(c *fiber.Ctx, status int, errMsg string, d ordersDa
 		return k.fail(c, err)
 	}
 	d.Products = ps
-	return k.render(c, status, "orders", view{Title: "Orders", Error: errMsg, Data: d})
+	return k.render(c, status, "orders", view{Title: "console.support.orders.title", Error: errMsg, Data: d})
 }
 
 // notificationsShown is how many of an order's provider notifications its page shows.

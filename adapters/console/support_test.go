@@ -143,6 +143,24 @@ func TestManualPaymentPage(t *testing.T) {
 	if !strings.Contains(r.body, "already paid another order") || h.orderStatus(b) != domain.StatusPending {
 		t.Fatalf("the duplicate reference: %s", r.body)
 	}
+	// The search finds the order by its reference, and both by the start of their numbers.
+	found := boss.get("/console/orders?ref=BANK-77")
+	wantStatus(t, found, 200)
+	if !strings.Contains(found.body, "/console/orders/"+a+`"`) || strings.Contains(found.body, "/console/orders/"+b+`"`) {
+		t.Fatal("the search by reference does not list exactly the confirmed order")
+	}
+	common := 0
+	for common < len(a) && common < len(b) && a[common] == b[common] {
+		common++
+	}
+	found = boss.get("/console/orders?no=" + a[:common])
+	wantStatus(t, found, 200)
+	if !strings.Contains(found.body, "/console/orders/"+a+`"`) || !strings.Contains(found.body, "/console/orders/"+b+`"`) {
+		t.Fatalf("the search by the numbers' common start %q lists not both", a[:common])
+	}
+	if r := boss.get("/console/orders?no=" + a); r.status != 303 {
+		t.Fatalf("a whole number: %d, want a redirect to its order", r.status)
+	}
 	// The refund's confirmation says where the code and the money would go.
 	rc := boss.get("/console/orders/" + a + "/refund")
 	wantStatus(t, rc, 200)
