@@ -13,7 +13,7 @@ import (
 // defaultOrderPage is a page of GET /admin/orders without a limit.
 const defaultOrderPage = 50
 
-// searchOrders answers GET /admin/orders?buyer_id=&product_id=&status=&from=&to=&cursor=&limit=:
+// searchOrders answers GET /admin/orders?buyer_id=&no_prefix=&email=&provider_ref=&product_id=&status=&from=&to=&cursor=&limit=:
 // the orders the filters select (all of them must match), newest first, never with codes;
 // next_cursor pages on ("" when this page is not full, so the last).
 func (s *Server) searchOrders(c *fiber.Ctx) error {
@@ -42,8 +42,14 @@ func (s *Server) searchOrders(c *fiber.Ctx) error {
 // orderFilter reads the search's query. status takes one or several statuses, comma-separated
 // or repeated; from and to are RFC 3339 times.
 func orderFilter(c *fiber.Ctx) (domain.OrderFilter, error) {
-	f := domain.OrderFilter{Buyer: domain.BuyerID(c.Query("buyer_id")), Limit: defaultOrderPage}
+	f := domain.OrderFilter{Buyer: domain.BuyerID(c.Query("buyer_id")), NoPrefix: c.Query("no_prefix"),
+		ProviderRef: c.Query("provider_ref"), Limit: defaultOrderPage}
 	var err error
+	if q := c.Query("email"); q != "" {
+		if f.Email, err = domain.ParseEmail(q); err != nil {
+			return f, err
+		}
+	}
 	if q := c.Query("product_id"); q != "" {
 		id, err := strconv.ParseInt(q, 10, 64)
 		if err != nil || id < 1 {

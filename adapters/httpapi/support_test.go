@@ -67,3 +67,27 @@ func TestDisableOperatorRoute(t *testing.T) {
 	wantError(t, h.as(boss, "DELETE", "/admin/operators/boss", ""), 409, "last_admin")
 	wantError(t, h.as(boss, "POST", "/admin/operators/nobody/disable", ""), 404, "operator_not_found")
 }
+
+// TestOrderSearchSupportFilters: the admin search finds an order by the start of its number
+// and by a manual confirmation's reference; a malformed prefix is refused.
+func TestOrderSearchSupportFilters(t *testing.T) {
+	h := newHarness(t)
+	h.createProduct(1, 500, 2)
+	h.importCodes(1, codes("SF", 2)...)
+	a := h.placeOrder(h.token("alice"), "key-alice-1", 1, 1)
+	wantStatus(t, h.admin("POST", "/admin/orders/"+a.OrderNo+"/manual-payment",
+		`{"provider":"dev","reference":"SF-REF-1","override":"seen"}`), 200)
+	for _, q := range []string{"no_prefix=" + a.OrderNo[:10], "provider_ref=SF-REF-1"} {
+		r := h.admin("GET", "/admin/orders?"+q, "")
+		wantStatus(t, r, 200)
+		if !strings.Contains(string(r.body), a.OrderNo) {
+			t.Fatalf("%s does not find %s: %s", q, a.OrderNo, r.body)
+		}
+	}
+	r := h.admin("GET", "/admin/orders?provider_ref=SF-REF-2", "")
+	wantStatus(t, r, 200)
+	if strings.Contains(string(r.body), a.OrderNo) {
+		t.Fatal("an unknown reference finds the order")
+	}
+	wantError(t, h.admin("GET", "/admin/orders?no_prefix=a%20b", ""), 400, "invalid_request")
+}
