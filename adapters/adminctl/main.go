@@ -31,6 +31,9 @@ Commands:
   orders          search orders by buyer, product, status and time, newest first
   alerts          print the open alerts (-all: every alert), newest first
   alert-ack       acknowledge an open alert, with an optional note
+  confirm-payment mark an order paid by hand (补单), the provider asked first
+  operator-disable  disable an operator: its token is refused, its sessions end
+  operator-enable   enable a disabled operator again, with its current token
 
 Run "cardshopctl <command> -h" for a command's flags. The service itself, its schema, its
 secrets and the test payment callback are the cardshop binary's: "cardshop help".
@@ -38,23 +41,26 @@ secrets and the test payment callback are the cardshop binary's: "cardshop help"
 
 // commands are cardshopctl's commands by name.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
-	"import-codes":    importCodes,
-	"codes-void":      codesVoid,
-	"reconcile":       reconcile,
-	"refund":          refund,
-	"product-create":  productCreate,
-	"product-update":  productUpdate,
-	"product-show":    productShow,
-	"whoami":          whoami,
-	"operator-add":    operatorAdd,
-	"operator-list":   operatorList,
-	"operator-role":   operatorRole,
-	"operator-rotate": operatorRotate,
-	"operator-remove": operatorRemove,
-	"audit":           audit,
-	"orders":          orders,
-	"alerts":          alerts,
-	"alert-ack":       alertAck,
+	"import-codes":     importCodes,
+	"codes-void":       codesVoid,
+	"reconcile":        reconcile,
+	"refund":           refund,
+	"product-create":   productCreate,
+	"product-update":   productUpdate,
+	"product-show":     productShow,
+	"whoami":           whoami,
+	"operator-add":     operatorAdd,
+	"operator-list":    operatorList,
+	"operator-role":    operatorRole,
+	"operator-rotate":  operatorRotate,
+	"operator-remove":  operatorRemove,
+	"audit":            audit,
+	"orders":           orders,
+	"alerts":           alerts,
+	"alert-ack":        alertAck,
+	"confirm-payment":  confirmPayment,
+	"operator-disable": operatorDisable,
+	"operator-enable":  operatorEnable,
 }
 
 // Main runs cardshopctl's command line and returns the process exit code: 0 on success (and
