@@ -120,6 +120,7 @@ func manuallyPayable(o domain.Order) error {
 	switch o.Status() {
 	case domain.StatusPending, domain.StatusClosed, domain.StatusFailed:
 		return nil
+	case domain.StatusPaid, domain.StatusRefunded, domain.StatusUnfulfilled:
 	}
 	return fmt.Errorf("%w: order is %s", domain.ErrInvalidTransition, o.Status())
 }
