@@ -195,7 +195,7 @@ func TestConsoleImportRunsAsAJobAndShowsEveryRejectedLine(t *testing.T) {
 	}
 	r := oper.get(job)
 	wantStatus(t, r, 200)
-	if !strings.Contains(r.body, "Imported: 3 code(s) added, 5 line(s) not imported.") || strings.Contains(r.body, "<progress") {
+	if !strings.Contains(r.body, "Imported: 3 codes added, 5 lines not imported.") || strings.Contains(r.body, "<progress") {
 		t.Fatalf("job page after the import: %s", r.body)
 	}
 	for _, row := range []string{"1</td><td data-label=\"Reason\">header", "3</td><td data-label=\"Reason\">comment",
@@ -382,7 +382,7 @@ func TestLargeUploadStreamsInBatches(t *testing.T) {
 		t.Fatalf("stored uploads left after the import: %v %v", left, err)
 	}
 	r := oper.get(job)
-	if !strings.Contains(r.body, "Imported: 5000 code(s) added, 0 line(s) not imported.") || !strings.Contains(r.body, "Every line was imported.") {
+	if !strings.Contains(r.body, "Imported: 5000 codes added, 0 lines not imported.") || !strings.Contains(r.body, "Every line was imported.") {
 		t.Fatalf("job page: %s", r.body)
 	}
 	wantNoCode(t, "job page", r.body, "BULK-CODE-")

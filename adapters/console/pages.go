@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"embed"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net/url"
@@ -35,7 +36,10 @@ var funcs = template.FuncMap{
 	// "t" and "n" are the request's language's messages (adapters/i18n): replaced per request
 	// by render, like "when"; these only let the templates parse.
 	"t": func(id string, kv ...any) string { return id },
-	"n": func(id string, count int, kv ...any) string { return id },
+	"n": func(id string, count any, kv ...any) string { return id },
+	// "enum" is a stored value's name (a status, a reason) in the request's language: message
+	// prefix+value, or the value itself when the catalogue has no such message.
+	"enum": func(prefix string, v any) string { return fmt.Sprint(v) },
 }
 
 // parsePages parses every template once, at start: a broken template is a programming error
@@ -108,7 +112,8 @@ func (k *console) render(c *fiber.Ctx, status int, page string, v view) error {
 		err = t.Funcs(template.FuncMap{
 			"when": whenIn(loc),
 			"t":    func(id string, kv ...any) string { return k.msgs.T(l, id, pairs(kv)) },
-			"n":    func(id string, count int, kv ...any) string { return k.msgs.N(l, id, count, pairs(kv)) },
+			"n":    func(id string, count any, kv ...any) string { return k.msgs.N(l, id, toInt(count), pairs(kv)) },
+			"enum": func(prefix string, v any) string { return k.text(l, prefix+fmt.Sprint(v)) },
 		}).Execute(&b, v)
 	}
 	if err != nil {
@@ -128,6 +133,25 @@ func (k *console) text(l i18n.Lang, s string, kv ...any) string {
 		return k.msgs.T(l, s, pairs(kv))
 	}
 	return s
+}
+
+// toInt is a template's count (any integer type) as an int.
+func toInt(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case int32:
+		return int(n)
+	case uint:
+		return int(n)
+	case uint64:
+		return int(n)
+	case uint32:
+		return int(n)
+	}
+	return 0
 }
 
 // pairs turns "Name", value, … (or one map) into a message's data.

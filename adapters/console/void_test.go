@@ -68,7 +68,7 @@ func TestConsoleVoidsCodesThroughAConfirmation(t *testing.T) {
 	confirm := ada.post(base+"/void/confirm", url.Values{"codes": {pasted}, "reason": {"leaked on a forum"}})
 	wantStatus(t, confirm, 200)
 	noCode("the confirmation", confirm)
-	if !strings.Contains(confirm.body, "<strong>4</strong> code(s)") || !strings.Contains(confirm.body, "2 blank or comment line(s)") {
+	if !strings.Contains(confirm.body, "void 4 codes of Leaky") || !strings.Contains(confirm.body, "2 blank or comment lines were skipped") {
 		t.Fatalf("the confirmation does not count the pasted codes: %s", confirm.body)
 	}
 	m := pendingField.FindStringSubmatch(confirm.body)
