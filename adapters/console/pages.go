@@ -40,6 +40,14 @@ var funcs = template.FuncMap{
 	// "enum" is a stored value's name (a status, a reason) in the request's language: message
 	// prefix+value, or the value itself when the catalogue has no such message.
 	"enum": func(prefix string, v any) string { return fmt.Sprint(v) },
+	// "check" is the message key of a reconciliation check's name (checkKeys), the name itself
+	// when it has none: {{enum "console.check." (check .Name)}}.
+	"check": func(name string) string {
+		if key, ok := checkKeys[name]; ok {
+			return key
+		}
+		return name
+	},
 }
 
 // parsePages parses every template once, at start: a broken template is a programming error
@@ -113,7 +121,12 @@ func (k *console) render(c *fiber.Ctx, status int, page string, v view) error {
 			"when": whenIn(loc),
 			"t":    func(id string, kv ...any) string { return k.msgs.T(l, id, pairs(kv)) },
 			"n":    func(id string, count any, kv ...any) string { return k.msgs.N(l, id, toInt(count), pairs(kv)) },
-			"enum": func(prefix string, v any) string { return k.text(l, prefix+fmt.Sprint(v)) },
+			"enum": func(prefix string, v any) string {
+				if id := prefix + fmt.Sprint(v); k.msgs.Has(l, id) {
+					return k.msgs.T(l, id)
+				}
+				return fmt.Sprint(v)
+			},
 		}).Execute(&b, v)
 	}
 	if err != nil {

@@ -18,6 +18,26 @@ type reconcileData struct {
 	Confirm bool // the repair's confirmation page
 }
 
+// checkKeys are the message keys (console.check.<key>) of the reconciliation's checks
+// (application.Reconcile names them): a page shows each in the operator's language, and a
+// check without a key by its own name.
+var checkKeys = map[string]string{
+	"codes SOLD = qty of PAID orders":            "sold_paid",
+	"codes SOLD + sellable = imported - voided":  "sold_sellable",
+	"gate stock + gate sold = imported - voided": "gate_total",
+	"gate sold = qty of PENDING and PAID orders": "gate_sold",
+	"gate knows the product":                     "gate_known",
+	"flow: imported":                             "flow_imported",
+	"flow: voided":                               "flow_voided",
+	"flow: sold":                                 "flow_sold",
+	"flow: sellable":                             "flow_sellable",
+	"flow: held by PENDING and PAID":             "flow_held",
+	"flow: pending":                              "flow_pending",
+	"flow: gate stock":                           "flow_gate_stock",
+	"gate holding counts = qty of the buyers' orders (buyer_limit)": "holdings",
+	"buyers whose gate holding count differs from their orders":     "holdings_differ",
+}
+
 type cardCount struct {
 	Status string
 	Count  int64
