@@ -33,7 +33,7 @@ func browseConsoleInChinese(t *testing.T, chromium string, c client, shots, pid,
 	b.zhScreen("login", "登录", false)
 	b.submit(chromedp.SendKeys(chromedp.ID("token"), op.Token), chromedp.Click(chromedp.CSS(`main button[type=submit]`)))
 	b.wantPath("/console")
-	b.wantText("main", "当前登录：li，角色：admin。")
+	b.wantText("main", "当前登录：li，角色：管理员。")
 	b.zhScreen("overview", "概览", true)
 
 	b.submit(chromedp.Click(chromedp.CSS(`nav a[href="/console/products"]`)))

@@ -363,6 +363,7 @@ func (k *console) need(role domain.Role, action string) fiber.Handler {
 			k.record(c, action, nil, fmt.Errorf("%w: needs %s", domain.ErrForbidden, role))
 		}
 		return k.errorPage(c, fiber.StatusForbidden,
-			k.tr(c, "console.err.role", "Role", id.Role, "Need", role))
+			k.tr(c, "console.err.role", "Role", k.text(k.lang(c), "console.role."+string(id.Role)),
+				"Need", k.text(k.lang(c), "console.role."+string(role))))
 	}
 }

@@ -236,7 +236,7 @@ func TestChineseMessagesOfWrites(t *testing.T) {
 	// A role that may not: said in Chinese, with the roles' names.
 	vic := h.login(h.operator("vic", domain.RoleViewer))
 	r := h.do("GET", base+"/edit", nil, "Cookie", vic.cookie, "Accept-Language", "zh-CN")
-	if r.status != 403 || !strings.Contains(visible(r.body), "你的角色（viewer）无权执行此操作，需要 operator。") {
+	if r.status != 403 || !strings.Contains(visible(r.body), "你的角色（只读）无权执行此操作，需要操作员权限。") {
 		t.Errorf("a viewer's edit: %s", r)
 	}
 }
