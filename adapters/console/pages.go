@@ -148,7 +148,7 @@ func (k *console) text(l i18n.Lang, s string, kv ...any) string {
 	return s
 }
 
-// toInt is a template's count (any integer type) as an int.
+// toInt is a template's count (an int, int64 or int32) as an int; 0 for anything else.
 func toInt(v any) int {
 	switch n := v.(type) {
 	case int:
@@ -156,12 +156,6 @@ func toInt(v any) int {
 	case int64:
 		return int(n)
 	case int32:
-		return int(n)
-	case uint:
-		return int(n)
-	case uint64:
-		return int(n)
-	case uint32:
 		return int(n)
 	}
 	return 0
