@@ -198,6 +198,13 @@ func TestConsoleImportRunsAsAJobAndShowsEveryRejectedLine(t *testing.T) {
 	if !strings.Contains(r.body, "Imported: 3 codes added, 5 lines not imported.") || strings.Contains(r.body, "<progress") {
 		t.Fatalf("job page after the import: %s", r.body)
 	}
+	// The same page in Chinese: the counts and the reasons in the operator's language.
+	zh := oper.h.do("GET", job, nil, "Cookie", oper.cookie, "Accept-Language", "zh-CN")
+	for _, want := range []string{"导入完成：新增 3 个卡密，5 行未导入。", ">重复<", ">表头<", ">注释<", ">属于其他商品<", ">无效<"} {
+		if !strings.Contains(zh.body, want) {
+			t.Errorf("the job page in Chinese has no %q: %s", want, zh.body)
+		}
+	}
 	for _, row := range []string{"1</td><td data-label=\"Reason\">header", "3</td><td data-label=\"Reason\">comment",
 		"5</td><td data-label=\"Reason\">duplicate", "6</td><td data-label=\"Reason\">invalid</td><td data-label=\"Detail\">must be 4 to 128 characters",
 		"7</td><td data-label=\"Reason\">in_pool"} {
