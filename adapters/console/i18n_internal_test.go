@@ -225,3 +225,35 @@ func TestEveryKnownErrorHasAMessage(t *testing.T) {
 		t.Errorf("Chinese of a domain validation error = %q", got)
 	}
 }
+
+// TestDomainReasonsInChinese: every reason domain.ParseCardCode and the import give for a
+// code refused is worded in Chinese (the table reasonIDs follows their English words), the
+// character it names included; an unknown reason stays as it is.
+func TestDomainReasonsInChinese(t *testing.T) {
+	k := &console{msgs: catalogue()}
+	for _, s := range []string{"\xff\xfeabcd", "ab cd", "ab\x01cd", "ab\u200bcd", "abcé", "ab,cd", "#abcd", "abc"} {
+		_, err := domain.ParseCardCode(s)
+		var ve *domain.ValidationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("ParseCardCode(%q) = %v, want a validation error", s, err)
+		}
+		zh := k.reasonText(i18n.Chinese, ve.Reason)
+		if zh == ve.Reason || !strings.ContainsFunc(zh, func(r rune) bool { return unicode.Is(unicode.Han, r) }) {
+			t.Errorf("the reason %q of %q is not worded in Chinese: %q", ve.Reason, s, zh)
+		}
+		if got := k.reasonText(i18n.English, ve.Reason); got != ve.Reason {
+			t.Errorf("the English of %q = %q", ve.Reason, got)
+		}
+	}
+	if got := k.reasonText(i18n.Chinese, "must be printable ASCII (letters, digits and signs); other characters, accented letters in either Unicode form included, are refused (U+00E9 at character 4)"); !strings.HasSuffix(got, "（U+00E9，第 4 个字符）") {
+		t.Errorf("the character a reason names: %q", got)
+	}
+	if got := k.reasonText(i18n.Chinese, "something new"); got != "something new" {
+		t.Errorf("an unknown reason = %q", got)
+	}
+	// Inside the console's own message of a pasted line.
+	err := invalid("codes", "console.err.not_a_code", "Line", 2, "Reason", "must not contain spaces")
+	if got := k.errText(i18n.Chinese, err); got != "卡密：第 2 行不是卡密：不能包含空格" {
+		t.Errorf("a pasted line refused, in Chinese: %q", got)
+	}
+}

@@ -3,6 +3,9 @@ package console
 import (
 	"context"
 	"errors"
+	"maps"
+	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
@@ -90,12 +93,18 @@ var errorIDs = map[error]string{
 func (k *console) errText(l i18n.Lang, err error) string {
 	var fe *fieldError
 	if errors.As(err, &fe) {
+		args := fe.args
+		if r, ok := args["Reason"].(string); ok {
+			// A domain's reason inside the console's own ("line 2 is not a code: …").
+			args = maps.Clone(args)
+			args["Reason"] = k.reasonText(l, r)
+		}
 		return k.msgs.T(l, "console.err.field", map[string]any{"Field": k.fieldName(l, fe.Field),
-			"Reason": k.msgs.T(l, fe.id, fe.args)})
+			"Reason": k.msgs.T(l, fe.id, args)})
 	}
 	var ve *domain.ValidationError
 	if errors.As(err, &ve) {
-		return k.msgs.T(l, "console.err.field", map[string]any{"Field": k.fieldName(l, ve.Field), "Reason": ve.Reason})
+		return k.msgs.T(l, "console.err.field", map[string]any{"Field": k.fieldName(l, ve.Field), "Reason": k.reasonText(l, ve.Reason)})
 	}
 	for _, row := range webkit.Rows() {
 		if errors.Is(err, row.Err) {
@@ -150,3 +159,42 @@ func (e *fieldError) Error() string { return e.english().Error() }
 
 // Unwrap is the field's English validation error.
 func (e *fieldError) Unwrap() error { return e.english() }
+
+// reasonIDs are the message ids of the reasons the domain and the import give in English for
+// a code that is not valid or a line not imported (domain.ParseCardCode, application's
+// import): a page shows them in the operator's language. A reason may end in the character
+// it names, " (U+00E9 at character 3)", which reasonText words too.
+var reasonIDs = []struct{ en, id string }{
+	{"must be valid UTF-8 text", "console.reason.utf8"},
+	{"must not contain spaces", "console.reason.spaces"},
+	{"must not contain control characters", "console.reason.control"},
+	{"must not contain invisible format characters", "console.reason.format"},
+	{"must be printable ASCII (letters, digits and signs); other characters, accented letters in either Unicode form included, are refused", "console.reason.ascii"},
+	{"must not contain commas or double quotes", "console.reason.comma"},
+	{"must not start with # (a line starting with # is a comment)", "console.reason.hash"},
+	{"must be 4 to 128 characters", "console.reason.length"},
+	{"already in this product (an earlier line or an earlier import)", "console.reason.duplicate"},
+	{"already in another product's pool", "console.reason.in_pool"},
+	{"the body ended inside this line", "console.reason.unterminated"},
+}
+
+// atCharRE is the end of a reason that names a character: " (U+00E9 at character 3)".
+var atCharRE = regexp.MustCompile(`^ \((U\+[0-9A-F]{4,6}) at character (\d+)\)$`)
+
+// reasonText is a domain's reason in language l: its message when reasonIDs knows it, the
+// reason as it is otherwise.
+func (k *console) reasonText(l i18n.Lang, reason string) string {
+	for _, r := range reasonIDs {
+		rest, ok := strings.CutPrefix(reason, r.en)
+		if !ok {
+			continue
+		}
+		if rest == "" {
+			return k.msgs.T(l, r.id)
+		}
+		if m := atCharRE.FindStringSubmatch(rest); m != nil {
+			return k.msgs.T(l, r.id) + k.msgs.T(l, "console.reason.at", map[string]any{"Char": m[1], "Pos": m[2]})
+		}
+	}
+	return reason
+}

@@ -40,6 +40,8 @@ var funcs = template.FuncMap{
 	// "enum" is a stored value's name (a status, a reason) in the request's language: message
 	// prefix+value, or the value itself when the catalogue has no such message.
 	"enum": func(prefix string, v any) string { return fmt.Sprint(v) },
+	// "reason" is a domain's reason (a line not imported) in the request's language (reasonText).
+	"reason": func(s string) string { return s },
 	// "check" is the message key of a reconciliation check's name (checkKeys), the name itself
 	// when it has none: {{enum "console.check." (check .Name)}}.
 	"check": func(name string) string {
@@ -118,9 +120,10 @@ func (k *console) render(c *fiber.Ctx, status int, page string, v view) error {
 	t, err := k.pages[page].Clone()
 	if err == nil {
 		err = t.Funcs(template.FuncMap{
-			"when": whenIn(loc),
-			"t":    func(id string, kv ...any) string { return k.msgs.T(l, id, pairs(kv)) },
-			"n":    func(id string, count any, kv ...any) string { return k.msgs.N(l, id, toInt(count), pairs(kv)) },
+			"when":   whenIn(loc),
+			"t":      func(id string, kv ...any) string { return k.msgs.T(l, id, pairs(kv)) },
+			"n":      func(id string, count any, kv ...any) string { return k.msgs.N(l, id, toInt(count), pairs(kv)) },
+			"reason": func(s string) string { return k.reasonText(l, s) },
 			"enum": func(prefix string, v any) string {
 				if id := prefix + fmt.Sprint(v); k.msgs.Has(l, id) {
 					return k.msgs.T(l, id)
