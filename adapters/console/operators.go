@@ -89,7 +89,7 @@ func (k *console) afterOperatorWrite(c *fiber.Ctx, err error, notice string) err
 
 // operatorWriteFailed shows the screen again with the refusal in the page's language.
 func (k *console) operatorWriteFailed(c *fiber.Ctx, err error, d operatorsData) error {
-	status, msg := k.supportError(err)
+	status, msg := k.supportError(c, err)
 	if status >= 500 {
 		return k.fail(c, err)
 	}
@@ -97,11 +97,12 @@ func (k *console) operatorWriteFailed(c *fiber.Ctx, err error, d operatorsData) 
 }
 
 // supportError is err's status and what the page says: the message of this area's catalogue
-// for the error's code (console.support.error.<code>) when it has one, else the API's words.
-func (k *console) supportError(err error) (int, string) {
-	status, code, msg := webkit.Describe(err)
+// for the error's code (console.support.error.<code>, which says what to do on these pages)
+// when it has one, else the console's words for the error in the request's language.
+func (k *console) supportError(c *fiber.Ctx, err error) (int, string) {
+	status, code, _ := webkit.Describe(err)
 	if id := "console.support.error." + code; k.msgs.Has(i18n.English, id) {
 		return status, id
 	}
-	return status, msg
+	return k.explain(c, err)
 }

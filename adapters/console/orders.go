@@ -59,7 +59,7 @@ func (k *console) orderLookup(c *fiber.Ctx) error {
 	}
 	f, trail, err := orderSearch(c, d, k.zone(c))
 	if err != nil {
-		_, msg := describe(err)
+		_, msg := k.explain(c, err)
 		return k.ordersPage(c, fiber.StatusBadRequest, msg, d)
 	}
 	if d.Orders, err = k.sales.SearchOrders(c.UserContext(), f); err != nil {
@@ -264,7 +264,7 @@ func (k *console) confirmPayment(c *fiber.Ctx) error {
 	}
 	k.record(c, "order.confirm_payment", params, err)
 	if err != nil {
-		status, msg := k.supportError(err)
+		status, msg := k.supportError(c, err)
 		if status == fiber.StatusNotFound || status >= 500 {
 			return k.fail(c, err)
 		}
@@ -296,5 +296,6 @@ func (k *console) refundConfirmation(c *fiber.Ctx) error {
 	if err != nil {
 		return k.fail(c, err)
 	}
-	return k.render(c, fiber.StatusOK, "refundconfirm", view{Title: "console.support.refund.title", Data: refundData{orderData: d, Preview: pv}})
+	return k.render(c, fiber.StatusOK, "refundconfirm", view{Title: k.tr(c, "console.confirm.title_refund", "No", string(d.Order.No())),
+		Data: refundData{orderData: d, Preview: pv}})
 }
