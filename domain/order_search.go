@@ -29,7 +29,7 @@ type OrderFilter struct {
 	// payment's ProviderRef at any provider, or a manual confirmation's reference), exactly.
 	ProviderRef string
 	After       OrderCursor
-	Limit    int
+	Limit       int
 }
 
 // OrderCursor is a position in a search's newest-first order: the creation time and number of
