@@ -34,6 +34,9 @@ func (l *Ledger) Revenue(ctx context.Context, q domain.RevenueQuery) ([]domain.R
 	}
 	first, last := q.Edges[0].UTC(), q.Edges[len(q.Edges)-1].UTC()
 	bucket := func(col string) (string, []any) {
+		if len(q.Edges) == 2 {
+			return "0", nil // one bucket: a CASE needs a WHEN
+		}
 		var b strings.Builder
 		var args []any
 		b.WriteString("CASE")
