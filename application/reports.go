@@ -262,10 +262,12 @@ func (s *Reports) ExportOrders(ctx context.Context, f domain.ExportFilter, loc *
 			o := r.Order
 			name, ok := names[o.Product()]
 			if !ok {
-				// A product created after the names were read: read it now.
+				// A product created after the names were read: read it now, once (a product
+				// that is gone stays nameless).
 				if p, err := s.ledger.Products().Product(ctx, o.Product()); err == nil {
-					name, names[o.Product()] = p.Name(), p.Name()
+					name = p.Name()
 				}
+				names[o.Product()] = name
 			}
 			record = append(record[:0], string(o.No()), when(o.CreatedAt()), when(o.PaidAt()), when(o.EndedAt()),
 				o.Status().String(), strconv.FormatInt(int64(o.Product()), 10), name, strconv.Itoa(o.Qty()),
