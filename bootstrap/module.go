@@ -258,7 +258,7 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
 	hc.AuthFailures = webkit.NewAuthFailures(in.Admin, in.Limiter, in.Clock, in.Log)
 	app := httpapi.New(hc, httpapi.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin,
-		Guard: in.Guard},
+		Guard: in.Guard, Reports: in.Reports},
 		in.Tokens, in.Clock, in.Log)
 	// The operator console shares the API's app (and its middleware) under /console; its
 	// login attempts are limited per client IP by the API's limiter (on Redis with the real
