@@ -80,6 +80,8 @@ type Services struct {
 	Admin     *application.Admin
 	// Guard is the bot defence: the Blocklist page and the dashboard's refusals. Nil: neither.
 	Guard *application.Guard
+	// Reports are the dashboard's money and the orders' export. Nil: neither.
+	Reports *application.Reports
 }
 
 // console holds the handlers' dependencies.
@@ -90,7 +92,8 @@ type console struct {
 	payments  *application.Payments
 	catalogue *application.Catalogue
 	operators *application.Admin
-	guard     *application.Guard // nil: no Blocklist page
+	guard     *application.Guard   // nil: no Blocklist page
+	reports   *application.Reports // nil: no money on the dashboard, no export
 	clock     domain.Clock
 	log       *slog.Logger
 	pages     pages
@@ -136,7 +139,7 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
-		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, clock: clock, log: log, pages: parsePages(), msgs: msgs,
+		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, reports: svc.Reports, clock: clock, log: log, pages: parsePages(), msgs: msgs,
 		dash:    &sampler{catalogue: svc.Catalogue, guard: svc.Guard, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
@@ -216,6 +219,12 @@ func routes(k *console) []route {
 			route{"GET", "/blocklist", v, "", k.blocklist},
 			route{"POST", "/blocklist", act, "blocklist.add", k.addBlock},
 			route{"POST", "/blocklist/:block_id/remove", act, "blocklist.remove", k.removeBlock})
+	}
+	if k.reports != nil {
+		rs = append(rs,
+			route{"GET", "/dashboard/revenue.svg", v, "", k.revenueChart},
+			route{"GET", "/exports", v, "", k.exportsPage},
+			route{"POST", "/exports/orders", act, application.ActionOrdersExport, k.exportOrders})
 	}
 	return withActionRoles(rs)
 }
