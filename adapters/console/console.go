@@ -76,6 +76,8 @@ type Services struct {
 	Admin     *application.Admin
 	// Guard is the bot defence: the Blocklist page and the dashboard's refusals. Nil: neither.
 	Guard *application.Guard
+	// AlertChannels runs the alert channels page (alerts.go). Nil: no such page.
+	AlertChannels *application.AlertChannels
 }
 
 // console holds the handlers' dependencies.
