@@ -344,3 +344,11 @@ func addStockPushes(ctx context.Context, tx domain.Store, payload []byte) error 
 	}
 	return addAlertPushes(ctx, tx, stockPush(e))
 }
+
+// AlertKinds are the kinds of alert the shop raises, for a channel's filter to offer (a
+// channel may name others: kinds added later, or another version's).
+var AlertKinds = []string{
+	"amount_mismatch", "foreign_payment", "fulfil_failed", "gate_rebuilt", AlertMailFailed, "manual_payment",
+	"orphan_reservation_released", "paid_unfulfilled", "payment_close_failed", "refund_by_hand", "refund_failed",
+	"refund_pending", "reservation_not_returned", "second_payment", "stock_inconsistency",
+}

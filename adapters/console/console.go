@@ -92,7 +92,8 @@ type console struct {
 	payments  *application.Payments
 	catalogue *application.Catalogue
 	operators *application.Admin
-	guard     *application.Guard // nil: no Blocklist page
+	guard     *application.Guard         // nil: no Blocklist page
+	channels  *application.AlertChannels // nil: no alert channels page
 	clock     domain.Clock
 	log       *slog.Logger
 	pages     pages
@@ -142,7 +143,7 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
-		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, clock: clock, log: log, pages: parsePages(), msgs: msgs,
+		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, channels: svc.AlertChannels, clock: clock, log: log, pages: parsePages(), msgs: msgs,
 		dash:    &sampler{catalogue: svc.Catalogue, guard: svc.Guard, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
@@ -214,6 +215,15 @@ func routes(k *console) []route {
 			route{"GET", "/blocklist", v, "", k.blocklist},
 			route{"POST", "/blocklist", act, "blocklist.add", k.addBlock},
 			route{"POST", "/blocklist/:block_id/remove", act, "blocklist.remove", k.removeBlock})
+	}
+	if k.channels != nil {
+		rs = append(rs,
+			route{"GET", "/alerts/channels", roleOf(application.ActionAlertChannelCreate), "", k.alertChannels},
+			route{"POST", "/alerts/channels", act, application.ActionAlertChannelCreate, k.createChannel},
+			route{"GET", "/alerts/channels/:channel_id", roleOf(application.ActionAlertChannelUpdate), "", k.editChannel},
+			route{"POST", "/alerts/channels/:channel_id", act, application.ActionAlertChannelUpdate, k.updateChannel},
+			route{"POST", "/alerts/channels/:channel_id/test", act, application.ActionAlertChannelTest, k.testChannel},
+			route{"POST", "/alerts/channels/:channel_id/remove", act, application.ActionAlertChannelRemove, k.removeChannel})
 	}
 	return withActionRoles(rs)
 }

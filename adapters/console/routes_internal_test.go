@@ -20,7 +20,10 @@ func TestConsoleRolesAreTheAPIs(t *testing.T) {
 	// An import's job page and progress are the import's answer: the importer's role.
 	forms["/products/:id/imports/:job"] = "product.import"
 	forms["/products/:id/imports/:job/progress"] = "product.import"
-	for _, r := range routes(&console{guard: new(application.Guard)}) {
+	// The alert channels' list and edit form hold the channels' settings: admins only.
+	forms["/alerts/channels"] = application.ActionAlertChannelCreate
+	forms["/alerts/channels/:channel_id"] = application.ActionAlertChannelUpdate
+	for _, r := range routes(&console{guard: new(application.Guard), channels: new(application.AlertChannels)}) {
 		if r.method == "POST" && r.path == "/settings" {
 			if r.action != "" || r.role != domain.RoleViewer {
 				t.Errorf("POST /settings needs %s and records %q: a preference is no shop write", r.role, r.action)
