@@ -57,8 +57,8 @@ func TestAlertChannelsInABrowser(t *testing.T) {
 
 	for _, lang := range []struct {
 		tag, shot, title, refused, delivered, fingerprint string
-		typ, target, good, bad                              string
-		messages                                            func() int
+		typ, target, good, bad                            string
+		messages                                          func() int
 	}{
 		{"en", "alert-channels", "Alert channels", "refused the test", "Test delivered", "keep the stored secret",
 			"wecom", "", key, badKey, func() int { return len(wc.Messages()) }},
