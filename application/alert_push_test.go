@@ -2,8 +2,10 @@ package application_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -330,4 +332,46 @@ func runAlertPush(t *testing.T, newLedger func(*testing.T) domain.Ledger) {
 			t.Fatalf("an operator's test: %v, want ErrForbidden", err)
 		}
 	})
+}
+
+// TestStockEventsArePushedToTheChannelsThatTakeThem: a stock crossing writes, in its own
+// transaction, one push per enabled channel that takes stock events (none for a channel that
+// does not, nor for a disabled one), with the crossing's id; an alert kind filter does not
+// apply to them.
+func TestStockEventsArePushedToTheChannelsThatTakeThem(t *testing.T) {
+	f := newFixture(t)
+	save := func(name string, stock, enabled bool) domain.AlertChannel {
+		c, err := f.shop.AlertChannels.Save(f.ctx, admin, domain.AlertChannel{Name: name, Type: domain.ChannelWeCom,
+			Secret: simKey, Kinds: []string{"mail_failed"}, Stock: stock, Enabled: enabled})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	takes := save("stock", true, true)
+	save("alerts-only", false, true)
+	save("off", true, false)
+	p := f.stockProduct(t, 3, 5)
+	f.sell(t, p.ID(), 5)
+	if n := f.watch(t); n != 2 {
+		t.Fatalf("%d stock events, want low stock and sold out", n)
+	}
+	ms, err := f.ledger.Outbox().Pending(f.ctx, f.shopNow().AddDate(1, 0, 0), 100, domain.TopicAlertPush)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, m := range ms {
+		var push domain.AlertPush
+		if err := json.Unmarshal(m.Payload, &push); err != nil {
+			t.Fatal(err)
+		}
+		if push.ChannelID != takes.ID || !push.Stock || push.Product != p.ID() || !strings.HasPrefix(push.ID, "stock-"+push.Kind+":") {
+			t.Errorf("push %+v", push)
+		}
+		kinds = append(kinds, push.Kind)
+	}
+	if want := []string{domain.EventLowStock, domain.EventSoldOut}; !slices.Equal(kinds, want) {
+		t.Fatalf("stock pushes %v, want %v for the one channel that takes them", kinds, want)
+	}
 }
