@@ -198,7 +198,7 @@ func (s *outbox) pushGivenUp(ctx context.Context, m domain.OutboxMessage, err er
 	if json.Unmarshal(m.Payload, &p) != nil {
 		return
 	}
-	msg := fmt.Sprintf("push %s given up after %d attempts: %v", p.ID, m.Attempts+1, err)
+	msg := fmt.Sprintf("push %s given up at attempt %d: %v", p.ID, m.Attempts+1, err)
 	if rerr := s.ledger.AlertChannels().RecordOutcome(ctx, p.ChannelID, s.clock.Now(), msg); rerr != nil {
 		s.log.ErrorContext(ctx, "alert push's failure not recorded", "channel", p.ChannelID, "err", rerr)
 	}

@@ -274,7 +274,7 @@ func runAlertPush(t *testing.T, newLedger func(*testing.T) domain.Ledger) {
 		if n := r.wc.Requests(); n != 1 {
 			t.Fatalf("the robot was asked %d times with a wrong key, want 1", n)
 		}
-		if b := r.channelNow(t, bad.ID); !strings.Contains(b.LastError, "93000") || !strings.Contains(b.LastError, "after 1 attempts") ||
+		if b := r.channelNow(t, bad.ID); !strings.Contains(b.LastError, "93000") || !strings.Contains(b.LastError, "at attempt 1") ||
 			strings.Contains(b.LastError, "0000000-wrong-key") {
 			t.Fatalf("wrong key's outcome: %q", b.LastError)
 		}
@@ -293,7 +293,7 @@ func runAlertPush(t *testing.T, newLedger func(*testing.T) domain.Ledger) {
 			t.Fatalf("the robot was asked %d times, want 1 (wrong key) + 3 (outage)", n)
 		}
 		c := r.channelNow(t, wc.ID)
-		if !c.LastOKAt.IsZero() || !strings.Contains(c.LastError, "after 3 attempts") || !strings.Contains(c.LastError, "502") {
+		if !c.LastOKAt.IsZero() || !strings.Contains(c.LastError, "at attempt 3") || !strings.Contains(c.LastError, "502") {
 			t.Fatalf("dead channel's outcome: ok %v, error %q", c.LastOKAt, c.LastError)
 		}
 		if strings.Contains(c.LastError, simKey) {

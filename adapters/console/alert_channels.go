@@ -93,9 +93,9 @@ func readChannelForm(c *fiber.Ctx) (channelForm, domain.AlertChannel) {
 func channelAudit(ch domain.AlertChannel) map[string]string {
 	p := map[string]string{"name": ch.Name, "type": string(ch.Type), "target": ch.Target,
 		"kinds": strings.Join(ch.Kinds, ","), "stock": strconv.FormatBool(ch.Stock), "enabled": strconv.FormatBool(ch.Enabled),
-		"secret_changed": strconv.FormatBool(ch.Secret != "")}
+		"credential_changed": strconv.FormatBool(ch.Secret != "")}
 	if ch.Secret != "" {
-		p["secret_fingerprint"] = ch.Fingerprint()
+		p["fingerprint"] = ch.Fingerprint()
 	}
 	return p
 }
@@ -109,7 +109,7 @@ func (k *console) alertChannels(c *fiber.Ctx) error {
 func (k *console) channelsPage(c *fiber.Ctx, status int, form channelForm, errMsg, notice string) error {
 	cs, err := k.channels.List(c.UserContext(), identityOf(c))
 	if err != nil {
-		return k.fail(c, err)
+		return k.channelFail(c, err)
 	}
 	d := channelsData{Form: form, Types: domain.AlertChannelTypes, Kinds: application.AlertKinds}
 	for _, ch := range cs {
@@ -121,13 +121,16 @@ func (k *console) channelsPage(c *fiber.Ctx, status int, form channelForm, errMs
 // saveFailed shows a refused save on the page it came from, with the form as typed.
 func (k *console) saveFailed(c *fiber.Ctx, form channelForm, err error) error {
 	status, msg := describe(err)
+	var ve *domain.ValidationError
 	switch {
+	case errors.As(err, &ve) && slices.Contains([]string{"name", "type", "target", "secret", "kinds"}, ve.Field):
+		msg = "console.alerts.channels.invalid_" + ve.Field // in the page's language, the hints beside
 	case errors.Is(err, domain.ErrAlertChannelNotFound):
-		return k.fail(c, err)
+		return k.channelFail(c, err)
 	case errors.Is(err, domain.ErrAlertChannelExists):
-		msg = "console.alerts.channels.name_taken"
+		status, msg = fiber.StatusConflict, "console.alerts.channels.name_taken"
 	case status >= 500:
-		return k.fail(c, err)
+		return k.channelFail(c, err)
 	}
 	if form.ID != 0 {
 		return k.channelPage(c, status, form, msg)
@@ -160,11 +163,11 @@ func channelID(c *fiber.Ctx) (int64, error) {
 func (k *console) editChannel(c *fiber.Ctx) error {
 	id, err := channelID(c)
 	if err != nil {
-		return k.fail(c, err)
+		return k.channelFail(c, err)
 	}
 	ch, err := k.channels.Channel(c.UserContext(), identityOf(c), id)
 	if err != nil {
-		return k.fail(c, err)
+		return k.channelFail(c, err)
 	}
 	return k.channelPage(c, fiber.StatusOK, channelFormOf(ch), "")
 }
@@ -179,7 +182,7 @@ func (k *console) channelPage(c *fiber.Ctx, status int, form channelForm, errMsg
 func (k *console) updateChannel(c *fiber.Ctx) error {
 	id, err := channelID(c)
 	if err != nil {
-		return k.fail(c, err)
+		return k.channelFail(c, err)
 	}
 	form, ch := readChannelForm(c)
 	form.ID, ch.ID = id, id
@@ -204,7 +207,7 @@ func (k *console) removeChannel(c *fiber.Ctx) error {
 	}
 	k.record(c, application.ActionAlertChannelRemove, map[string]string{"name": ch.Name, "type": string(ch.Type)}, err)
 	if err != nil {
-		return k.fail(c, err)
+		return k.channelFail(c, err)
 	}
 	return k.channelsPage(c, fiber.StatusOK, channelForm{Type: string(domain.ChannelTelegram), Enabled: true}, "",
 		k.text(k.lang(c), "console.alerts.channels.removed", "Name", ch.Name))
@@ -214,7 +217,7 @@ func (k *console) removeChannel(c *fiber.Ctx) error {
 func (k *console) testChannel(c *fiber.Ctx) error {
 	id, err := channelID(c)
 	if err != nil {
-		return k.fail(c, err)
+		return k.channelFail(c, err)
 	}
 	l := k.lang(c)
 	ch, err := k.channels.Test(c.UserContext(), identityOf(c), id, k.text(l, "console.alerts.channels.test_message"))
@@ -232,9 +235,18 @@ func (k *console) testChannel(c *fiber.Ctx) error {
 		return k.channelsPage(c, fiber.StatusOK, fresh, k.text(l, "console.alerts.channels.test_limited",
 			"Name", ch.Name, "Reason", limited.Reason, "Seconds", int(limited.After.Seconds())), "")
 	case errors.Is(err, domain.ErrAlertChannelNotFound), errors.Is(err, domain.ErrForbidden):
-		return k.fail(c, err)
+		return k.channelFail(c, err)
 	}
 	// Unreachable, a 5xx, a timeout: the channel's error text names no secret (alertpush).
 	return k.channelsPage(c, fiber.StatusOK, fresh, k.text(l, "console.alerts.channels.test_failed",
 		"Name", ch.Name, "Reason", err.Error()), "")
+}
+
+// channelFail is fail for the channels' pages: a channel that does not exist (no route of the
+// admin API has one, so the shared error table has no row for it) is the not-found page.
+func (k *console) channelFail(c *fiber.Ctx, err error) error {
+	if errors.Is(err, domain.ErrAlertChannelNotFound) {
+		return k.errorPage(c, fiber.StatusNotFound, "console.alerts.channels.not_found")
+	}
+	return k.fail(c, err)
 }
