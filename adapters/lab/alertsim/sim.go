@@ -52,6 +52,7 @@ func newServer(now func() time.Time, h http.HandlerFunc) *server {
 			case <-s.stop:
 			}
 			return
+		case Up:
 		}
 		h(w, r)
 	}))
