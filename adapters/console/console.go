@@ -122,11 +122,7 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 	if cfg.Lang == "" {
 		cfg.Lang = i18n.English
 	}
-	msgs, err := i18n.Load()
-	if err != nil {
-		// The catalogues are embedded: one that does not load is a programming error.
-		panic(err)
-	}
+	msgs := catalogue()
 	if cfg.AuthFailures == nil {
 		cfg.AuthFailures = webkit.NewAuthFailures(svc.Admin, cfg.Limiter, clock, log)
 	}
@@ -348,7 +344,7 @@ func (k *console) sameOrigin(c *fiber.Ctx) error {
 		u, err := url.Parse(o)
 		if err != nil || u.Host != string(c.Request().Host()) {
 			k.log.WarnContext(c.UserContext(), "console: cross-origin post refused", "origin", o, "path", c.Path())
-			return k.errorPage(c, fiber.StatusForbidden, "This form was sent from another site and was refused.")
+			return k.errorPage(c, fiber.StatusForbidden, "console.err.cross_site")
 		}
 	}
 	return c.Next()
@@ -362,7 +358,7 @@ func (k *console) csrf(c *fiber.Ctx) error {
 	if !csrfOK(formValue(c, "csrf"), sessionOf(c).CSRF) {
 		k.log.WarnContext(c.UserContext(), "console: post without a valid csrf token refused",
 			"operator", identityOf(c).Name, "path", c.Path())
-		return k.errorPage(c, fiber.StatusForbidden, "This form has expired or was not sent from the console. Reload the page and try again.")
+		return k.errorPage(c, fiber.StatusForbidden, "console.err.csrf")
 	}
 	return c.Next()
 }
@@ -379,6 +375,7 @@ func (k *console) need(role domain.Role, action string) fiber.Handler {
 			k.record(c, action, nil, fmt.Errorf("%w: needs %s", domain.ErrForbidden, role))
 		}
 		return k.errorPage(c, fiber.StatusForbidden,
-			fmt.Sprintf("Your role (%s) may not do this; it needs %s.", id.Role, role))
+			k.tr(c, "console.err.role", "Role", k.text(k.lang(c), "console.role."+string(id.Role)),
+				"Need", k.text(k.lang(c), "console.role."+string(role))))
 	}
 }
