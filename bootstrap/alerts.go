@@ -4,6 +4,7 @@ import (
 	"go.uber.org/fx"
 
 	"cardshop/adapters/alertpush"
+	"cardshop/adapters/metrics"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -12,7 +13,10 @@ import (
 // the order mail's SMTP server when one is set, a signed webhook) and the service that runs
 // the channels, for the console.
 func alertChannels() fx.Option {
-	return fx.Provide(newAlertPusher, func(a *application.App) *application.AlertChannels { return a.AlertChannels })
+	return fx.Options(
+		fx.Provide(newAlertPusher, func(a *application.App) *application.AlertChannels { return a.AlertChannels }),
+		fx.Invoke(func(m *metrics.Metrics, r *application.Relay) { m.WatchAlertBacklog(r.AlertBacklog) }),
+	)
 }
 
 type pusherIn struct {
