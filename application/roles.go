@@ -9,28 +9,33 @@ import "cardshop/domain"
 // destroyed for good, like a refund's void) and manages operators. Every driving adapter
 // reads it through ActionRole; none restates it.
 var actionRoles = map[string]domain.Role{
-	"product.create":       domain.RoleOperator,
-	"product.update":       domain.RoleOperator,
-	"product.import":       domain.RoleOperator,
-	"product.freeze":       domain.RoleOperator,
-	"product.unfreeze":     domain.RoleOperator,
-	"codes.void":           domain.RoleAdmin,
-	"product.repair":       domain.RoleAdmin,
-	"order.refund":         domain.RoleAdmin,
-	"order.fulfil":         domain.RoleOperator,
-	"order.mail_resent":    domain.RoleOperator,
-	"buyer_token.issue":    domain.RoleOperator,
-	"operator.create":      domain.RoleAdmin,
-	"operator.update":      domain.RoleAdmin,
-	"operator.rotate":      domain.RoleAdmin,
-	"operator.remove":      domain.RoleAdmin,
-	"alert.ack":            domain.RoleOperator,
-	"blocklist.add":        domain.RoleOperator,
-	"blocklist.remove":     domain.RoleOperator,
-	"alert_channel.create": domain.RoleAdmin,
-	"alert_channel.update": domain.RoleAdmin,
-	"alert_channel.remove": domain.RoleAdmin,
-	"alert_channel.test":   domain.RoleAdmin,
+	"product.create":    domain.RoleOperator,
+	"product.update":    domain.RoleOperator,
+	"product.import":    domain.RoleOperator,
+	"product.freeze":    domain.RoleOperator,
+	"product.unfreeze":  domain.RoleOperator,
+	"codes.void":        domain.RoleAdmin,
+	"product.repair":    domain.RoleAdmin,
+	"order.refund":      domain.RoleAdmin,
+	"order.fulfil":      domain.RoleOperator,
+	"order.mail_resent": domain.RoleOperator,
+	"buyer_token.issue": domain.RoleOperator,
+	"operator.create":   domain.RoleAdmin,
+	"operator.update":   domain.RoleAdmin,
+	"operator.rotate":   domain.RoleAdmin,
+	"operator.remove":   domain.RoleAdmin,
+	"alert.ack":         domain.RoleOperator,
+	"blocklist.add":     domain.RoleOperator,
+	"blocklist.remove":  domain.RoleOperator,
+	// An export hands over every order's buyer and e-mail at once, more than a viewer reads
+	// one order at a time: the role that runs the shop (and keeps its books).
+	ActionOrdersExport: domain.RoleOperator,
+
+	// Where alerts are pushed, with the channels' secrets: admins.
+	ActionAlertChannelCreate: domain.RoleAdmin,
+	ActionAlertChannelUpdate: domain.RoleAdmin,
+	ActionAlertChannelRemove: domain.RoleAdmin,
+	ActionAlertChannelTest:   domain.RoleAdmin,
 }
 
 // ActionRole returns the least role that may do the action; false when it is no action.

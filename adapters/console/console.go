@@ -80,7 +80,9 @@ type Services struct {
 	Admin     *application.Admin
 	// Guard is the bot defence: the Blocklist page and the dashboard's refusals. Nil: neither.
 	Guard *application.Guard
-	// AlertChannels runs the alert channels page (alerts.go). Nil: no such page.
+	// Reports are the dashboard's money and the orders' export. Nil: neither.
+	Reports *application.Reports
+	// AlertChannels runs the alert channels page (alert_channels.go). Nil: no such page.
 	AlertChannels *application.AlertChannels
 }
 
@@ -92,8 +94,8 @@ type console struct {
 	payments  *application.Payments
 	catalogue *application.Catalogue
 	operators *application.Admin
-	guard     *application.Guard         // nil: no Blocklist page
-	channels  *application.AlertChannels // nil: no alert channels page
+	guard     *application.Guard   // nil: no Blocklist page
+	reports   *application.Reports // nil: no money on the dashboard, no export
 	clock     domain.Clock
 	log       *slog.Logger
 	pages     pages
@@ -104,6 +106,8 @@ type console struct {
 	streams chan struct{} // one token per open dashboard stream
 	// voids are the voids of codes waiting for confirmation on this instance.
 	voids *pendingVoids
+	// channels runs the alert channels page; nil: no such page.
+	channels *application.AlertChannels
 }
 
 // Mount adds the console's routes under /console to app (the JSON API's app: the console
@@ -139,7 +143,7 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
-		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, channels: svc.AlertChannels, clock: clock, log: log, pages: parsePages(), msgs: msgs,
+		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, reports: svc.Reports, channels: svc.AlertChannels, clock: clock, log: log, pages: parsePages(), msgs: msgs,
 		dash:    &sampler{catalogue: svc.Catalogue, guard: svc.Guard, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
@@ -211,6 +215,12 @@ func routes(k *console) []route {
 			route{"GET", "/blocklist", v, "", k.blocklist},
 			route{"POST", "/blocklist", act, "blocklist.add", k.addBlock},
 			route{"POST", "/blocklist/:block_id/remove", act, "blocklist.remove", k.removeBlock})
+	}
+	if k.reports != nil {
+		rs = append(rs,
+			route{"GET", "/dashboard/revenue.svg", v, "", k.revenueChart},
+			route{"GET", "/exports", v, "", k.exportsPage},
+			route{"POST", "/exports/orders", act, application.ActionOrdersExport, k.exportOrders})
 	}
 	if k.channels != nil {
 		rs = append(rs,
