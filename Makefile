@@ -21,9 +21,9 @@ help: ## list the targets
 DEV_SECRETS := .dev-secrets.env
 
 .PHONY: run
-run: ## run the service on the in-memory adapters (http://127.0.0.1:8080) with demo products, dev secrets, the dev payment provider, a Mailpit inbox (http://127.0.0.1:8025)
-	@echo "the shop: http://127.0.0.1:8080/  ·  the console: http://127.0.0.1:8080/console"
-	$(DEV_ENV) CARDSHOP_DEV_PAYMENTS=true CARDSHOP_DEMO=true GO=$(GO) scripts/with-mailpit.sh $(GO) run ./cmd/cardshop serve
+run: ## run the service on the in-memory adapters (http://127.0.0.1:8080) with demo products, dev secrets, the dev payment provider, a Mailpit inbox (http://127.0.0.1:8025); CARDSHOP_ACCESS_LOG=true logs each request
+	@$(GO) build -o bin/cardshop ./cmd/cardshop
+	@$(DEV_ENV) CARDSHOP_DEV_PAYMENTS=true CARDSHOP_DEMO=true GO=$(GO) scripts/with-mailpit.sh bin/cardshop serve
 
 $(DEV_SECRETS):
 	@umask 077 && $(GO) run ./cmd/cardshop secrets > $@.tmp && mv $@.tmp $@

@@ -12,7 +12,7 @@ import (
 
 // recordedAlerts is the shop's Alerter: it passes every alert to the configured Alerter (the
 // log line a pager watches) and records it in the ledger's alert log, where operators list
-// and acknowledge it. Raising never fails the operation that raises: an alert the ledger
+// and acknowledge it, with its pushes to the alert channels in the same write (raiseAndPush). Raising never fails the operation that raises: an alert the ledger
 // cannot store is logged as an error, and the page has gone out already.
 type recordedAlerts struct {
 	next   domain.Alerter
@@ -27,7 +27,12 @@ func (a recordedAlerts) Alert(ctx context.Context, al domain.Alert) {
 	a.next.Alert(ctx, al)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, err := a.ledger.Alerts().Raise(sctx, al, a.clock.Now().UTC().Truncate(time.Microsecond)); err != nil {
+	pushErr, err := raiseAndPush(sctx, a.ledger, al, a.clock.Now().UTC().Truncate(time.Microsecond))
+	if pushErr != nil {
+		a.log.ErrorContext(ctx, "alert not pushed to the alert channels", "kind", al.Kind, "product", int64(al.Product),
+			"order_no", string(al.OrderNo), "err", pushErr)
+	}
+	if err != nil {
 		a.log.ErrorContext(ctx, "alert not stored in the alert log", "kind", al.Kind, "product", int64(al.Product),
 			"order_no", string(al.OrderNo), "err", err)
 	}

@@ -78,6 +78,16 @@ type brokenAlertLog struct{ *memory.Ledger }
 
 func (l brokenAlertLog) Alerts() domain.AlertLog { return failingAlerts{l.Ledger.Alerts()} }
 
+// Atomically hands fn a store whose alert log fails too: an alert is raised in a transaction,
+// with its pushes.
+func (l brokenAlertLog) Atomically(ctx context.Context, fn func(tx domain.Store) error) error {
+	return l.Ledger.Atomically(ctx, func(tx domain.Store) error { return fn(brokenAlertStore{tx}) })
+}
+
+type brokenAlertStore struct{ domain.Store }
+
+func (s brokenAlertStore) Alerts() domain.AlertLog { return failingAlerts{s.Store.Alerts()} }
+
 type failingAlerts struct{ domain.AlertLog }
 
 func (failingAlerts) Raise(context.Context, domain.Alert, time.Time) (int64, error) {

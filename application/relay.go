@@ -114,6 +114,9 @@ type relayRun struct {
 	// (sent), so it is tried no more.
 	attempts int
 	giveUp   func(context.Context, domain.OutboxMessage, error)
+	// final, when set, says that a failure cannot be helped by trying again: the message is
+	// given up at once, as after its last attempt.
+	final func(error) bool
 }
 
 // relayTopics sends the due messages of r.topics page by page, up to r.parallel at once, and
@@ -208,7 +211,7 @@ func (s *outbox) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRu
 		}
 	}
 	if err := r.send(ctx, m); err != nil {
-		if r.attempts > 0 && m.Attempts+1 >= r.attempts {
+		if r.attempts > 0 && (m.Attempts+1 >= r.attempts || r.final != nil && r.final(err)) {
 			s.log.ErrorContext(ctx, "outbox message given up after its last attempt", "id", m.ID, "topic", m.Topic,
 				"key", m.Key, "attempt", m.Attempts+1, "err", err)
 			r.giveUp(ctx, m, err)
@@ -222,7 +225,8 @@ func (s *outbox) relayOne(ctx context.Context, m domain.OutboxMessage, r relayRu
 			}
 			return relayFailed, nil
 		}
-		retry := s.clock.Now().Add(s.retryDelay(m.Topic, m.Attempts+1))
+		// A peer's rate limit (retry_after) wins over a shorter backoff.
+		retry := s.clock.Now().Add(max(s.retryDelay(m.Topic, m.Attempts+1), retryAfter(err)))
 		s.log.WarnContext(ctx, "outbox message not relayed", "id", m.ID, "topic", m.Topic, "key", m.Key,
 			"attempt", m.Attempts+1, "retry_at", retry, "err", err)
 		if err := s.ledger.Outbox().MarkFailed(ctx, m.ID, retry); err != nil {
@@ -250,6 +254,8 @@ func (s *outbox) retryDelay(topic string, attempt int) time.Duration {
 		limit = s.cfg.WebhookMaxBackoff
 	case domain.TopicOrderMail:
 		base, limit = mailRetryBase, mailRetryCap
+	case domain.TopicAlertPush:
+		base, limit = alertRetryBase, alertRetryCap
 	}
 	d := limit
 	if attempt < 24 { // the shift stays far from overflowing

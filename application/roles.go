@@ -35,6 +35,12 @@ var actionRoles = map[string]domain.Role{
 	// An export hands over every order's buyer and e-mail at once, more than a viewer reads
 	// one order at a time: the role that runs the shop (and keeps its books).
 	ActionOrdersExport: domain.RoleOperator,
+
+	// Where alerts are pushed, with the channels' secrets: admins.
+	ActionAlertChannelCreate: domain.RoleAdmin,
+	ActionAlertChannelUpdate: domain.RoleAdmin,
+	ActionAlertChannelRemove: domain.RoleAdmin,
+	ActionAlertChannelTest:   domain.RoleAdmin,
 }
 
 // ActionRole returns the least role that may do the action; false when it is no action.

@@ -110,6 +110,9 @@ type Config struct {
 	// HumanCheckFailOpen: when the human-check provider cannot be reached, let the buyer
 	// through (and count it) instead of refusing the order.
 	HumanCheckFailOpen bool
+	// AlertAttempts is how many times the alert relay tries a push to a channel before it
+	// gives up and records the error on the channel; zero means DefaultConfig's.
+	AlertAttempts int
 }
 
 // Defaults of the notification log's settings (see Config).
@@ -151,6 +154,7 @@ func DefaultConfig() Config {
 		MailCodes:                    true,
 		MailAttempts:                 DefaultMailAttempts,
 		BlocklistEvery:               DefaultBlocklistEvery,
+		AlertAttempts:                DefaultAlertAttempts,
 	}
 }
 
@@ -175,8 +179,11 @@ type Deps struct {
 	Alerter domain.Alerter
 	// HumanCheck verifies the buyers' human-check tokens (Turnstile, hCaptcha); nil: none.
 	HumanCheck domain.HumanCheck
-	Clock      domain.Clock
-	Logger     *slog.Logger
+	// AlertPusher pushes alerts to the channels admins configure (Telegram, WeCom, e-mail, a
+	// signed webhook); nil: pushes wait in the outbox and tests fail.
+	AlertPusher domain.AlertPusher
+	Clock       domain.Clock
+	Logger      *slog.Logger
 }
 
 // App holds the use cases, one service per kind of work; a driving adapter takes only the
@@ -194,6 +201,8 @@ type App struct {
 	Admin     *Admin     // operators, sessions, the audit log, alerts
 	Relay     *Relay     // the outbox, webhook and mail relays
 	Guard     *Guard     // the bot defence: blocklists and the human check
+	// AlertChannels runs the channels alerts are pushed to (the relay is Relay.RelayAlerts).
+	AlertChannels *AlertChannels
 
 	core *core
 }
@@ -236,6 +245,7 @@ type outbox struct {
 	pub      domain.EventPublisher
 	notifier domain.Notifier // nil: no webhook
 	mailer   domain.Mailer   // nil: no order e-mails
+	pusher   domain.AlertPusher
 	alerts   domain.Alerter
 	clock    domain.Clock
 	log      *slog.Logger
@@ -309,6 +319,9 @@ func New(cfg Config, d Deps) (*App, error) {
 	if cfg.MailAttempts <= 0 {
 		cfg.MailAttempts = def.MailAttempts
 	}
+	if cfg.AlertAttempts <= 0 {
+		cfg.AlertAttempts = def.AlertAttempts
+	}
 	if cfg.RefusedNotificationAddresses <= 0 {
 		cfg.RefusedNotificationAddresses = def.RefusedNotificationAddresses
 	}
@@ -333,11 +346,12 @@ func New(cfg Config, d Deps) (*App, error) {
 	}
 	alerts := recordedAlerts{next: d.Alerter, ledger: d.Ledger, clock: d.Clock, log: d.Logger}
 	o := &outbox{cfg: cfg, ledger: d.Ledger, gate: d.Gate, pub: d.Publisher, notifier: d.Notifier, mailer: d.Mailer,
-		alerts: alerts, clock: d.Clock, log: d.Logger}
+		pusher: d.AlertPusher, alerts: alerts, clock: d.Clock, log: d.Logger}
 	st := &stock{outbox: o}
 	c := &core{stock: st, gateways: gateways, alerts: alerts}
 	return &App{Sales: &Sales{core: c, queue: d.Queue}, Payments: &Payments{core: c, verifier: d.Verifier}, Catalogue: &Catalogue{st}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
-		Relay: &Relay{o}, Guard: newGuard(cfg, d), core: c}, nil
+		Relay: &Relay{o}, Guard: newGuard(cfg, d), core: c,
+		AlertChannels: &AlertChannels{ledger: d.Ledger, pusher: d.AlertPusher, clock: d.Clock}}, nil
 }
 
 // Config returns the settings in force, defaults filled.

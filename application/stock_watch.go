@@ -131,6 +131,11 @@ func (s *stock) recordCrossing(ctx context.Context, p domain.Product, to domain.
 			if err := tx.Outbox().Add(ctx, m); err != nil {
 				return err
 			}
+			if m.Topic == domain.TopicProductStock {
+				if err := addStockPushes(ctx, tx, m.Payload); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

@@ -4,12 +4,14 @@ import (
 	"cardshop/adapters/epay"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"cardshop/adapters/alertpush"
 	"cardshop/adapters/httpapi"
 	"cardshop/adapters/mail"
 	"cardshop/adapters/mysqlstore"
@@ -147,6 +149,15 @@ type Config struct {
 	WechatPlatformPEM string        // CARDSHOP_WECHAT_PLATFORM_CERTS: WeChat Pay platform certificate(s) (PEM, or a file)
 	WechatPubKeyID    string        // CARDSHOP_WECHAT_PUBLIC_KEY_ID: PUB_KEY_ID_… of WeChat Pay's public key
 	WechatPubKeyPEM   string        // CARDSHOP_WECHAT_PUBLIC_KEY: WeChat Pay's public key (PEM, or a file)
+
+	// The alert channels (alerts.go) are set in the console; these are the Bot API's and the
+	// WeCom robots' base URLs (a proxy, a simulator). Config.AlertAttempts is
+	// CARDSHOP_ALERT_ATTEMPTS.
+	AlertTelegramURL string // CARDSHOP_ALERT_TELEGRAM_URL
+	AlertWeComURL    string // CARDSHOP_ALERT_WECOM_URL
+	// AccessLog is CARDSHOP_ACCESS_LOG: one log line per HTTP request (observe.go), the query
+	// string never written.
+	AccessLog bool
 }
 
 // maxWebhookTimeout bounds CARDSHOP_WEBHOOK_TIMEOUT: an attempt must end before the relay's
@@ -377,6 +388,17 @@ func settings(c *Config) []setting {
 			c.SMTPTLS = string(m)
 			return nil
 		}},
+		{"CARDSHOP_ALERT_ATTEMPTS", strconv.Itoa(app.AlertAttempts), func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 100 {
+				return fmt.Errorf("want a number of attempts from 1 to 100, got %q", v)
+			}
+			c.AlertAttempts = n
+			return nil
+		}},
+		{"CARDSHOP_ALERT_TELEGRAM_URL", alertpush.DefaultTelegramURL, baseURL(&c.AlertTelegramURL)},
+		{"CARDSHOP_ALERT_WECOM_URL", alertpush.DefaultWeComURL, baseURL(&c.AlertWeComURL)},
+		boolVar(&c.AccessLog, "CARDSHOP_ACCESS_LOG", false),
 		{"CARDSHOP_CURRENCY", app.Currency.Code, func(v string) error {
 			cur, err := domain.ParseCurrency(v)
 			if err != nil {
@@ -385,7 +407,11 @@ func settings(c *Config) []setting {
 			c.Currency = cur
 			return nil
 		}},
-		{"CARDSHOP_PUBLIC_URL", "http://127.0.0.1:8080", func(v string) error {
+		{"CARDSHOP_PUBLIC_URL", "", func(v string) error {
+			if v == "" {
+				c.PublicURL = "" // LoadConfig derives it from CARDSHOP_HTTP_ADDR
+				return nil
+			}
 			u, err := url.Parse(v)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" ||
 				u.Fragment != "" || strings.HasSuffix(v, "/") {
@@ -588,6 +614,9 @@ func LoadConfig(environ []string) (Config, error) {
 	if err := checkMail(c); err != nil {
 		return Config{}, err
 	}
+	if c.PublicURL == "" {
+		c.PublicURL = LocalURL(c.HTTPAddr)
+	}
 	if c.Captcha != "off" && (c.CaptchaSiteKey == "" || c.CaptchaSecret == "" || c.CaptchaHostname == "") {
 		return Config{}, fmt.Errorf("CARDSHOP_CAPTCHA=%s needs CARDSHOP_CAPTCHA_SITE_KEY, CARDSHOP_CAPTCHA_SECRET and CARDSHOP_CAPTCHA_HOSTNAME", c.Captcha)
 	}
@@ -654,4 +683,32 @@ func validPrefix(s string) bool {
 		}
 	}
 	return true
+}
+
+// LocalURL is the address a browser on this machine reaches the listen address addr at: http://
+// and addr, with an empty or wildcard host (":8080", "0.0.0.0:8080", "[::]:8080") as
+// 127.0.0.1. It is CARDSHOP_PUBLIC_URL's default, so that pay links and notify URLs follow
+// CARDSHOP_HTTP_ADDR when no public address is set.
+func LocalURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// baseURL sets *p to an http(s) base URL without query, fragment or trailing slash.
+func baseURL(p *string) func(string) error {
+	return func(v string) error {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" ||
+			u.Fragment != "" || strings.HasSuffix(v, "/") {
+			return fmt.Errorf("want an http(s) URL without query, fragment or trailing slash, got %q", v)
+		}
+		*p = v
+		return nil
+	}
 }

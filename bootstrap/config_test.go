@@ -63,6 +63,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		StripeAPIURL: "https://api.stripe.com",
 		EpaySign:     "append", EpayType: "alipay", EpayMode: "redirect",
 		AlipayURL: "https://openapi.alipay.com/gateway.do", AlipayMethod: "precreate", WechatURL: "https://api.mch.weixin.qq.com",
+		AlertTelegramURL: "https://api.telegram.org", AlertWeComURL: "https://qyapi.weixin.qq.com",
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
@@ -256,8 +257,12 @@ func validValue(name string) string {
 		return "off"
 	case name == "CARDSHOP_CAPTCHA_UNREACHABLE":
 		return "allow"
-	case name == "CARDSHOP_MAIL_ATTEMPTS":
+	case name == "CARDSHOP_MAIL_ATTEMPTS", name == "CARDSHOP_ALERT_ATTEMPTS":
 		return "5"
+	case name == "CARDSHOP_ACCESS_LOG":
+		return "true"
+	case name == "CARDSHOP_ALERT_TELEGRAM_URL", name == "CARDSHOP_ALERT_WECOM_URL":
+		return "https://proxy.example/alerts"
 	case name == "CARDSHOP_SMTP_TLS":
 		return "tls"
 	case name == "CARDSHOP_CAPTCHA_VERIFY_URL":
@@ -418,6 +423,32 @@ func TestCaptchaSettings(t *testing.T) {
 	for _, bad := range []string{"CARDSHOP_CAPTCHA=recaptcha", "CARDSHOP_CAPTCHA_UNREACHABLE=maybe", "CARDSHOP_BLOCKLIST_EVERY=soon"} {
 		if _, err := bootstrap.LoadConfig(env(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// TestPublicURLFollowsTheListenAddress: without CARDSHOP_PUBLIC_URL, pay links, return and
+// notify URLs point at CARDSHOP_HTTP_ADDR, a wildcard or empty host read as 127.0.0.1; a set
+// CARDSHOP_PUBLIC_URL wins.
+func TestPublicURLFollowsTheListenAddress(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, "http://127.0.0.1:8080"},
+		{[]string{"CARDSHOP_HTTP_ADDR=127.0.0.1:9090"}, "http://127.0.0.1:9090"},
+		{[]string{"CARDSHOP_HTTP_ADDR=:7070"}, "http://127.0.0.1:7070"},
+		{[]string{"CARDSHOP_HTTP_ADDR=0.0.0.0:7071"}, "http://127.0.0.1:7071"},
+		{[]string{"CARDSHOP_HTTP_ADDR=[::]:7072"}, "http://127.0.0.1:7072"},
+		{[]string{"CARDSHOP_HTTP_ADDR=localhost:7073"}, "http://localhost:7073"},
+		{[]string{"CARDSHOP_HTTP_ADDR=127.0.0.1:9090", "CARDSHOP_PUBLIC_URL=https://shop.example"}, "https://shop.example"},
+	} {
+		cfg, err := bootstrap.LoadConfig(env(c.env...))
+		if err != nil {
+			t.Fatalf("%v: %v", c.env, err)
+		}
+		if cfg.PublicURL != c.want {
+			t.Errorf("%v: public URL %q, want %q", c.env, cfg.PublicURL, c.want)
 		}
 	}
 }

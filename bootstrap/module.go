@@ -47,6 +47,7 @@ func Module(cfg Config) fx.Option {
 	return fx.Options(
 		fx.Supply(cfg),
 		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newHumanCheck, newApp, appServices, newHTTP, newStreamsStop, newReports),
+		alertChannels(),
 		adapters,
 		mailer(cfg),
 		observability(),
@@ -167,6 +168,8 @@ type appIn struct {
 	// Mailer sends guest orders' e-mails when a mail adapter provides one (SMTP); without one
 	// no e-mail is recorded nor sent.
 	Mailer domain.Mailer `optional:"true"`
+	// AlertPusher pushes alerts to the channels set in the console (alerts.go).
+	AlertPusher domain.AlertPusher
 }
 
 // OrderPagePath is the storefront's order page, opened with the order's access secret: the
@@ -187,7 +190,8 @@ func newApp(in appIn, human HumanCheck) (*application.App, error) {
 	ac.OrderAccessKey = orderAccessKey(in.Cfg.TokenSecret)
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
 		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Mailer: in.Mailer, Verifier: in.Signer,
-		Gateways: in.Payments.all, Alerter: in.Alerter, HumanCheck: human.Check, Clock: in.Clock, Logger: in.Log})
+		Gateways: in.Payments.all, Alerter: in.Alerter, HumanCheck: human.Check, AlertPusher: in.AlertPusher,
+		Clock: in.Clock, Logger: in.Log})
 }
 
 // orderAccessKey derives the key of guest orders' access secrets from the token secret, with
@@ -241,6 +245,8 @@ type httpIn struct {
 	Stop      streamsStop
 	Payments  paymentGateways
 	Log       *slog.Logger
+	// AlertChannels runs the console's alert channels page (alerts.go).
+	AlertChannels *application.AlertChannels
 }
 
 // streamsStop is closed when the service begins to stop, before the HTTP server's graceful
@@ -255,6 +261,7 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
 	hc.DevPay, hc.Replies = in.Payments.dev, in.Payments.replies
 	hc.RequestTimeout = in.Cfg.RequestTimeout
+	hc.AccessLog = in.Cfg.AccessLog
 	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
 	hc.AuthFailures = webkit.NewAuthFailures(in.Admin, in.Limiter, in.Clock, in.Log)
 	app := httpapi.New(hc, httpapi.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin,
@@ -268,7 +275,7 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes,
 		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop, AuthFailures: hc.AuthFailures},
 		console.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin, Guard: in.Guard,
-			Reports: in.Reports},
+			Reports: in.Reports, AlertChannels: in.AlertChannels},
 		in.Clock, in.Log)
 	// The shop for buyers comes last: its not-found page answers every path left.
 	if in.Cfg.Storefront {
@@ -353,6 +360,7 @@ func runWorkers(lc fx.Lifecycle, cfg Config, w workers, consumer Consumer, log *
 			if w.Mailer != nil {
 				every("mail relay", cfg.RelayInterval, w.Relay.RelayMail)
 			}
+			every("alert relay", cfg.RelayInterval, w.Relay.RelayAlerts)
 			return nil
 		},
 		OnStop: func(context.Context) error {

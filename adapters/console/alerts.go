@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"cardshop/adapters/webkit"
+	"cardshop/application"
 	"cardshop/domain"
 )
 
@@ -23,6 +24,8 @@ type alertsData struct {
 	Kind    string
 	Product string
 	Older   string
+	// Channels links the alert channels page (an admin, on a console that has it).
+	Channels bool
 }
 
 // alerts lists the alerts, open ones unless the filter says otherwise, newest first, filtered
@@ -33,11 +36,12 @@ func (k *console) alerts(c *fiber.Ctx) error {
 
 // alertsPage renders the alert list of the request's query with an error or notice.
 func (k *console) alertsPage(c *fiber.Ctx, status int, errMsg, notice string) error {
-	d := alertsData{Status: c.Query("status", string(domain.AlertsOpen)), Kind: c.Query("kind"), Product: c.Query("product_id")}
+	d := alertsData{Status: c.Query("status", string(domain.AlertsOpen)), Kind: c.Query("kind"), Product: c.Query("product_id"),
+		Channels: k.channels != nil && identityOf(c).Role.Allows(roleOf(application.ActionAlertChannelCreate))}
 	f, err := webkit.AlertFilter(func(key string) string { return c.Query(key) })
 	if err != nil {
 		_, msg := describe(err)
-		return k.render(c, fiber.StatusBadRequest, "alerts", view{Title: "Alerts", Error: msg, Data: d})
+		return k.render(c, fiber.StatusBadRequest, "alerts", view{Title: "console.alerts.title", Error: msg, Data: d})
 	}
 	f.Limit = alertPageSize
 	if d.Alerts, err = k.operators.Alerts(c.UserContext(), f); err != nil {
@@ -53,7 +57,7 @@ func (k *console) alertsPage(c *fiber.Ctx, status int, errMsg, notice string) er
 		}
 		d.Older = "/console/alerts?" + q.Encode()
 	}
-	return k.render(c, status, "alerts", view{Title: "Alerts", Error: errMsg, Notice: notice, Data: d})
+	return k.render(c, status, "alerts", view{Title: "console.alerts.title", Error: errMsg, Notice: notice, Data: d})
 }
 
 // ackAlert acknowledges an open alert with the form's optional note, and shows the list again
@@ -68,7 +72,7 @@ func (k *console) ackAlert(c *fiber.Ctx) error {
 	k.record(c, "alert.ack", map[string]string{"note": note}, err)
 	switch {
 	case err == nil:
-		return k.alertsPage(c, fiber.StatusOK, "", "Alert "+strconv.FormatInt(id, 10)+" acknowledged.")
+		return k.alertsPage(c, fiber.StatusOK, "", k.text(k.lang(c), "console.alerts.acked", "ID", id))
 	case errors.Is(err, domain.ErrAlertNotFound):
 		return k.fail(c, err)
 	}

@@ -82,6 +82,8 @@ type Services struct {
 	Guard *application.Guard
 	// Reports are the dashboard's money and the orders' export. Nil: neither.
 	Reports *application.Reports
+	// AlertChannels runs the alert channels page (alert_channels.go). Nil: no such page.
+	AlertChannels *application.AlertChannels
 }
 
 // console holds the handlers' dependencies.
@@ -104,6 +106,8 @@ type console struct {
 	streams chan struct{} // one token per open dashboard stream
 	// voids are the voids of codes waiting for confirmation on this instance.
 	voids *pendingVoids
+	// channels runs the alert channels page; nil: no such page.
+	channels *application.AlertChannels
 }
 
 // Mount adds the console's routes under /console to app (the JSON API's app: the console
@@ -139,7 +143,7 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
-		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, reports: svc.Reports, clock: clock, log: log, pages: parsePages(), msgs: msgs,
+		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, reports: svc.Reports, channels: svc.AlertChannels, clock: clock, log: log, pages: parsePages(), msgs: msgs,
 		dash:    &sampler{catalogue: svc.Catalogue, guard: svc.Guard, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
@@ -225,6 +229,15 @@ func routes(k *console) []route {
 			route{"GET", "/dashboard/revenue.svg", v, "", k.revenueChart},
 			route{"GET", "/exports", v, "", k.exportsPage},
 			route{"POST", "/exports/orders", act, application.ActionOrdersExport, k.exportOrders})
+	}
+	if k.channels != nil {
+		rs = append(rs,
+			route{"GET", "/alerts/channels", roleOf(application.ActionAlertChannelCreate), "", k.alertChannels},
+			route{"POST", "/alerts/channels", act, application.ActionAlertChannelCreate, k.createChannel},
+			route{"GET", "/alerts/channels/:channel_id", roleOf(application.ActionAlertChannelUpdate), "", k.editChannel},
+			route{"POST", "/alerts/channels/:channel_id", act, application.ActionAlertChannelUpdate, k.updateChannel},
+			route{"POST", "/alerts/channels/:channel_id/test", act, application.ActionAlertChannelTest, k.testChannel},
+			route{"POST", "/alerts/channels/:channel_id/remove", act, application.ActionAlertChannelRemove, k.removeChannel})
 	}
 	return withActionRoles(rs)
 }

@@ -355,5 +355,6 @@ func (h *harness) services() console.Services {
 }
 
 func consoleServices(a *application.App) console.Services {
-	return console.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin, Guard: a.Guard}
+	return console.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin, Guard: a.Guard,
+		AlertChannels: a.AlertChannels}
 }

@@ -23,7 +23,10 @@ func TestConsoleRolesAreTheAPIs(t *testing.T) {
 	// The manual confirmation's form, and the operators' screen (whose every form is an admin's).
 	forms["/orders/:order_no/confirm-payment"] = "order.confirm_payment"
 	forms["/operators"] = "operator.create"
-	for _, r := range routes(&console{guard: new(application.Guard)}) {
+	// The alert channels' list and edit form hold the channels' settings: admins only.
+	forms["/alerts/channels"] = application.ActionAlertChannelCreate
+	forms["/alerts/channels/:channel_id"] = application.ActionAlertChannelUpdate
+	for _, r := range routes(&console{guard: new(application.Guard), channels: new(application.AlertChannels)}) {
 		if r.method == "POST" && r.path == "/settings" {
 			if r.action != "" || r.role != domain.RoleViewer {
 				t.Errorf("POST /settings needs %s and records %q: a preference is no shop write", r.role, r.action)

@@ -22,6 +22,8 @@ import (
 
 // Config configures the HTTP adapter.
 type Config struct {
+	// AccessLog writes one log line per request (accessLog), the query string left out.
+	AccessLog bool
 	// AdminToken authenticates the /admin endpoints ("Authorization: Bearer <token>").
 	AdminToken string
 	// MaxBodyBytes bounds every JSON body (the code import streams and is bounded by
@@ -162,6 +164,9 @@ func New(cfg Config, svc Services, tokens *authtoken.Issuer, clock domain.Clock,
 	app.Use(recover.New())
 	app.Use(requestid.New())
 	app.Use(withRequestID)
+	if cfg.AccessLog {
+		app.Use(accessLog(log))
+	}
 
 	// Probes, metrics and the API's description: no token and no rate limit (a scraper or an
 	// orchestrator must never be refused); they reveal no order, buyer or code.

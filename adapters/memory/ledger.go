@@ -71,6 +71,9 @@ func (l *Ledger) Alerts() domain.AlertLog { return l.root.Alerts() }
 // Blocklist returns the blocklists' entries.
 func (l *Ledger) Blocklist() domain.BlocklistRepo { return l.root.Blocklist() }
 
+// AlertChannels returns the alert channels.
+func (l *Ledger) AlertChannels() domain.AlertChannelRepo { return l.root.AlertChannels() }
+
 // errSnapshotEnd rolls a Snapshot's transaction back.
 var errSnapshotEnd = errors.New("end of snapshot")
 
@@ -151,6 +154,7 @@ func (s *store) Alerts() domain.AlertLog        { return alertLog{s} }
 func (s *store) Blocklist() domain.BlocklistRepo {
 	return blocklistRepo{s}
 }
+func (s *store) AlertChannels() domain.AlertChannelRepo { return alertChannels{s} }
 
 func noop() {}
 
@@ -260,8 +264,10 @@ type ledgerData struct {
 	alerts       []domain.AlertRecord // oldest first, so ids increase along it
 	openAlerts   map[alertKey]int     // an open alert's condition -> its index in alerts
 	lastAlert    int64
-	blocks       map[int64]domain.BlockEntry // the blocklists' entries by id
-	blockKeys    map[blockKey]int64          // an entry's kind and value -> its id
+	blocks       map[int64]domain.BlockEntry   // the blocklists' entries by id
+	channels     map[int64]domain.AlertChannel // the alert channels by id
+	lastChannel  int64
+	blockKeys    map[blockKey]int64 // an entry's kind and value -> its id
 	lastBlock    int64
 }
 
@@ -292,5 +298,6 @@ func newLedgerData() *ledgerData {
 		openAlerts:  make(map[alertKey]int),
 		blocks:      make(map[int64]domain.BlockEntry),
 		blockKeys:   make(map[blockKey]int64),
+		channels:    make(map[int64]domain.AlertChannel),
 	}
 }

@@ -506,17 +506,18 @@ func (r *recorder) writes() {
 	}
 }
 
-func (r *recorder) Products() domain.ProductCatalog       { r.refuse(); return nil }
-func (r *recorder) Orders() domain.OrderRepo              { return recordedOrders{r} }
-func (r *recorder) Cards() domain.CardVault               { return recordedCards{r} }
-func (r *recorder) Flows() domain.FlowLog                 { return recordedFlows{r} }
-func (r *recorder) Outbox() domain.Outbox                 { return recordedOutbox{r} }
-func (r *recorder) Payments() domain.PaymentRepo          { r.refuse(); return nil }
-func (r *recorder) Notifications() domain.NotificationLog { r.refuse(); return nil }
-func (r *recorder) Operators() domain.OperatorRepo        { r.refuse(); return nil }
-func (r *recorder) Audit() domain.AuditLog                { r.refuse(); return nil }
-func (r *recorder) Alerts() domain.AlertLog               { r.refuse(); return nil }
-func (r *recorder) Blocklist() domain.BlocklistRepo       { r.refuse(); return nil }
+func (r *recorder) Products() domain.ProductCatalog        { r.refuse(); return nil }
+func (r *recorder) Orders() domain.OrderRepo               { return recordedOrders{r} }
+func (r *recorder) Cards() domain.CardVault                { return recordedCards{r} }
+func (r *recorder) Flows() domain.FlowLog                  { return recordedFlows{r} }
+func (r *recorder) Outbox() domain.Outbox                  { return recordedOutbox{r} }
+func (r *recorder) Payments() domain.PaymentRepo           { r.refuse(); return nil }
+func (r *recorder) Notifications() domain.NotificationLog  { r.refuse(); return nil }
+func (r *recorder) Operators() domain.OperatorRepo         { r.refuse(); return nil }
+func (r *recorder) Audit() domain.AuditLog                 { r.refuse(); return nil }
+func (r *recorder) Alerts() domain.AlertLog                { r.refuse(); return nil }
+func (r *recorder) Blocklist() domain.BlocklistRepo        { r.refuse(); return nil }
+func (r *recorder) AlertChannels() domain.AlertChannelRepo { r.refuse(); return nil }
 
 // recordedOrders records inserts; every other method stops fn.
 type recordedOrders struct{ r *recorder }

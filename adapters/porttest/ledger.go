@@ -36,6 +36,7 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("audit", func(t *testing.T) { runAudit(t, newLedger) })
 	t.Run("alerts", func(t *testing.T) { runAlerts(t, newLedger) })
 	t.Run("blocklist", func(t *testing.T) { runBlocklist(t, newLedger) })
+	t.Run("alert channels", func(t *testing.T) { runAlertChannels(t, newLedger) })
 	t.Run("atomically", func(t *testing.T) { runAtomically(t, newLedger) })
 	t.Run("snapshot", func(t *testing.T) { runSnapshot(t, newLedger) })
 }
