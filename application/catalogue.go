@@ -34,7 +34,10 @@ type CatalogueItem struct {
 	Name        string
 	Price       domain.Money // the base unit price
 	Tiers       []domain.PriceTier
+	MinPerOrder int
 	MaxPerOrder int
+	Group       string // the variant group ("" for a product on its own) and the label in it
+	Variant     string
 	Sale        domain.SaleRules // the window and the per-buyer limit
 	Status      CatalogueStatus
 	// Display says which of Stock and StockLevel the catalogue shows: StockExact shows Stock
@@ -56,7 +59,34 @@ type CatalogueSnapshot struct {
 	// nothing changed keeps the snapshot, so its derived ETag stays valid.
 	UpdatedAt time.Time
 
-	byID map[domain.ProductID]int
+	byID    map[domain.ProductID]int
+	byGroup map[string][]int // a group's items, by id
+}
+
+// Variants returns the items of a variant group, by id (nil for "" or an unknown group).
+func (s *CatalogueSnapshot) Variants(group string) []CatalogueItem {
+	if group == "" {
+		return nil
+	}
+	idx := s.byGroup[group]
+	out := make([]CatalogueItem, len(idx))
+	for i, j := range idx {
+		out[i] = s.Items[j]
+	}
+	return out
+}
+
+// Entries returns the catalogue as a shop window shows it: one entry per product on its own
+// and one per variant group, in the place of the group's first variant (by id), so a group
+// reads as one thing while each variant keeps its own item.
+func (s *CatalogueSnapshot) Entries() []CatalogueItem {
+	out := make([]CatalogueItem, 0, len(s.Items))
+	for _, it := range s.Items {
+		if it.Group == "" || s.byGroup[it.Group][0] == s.byID[it.ID] {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // Item returns the product's entry; ok is false when the catalogue does not list it.
@@ -199,9 +229,12 @@ func (s *core) refreshCatalogue(ctx context.Context, prev *CatalogueSnapshot, no
 	}
 	c.version++
 	snap := &CatalogueSnapshot{Version: c.version, Currency: s.cfg.Currency, Items: items, UpdatedAt: now,
-		byID: make(map[domain.ProductID]int, len(items))}
+		byID: make(map[domain.ProductID]int, len(items)), byGroup: make(map[string][]int)}
 	for i, it := range items {
 		snap.byID[it.ID] = i
+		if it.Group != "" {
+			snap.byGroup[it.Group] = append(snap.byGroup[it.Group], i)
+		}
 	}
 	return snap, nil
 }
@@ -209,8 +242,8 @@ func (s *core) refreshCatalogue(ctx context.Context, prev *CatalogueSnapshot, no
 func catalogueItem(p domain.Product, levels map[domain.ProductID]domain.GateLevels, now time.Time) CatalogueItem {
 	l, known := levels[p.ID()]
 	stock := max(l.Stock, 0)
-	it := CatalogueItem{ID: p.ID(), Name: p.Name(), Price: p.Price(), Tiers: p.Tiers(), MaxPerOrder: p.MaxPerOrder(),
-		Sale: p.Sale(), Display: p.StockDisplay()}
+	it := CatalogueItem{ID: p.ID(), Name: p.Name(), Price: p.Price(), Tiers: p.Tiers(), MinPerOrder: p.MinPerOrder(),
+		MaxPerOrder: p.MaxPerOrder(), Group: p.Group(), Variant: p.Variant(), Sale: p.Sale(), Display: p.StockDisplay()}
 	switch {
 	case p.Frozen() || l.Frozen:
 		it.Status = CataloguePaused

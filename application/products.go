@@ -15,13 +15,17 @@ import (
 )
 
 // NewProduct is an operator's request to create a product. ID 0 lets the catalogue choose;
-// Tiers are the quantity prices (none: the price applies to every qty); an empty StockDisplay
-// is domain.StockExact.
+// MinPerOrder 0 is 1; Tiers are the quantity prices (none: the price applies to every qty); an
+// empty StockDisplay is domain.StockExact; Group and Variant put the product in a variant
+// group (domain.CheckVariant).
 type NewProduct struct {
 	ID                  domain.ProductID
 	Name                string
 	Price               domain.Money
+	MinPerOrder         int
 	MaxPerOrder         int
+	Group               string
+	Variant             string
 	Tiers               []domain.PriceTier
 	StockDisplay        domain.StockDisplay
 	Sale                domain.SaleRules // the sale window and per-buyer limit; zero: always on sale, no limit
@@ -40,6 +44,10 @@ func (s *Catalogue) CreateProduct(ctx context.Context, cmd NewProduct) (domain.P
 	}
 	r := p.Revision()
 	r.Tiers, r.StockDisplay = cmd.Tiers, cmd.StockDisplay
+	r.MinPerOrder, r.Group, r.Variant = cmd.MinPerOrder, cmd.Group, cmd.Variant
+	if r.MinPerOrder == 0 {
+		r.MinPerOrder = 1
+	}
 	r.Sale, r.RefundReleasesLimit, r.LowStockThreshold = cmd.Sale, cmd.RefundReleasesLimit, cmd.LowStockThreshold
 	if p, err = p.Revise(r); err != nil {
 		return domain.Product{}, err
@@ -72,7 +80,10 @@ func (s *Catalogue) Product(ctx context.Context, id domain.ProductID) (domain.Pr
 type ProductPatch struct {
 	Name                *string
 	Price               *domain.Money
+	MinPerOrder         *int
 	MaxPerOrder         *int
+	Group               *string // "" (with Variant "") takes the product out of its group
+	Variant             *string
 	Tiers               *[]domain.PriceTier
 	StockDisplay        *domain.StockDisplay
 	StartsAt            *time.Time
@@ -107,8 +118,17 @@ func (s *Catalogue) UpdateProduct(ctx context.Context, id domain.ProductID, patc
 	if patch.Price != nil {
 		r.Price = *patch.Price
 	}
+	if patch.MinPerOrder != nil {
+		r.MinPerOrder = *patch.MinPerOrder
+	}
 	if patch.MaxPerOrder != nil {
 		r.MaxPerOrder = *patch.MaxPerOrder
+	}
+	if patch.Group != nil {
+		r.Group = *patch.Group
+	}
+	if patch.Variant != nil {
+		r.Variant = *patch.Variant
 	}
 	if patch.Tiers != nil {
 		r.Tiers = *patch.Tiers

@@ -12,7 +12,7 @@ var (
 	ErrInvalidInput = errors.New("invalid input")
 	// ErrInvalidIdempotencyKey means the Idempotency-Key is missing or malformed.
 	ErrInvalidIdempotencyKey = errors.New("invalid idempotency key")
-	// ErrQtyOutOfRange means qty is below 1 or above the product's per-order limit.
+	// ErrQtyOutOfRange means qty is below the product's minimum or above its maximum per order.
 	ErrQtyOutOfRange = errors.New("quantity out of range")
 	// ErrProductNotFound means no product has that id.
 	ErrProductNotFound = errors.New("product not found")

@@ -18,7 +18,10 @@ type Product struct {
 	id           ProductID
 	name         string
 	price        Money
+	minPerOrder  int
 	maxPerOrder  int
+	group        string      // the variant group the product belongs to; "" when none
+	variant      string      // the product's label within its group; "" when none
 	tiers        []PriceTier // never shared: every copy in or out is cloned, so a Product is immutable
 	stockDisplay StockDisplay
 	sale         SaleRules
@@ -43,7 +46,8 @@ func NewProduct(id ProductID, name string, price Money, maxPerOrder int, at time
 	case maxPerOrder < 1 || maxPerOrder > MaxQtyLimit:
 		return Product{}, Invalid("max_per_order", "must be between 1 and 1000")
 	}
-	return Product{id: id, name: name, price: price, maxPerOrder: maxPerOrder, stockDisplay: StockExact, createdAt: at}, nil
+	return Product{id: id, name: name, price: price, minPerOrder: 1, maxPerOrder: maxPerOrder, stockDisplay: StockExact,
+		createdAt: at}, nil
 }
 
 // ProductRecord is a product as stored; RehydrateProduct turns it back into a Product.
@@ -51,7 +55,10 @@ type ProductRecord struct {
 	ID           ProductID
 	Name         string
 	Price        Money
+	MinPerOrder  int // 0 reads as 1 (a row stored before the setting existed)
 	MaxPerOrder  int
+	Group        string
+	Variant      string
 	Tiers        []PriceTier // nil when the product has none
 	StockDisplay StockDisplay
 	Sale         SaleRules
@@ -65,19 +72,23 @@ type ProductRecord struct {
 }
 
 // RehydrateProduct rebuilds a product from storage without re-validating it. An empty stock
-// display reads as StockExact (a row stored before the setting existed).
+// display reads as StockExact and a MinPerOrder of 0 as 1 (a row stored before the setting
+// existed).
 func RehydrateProduct(r ProductRecord) Product {
 	if r.StockDisplay == "" {
 		r.StockDisplay = StockExact
 	}
-	return Product{id: r.ID, name: r.Name, price: r.Price, maxPerOrder: r.MaxPerOrder, tiers: cloneTiers(r.Tiers),
+	r.MinPerOrder = max(r.MinPerOrder, 1)
+	return Product{id: r.ID, name: r.Name, price: r.Price, minPerOrder: r.MinPerOrder, maxPerOrder: r.MaxPerOrder,
+		group: r.Group, variant: r.Variant, tiers: cloneTiers(r.Tiers),
 		stockDisplay: r.StockDisplay, sale: r.Sale, refundFrees: r.RefundReleasesLimit, lowStock: r.LowStockThreshold,
 		stockState: r.StockState, frozen: r.Frozen, frozenReason: r.FrozenReason, createdAt: r.CreatedAt}
 }
 
 // Record returns the storable form of p.
 func (p Product) Record() ProductRecord {
-	return ProductRecord{ID: p.id, Name: p.name, Price: p.price, MaxPerOrder: p.maxPerOrder, Tiers: cloneTiers(p.tiers),
+	return ProductRecord{ID: p.id, Name: p.name, Price: p.price, MinPerOrder: p.minPerOrder, MaxPerOrder: p.maxPerOrder,
+		Group: p.group, Variant: p.variant, Tiers: cloneTiers(p.tiers),
 		StockDisplay: p.stockDisplay, Sale: p.sale, RefundReleasesLimit: p.refundFrees, LowStockThreshold: p.lowStock,
 		StockState: p.stockState, Frozen: p.frozen, FrozenReason: p.frozenReason, CreatedAt: p.createdAt}
 }
@@ -100,8 +111,17 @@ func (p Product) Tiers() []PriceTier { return cloneTiers(p.tiers) }
 // StockDisplay says how the public catalogue shows the product's stock.
 func (p Product) StockDisplay() StockDisplay { return p.stockDisplay }
 
+// MinPerOrder returns the fewest units one order may buy (at least 1).
+func (p Product) MinPerOrder() int { return max(p.minPerOrder, 1) }
+
 // MaxPerOrder returns the per-order quantity limit.
 func (p Product) MaxPerOrder() int { return p.maxPerOrder }
+
+// Group returns the name of the variant group the product belongs to ("" when none).
+func (p Product) Group() string { return p.group }
+
+// Variant returns the product's label within its group ("" when none).
+func (p Product) Variant() string { return p.variant }
 
 // Sale returns the sale window and the per-buyer holding limit.
 func (p Product) Sale() SaleRules { return p.sale }
@@ -133,9 +153,9 @@ func (p *Product) Freeze(reason string) {
 // Unfreeze resumes sales.
 func (p *Product) Unfreeze() { p.frozen, p.frozenReason = false, "" }
 
-// CheckQty returns ErrQtyOutOfRange unless 1 <= qty <= the per-order limit.
+// CheckQty returns ErrQtyOutOfRange unless MinPerOrder <= qty <= MaxPerOrder.
 func (p Product) CheckQty(qty int) error {
-	if qty < 1 || qty > p.maxPerOrder {
+	if qty < p.MinPerOrder() || qty > p.maxPerOrder {
 		return ErrQtyOutOfRange
 	}
 	return nil
@@ -212,7 +232,10 @@ func StockLevelOf(stock int64) string {
 type ProductRevision struct {
 	Name                string
 	Price               Money
+	MinPerOrder         int
 	MaxPerOrder         int
+	Group               string // "" for a product on its own; with a Variant label otherwise
+	Variant             string
 	Tiers               []PriceTier
 	StockDisplay        StockDisplay
 	Sale                SaleRules
@@ -222,14 +245,27 @@ type ProductRevision struct {
 
 // Revision returns the product's current revisable fields (Tiers is a copy).
 func (p Product) Revision() ProductRevision {
-	return ProductRevision{Name: p.name, Price: p.price, MaxPerOrder: p.maxPerOrder, Tiers: cloneTiers(p.tiers),
+	return ProductRevision{Name: p.name, Price: p.price, MinPerOrder: p.MinPerOrder(), MaxPerOrder: p.maxPerOrder,
+		Group: p.group, Variant: p.variant, Tiers: cloneTiers(p.tiers),
 		StockDisplay: p.stockDisplay, Sale: p.sale, RefundReleasesLimit: p.refundFrees, LowStockThreshold: p.lowStock}
 }
 
-// Revise returns p with every field of r, validated as NewProduct validates them, and the
-// tiers as CheckTiers says. An empty StockDisplay is StockExact. p is unchanged.
+// Revise returns p with every field of r, validated as NewProduct validates them, the
+// minimum per order between 1 and the maximum (and the buyer limit, when set), the group and variant as CheckVariant says and
+// the tiers as CheckTiers says. An empty StockDisplay is StockExact. p is unchanged.
 func (p Product) Revise(r ProductRevision) (Product, error) {
 	np, err := NewProduct(p.id, r.Name, r.Price, r.MaxPerOrder, p.createdAt)
+	if err != nil {
+		return Product{}, err
+	}
+	if r.MinPerOrder < 1 || r.MinPerOrder > r.MaxPerOrder {
+		return Product{}, Invalid("min_per_order", "must be between 1 and max_per_order")
+	}
+	if r.Sale.BuyerLimit > 0 && r.MinPerOrder > r.Sale.BuyerLimit {
+		// No buyer could ever order such a product.
+		return Product{}, Invalid("min_per_order", "must not exceed buyer_limit")
+	}
+	group, variant, err := CheckVariant(r.Group, r.Variant)
 	if err != nil {
 		return Product{}, err
 	}
@@ -247,6 +283,7 @@ func (p Product) Revise(r ProductRevision) (Product, error) {
 		return Product{}, Invalid("low_stock_threshold", "must be between 0 and 1000000")
 	}
 	np.tiers, np.stockDisplay = cloneTiers(r.Tiers), display
+	np.minPerOrder, np.group, np.variant = r.MinPerOrder, group, variant
 	np.sale, np.refundFrees, np.lowStock = r.Sale.normal(), r.RefundReleasesLimit, r.LowStockThreshold
 	np.stockState, np.frozen, np.frozenReason = p.stockState, p.frozen, p.frozenReason
 	return np, nil
@@ -278,6 +315,28 @@ func CheckTiers(base Money, maxPerOrder int, tiers []PriceTier) error {
 		prevQty, prevPrice = t.MinQty, t.UnitPrice
 	}
 	return nil
+}
+
+// MaxVariantText bounds a group name and a variant label, in characters.
+const MaxVariantText = 64
+
+// CheckVariant validates a product's variant group and label and returns them trimmed: both
+// empty (a product on its own) or both set (a variant of the group), each at most
+// MaxVariantText characters. Products of one group are shown together and keep their own
+// pool, gate and rules: the group is a label for the catalogue, never a shared stock.
+func CheckVariant(group, variant string) (string, string, error) {
+	group, variant = strings.TrimSpace(group), strings.TrimSpace(variant)
+	switch {
+	case utf8.RuneCountInString(group) > MaxVariantText:
+		return "", "", Invalid("group", "must be at most 64 characters")
+	case utf8.RuneCountInString(variant) > MaxVariantText:
+		return "", "", Invalid("variant", "must be at most 64 characters")
+	case group == "" && variant != "":
+		return "", "", Invalid("variant", "needs a group")
+	case group != "" && variant == "":
+		return "", "", Invalid("variant", "is required for a product in a group")
+	}
+	return group, variant, nil
 }
 
 func cloneTiers(t []PriceTier) []PriceTier {

@@ -23,7 +23,10 @@ type Product struct {
 	ID           int64  `json:"id"`
 	Name         string `json:"name"`
 	Price        int64  `json:"price"` // minor units
+	MinPerOrder  int    `json:"min_per_order"`
 	MaxPerOrder  int    `json:"max_per_order"`
+	Group        string `json:"group"`   // the variant group; "" for a product on its own
+	Variant      string `json:"variant"` // the label in the group
 	Tiers        []Tier `json:"tiers"`
 	StockDisplay string `json:"stock_display"` // "exact" or "level"
 	// StartsAt and EndsAt bound the sale window; nil: no bound.
@@ -45,7 +48,10 @@ type NewProduct struct {
 	ID                  int64      `json:"id,omitempty"`
 	Name                string     `json:"name"`
 	Price               int64      `json:"price"`
+	MinPerOrder         int        `json:"min_per_order,omitempty"`
 	MaxPerOrder         int        `json:"max_per_order"`
+	Group               string     `json:"group,omitempty"`
+	Variant             string     `json:"variant,omitempty"`
 	Tiers               []Tier     `json:"tiers,omitempty"`
 	StockDisplay        string     `json:"stock_display,omitempty"`
 	StartsAt            *time.Time `json:"starts_at,omitempty"`
@@ -62,7 +68,10 @@ type NewProduct struct {
 type ProductPatch struct {
 	Name                *string
 	Price               *int64
+	MinPerOrder         *int
 	MaxPerOrder         *int
+	Group               *string
+	Variant             *string
 	Tiers               *[]Tier
 	StockDisplay        *string
 	StartsAt            *time.Time
@@ -81,8 +90,17 @@ func (p ProductPatch) body() map[string]any {
 	if p.Price != nil {
 		m["price"] = *p.Price
 	}
+	if p.MinPerOrder != nil {
+		m["min_per_order"] = *p.MinPerOrder
+	}
 	if p.MaxPerOrder != nil {
 		m["max_per_order"] = *p.MaxPerOrder
+	}
+	if p.Group != nil {
+		m["group"] = *p.Group
+	}
+	if p.Variant != nil {
+		m["variant"] = *p.Variant
 	}
 	if p.Tiers != nil {
 		tiers := *p.Tiers

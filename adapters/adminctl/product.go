@@ -91,7 +91,9 @@ their prices.
 type productFlags struct {
 	name                string
 	price               int64
+	minPerOrder         int
 	maxPerOrder         int
+	group, variant      string
 	tiers               []adminclient.Tier
 	stockDisplay        string
 	startsAt, endsAt    time.Time // zero: "" (no bound)
@@ -105,7 +107,10 @@ type productFlags struct {
 func defineProductFlags(fs *flag.FlagSet, f *productFlags) {
 	fs.StringVar(&f.name, "name", "", "the product's name, 1 to 128 characters")
 	fs.Int64Var(&f.price, "price", 0, "the unit price in minor units (cents)")
+	fs.IntVar(&f.minPerOrder, "min-per-order", 0, "the fewest units one order may buy, 1 to -max-per-order (0 or absent on create: 1)")
 	fs.IntVar(&f.maxPerOrder, "max-per-order", 0, "the most units one order may buy, 1 to 1000")
+	fs.StringVar(&f.group, "group", "", "the variant group the product is shown in, with -variant (\"\": on its own)")
+	fs.StringVar(&f.variant, "variant", "", "the product's label in its -group")
 	fs.Func("tiers", "quantity prices as `MIN_QTY:UNIT_PRICE,...` such as \"10:900,20:800\" (\"\": none)", func(s string) error {
 		tiers, err := parseTiers(s)
 		f.tiers = tiers
@@ -209,7 +214,8 @@ func productCreate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	np := adminclient.NewProduct{ID: *id, Name: f.name, Price: f.price, MaxPerOrder: f.maxPerOrder, Tiers: f.tiers,
+	np := adminclient.NewProduct{ID: *id, Name: f.name, Price: f.price, MinPerOrder: f.minPerOrder,
+		MaxPerOrder: f.maxPerOrder, Group: f.group, Variant: f.variant, Tiers: f.tiers,
 		StockDisplay: f.stockDisplay, BuyerLimit: f.buyerLimit, RefundReleasesLimit: f.refundReleasesLimit,
 		LowStockThreshold: f.lowStockThreshold}
 	if !f.startsAt.IsZero() {
@@ -246,8 +252,17 @@ func productUpdate(args []string, stdout, stderr io.Writer) error {
 	if set["price"] {
 		patch.Price = &f.price
 	}
+	if set["min-per-order"] {
+		patch.MinPerOrder = &f.minPerOrder
+	}
 	if set["max-per-order"] {
 		patch.MaxPerOrder = &f.maxPerOrder
+	}
+	if set["group"] {
+		patch.Group = &f.group
+	}
+	if set["variant"] {
+		patch.Variant = &f.variant
 	}
 	if set["tiers"] {
 		patch.Tiers = &f.tiers
@@ -345,7 +360,10 @@ func printProduct(w io.Writer, p adminclient.Product) {
 		{"id", strconv.FormatInt(p.ID, 10)},
 		{"name", printable(p.Name)},
 		{"price", strconv.FormatInt(p.Price, 10)},
+		{"min_per_order", strconv.Itoa(p.MinPerOrder)},
 		{"max_per_order", strconv.Itoa(p.MaxPerOrder)},
+		{"group", printable(p.Group)},
+		{"variant", printable(p.Variant)},
 		{"tiers", strings.Join(tiers, ",")},
 		{"stock_display", p.StockDisplay},
 		{"starts_at", bound(p.StartsAt)},

@@ -17,6 +17,7 @@ import (
 type productForm struct {
 	ID                              domain.ProductID // 0 on the new product form
 	Name, Price, MaxPerOrder, Tiers string
+	MinPerOrder, Group, Variant     string
 	StockDisplay, StartsAt, EndsAt  string
 	BuyerLimit, LowStock            string
 	RefundReleasesLimit             bool
@@ -35,6 +36,7 @@ func formOf(p domain.Product, cur domain.Currency, loc *time.Location) productFo
 		return t.In(loc).Format(formTimeLayout + ":05")
 	}
 	return productForm{ID: p.ID(), Name: p.Name(), Price: cur.Format(p.Price()), MaxPerOrder: strconv.Itoa(p.MaxPerOrder()),
+		MinPerOrder: strconv.Itoa(p.MinPerOrder()), Group: p.Group(), Variant: p.Variant(),
 		Tiers: strings.Join(tiers, "\n"), StockDisplay: string(p.StockDisplay()), StartsAt: at(p.Sale().StartsAt),
 		EndsAt: at(p.Sale().EndsAt), BuyerLimit: strconv.Itoa(p.Sale().BuyerLimit),
 		LowStock: strconv.Itoa(p.LowStockThreshold()), RefundReleasesLimit: p.RefundReleasesLimit()}
@@ -42,6 +44,7 @@ func formOf(p domain.Product, cur domain.Currency, loc *time.Location) productFo
 
 func readForm(c *fiber.Ctx) productForm {
 	return productForm{Name: formValue(c, "name"), Price: formValue(c, "price"), MaxPerOrder: formValue(c, "max_per_order"),
+		MinPerOrder: formValue(c, "min_per_order"), Group: formValue(c, "group"), Variant: formValue(c, "variant"),
 		Tiers: formValue(c, "tiers"), StockDisplay: formValue(c, "stock_display"), StartsAt: formValue(c, "starts_at"),
 		EndsAt: formValue(c, "ends_at"), BuyerLimit: formValue(c, "buyer_limit"), LowStock: formValue(c, "low_stock_threshold"),
 		RefundReleasesLimit: formValue(c, "refund_releases_limit") == "on"}
@@ -50,7 +53,8 @@ func readForm(c *fiber.Ctx) productForm {
 // params is what the audit log records of the form (nothing in it is secret), with the zone
 // its sale times were read in.
 func (f productForm) params(loc *time.Location) map[string]string {
-	return map[string]string{"name": f.Name, "price": f.Price, "max_per_order": f.MaxPerOrder, "tiers": f.Tiers,
+	return map[string]string{"name": f.Name, "price": f.Price, "min_per_order": f.MinPerOrder, "max_per_order": f.MaxPerOrder,
+		"group": f.Group, "variant": f.Variant, "tiers": f.Tiers,
 		"stock_display": f.StockDisplay, "starts_at": f.StartsAt, "ends_at": f.EndsAt, "buyer_limit": f.BuyerLimit,
 		"low_stock_threshold": f.LowStock, "refund_releases_limit": strconv.FormatBool(f.RefundReleasesLimit),
 		"time_zone": loc.String()}
@@ -59,6 +63,7 @@ func (f productForm) params(loc *time.Location) map[string]string {
 // parsed is the form read into the use case's terms; the use case validates the values.
 type parsed struct {
 	price                   domain.Money
+	minPerOrder             int // 0 (left empty): 1
 	maxPerOrder, buyerLimit int
 	lowStock                int
 	tiers                   []domain.PriceTier
@@ -77,11 +82,14 @@ func (f productForm) parse(cur domain.Currency, loc *time.Location) (parsed, err
 	for _, n := range []struct {
 		field, s string
 		dst      *int
-	}{{"max_per_order", f.MaxPerOrder, &p.maxPerOrder}, {"buyer_limit", f.BuyerLimit, &p.buyerLimit},
+	}{{"min_per_order", f.MinPerOrder, &p.minPerOrder}, {"max_per_order", f.MaxPerOrder, &p.maxPerOrder}, {"buyer_limit", f.BuyerLimit, &p.buyerLimit},
 		{"low_stock_threshold", f.LowStock, &p.lowStock}} {
 		if *n.dst, err = optionalInt(n.s); err != nil {
 			return p, invalid(n.field, "console.err.whole_number")
 		}
+	}
+	if strings.TrimSpace(f.MinPerOrder) == "" {
+		p.minPerOrder = 1 // a form without the field (or left empty) asks for no minimum
 	}
 	if p.tiers, err = parseTiers(f.Tiers, cur); err != nil {
 		return p, err
@@ -143,7 +151,7 @@ func (k *console) formPage(c *fiber.Ctx, status int, f productForm, errMsg strin
 }
 
 func (k *console) newProductPage(c *fiber.Ctx) error {
-	return k.formPage(c, fiber.StatusOK, productForm{MaxPerOrder: "1", StockDisplay: string(domain.StockExact)}, "")
+	return k.formPage(c, fiber.StatusOK, productForm{MinPerOrder: "1", MaxPerOrder: "1", StockDisplay: string(domain.StockExact)}, "")
 }
 
 func (k *console) editProductPage(c *fiber.Ctx) error {
@@ -167,7 +175,8 @@ func (k *console) createProduct(c *fiber.Ctx) error {
 	var created domain.Product
 	if err == nil {
 		created, err = k.catalogue.CreateProduct(c.UserContext(), application.NewProduct{Name: f.Name, Price: p.price,
-			MaxPerOrder: p.maxPerOrder, Tiers: p.tiers, StockDisplay: p.display,
+			MinPerOrder: p.minPerOrder, MaxPerOrder: p.maxPerOrder, Group: f.Group, Variant: f.Variant,
+			Tiers: p.tiers, StockDisplay: p.display,
 			Sale:                domain.SaleRules{StartsAt: p.startsAt, EndsAt: p.endsAt, BuyerLimit: p.buyerLimit},
 			RefundReleasesLimit: f.RefundReleasesLimit, LowStockThreshold: p.lowStock})
 	}
@@ -190,8 +199,8 @@ func (k *console) updateProduct(c *fiber.Ctx) error {
 	p, err := f.parse(k.sales.Currency(), k.zone(c))
 	if err == nil {
 		_, err = k.catalogue.UpdateProduct(c.UserContext(), id, application.ProductPatch{Name: &f.Name, Price: &p.price,
-			MaxPerOrder: &p.maxPerOrder, Tiers: &p.tiers, StockDisplay: &p.display, StartsAt: &p.startsAt,
-			EndsAt: &p.endsAt, BuyerLimit: &p.buyerLimit, RefundReleasesLimit: &f.RefundReleasesLimit,
+			MinPerOrder: &p.minPerOrder, MaxPerOrder: &p.maxPerOrder, Group: &f.Group, Variant: &f.Variant,
+			Tiers: &p.tiers, StockDisplay: &p.display, StartsAt: &p.startsAt, EndsAt: &p.endsAt, BuyerLimit: &p.buyerLimit, RefundReleasesLimit: &f.RefundReleasesLimit,
 			LowStockThreshold: &p.lowStock})
 	}
 	k.record(c, "product.update", f.params(k.zone(c)), err)

@@ -20,7 +20,10 @@ type createProductRequest struct {
 	ID                  int64      `json:"id"`
 	Name                string     `json:"name"`
 	Price               int64      `json:"price"`
+	MinPerOrder         int        `json:"min_per_order"`
 	MaxPerOrder         int        `json:"max_per_order"`
+	Group               string     `json:"group"`
+	Variant             string     `json:"variant"`
 	Tiers               []tierJSON `json:"tiers"`
 	StockDisplay        string     `json:"stock_display"`
 	StartsAt            *time.Time `json:"starts_at"`
@@ -66,7 +69,10 @@ func timeOrZero(t *time.Time) time.Time {
 type updateProductRequest struct {
 	Name                *string     `json:"name"`
 	Price               *int64      `json:"price"`
+	MinPerOrder         *int        `json:"min_per_order"`
 	MaxPerOrder         *int        `json:"max_per_order"`
+	Group               *string     `json:"group"`
+	Variant             *string     `json:"variant"`
 	Tiers               *[]tierJSON `json:"tiers"`
 	StockDisplay        *string     `json:"stock_display"`
 	StartsAt            patchTime   `json:"starts_at"`
@@ -80,7 +86,10 @@ type productResponse struct {
 	ID                  int64      `json:"id"`
 	Name                string     `json:"name"`
 	Price               int64      `json:"price"`
+	MinPerOrder         int        `json:"min_per_order"`
 	MaxPerOrder         int        `json:"max_per_order"`
+	Group               string     `json:"group"`
+	Variant             string     `json:"variant"`
 	Tiers               []tierJSON `json:"tiers"`
 	StockDisplay        string     `json:"stock_display"`
 	StartsAt            *time.Time `json:"starts_at"`
@@ -95,7 +104,8 @@ type productResponse struct {
 }
 
 func newProductResponse(p domain.Product) productResponse {
-	return productResponse{ID: int64(p.ID()), Name: p.Name(), Price: int64(p.Price()), MaxPerOrder: p.MaxPerOrder(),
+	return productResponse{ID: int64(p.ID()), Name: p.Name(), Price: int64(p.Price()),
+		MinPerOrder: p.MinPerOrder(), MaxPerOrder: p.MaxPerOrder(), Group: p.Group(), Variant: p.Variant(),
 		Tiers: tiersJSON(p.Tiers()), StockDisplay: string(p.StockDisplay()),
 		StartsAt: optionalTime(p.Sale().StartsAt), EndsAt: optionalTime(p.Sale().EndsAt), BuyerLimit: p.Sale().BuyerLimit,
 		RefundReleasesLimit: p.RefundReleasesLimit(), LowStockThreshold: p.LowStockThreshold(),
@@ -112,7 +122,8 @@ func (s *Server) createProduct(c *fiber.Ctx) error {
 		return err
 	}
 	p, err := s.products.CreateProduct(c.UserContext(), application.NewProduct{ID: domain.ProductID(req.ID),
-		Name: req.Name, Price: domain.Money(req.Price), MaxPerOrder: req.MaxPerOrder,
+		Name: req.Name, Price: domain.Money(req.Price), MinPerOrder: req.MinPerOrder, MaxPerOrder: req.MaxPerOrder,
+		Group: req.Group, Variant: req.Variant,
 		Tiers: domainTiers(req.Tiers), StockDisplay: display,
 		Sale:                domain.SaleRules{StartsAt: timeOrZero(req.StartsAt), EndsAt: timeOrZero(req.EndsAt), BuyerLimit: req.BuyerLimit},
 		RefundReleasesLimit: req.RefundReleasesLimit, LowStockThreshold: req.LowStockThreshold})
@@ -133,7 +144,8 @@ func (s *Server) updateProduct(c *fiber.Ctx) error {
 		return err
 	}
 	var patch application.ProductPatch
-	patch.Name, patch.MaxPerOrder = req.Name, req.MaxPerOrder
+	patch.Name, patch.MinPerOrder, patch.MaxPerOrder = req.Name, req.MinPerOrder, req.MaxPerOrder
+	patch.Group, patch.Variant = req.Group, req.Variant
 	if req.Price != nil {
 		price := domain.Money(*req.Price)
 		patch.Price = &price

@@ -46,7 +46,10 @@ type catalogueProduct struct {
 	Price        int64      `json:"price"`
 	Currency     string     `json:"currency"`
 	Tiers        []tierJSON `json:"tiers"`
+	MinPerOrder  int        `json:"min_per_order"`
 	MaxPerOrder  int        `json:"max_per_order"`
+	Group        string     `json:"group,omitempty"`
+	Variant      string     `json:"variant,omitempty"`
 	BuyerLimit   int        `json:"buyer_limit"`
 	StartsAt     *time.Time `json:"starts_at"`
 	EndsAt       *time.Time `json:"ends_at"`
@@ -90,7 +93,8 @@ func renderCatalogue(snap *application.CatalogueSnapshot) (*renderedCatalogue, e
 	list := catalogueList{Products: make([]catalogueProduct, 0, len(snap.Items)), UpdatedAt: snap.UpdatedAt.UTC()}
 	for _, it := range snap.Items {
 		p := catalogueProduct{ID: int64(it.ID), Name: it.Name, Price: int64(it.Price), Currency: snap.Currency.Code,
-			Tiers: tiersJSON(it.Tiers), MaxPerOrder: it.MaxPerOrder, BuyerLimit: it.Sale.BuyerLimit,
+			Tiers: tiersJSON(it.Tiers), MinPerOrder: it.MinPerOrder, MaxPerOrder: it.MaxPerOrder,
+			Group: it.Group, Variant: it.Variant, BuyerLimit: it.Sale.BuyerLimit,
 			StartsAt: optionalTime(it.Sale.StartsAt), EndsAt: optionalTime(it.Sale.EndsAt), Status: string(it.Status),
 			StockDisplay: string(it.Display), UpdatedAt: list.UpdatedAt}
 		if it.Display == domain.StockLevel {

@@ -21,7 +21,10 @@ type catalogueProductJSON struct {
 	Price        int64      `json:"price"`
 	Currency     string     `json:"currency"`
 	Tiers        []tierJSON `json:"tiers"`
+	MinPerOrder  int        `json:"min_per_order"`
 	MaxPerOrder  int        `json:"max_per_order"`
+	Group        string     `json:"group"`
+	Variant      string     `json:"variant"`
 	BuyerLimit   int        `json:"buyer_limit"`
 	StartsAt     *time.Time `json:"starts_at"`
 	EndsAt       *time.Time `json:"ends_at"`

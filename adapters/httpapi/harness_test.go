@@ -207,7 +207,10 @@ type productJSON struct {
 	ID           int64      `json:"id"`
 	Name         string     `json:"name"`
 	Price        int64      `json:"price"`
+	MinPerOrder  int        `json:"min_per_order"`
 	MaxPerOrder  int        `json:"max_per_order"`
+	Group        string     `json:"group"`
+	Variant      string     `json:"variant"`
 	Tiers        []tierJSON `json:"tiers"`
 	StockDisplay string     `json:"stock_display"`
 	StartsAt     *time.Time `json:"starts_at"`

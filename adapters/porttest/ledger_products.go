@@ -22,6 +22,7 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 		r := p.Revision()
 		r.Tiers, r.StockDisplay = []domain.PriceTier{{MinQty: 3, UnitPrice: 200}}, domain.StockLevel
+		r.MinPerOrder, r.Group, r.Variant = 2, "Steam 充值卡 · Steam card", "100 元"
 		if p, err = p.Revise(r); err != nil {
 			t.Fatal(err)
 		}
@@ -100,6 +101,7 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 		r := p.Revision()
 		r.Name, r.Price, r.MaxPerOrder, r.StockDisplay = "porttest revised", 700, 50, domain.StockLevel
+		r.MinPerOrder, r.Group, r.Variant = 5, "Steam card", "200"
 		r.Tiers = []domain.PriceTier{{MinQty: 10, UnitPrice: 650}, {MinQty: 50, UnitPrice: 600}}
 		// Sub-millisecond and local times: stored to the millisecond, in UTC.
 		starts := time.Date(2031, 5, 4, 20, 0, 0, 123_456_789, time.FixedZone("UTC+8", 8*3600))
@@ -118,7 +120,8 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		if got := want.Sale().StartsAt; got.Nanosecond() != 123_000_000 || got.Location() != time.UTC {
 			t.Fatalf("StartsAt stored as %v, want millisecond precision in UTC", got)
 		}
-		r.Tiers, r.Sale = nil, domain.SaleRules{} // and back to no window, no limit
+		r.Tiers, r.Sale = nil, domain.SaleRules{} // and back to no window, no limit, no group
+		r.MinPerOrder, r.Group, r.Variant = 1, "", ""
 		plain, _ := p.Revise(r)
 		if err := l.Products().Update(t.Context(), plain); err != nil {
 			t.Fatal(err)

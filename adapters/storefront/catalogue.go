@@ -30,6 +30,7 @@ type itemView struct {
 	StatusText  string // message id
 	Stock       string // message id of the stock display
 	StockCount  int64
+	MinPerOrder int
 	MaxPerOrder int
 	BuyerLimit  int
 	StartsAt    time.Time
@@ -44,7 +45,7 @@ func (v itemView) Upcoming() bool { return v.Status == application.CatalogueUpco
 // product chose to hide, or an operator's freeze reason.
 func viewOf(cur domain.Currency, it application.CatalogueItem) itemView {
 	v := itemView{ID: it.ID, Name: it.Name, Price: money(cur, it.Price), Status: it.Status,
-		StatusText: "storefront.status_" + string(it.Status), MaxPerOrder: it.MaxPerOrder,
+		StatusText: "storefront.status_" + string(it.Status), MinPerOrder: it.MinPerOrder, MaxPerOrder: it.MaxPerOrder,
 		BuyerLimit: it.Sale.BuyerLimit, StartsAt: it.Sale.StartsAt, EndsAt: it.Sale.EndsAt}
 	for _, t := range it.Tiers {
 		v.Tiers = append(v.Tiers, tierView{MinQty: t.MinQty, Price: money(cur, t.UnitPrice)})
@@ -55,6 +56,58 @@ func viewOf(cur domain.Currency, it application.CatalogueItem) itemView {
 		v.Stock, v.StockCount = "storefront.stock_exact", it.Stock
 	}
 	return v
+}
+
+// entryView is one card of the catalogue page: a product on its own, or a variant group shown
+// as one card (Variants > 0) that links to the variant a buyer most likely wants.
+type entryView struct {
+	itemView
+	Variants  int  // the group's number of variants; 0 for a product on its own
+	PriceFrom bool // the group's variants differ in price: Price is the lowest
+}
+
+// entriesOf is the catalogue page's cards: one per product on its own and one per group, in
+// the snapshot's order (a group where its first variant is). A group's card shows the group's
+// name, its lowest price, and the status of the variant it links to: the first on sale, else
+// the first coming soon, else the first.
+func entriesOf(snap *application.CatalogueSnapshot) []entryView {
+	entries := snap.Entries()
+	out := make([]entryView, 0, len(entries))
+	for _, it := range entries {
+		if it.Group == "" {
+			out = append(out, entryView{itemView: viewOf(snap.Currency, it)})
+			continue
+		}
+		vs := snap.Variants(it.Group)
+		lowest, highest := vs[0].Price, vs[0].Price
+		for _, v := range vs {
+			lowest, highest = min(lowest, v.Price), max(highest, v.Price)
+		}
+		e := entryView{itemView: viewOf(snap.Currency, featured(vs)), Variants: len(vs), PriceFrom: lowest != highest}
+		e.Name, e.Price, e.Tiers = it.Group, money(snap.Currency, lowest), nil
+		out = append(out, e)
+	}
+	return out
+}
+
+// featured is the variant a group's card links to: the first on sale, else the first coming
+// soon, else the first.
+func featured(vs []application.CatalogueItem) application.CatalogueItem {
+	for _, want := range []application.CatalogueStatus{application.CatalogueOnSale, application.CatalogueUpcoming} {
+		for _, v := range vs {
+			if v.Status == want {
+				return v
+			}
+		}
+	}
+	return vs[0]
+}
+
+// variantView is one variant in a product page's picker.
+type variantView struct {
+	itemView
+	Label    string
+	Selected bool // the variant whose page this is
 }
 
 // catalogueBody is one rendered catalogue page: its snapshot's version, language and ETag.
@@ -98,11 +151,7 @@ func (s *shop) cataloguePage(c *fiber.Ctx) error {
 		return s.unavailable(c, err)
 	}
 	return s.snapshotPage(c, "/", snap.Version, true, func() error {
-		items := make([]itemView, len(snap.Items))
-		for i, it := range snap.Items {
-			items[i] = viewOf(snap.Currency, it)
-		}
-		return s.render(c, fiber.StatusOK, "catalogue", "/", view{Title: "storefront.title_catalogue", Data: items})
+		return s.render(c, fiber.StatusOK, "catalogue", "/", view{Title: "storefront.title_catalogue", Data: entriesOf(snap)})
 	})
 }
 
@@ -144,9 +193,12 @@ func (s *shop) snapshotPage(c *fiber.Ctx, path string, version uint64, cache boo
 	return c.Status(fiber.StatusOK).Send(page.body)
 }
 
-// productData is the product page's.
+// productData is the product page's. A variant's page names its group and lists every
+// variant of it (Variants, the picker), each a link to its own page.
 type productData struct {
 	Item      itemView
+	Group     string
+	Variants  []variantView
 	Remaining int64 // seconds until the start by the gate's clock, when upcoming
 	Form      *checkoutForm
 }
@@ -156,12 +208,15 @@ type productData struct {
 // page, which carries the CSRF token and the order's idempotency key (see review).
 type checkoutForm struct {
 	Providers []domain.Provider
+	MinQty    int // the input's default and lower bound: the product's minimum per order
 	MaxQty    int
 	Hidden    bool // upcoming: the countdown's script reveals it at the start
 }
 
 // productPage is GET /p/{id}: one product of the snapshot, its tiers and limits, and the
-// order form while it is on sale or about to be (with a countdown by the gate's clock). Like
+// order form while it is on sale or about to be (with a countdown by the gate's clock). A
+// variant's page is its group's page too: a picker lists every variant of the group with its
+// own price, status and stock, each a link to its own page (no script), this one selected. Like
 // the catalogue it reads no database and answers 304 to a browser that has it; a countdown
 // page is rendered each time (its seconds change), any other once per snapshot and language.
 func (s *shop) productPage(c *fiber.Ctx) error {
@@ -177,7 +232,10 @@ func (s *shop) productPage(c *fiber.Ctx) error {
 	if !ok {
 		return s.message(c, fiber.StatusNotFound, "storefront.no_product", "/")
 	}
-	d := productData{Item: viewOf(snap.Currency, it)}
+	d := productData{Item: viewOf(snap.Currency, it), Group: it.Group}
+	for _, v := range snap.Variants(it.Group) {
+		d.Variants = append(d.Variants, variantView{itemView: viewOf(snap.Currency, v), Label: v.Variant, Selected: v.ID == it.ID})
+	}
 	if it.Status == application.CatalogueUpcoming {
 		// The snapshot's status is by this instance's clock at its refresh; the countdown is by
 		// the gate's, which decides the orders.
@@ -188,7 +246,7 @@ func (s *shop) productPage(c *fiber.Ctx) error {
 		}
 	}
 	if d.Item.Status == application.CatalogueOnSale || d.Item.Status == application.CatalogueUpcoming {
-		d.Form = &checkoutForm{Providers: s.payments.Providers(), MaxQty: maxQty(it),
+		d.Form = &checkoutForm{Providers: s.payments.Providers(), MinQty: max(it.MinPerOrder, 1), MaxQty: maxQty(it),
 			Hidden: d.Item.Status == application.CatalogueUpcoming}
 	}
 	v := view{Title: "storefront.title_product", Data: d}

@@ -181,6 +181,9 @@ func (s *shop) review(c *fiber.Ctx) error {
 	if err != nil {
 		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_qty_number", back)
 	}
+	if qty < it.MinPerOrder && it.MinPerOrder > 1 {
+		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_qty_min", back, "Min", it.MinPerOrder)
+	}
 	if qty < 1 || qty > maxQty(it) {
 		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_qty", back)
 	}

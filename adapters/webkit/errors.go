@@ -28,7 +28,7 @@ type Row struct {
 // before their parents (ErrNotDue wraps ErrInvalidTransition).
 var table = []Row{
 	{domain.ErrInvalidIdempotencyKey, Answer{400, "invalid_idempotency_key", "Idempotency-Key header is required: 8 to 64 characters of A-Z a-z 0-9 . _ : -"}},
-	{domain.ErrQtyOutOfRange, Answer{400, "qty_out_of_range", "qty must be between 1 and the product's per-order limit"}},
+	{domain.ErrQtyOutOfRange, Answer{400, "qty_out_of_range", "qty must be between the product's min_per_order and max_per_order"}},
 	{domain.ErrInvalidBlockEntry, Answer{400, "invalid_block_entry", "the blocklist entry is not valid"}},
 	{domain.ErrInvalidInput, Answer{400, "invalid_request", "the request is not valid"}},
 	{domain.ErrBadSignature, Answer{401, "invalid_signature", "the callback signature is missing, forged or stale"}},
