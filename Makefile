@@ -58,7 +58,7 @@ test-quick: ## unit tests only against memory (no services, integration suites s
 
 .PHONY: storefront-screenshots
 storefront-screenshots: ## write docs/storefront/*.png: every page of the shop in both languages, phone and desktop, in headless Chromium
-	SHOP_SCREENSHOTS=docs/storefront $(GO) test -count=1 -run '^TestShopInABrowser$$' ./bootstrap/
+	SHOP_SCREENSHOTS=docs/storefront $(GO) test -count=1 -run '^(TestShopInABrowser|TestVariantsInABrowser)$$' ./bootstrap/
 
 .PHONY: console-screenshots
 console-screenshots: ## write docs/console/*.png: the console's screens in headless Chromium (memory adapters)
