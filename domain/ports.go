@@ -448,6 +448,7 @@ type Store interface {
 	Audit() AuditLog
 	Alerts() AlertLog
 	Blocklist() BlocklistRepo
+	Channels() ChannelRepo
 }
 
 // OperatorRepo stores the operators of the admin API and the console.

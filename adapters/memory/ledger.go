@@ -71,6 +71,9 @@ func (l *Ledger) Alerts() domain.AlertLog { return l.root.Alerts() }
 // Blocklist returns the blocklists' entries.
 func (l *Ledger) Blocklist() domain.BlocklistRepo { return l.root.Blocklist() }
 
+// Channels returns the payment channels' settings.
+func (l *Ledger) Channels() domain.ChannelRepo { return l.root.Channels() }
+
 // errSnapshotEnd rolls a Snapshot's transaction back.
 var errSnapshotEnd = errors.New("end of snapshot")
 
@@ -151,6 +154,7 @@ func (s *store) Alerts() domain.AlertLog        { return alertLog{s} }
 func (s *store) Blocklist() domain.BlocklistRepo {
 	return blocklistRepo{s}
 }
+func (s *store) Channels() domain.ChannelRepo { return channelRepo{s} }
 
 func noop() {}
 
@@ -262,6 +266,7 @@ type ledgerData struct {
 	blocks       map[int64]domain.BlockEntry // the blocklists' entries by id
 	blockKeys    map[blockKey]int64          // an entry's kind and value -> its id
 	lastBlock    int64
+	channels     map[domain.Provider]domain.ChannelSettings // the payment channels' settings
 }
 
 func newLedgerData() *ledgerData {
@@ -290,5 +295,6 @@ func newLedgerData() *ledgerData {
 		openAlerts:  make(map[alertKey]int),
 		blocks:      make(map[int64]domain.BlockEntry),
 		blockKeys:   make(map[blockKey]int64),
+		channels:    make(map[domain.Provider]domain.ChannelSettings),
 	}
 }

@@ -86,6 +86,9 @@ func (l *Ledger) Alerts() domain.AlertLog { return l.root.Alerts() }
 // Blocklist returns the blocklists' entries.
 func (l *Ledger) Blocklist() domain.BlocklistRepo { return l.root.Blocklist() }
 
+// Channels returns the payment channels' settings, secrets sealed by the keyring.
+func (l *Ledger) Channels() domain.ChannelRepo { return l.root.Channels() }
+
 // Stats returns how many transactions were run again, and why.
 func (l *Ledger) Stats() TxStats {
 	return TxStats{Retries: l.stats.retries.Load(), Deadlocks: l.stats.deadlocks.Load(),
@@ -302,6 +305,7 @@ func (s *store) Alerts() domain.AlertLog        { return alertLog{s} }
 func (s *store) Blocklist() domain.BlocklistRepo {
 	return blocklistRepo{s}
 }
+func (s *store) Channels() domain.ChannelRepo { return channelRepo{s} }
 
 func (s *store) keys() *Keyring { return s.ledger.keys }
 
