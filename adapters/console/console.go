@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/filesystem"
 
+	"cardshop/adapters/i18n"
 	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
@@ -55,6 +56,9 @@ type Config struct {
 	DashboardEvery   time.Duration
 	DashboardStreams int
 	StreamLifetime   time.Duration
+	// Lang is the language of an operator with no choice made and no Accept-Language match;
+	// empty: English (a browser always sends Accept-Language: this is curl's and scripts').
+	Lang i18n.Lang
 	// AuthFailures records failed and rate-limited logins (the API's, shared, so that its
 	// bound per instance is one); nil: the console makes its own on Limiter.
 	AuthFailures *webkit.AuthFailures
@@ -90,7 +94,8 @@ type console struct {
 	clock     domain.Clock
 	log       *slog.Logger
 	pages     pages
-	jobs      *importJobs // the code imports running or finished on this instance
+	msgs      *i18n.Catalogue // the texts of every page, in each language
+	jobs      *importJobs     // the code imports running or finished on this instance
 
 	dash    *sampler      // the dashboard's numbers, shared by every page and stream
 	streams chan struct{} // one token per open dashboard stream
@@ -111,6 +116,14 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 	if cfg.TimeZone == nil {
 		cfg.TimeZone = time.UTC
 	}
+	if cfg.Lang == "" {
+		cfg.Lang = i18n.English
+	}
+	msgs, err := i18n.Load()
+	if err != nil {
+		// The catalogues are embedded: one that does not load is a programming error.
+		panic(err)
+	}
 	if cfg.AuthFailures == nil {
 		cfg.AuthFailures = webkit.NewAuthFailures(svc.Admin, cfg.Limiter, clock, log)
 	}
@@ -127,13 +140,14 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
-		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, clock: clock, log: log, pages: parsePages(),
+		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, clock: clock, log: log, pages: parsePages(), msgs: msgs,
 		dash:    &sampler{catalogue: svc.Catalogue, guard: svc.Guard, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
 	k.voids = &pendingVoids{clock: clock, byID: map[string]pendingVoid{}}
 	g := app.Group("/console", securityHeaders)
 	g.Use("/static", filesystem.New(filesystem.Config{Root: http.FS(staticFS), PathPrefix: "static"}))
+	g.Get("/lang", k.switchLang)
 	g.Get("/login", k.loginPage)
 	g.Post("/login", k.sameOrigin, k.parseForm, k.login)
 
@@ -144,7 +158,7 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 	for _, r := range routes(k) {
 		in.Add(r.method, r.path, k.need(r.role, r.action), r.handler)
 	}
-	in.Use(func(c *fiber.Ctx) error { return k.errorPage(c, fiber.StatusNotFound, "There is no such page.") })
+	in.Use(func(c *fiber.Ctx) error { return k.errorPage(c, fiber.StatusNotFound, "console.error.no_page") })
 }
 
 // route is one console screen or action: the least role that may use it (the admin API's

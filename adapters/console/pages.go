@@ -5,11 +5,13 @@ import (
 	"embed"
 	"html/template"
 	"io/fs"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"cardshop/adapters/i18n"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -30,6 +32,10 @@ var funcs = template.FuncMap{
 	"allows": func(id application.Identity, need string) bool {
 		return id.Role.Allows(domain.Role(need))
 	},
+	// "t" and "n" are the request's language's messages (adapters/i18n): replaced per request
+	// by render, like "when"; these only let the templates parse.
+	"t": func(id string, kv ...any) string { return id },
+	"n": func(id string, count int, kv ...any) string { return id },
 }
 
 // parsePages parses every template once, at start: a broken template is a programming error
@@ -53,6 +59,8 @@ func parsePages() pages {
 // view is what every page gets: its title, who is logged in (zero on the login page), the
 // session's CSRF token for its forms, an error to show, and the page's own data.
 type view struct {
+	// Title, Error and Notice are message ids of the catalogues (adapters/i18n), shown in the
+	// request's language; a text that is no id (an error's own words) is shown as it is.
 	Title    string
 	Identity application.Identity
 	CSRF     string
@@ -60,7 +68,16 @@ type view struct {
 	Notice   string
 	// Zone is the time zone the page shows times in and reads form times in.
 	Zone string
-	Data any
+	// Lang is the page's language; Switch the language switch's links (render fills both).
+	Lang   i18n.Lang
+	Switch []langLink
+	Data   any
+}
+
+// langLink is one entry of the language switch.
+type langLink struct {
+	Name, Href string
+	Current    bool
 }
 
 // render answers the page with status. It renders into a buffer first, so a template error
@@ -74,10 +91,25 @@ func (k *console) render(c *fiber.Ctx, status int, page string, v view) error {
 	}
 	loc := k.zone(c)
 	v.Zone = loc.String()
+	l := k.lang(c)
+	v.Lang = l
+	back := string(c.Request().URI().RequestURI())
+	if c.Method() != fiber.MethodGet {
+		back = "/console"
+	}
+	for _, o := range i18n.Langs {
+		v.Switch = append(v.Switch, langLink{Name: i18n.Name(o), Current: o == l,
+			Href: "/console/lang?" + url.Values{"to": {string(o)}, "back": {back}}.Encode()})
+	}
+	v.Title, v.Error, v.Notice = k.text(l, v.Title), k.text(l, v.Error), k.text(l, v.Notice)
 	var b bytes.Buffer
 	t, err := k.pages[page].Clone()
 	if err == nil {
-		err = t.Funcs(template.FuncMap{"when": whenIn(loc)}).Execute(&b, v)
+		err = t.Funcs(template.FuncMap{
+			"when": whenIn(loc),
+			"t":    func(id string, kv ...any) string { return k.msgs.T(l, id, pairs(kv)) },
+			"n":    func(id string, count int, kv ...any) string { return k.msgs.N(l, id, count, pairs(kv)) },
+		}).Execute(&b, v)
 	}
 	if err != nil {
 		k.log.ErrorContext(c.UserContext(), "console: page not rendered", "page", page, "err", err)
@@ -85,10 +117,68 @@ func (k *console) render(c *fiber.Ctx, status int, page string, v view) error {
 		return c.Status(fiber.StatusInternalServerError).SendString("internal error")
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	c.Set(fiber.HeaderContentLanguage, string(l))
 	return c.Status(status).Send(b.Bytes())
+}
+
+// text is s in language l when s is a message id of the catalogues, else s as it is (an
+// error's own words, a product's name).
+func (k *console) text(l i18n.Lang, s string, kv ...any) string {
+	if s != "" && k.msgs.Has(l, s) {
+		return k.msgs.T(l, s, pairs(kv))
+	}
+	return s
+}
+
+// pairs turns "Name", value, … (or one map) into a message's data.
+func pairs(kv []any) map[string]any {
+	if len(kv) == 1 {
+		if m, ok := kv[0].(map[string]any); ok {
+			return m
+		}
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if k, ok := kv[i].(string); ok {
+			m[k] = kv[i+1]
+		}
+	}
+	return m
+}
+
+// langCookie remembers the language an operator chose with the switch, per browser, for a
+// year. It is the console's own (path /console): the shop's visitors choose theirs apart.
+const langCookie = "console_lang"
+
+// lang is the request's language: the switch's cookie, else Accept-Language, else the
+// configured default (Config.Lang).
+func (k *console) lang(c *fiber.Ctx) i18n.Lang {
+	return i18n.Negotiate(c.Cookies(langCookie), c.Get(fiber.HeaderAcceptLanguage), k.cfg.Lang)
+}
+
+// switchLang remembers the chosen language and sends the browser back to the console page it
+// was on (a /console path only: never another site). It needs no session, so that the login
+// page switches too.
+func (k *console) switchLang(c *fiber.Ctx) error {
+	if l, ok := i18n.Parse(c.Query("to")); ok {
+		c.Cookie(&fiber.Cookie{Name: langCookie, Value: string(l), Path: "/console", Expires: k.clock.Now().AddDate(1, 0, 0),
+			HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: secure(c)})
+	}
+	return c.Redirect(consolePath(c.Query("back")), fiber.StatusSeeOther)
+}
+
+// consolePath is back when it is a console path of this site, "/console" otherwise ("//host"
+// and "/\host" lead elsewhere).
+func consolePath(back string) string {
+	u, err := url.Parse(back)
+	if err != nil || u.Host != "" || u.Scheme != "" || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") ||
+		(u.Path != "/console" && !strings.HasPrefix(u.Path, "/console/")) {
+		return "/console"
+	}
+	return back
 }
 
 // errorPage answers status with a page saying msg.
 func (k *console) errorPage(c *fiber.Ctx, status int, msg string) error {
-	return k.render(c, status, "error", view{Title: "Error", Error: msg})
+	return k.render(c, status, "error", view{Title: "console.error.title", Error: msg})
 }

@@ -71,6 +71,27 @@ func (s *shop) csrf(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// sameSite refuses a POST a browser says came from another site: an Origin header naming
+// another host, or Sec-Fetch-Site "cross-site". Every browser in use sends one of them with a
+// form post, so this guards the product page's form too, which carries no token (the product
+// page is cached, the same for every visitor, and its form only asks for the review page). A
+// POST with neither header (curl, old browsers) relies on the token alone.
+func (s *shop) sameSite(c *fiber.Ctx) error {
+	cross := c.Get("Sec-Fetch-Site") == "cross-site"
+	if o := c.Get(fiber.HeaderOrigin); o != "" && o != "null" {
+		u, err := url.Parse(o)
+		cross = cross || err != nil || u.Host != string(c.Request().Host())
+	} else if o == "null" {
+		cross = true
+	}
+	if cross {
+		s.log.WarnContext(c.UserContext(), "storefront: cross-site post refused", "path", c.Path(),
+			"origin", c.Get(fiber.HeaderOrigin), "fetch_site", c.Get("Sec-Fetch-Site"))
+		return s.message(c, fiber.StatusForbidden, "storefront.csrf", "/")
+	}
+	return c.Next()
+}
+
 // maxFormBytes bounds a storefront form's body: the largest (checkout, with a captcha token)
 // is far smaller.
 const maxFormBytes = 16 << 10
