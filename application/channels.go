@@ -269,8 +269,9 @@ type ChannelChange struct {
 	Version int64
 }
 
-// ErrChannelChanged refuses a save made on a version another save has replaced.
-var ErrChannelChanged = fmt.Errorf("%w: the channel was changed meanwhile: reload it and apply your change again", domain.ErrInvalidInput)
+// ErrChannelChanged refuses a save made on a version another save has replaced (it matches
+// domain.ErrInvalidInput).
+var ErrChannelChanged = domain.Invalid("version", "the channel was changed meanwhile: reload it and apply your change again")
 
 // Save validates and stores a channel's settings, then applies them on this instance at once
 // (the others within their reload interval). A channel cannot be enabled without every

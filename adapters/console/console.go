@@ -80,6 +80,8 @@ type Services struct {
 	Admin     *application.Admin
 	// Guard is the bot defence: the Blocklist page and the dashboard's refusals. Nil: neither.
 	Guard *application.Guard
+	// Channels are the payment channels configured here (admins only). Nil: no Payments page.
+	Channels *application.Channels
 }
 
 // console holds the handlers' dependencies.
@@ -90,7 +92,8 @@ type console struct {
 	payments  *application.Payments
 	catalogue *application.Catalogue
 	operators *application.Admin
-	guard     *application.Guard // nil: no Blocklist page
+	guard     *application.Guard    // nil: no Blocklist page
+	channels  *application.Channels // nil: no Payments page
 	clock     domain.Clock
 	log       *slog.Logger
 	pages     pages
@@ -140,7 +143,7 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
-		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, clock: clock, log: log, pages: parsePages(), msgs: msgs,
+		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, channels: svc.Channels, clock: clock, log: log, pages: parsePages(), msgs: msgs,
 		dash:    &sampler{catalogue: svc.Catalogue, guard: svc.Guard, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
@@ -212,6 +215,14 @@ func routes(k *console) []route {
 			route{"GET", "/blocklist", v, "", k.blocklist},
 			route{"POST", "/blocklist", act, "blocklist.add", k.addBlock},
 			route{"POST", "/blocklist/:block_id/remove", act, "blocklist.remove", k.removeBlock})
+	}
+	if k.channels != nil {
+		rs = append(rs,
+			route{"GET", "/payments", roleOf(application.ActionChannelSave), "", k.paymentChannels},
+			route{"GET", "/payments/:provider", roleOf(application.ActionChannelSave), "", k.channel},
+			route{"POST", "/payments/:provider", act, application.ActionChannelSave, k.saveChannel},
+			route{"POST", "/payments/:provider/disable", act, application.ActionChannelDisable, k.disableChannel},
+			route{"POST", "/payments/:provider/test", act, application.ActionChannelTest, k.testChannel})
 	}
 	return withActionRoles(rs)
 }
