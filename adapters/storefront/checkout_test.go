@@ -280,8 +280,8 @@ func TestReviewRefusesWhatTheCheckoutWould(t *testing.T) {
 	}
 }
 
-// TestCrossSitePostsRefused: a form posted from another site — an Origin naming another host
-// or "null", or Sec-Fetch-Site: cross-site — is a 403 page on every POST, the product form's
+// TestCrossSitePostsRefused: a form posted from another site — an Origin naming another host,
+// or Sec-Fetch-Site: cross-site (with Origin "null" too) — is a 403 page on every POST, the product form's
 // review included, even with a valid token, and places nothing; the same forms from the shop's
 // own pages pass.
 func TestCrossSitePostsRefused(t *testing.T) {
@@ -293,11 +293,11 @@ func TestCrossSitePostsRefused(t *testing.T) {
 	posts := map[string]url.Values{"/checkout/review": review, "/checkout": form,
 		"/lookup": {"csrf": form["csrf"], "order_no": {"X1"}, "email": {"a@example.com"}, "secret": {"s"}},
 		"/orders/X1/pay": {"csrf": form["csrf"], "provider": {"dev"}}}
-	cross := [][]string{{"Origin", "https://evil.example"}, {"Origin", "null"}, {"Sec-Fetch-Site", "cross-site"},
-		{"Origin", "http://example.com.evil.example"}}
+	cross := [][]string{{"Origin", "https://evil.example"}, {"Sec-Fetch-Site", "cross-site"},
+		{"Origin", "null", "Sec-Fetch-Site", "cross-site"}, {"Origin", "http://example.com.evil.example"}}
 	for target, f := range posts {
 		for _, hdr := range cross {
-			r := b.do("POST", target, strings.NewReader(f.Encode()), "Content-Type", "application/x-www-form-urlencoded", hdr[0], hdr[1])
+			r := b.do("POST", target, strings.NewReader(f.Encode()), append([]string{"Content-Type", "application/x-www-form-urlencoded"}, hdr...)...)
 			if r.status != 403 || !strings.Contains(r.body, "This form has expired or did not come from this shop") {
 				t.Fatalf("%s with %s: %s", target, hdr, r)
 			}
@@ -306,10 +306,11 @@ func TestCrossSitePostsRefused(t *testing.T) {
 	if n := len(h.orders()); n != 0 {
 		t.Fatalf("%d orders placed by cross-site posts", n)
 	}
-	// The shop's own pages: same origin.
-	same := []string{"Origin", "http://example.com", "Sec-Fetch-Site", "same-origin"}
+	// The shop's own pages: same origin (Origin null: their Referrer-Policy is no-referrer).
+	same := []string{"Origin", "null", "Sec-Fetch-Site", "same-origin"}
 	r := b.do("POST", "/checkout/review", strings.NewReader(review.Encode()), append([]string{"Content-Type", "application/x-www-form-urlencoded"}, same...)...)
 	wantStatus(t, r, 200)
+	same = []string{"Origin", "http://example.com", "Sec-Fetch-Site", "same-origin"}
 	r = b.do("POST", "/checkout", strings.NewReader(form.Encode()), append([]string{"Content-Type", "application/x-www-form-urlencoded"}, same...)...)
 	wantStatus(t, r, 200)
 	if n := len(h.orders()); n != 1 {

@@ -71,18 +71,18 @@ func (s *shop) csrf(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// sameSite refuses a POST a browser says came from another site: an Origin header naming
-// another host, or Sec-Fetch-Site "cross-site". Every browser in use sends one of them with a
-// form post, so this guards the product page's form too, which carries no token (the product
-// page is cached, the same for every visitor, and its form only asks for the review page). A
-// POST with neither header (curl, old browsers) relies on the token alone.
+// sameSite refuses a POST a browser says came from another site: Sec-Fetch-Site
+// "cross-site", or an Origin header naming another host. Every browser in use sends one of
+// them with a form post, so this guards the product page's form too, which carries no token
+// (the product page is cached, the same for every visitor, and its form only asks for the
+// review page). The shop's pages send "Referrer-Policy: no-referrer", under which a browser
+// sends "Origin: null" with their forms' posts: null names no host, and Sec-Fetch-Site decides.
+// A POST with neither header (curl, old browsers) relies on the token alone.
 func (s *shop) sameSite(c *fiber.Ctx) error {
 	cross := c.Get("Sec-Fetch-Site") == "cross-site"
 	if o := c.Get(fiber.HeaderOrigin); o != "" && o != "null" {
 		u, err := url.Parse(o)
 		cross = cross || err != nil || u.Host != string(c.Request().Host())
-	} else if o == "null" {
-		cross = true
 	}
 	if cross {
 		s.log.WarnContext(c.UserContext(), "storefront: cross-site post refused", "path", c.Path(),
