@@ -81,7 +81,10 @@ func TestPaymentChannelsInABrowser(t *testing.T) {
 	if n := rowCount(t, db, "SELECT COUNT(*) FROM payment_channels"); n != 0 {
 		t.Fatalf("a refused save stored %d channels", n)
 	}
-	br.screen("payments-refused")
+	br.fits("payments-refused")
+	br.do(chromedp.EmulateViewport(phoneWidth, phoneHeight))
+	br.fits("payments-refused (phone)")
+	br.do(chromedp.EmulateViewport(browserWidth, browserHeight))
 	// A well-formed key the gateway does not know: saved; its test is refused by the gateway.
 	wrong := strings.Repeat("w", 32)
 	fill(wrong)
