@@ -161,10 +161,10 @@ type ChannelView struct {
 	// Enabled: offered to new orders. Active: its gateway is in force (answers notifications,
 	// queries and refunds), enabled or not.
 	Enabled, Active bool
-	Spec            ChannelSpec         // empty for a provider only the environment knows
-	Fields          map[string]string   // the plain settings
-	Fingerprints    map[string]string   // each stored secret's fingerprint (Fingerprint)
-	Version         int64               // the stored version (0: never saved)
+	Spec            ChannelSpec       // empty for a provider only the environment knows
+	Fields          map[string]string // the plain settings
+	Fingerprints    map[string]string // each stored secret's fingerprint (Fingerprint)
+	Version         int64             // the stored version (0: never saved)
 	UpdatedAt       time.Time
 	UpdatedBy       domain.OperatorName
 	// Problem says why the stored settings are not in force on this instance (they no longer
