@@ -531,6 +531,14 @@ func (s *Channels) Test(ctx context.Context, p domain.Provider) (ChannelTest, er
 	no := domain.NewOrderNo(now, "channel-test", rand.Uint64()) //nolint:gosec // G404: a made-up order number, not a secret
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
+	if pr, ok := gw.(domain.CredentialProber); ok {
+		answer, err := pr.Probe(ctx, string(no))
+		out := ChannelTest{Provider: p, OrderNo: no, Reachable: true, Authenticated: err == nil, Answer: answer}
+		if err != nil {
+			out.Reachable, out.Answer = !errors.Is(err, domain.ErrUnavailable), plainReason(err)
+		}
+		return out, nil
+	}
 	st, err := gw.Query(ctx, domain.Payment{OrderNo: no, Provider: p, Amount: 1, Currency: s.cfg.Currency,
 		Status: domain.PaymentOpen, CreatedAt: now, UpdatedAt: now})
 	out := ChannelTest{Provider: p, OrderNo: no, Reachable: true}
