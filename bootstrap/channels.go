@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,8 +29,11 @@ type channelKit struct {
 	cfg   Config
 	clock domain.Clock
 
-	mu      sync.Mutex
-	origins map[domain.Provider]string // the pay-page origin of each channel last built
+	mu sync.Mutex
+	// origins are the pay-page origins of every gateway built for a provider: a build for a
+	// save's check may precede the reload that puts it in force (or a refused store), so an
+	// origin is kept rather than replaced; each is one an admin configured.
+	origins map[domain.Provider]map[string]bool
 }
 
 // channelProvider is one provider the console configures: its fields, how its gateway is
@@ -173,7 +177,7 @@ var channelProviders = map[domain.Provider]channelProvider{
 }
 
 func newChannelKit(cfg Config, clock domain.Clock) *channelKit {
-	return &channelKit{cfg: cfg, clock: clock, origins: map[domain.Provider]string{}}
+	return &channelKit{cfg: cfg, clock: clock, origins: map[domain.Provider]map[string]bool{}}
 }
 
 // Specs lists the providers the console configures, by name.
@@ -198,9 +202,14 @@ func (k *channelKit) Build(s domain.ChannelSettings) (domain.PaymentGateway, err
 	if g == nil {
 		return nil, errors.New("no gateway built")
 	}
-	k.mu.Lock()
-	k.origins[s.Provider] = origin(pay)
-	k.mu.Unlock()
+	if o := origin(pay); o != "" {
+		k.mu.Lock()
+		if k.origins[s.Provider] == nil {
+			k.origins[s.Provider] = map[string]bool{}
+		}
+		k.origins[s.Provider][o] = true
+		k.mu.Unlock()
+	}
 	return g, nil
 }
 
@@ -211,11 +220,12 @@ func (k *channelKit) payOrigins(offered []domain.Provider) []string {
 	defer k.mu.Unlock()
 	var out []string
 	for _, p := range offered {
-		if o := k.origins[p]; o != "" {
+		for o := range k.origins[p] {
 			out = append(out, o)
 		}
 	}
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // origin is raw's scheme and host, or "" when it has none.
