@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -49,10 +48,15 @@ func TestPaymentChannelsInABrowser(t *testing.T) {
 	cfgB := cfgA
 	cfgB.HTTPAddr = freeAddr(t)
 	cfgB.PublicURL, cfgB.Migrate = "http://"+cfgB.HTTPAddr, false
-	b := runService(t, cfgB, io.Discard)
+	logsB := &lockedBuffer{}
+	b := runService(t, cfgB, logsB)
 
 	a.want(201, "POST", "/admin/products", adminToken, fmt.Sprintf(`{"id":%d,"name":"Channel card","price":1000,"max_per_order":2}`, pid), nil)
 	a.want(200, "POST", fmt.Sprintf("/admin/products/%d/codes", pid), adminToken, fmt.Sprintf("CHAN-%d-1\nCHAN-%d-2", pid, pid), nil)
+	// B has shown the product page (cached per catalogue snapshot) before epay exists.
+	if _, page := b.do("GET", fmt.Sprintf("/p/%d", pid), "", ""); strings.Contains(string(page), `value="epay"`) {
+		t.Fatal("instance B offers epay before it is configured")
+	}
 	var op struct {
 		Token string `json:"token"`
 	}
@@ -81,10 +85,7 @@ func TestPaymentChannelsInABrowser(t *testing.T) {
 	if n := rowCount(t, db, "SELECT COUNT(*) FROM payment_channels"); n != 0 {
 		t.Fatalf("a refused save stored %d channels", n)
 	}
-	br.fits("payments-refused")
-	br.do(chromedp.EmulateViewport(phoneWidth, phoneHeight))
-	br.fits("payments-refused (phone)")
-	br.do(chromedp.EmulateViewport(browserWidth, browserHeight))
+	fitsPhone(br, "payments-refused")
 	// A well-formed key the gateway does not know: saved; its test is refused by the gateway.
 	wrong := strings.Repeat("w", 32)
 	fill(wrong)
@@ -103,6 +104,15 @@ func TestPaymentChannelsInABrowser(t *testing.T) {
 	br.submit(chromedp.Click(chromedp.ID("test-button")))
 	br.wantText(".test-ok", "Authenticated")
 	br.screen("payments-edit")
+	// The same screens in Chinese, on a phone's width too.
+	br.do(chromedp.Navigate(a.base + "/console/lang?to=zh-CN&back=%2Fconsole%2Fpayments"))
+	br.wantText("h1", "支付渠道")
+	br.wantText("#channel-epay", "已启用")
+	br.wantText("#channel-epay", "控制台")
+	fitsPhone(br, "payments in Chinese")
+	br.submit(chromedp.Click(chromedp.CSS(`#channel-epay a`)))
+	br.wantText("main", "密钥加密保存")
+	fitsPhone(br, "payments-edit in Chinese")
 	br.checkClean()
 
 	// At rest the row holds no key; the audit log holds every change and test, and no key.
@@ -133,7 +143,7 @@ func TestPaymentChannelsInABrowser(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("instance B does not offer epay 15 s after it was configured on A")
+			t.Fatalf("instance B does not offer epay 15 s after it was configured on A; its log:\n%s", logsB.String())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -167,6 +177,16 @@ func TestPaymentChannelsInABrowser(t *testing.T) {
 	if err := db.QueryRow("SELECT status FROM orders WHERE order_no = ?", no).Scan(&status); err != nil || status != "PAID" {
 		t.Fatalf("order %s is %q (%v), want PAID", no, status, err)
 	}
+}
+
+// fitsPhone checks that the page fits the browser's window and a phone's, writing no
+// screenshot.
+func fitsPhone(b *browser, name string) {
+	b.t.Helper()
+	b.fits(name)
+	b.do(chromedp.EmulateViewport(phoneWidth, phoneHeight))
+	b.fits(name + " (phone)")
+	b.do(chromedp.EmulateViewport(b.width, b.height))
 }
 
 // cleanRedisOf deletes the product's gate keys from the shared Redis when the test ends.
