@@ -32,6 +32,10 @@ var actionRoles = map[string]domain.Role{
 	ActionChannelSave:    domain.RoleAdmin,
 	ActionChannelDisable: domain.RoleAdmin,
 	ActionChannelTest:    domain.RoleAdmin,
+
+	// An export hands over every order's buyer and e-mail at once, more than a viewer reads
+	// one order at a time: the role that runs the shop (and keeps its books).
+	ActionOrdersExport: domain.RoleOperator,
 }
 
 // ActionRole returns the least role that may do the action; false when it is no action.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,9 @@ import (
 
 	"cardshop/domain"
 )
+
+// AlertLowStock is the alert kind of a product whose stock fell to its low-stock threshold.
+const AlertLowStock = "low_stock"
 
 // stockWatch is WatchStock's state: its own copy of the product list (the catalogue's is read
 // lazily by requests and may never be read on an idle instance), re-read from the ledger every
@@ -139,6 +143,12 @@ func (s *stock) recordCrossing(ctx context.Context, p domain.Product, to domain.
 	if won && len(names) > 0 {
 		s.log.InfoContext(ctx, "stock crossing recorded", "product", p.ID(), "from", p.StockState(), "to", to,
 			"stock_left", left, "events", names)
+		if slices.Contains(names, domain.EventLowStock) {
+			// Raised by the instance that recorded the crossing, once per crossing; the alert log
+			// folds the raises of one product into its open alert until an operator acknowledges it.
+			s.alerts.Alert(ctx, domain.Alert{Kind: AlertLowStock, Product: p.ID(),
+				Message: fmt.Sprintf("%s: %d left, at or below the low-stock threshold of %d", p.Name(), max(left, 0), p.LowStockThreshold())})
+		}
 	}
 	return won, nil
 }

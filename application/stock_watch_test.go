@@ -414,3 +414,43 @@ func TestWebhookRefusesAnUnknownEventType(t *testing.T) {
 		t.Fatalf("webhook backlog %d, want the row kept", n)
 	}
 }
+
+// The low-stock threshold raises one low_stock alert per crossing, for the product, whatever
+// the number of watches; a sold-out crossing raises none of its own, and a crossing after a
+// restock raises the next.
+func TestStockWatchRaisesALowStockAlertPerCrossing(t *testing.T) {
+	f := newFixture(t)
+	p := f.stockProduct(t, 3, 6)
+	lowStock := func() []domain.Alert {
+		var out []domain.Alert
+		for _, a := range f.alerts.Alerts() {
+			if a.Kind == application.AlertLowStock {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	held := f.sell(t, p.ID(), 2) // 4 left, above 3
+	f.watch(t)
+	if got := lowStock(); len(got) != 0 {
+		t.Fatalf("4 left of threshold 3 raised %v", got)
+	}
+	held = append(held, f.sell(t, p.ID(), 1)...) // 3 left
+	for range 3 {
+		f.watch(t)
+	}
+	got := lowStock()
+	if len(got) != 1 || got[0].Product != p.ID() || got[0].Message != "gift card: 3 left, at or below the low-stock threshold of 3" {
+		t.Fatalf("at the threshold the alerts are %+v, want one low_stock for product %d", got, p.ID())
+	}
+	f.sell(t, p.ID(), 3) // sold out
+	f.watch(t)
+	if n := len(lowStock()); n != 1 {
+		t.Fatalf("sold out: %d low_stock alerts, want still 1", n)
+	}
+	f.giveBack(t, held...) // 3 back: low again, no restock above the band
+	f.watch(t)
+	if n := len(lowStock()); n != 1 {
+		t.Fatalf("back to 3 left: %d low_stock alerts, want 1 (no new crossing of the threshold)", n)
+	}
+}

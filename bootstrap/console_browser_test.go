@@ -55,7 +55,8 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 		cfg.HTTPAddr = freeAddr(t)
 		c := runService(t, cfg, io.Discard)
-		browseConsole(t, chromium, c, screenshotDir(t), nil)
+		pid, orderNo := browseConsole(t, chromium, c, screenshotDir(t), nil)
+		browseConsoleInChinese(t, chromium, c, screenshotDir(t), pid, orderNo)
 	})
 	t.Run("real", func(t *testing.T) {
 		s := cliService(t) // a fresh database of its own, dropped at the end with its Redis keys
@@ -73,8 +74,9 @@ func TestConsoleInABrowser(t *testing.T) {
 
 // browseConsole is the operator's walk through the console of the service c in a new
 // browser. beforeCreate, when not nil, runs before the product form is sent and returns the
-// id the product must get. shots, when not empty, is the folder the screenshots go to.
-func browseConsole(t *testing.T, chromium string, c client, shots string, beforeCreate func() domain.ProductID) {
+// id the product must get. shots, when not empty, is the folder the screenshots go to. It
+// returns the id of the product it made and the number of the order it refunded.
+func browseConsole(t *testing.T, chromium string, c client, shots string, beforeCreate func() domain.ProductID) (string, string) {
 	b := newBrowser(t, chromium, c.base, shots)
 
 	// An admin operator, made through the admin API with the shared token.
@@ -141,7 +143,7 @@ func browseConsole(t *testing.T, chromium string, c client, shots string, before
 		t.Fatalf("after the import form the browser is at %s, want the import's page", p)
 	}
 	// The page polls the job (import.js) and reloads itself with the result when it ends.
-	b.wantText(".notice", "Imported: 10 code(s) added, 2 line(s) not imported.")
+	b.wantText(".notice", "Imported: 10 codes added, 2 lines not imported.")
 	if rows := b.tableRows(); len(rows) != 2 || rows[0][0] != "1" || rows[0][1] != "comment" ||
 		rows[1][0] != "12" || rows[1][1] != "duplicate" {
 		t.Fatalf("the import's lines not imported: %q", rows)
@@ -255,6 +257,7 @@ func browseConsole(t *testing.T, chromium string, c client, shots string, before
 	}
 	b.screen("audit")
 	b.checkClean()
+	return pid, order.OrderNo
 }
 
 // The browser's window: screenshots are this wide.
@@ -570,7 +573,7 @@ func (b *browser) screen(name string) {
 	// screens are the answer to a form): it must fit without horizontal scrolling too.
 	b.do(chromedp.EmulateViewport(phoneWidth, phoneHeight))
 	b.fits(name + " (phone)")
-	if name == "overview" || name == "order" {
+	if name == "overview" || name == "order" || name == "overview-zh" {
 		b.shot(name + "-phone")
 	}
 	b.do(chromedp.EmulateViewport(b.width, b.height))

@@ -15,7 +15,7 @@ import (
 func MemoryAdapters() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			fx.Annotate(memory.NewLedger, fx.As(new(domain.Ledger))),
+			fx.Annotate(memory.NewLedger, fx.As(new(domain.Ledger)), fx.As(new(domain.SalesReport))),
 			fx.Annotate(memory.NewGate, fx.As(new(domain.StockGate))),
 			fx.Annotate(memory.NewDelayQueue, fx.As(new(domain.DelayQueue)), fx.As(new(Consumer)), fx.As(fx.Self())),
 			fx.Annotate(memory.NewPublisher, fx.As(new(domain.EventPublisher))),

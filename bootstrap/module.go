@@ -46,7 +46,7 @@ func Module(cfg Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Supply(cfg),
-		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newChannelKit, newHumanCheck, newApp, appServices, newHTTP, newStreamsStop),
+		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newChannelKit, newHumanCheck, newApp, appServices, newHTTP, newStreamsStop, newReports),
 		adapters,
 		mailer(cfg),
 		observability(),
@@ -209,6 +209,11 @@ func appServices(a *application.App) (*application.Sales, *application.Payments,
 	return a.Sales, a.Payments, a.Catalogue, a.Admin, a.Relay, a.Guard, a.Channels
 }
 
+// newReports is the dashboard's money and the orders' export, on the adapters' sales report.
+func newReports(cfg Config, report domain.SalesReport, ledger domain.Ledger, clock domain.Clock) (*application.Reports, error) {
+	return application.NewReports(report, ledger, clock, cfg.Currency)
+}
+
 // workers are the services the background passes run.
 type workers struct {
 	fx.In
@@ -227,6 +232,7 @@ type httpIn struct {
 	Catalogue *application.Catalogue
 	Admin     *application.Admin
 	Guard     *application.Guard
+	Reports   *application.Reports
 	Tokens    *authtoken.Issuer
 	Clock     domain.Clock
 	Limiter   webkit.Limiter
@@ -255,7 +261,7 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
 	hc.AuthFailures = webkit.NewAuthFailures(in.Admin, in.Limiter, in.Clock, in.Log)
 	app := httpapi.New(hc, httpapi.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin,
-		Guard: in.Guard},
+		Guard: in.Guard, Reports: in.Reports},
 		in.Tokens, in.Clock, in.Log)
 	// The operator console shares the API's app (and its middleware) under /console; its
 	// login attempts are limited per client IP by the API's limiter (on Redis with the real
@@ -265,7 +271,7 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes,
 		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop, AuthFailures: hc.AuthFailures},
 		console.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin, Guard: in.Guard,
-			Channels: in.Channels},
+			Channels: in.Channels, Reports: in.Reports},
 		in.Clock, in.Log)
 	// The shop for buyers comes last: its not-found page answers every path left.
 	if in.Cfg.Storefront {

@@ -32,6 +32,7 @@ func RealAdapters() fx.Option {
 			newKeyring,
 			mysqlstore.New,
 			newLedger,
+			newSalesReport,
 			fx.Annotate(newBroker, fx.As(new(domain.DelayQueue)), fx.As(new(domain.EventPublisher)),
 				fx.As(new(Consumer)), fx.As(fx.Self())),
 			newLogAlerter,
@@ -54,6 +55,10 @@ func RealAdapters() fx.Option {
 		}),
 	)
 }
+
+// newSalesReport is the read model of the shop's money: the MySQL ledger's own aggregate
+// queries (reads, which the group-committing ledger would pass through anyway).
+func newSalesReport(l *mysqlstore.Ledger) domain.SalesReport { return l }
 
 // newLedger is the ledger port: the MySQL ledger, group-committing the writes of concurrent
 // placed orders and status changes when CARDSHOP_LEDGER_BATCH is on, in batchLanes lanes.

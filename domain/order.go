@@ -322,15 +322,21 @@ func (o Order) CheckPayment(amount Money) error {
 	return nil
 }
 
-// MarkPaid records an accepted payment and moves the order to PAID.
+// MarkPaid records an accepted payment and moves the order to PAID. An UNFULFILLED order
+// fulfilled again keeps its paid time: the money came when its payment was accepted, and the
+// shop's revenue counts it then.
 func (o *Order) MarkPaid(at time.Time, amount Money, paymentRef string) error {
 	if err := o.CheckPayment(amount); err != nil {
 		return err
 	}
+	paidBefore := o.status == StatusUnfulfilled && !o.paidAt.IsZero()
 	if err := o.move(StatusPaid, at); err != nil {
 		return err
 	}
-	o.paidAt, o.paymentRef, o.reason = at, paymentRef, ""
+	if !paidBefore {
+		o.paidAt = at
+	}
+	o.paymentRef, o.reason = paymentRef, ""
 	return nil
 }
 

@@ -145,9 +145,10 @@ func TestTransitionSideEffects(t *testing.T) {
 	if o.Reason() != "pool short" || o.PaymentRef() != "ref-2" || !o.PaidAt().Equal(after) {
 		t.Errorf("MarkUnfulfilled: reason %q ref %q paidAt %v", o.Reason(), o.PaymentRef(), o.PaidAt())
 	}
-	// Fulfilled again: the exception's reason goes.
-	if err := o.MarkPaid(after, testAmount, "ref-2"); err != nil || o.Reason() != "" {
-		t.Errorf("MarkPaid after UNFULFILLED: err %v reason %q", err, o.Reason())
+	// Fulfilled again, later: the exception's reason goes, the paid time stays the payment's.
+	if err := o.MarkPaid(after.Add(time.Hour), testAmount, "ref-2"); err != nil || o.Reason() != "" ||
+		!o.PaidAt().Equal(after) || !o.UpdatedAt().Equal(after.Add(time.Hour)) {
+		t.Errorf("MarkPaid after UNFULFILLED: err %v reason %q paidAt %v updatedAt %v", err, o.Reason(), o.PaidAt(), o.UpdatedAt())
 	}
 }
 

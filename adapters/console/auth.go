@@ -17,7 +17,7 @@ import (
 )
 
 func (k *console) loginPage(c *fiber.Ctx) error {
-	return k.render(c, fiber.StatusOK, "login", view{Title: "Log in"})
+	return k.render(c, fiber.StatusOK, "login", view{Title: "console.login.title"})
 }
 
 // login checks the token after the per-IP login limit (a refused attempt checks no token),
@@ -34,14 +34,14 @@ func (k *console) login(c *fiber.Ctx) error {
 	if ok, retry := k.allowLogin(c); !ok {
 		k.cfg.AuthFailures.Refused(c, webkit.ActionLoginRateLimited, tok, "429 rate_limited", 1)
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(max(int64((retry+time.Second-1)/time.Second), 1), 10))
-		return k.render(c, fiber.StatusTooManyRequests, "login", view{Title: "Log in",
-			Error: "Too many login attempts from your address. Wait a minute and try again."})
+		return k.render(c, fiber.StatusTooManyRequests, "login", view{Title: "console.login.title",
+			Error: "console.login.too_many"})
 	}
 	id, err := k.authenticate(c.UserContext(), tok)
 	if err != nil {
 		if errors.Is(err, domain.ErrUnauthorized) {
 			k.cfg.AuthFailures.Refused(c, webkit.ActionLoginFailed, tok, "401 unauthorized", k.cfg.LoginsPerWindow)
-			return k.render(c, fiber.StatusUnauthorized, "login", view{Title: "Log in", Error: "That token is not valid."})
+			return k.render(c, fiber.StatusUnauthorized, "login", view{Title: "console.login.title", Error: "console.login.bad_token"})
 		}
 		return k.fail(c, err)
 	}
@@ -112,7 +112,7 @@ func (k *console) logout(c *fiber.Ctx) error {
 	if err := k.operators.ConsoleLogOut(c.UserContext(), id.Name, time.UnixMicro(s.IssuedAt)); err != nil {
 		k.log.ErrorContext(c.UserContext(), "console: logout not recorded", "operator", id.Name, "err", err)
 		return k.errorPage(c, fiber.StatusServiceUnavailable,
-			"You are logged out of this browser, but the logout could not be recorded: a copy of this session may still work. Log in and out again.")
+			"console.logout.not_recorded")
 	}
 	k.log.InfoContext(c.UserContext(), "console: logout", "operator", id.Name, "client_addr", c.IP())
 	return c.Redirect("/console/login", fiber.StatusSeeOther)
@@ -125,15 +125,15 @@ func (k *console) clearCookie(c *fiber.Ctx) {
 
 // fail answers an error of a use case: its status and a safe message, never the internal text.
 func (k *console) fail(c *fiber.Ctx, err error) error {
-	status, msg := describe(err)
+	status, msg := k.explain(c, err)
 	if status >= 500 {
 		k.log.ErrorContext(c.UserContext(), "console: request failed", "path", c.Path(), "err", err)
 	}
 	return k.errorPage(c, status, msg)
 }
 
-// describe is an error's status and the API's message for it, safe to show: never the
-// internal text.
+// describe is an error's status and the API's (English) message for it, safe to show: never
+// the internal text. Pages say errors in the operator's language with k.explain.
 func describe(err error) (int, string) {
 	status, _, msg := webkit.Describe(err)
 	return status, msg

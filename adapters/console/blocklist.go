@@ -30,7 +30,7 @@ func (k *console) blocklistPage(c *fiber.Ctx, status int, d blocklistData, errMs
 		return k.fail(c, err)
 	}
 	d.Entries = es
-	return k.render(c, status, "blocklist", view{Title: "Blocklist", Error: errMsg, Notice: notice, Data: d})
+	return k.render(c, status, "blocklist", view{Title: "console.blocklist.title", Error: errMsg, Notice: notice, Data: d})
 }
 
 // addBlock adds the form's entry; a bad or repeated one is said on the page, with the form as
@@ -41,9 +41,9 @@ func (k *console) addBlock(c *fiber.Ctx) error {
 	k.record(c, "blocklist.add", map[string]string{"kind": d.Kind, "value": d.Value, "note": d.Note}, err)
 	if err == nil {
 		return k.blocklistPage(c, fiber.StatusOK, blocklistData{Kind: d.Kind},
-			"", "Added "+string(e.Kind)+" "+e.Value+": it applies on this instance now, on the others within seconds.")
+			"", k.tr(c, "console.blocklist.added_notice", "Kind", e.Kind, "Value", e.Value))
 	}
-	status, msg := describe(err)
+	status, msg := k.explain(c, err)
 	if status >= 500 {
 		return k.fail(c, err)
 	}
@@ -54,7 +54,7 @@ func (k *console) addBlock(c *fiber.Ctx) error {
 func (k *console) removeBlock(c *fiber.Ctx) error {
 	id, err := strconv.ParseInt(c.Params("block_id"), 10, 64)
 	if err != nil || id < 1 {
-		err = domain.Invalid("block_id", "must be a positive entry id")
+		err = invalid("block_id", "console.err.positive_id")
 	}
 	var e domain.BlockEntry
 	if err == nil {
@@ -63,11 +63,11 @@ func (k *console) removeBlock(c *fiber.Ctx) error {
 	k.record(c, "blocklist.remove", map[string]string{"kind": string(e.Kind), "value": e.Value}, err)
 	switch {
 	case err == nil:
-		return k.blocklistPage(c, fiber.StatusOK, blocklistData{Kind: string(domain.BlockIP)}, "", "Removed "+string(e.Kind)+" "+e.Value+".")
+		return k.blocklistPage(c, fiber.StatusOK, blocklistData{Kind: string(domain.BlockIP)}, "", k.tr(c, "console.blocklist.removed_notice", "Kind", e.Kind, "Value", e.Value))
 	case errors.Is(err, domain.ErrBlockNotFound):
 		return k.fail(c, err)
 	}
-	status, msg := describe(err)
+	status, msg := k.explain(c, err)
 	if status >= 500 {
 		return k.fail(c, err)
 	}

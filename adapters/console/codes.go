@@ -91,7 +91,7 @@ func (k *console) codesView(c *fiber.Ctx, status int, errMsg, notice string) err
 	if d.History, err = k.importHistory(c, id); err != nil {
 		return k.fail(c, err)
 	}
-	return k.render(c, status, "codes", view{Title: "Codes of " + p.Name(), Error: errMsg, Notice: notice, Data: d})
+	return k.render(c, status, "codes", view{Title: k.tr(c, "console.codes.title", "Name", p.Name()), Error: errMsg, Notice: notice, Data: d})
 }
 
 // importHistory is the product's last imports, newest first, from the audit log: every

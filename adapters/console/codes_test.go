@@ -195,8 +195,15 @@ func TestConsoleImportRunsAsAJobAndShowsEveryRejectedLine(t *testing.T) {
 	}
 	r := oper.get(job)
 	wantStatus(t, r, 200)
-	if !strings.Contains(r.body, "Imported: 3 code(s) added, 5 line(s) not imported.") || strings.Contains(r.body, "<progress") {
+	if !strings.Contains(r.body, "Imported: 3 codes added, 5 lines not imported.") || strings.Contains(r.body, "<progress") {
 		t.Fatalf("job page after the import: %s", r.body)
+	}
+	// The same page in Chinese: the counts and the reasons in the operator's language.
+	zh := oper.h.do("GET", job, nil, "Cookie", oper.cookie, "Accept-Language", "zh-CN")
+	for _, want := range []string{"导入完成：新增 3 个卡密，5 行未导入。", ">重复<", ">表头<", ">注释<", ">属于其他商品<", ">无效<"} {
+		if !strings.Contains(zh.body, want) {
+			t.Errorf("the job page in Chinese has no %q: %s", want, zh.body)
+		}
 	}
 	for _, row := range []string{"1</td><td data-label=\"Reason\">header", "3</td><td data-label=\"Reason\">comment",
 		"5</td><td data-label=\"Reason\">duplicate", "6</td><td data-label=\"Reason\">invalid</td><td data-label=\"Detail\">must be 4 to 128 characters",
@@ -382,7 +389,7 @@ func TestLargeUploadStreamsInBatches(t *testing.T) {
 		t.Fatalf("stored uploads left after the import: %v %v", left, err)
 	}
 	r := oper.get(job)
-	if !strings.Contains(r.body, "Imported: 5000 code(s) added, 0 line(s) not imported.") || !strings.Contains(r.body, "Every line was imported.") {
+	if !strings.Contains(r.body, "Imported: 5000 codes added, 0 lines not imported.") || !strings.Contains(r.body, "Every line was imported.") {
 		t.Fatalf("job page: %s", r.body)
 	}
 	wantNoCode(t, "job page", r.body, "BULK-CODE-")

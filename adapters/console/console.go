@@ -82,6 +82,8 @@ type Services struct {
 	Guard *application.Guard
 	// Channels are the payment channels configured here (admins only). Nil: no Payments page.
 	Channels *application.Channels
+	// Reports are the dashboard's money and the orders' export. Nil: neither.
+	Reports *application.Reports
 }
 
 // console holds the handlers' dependencies.
@@ -94,6 +96,7 @@ type console struct {
 	operators *application.Admin
 	guard     *application.Guard    // nil: no Blocklist page
 	channels  *application.Channels // nil: no Payments page
+	reports   *application.Reports  // nil: no money on the dashboard, no export
 	clock     domain.Clock
 	log       *slog.Logger
 	pages     pages
@@ -122,11 +125,7 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 	if cfg.Lang == "" {
 		cfg.Lang = i18n.English
 	}
-	msgs, err := i18n.Load()
-	if err != nil {
-		// The catalogues are embedded: one that does not load is a programming error.
-		panic(err)
-	}
+	msgs := catalogue()
 	if cfg.AuthFailures == nil {
 		cfg.AuthFailures = webkit.NewAuthFailures(svc.Admin, cfg.Limiter, clock, log)
 	}
@@ -143,7 +142,7 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
-		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, channels: svc.Channels, clock: clock, log: log, pages: parsePages(), msgs: msgs,
+		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, channels: svc.Channels, reports: svc.Reports, clock: clock, log: log, pages: parsePages(), msgs: msgs,
 		dash:    &sampler{catalogue: svc.Catalogue, guard: svc.Guard, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
@@ -223,6 +222,12 @@ func routes(k *console) []route {
 			route{"POST", "/payments/:provider", act, application.ActionChannelSave, k.saveChannel},
 			route{"POST", "/payments/:provider/disable", act, application.ActionChannelDisable, k.disableChannel},
 			route{"POST", "/payments/:provider/test", act, application.ActionChannelTest, k.testChannel})
+	}
+	if k.reports != nil {
+		rs = append(rs,
+			route{"GET", "/dashboard/revenue.svg", v, "", k.revenueChart},
+			route{"GET", "/exports", v, "", k.exportsPage},
+			route{"POST", "/exports/orders", act, application.ActionOrdersExport, k.exportOrders})
 	}
 	return withActionRoles(rs)
 }
@@ -347,7 +352,7 @@ func (k *console) sameOrigin(c *fiber.Ctx) error {
 		u, err := url.Parse(o)
 		if err != nil || u.Host != string(c.Request().Host()) {
 			k.log.WarnContext(c.UserContext(), "console: cross-origin post refused", "origin", o, "path", c.Path())
-			return k.errorPage(c, fiber.StatusForbidden, "This form was sent from another site and was refused.")
+			return k.errorPage(c, fiber.StatusForbidden, "console.err.cross_site")
 		}
 	}
 	return c.Next()
@@ -361,7 +366,7 @@ func (k *console) csrf(c *fiber.Ctx) error {
 	if !csrfOK(formValue(c, "csrf"), sessionOf(c).CSRF) {
 		k.log.WarnContext(c.UserContext(), "console: post without a valid csrf token refused",
 			"operator", identityOf(c).Name, "path", c.Path())
-		return k.errorPage(c, fiber.StatusForbidden, "This form has expired or was not sent from the console. Reload the page and try again.")
+		return k.errorPage(c, fiber.StatusForbidden, "console.err.csrf")
 	}
 	return c.Next()
 }
@@ -378,6 +383,7 @@ func (k *console) need(role domain.Role, action string) fiber.Handler {
 			k.record(c, action, nil, fmt.Errorf("%w: needs %s", domain.ErrForbidden, role))
 		}
 		return k.errorPage(c, fiber.StatusForbidden,
-			fmt.Sprintf("Your role (%s) may not do this; it needs %s.", id.Role, role))
+			k.tr(c, "console.err.role", "Role", k.text(k.lang(c), "console.role."+string(id.Role)),
+				"Need", k.text(k.lang(c), "console.role."+string(role))))
 	}
 }

@@ -103,7 +103,7 @@ func (s *sampler) read(ctx context.Context) dashView {
 	wg.Wait()
 	if err != nil {
 		s.log.ErrorContext(ctx, "console: dashboard not read", "err", err)
-		v.Error = "The ledger or the gate did not answer; the numbers are missing until they do."
+		v.Error = "console.money.dash_error" // a message id: the page and each stream show it in their language
 		return v
 	}
 	v.fill(d)
@@ -146,16 +146,18 @@ type alertView struct {
 }
 
 type productView struct {
-	ID       int64     `json:"id"`
-	Name     string    `json:"name"`
-	Upcoming bool      `json:"upcoming"`
-	StartsAt time.Time `json:"-"`
-	Starts   string    `json:"starts"`
-	GateOK   bool      `json:"gate_ok"`
-	Stock    int64     `json:"stock"`
-	Held     int64     `json:"held"`
-	Pending  int64     `json:"pending"`
-	Paid     int64     `json:"paid"`
+	ID       int64  `json:"id"`
+	Name     string `json:"name"`
+	Upcoming bool   `json:"upcoming"`
+	// Threshold is the product's low-stock threshold (0: none).
+	Threshold int       `json:"-"`
+	StartsAt  time.Time `json:"-"`
+	Starts    string    `json:"starts"`
+	GateOK    bool      `json:"gate_ok"`
+	Stock     int64     `json:"stock"`
+	Held      int64     `json:"held"`
+	Pending   int64     `json:"pending"`
+	Paid      int64     `json:"paid"`
 	// Success is the payment success rate as text ("67% of 3"), "—" before any is decided.
 	Success string    `json:"success"`
 	Orders  chartView `json:"orders"`
@@ -194,7 +196,7 @@ func (v *dashView) fill(d application.SaleDashboard) {
 	sort.Slice(v.Alerts, func(i, j int) bool { return v.Alerts[i].Kind < v.Alerts[j].Kind })
 	for _, p := range d.Products {
 		pv := productView{ID: int64(p.Product.ID()), Name: p.Product.Name(), Upcoming: p.Upcoming,
-			GateOK: p.GateOK, Stock: p.Gate.Stock, Held: p.Gate.Sold, Pending: p.Pending, Paid: p.Paid,
+			GateOK: p.GateOK, Stock: p.Gate.Stock, Threshold: p.Product.LowStockThreshold(), Held: p.Gate.Sold, Pending: p.Pending, Paid: p.Paid,
 			Success: "—", Orders: chart(p.Orders.PerSecond()), SoldOut: chart(p.SoldOut.PerSecond())}
 		if p.Upcoming {
 			pv.StartsAt = p.Product.Sale().StartsAt
@@ -252,8 +254,30 @@ func rate(r float64) string {
 
 // dashboard renders the live dashboard from the shared snapshot; its script (static/dashboard.js)
 // then follows /console/dashboard/events.
+//
+// Above the live numbers it shows the shop's money (today, 7 and 30 days, the ?period= one
+// detailed, read when the page is) and the products at or under their low-stock threshold.
 func (k *console) dashboard(c *fiber.Ctx) error {
-	return k.render(c, fiber.StatusOK, "dashboard", view{Title: "Live dashboard", Data: k.dash.get(c.UserContext())})
+	period, err := application.ParseMoneyPeriod(c.Query("period"))
+	if err != nil {
+		return k.errorPage(c, fiber.StatusBadRequest, "console.money.bad_period")
+	}
+	live := k.dash.get(c.UserContext())
+	page := dashPage{dashView: live, Money: k.money(c.UserContext(), period, k.zone(c))}
+	for _, p := range live.Products {
+		if p.Threshold > 0 && p.GateOK && p.Stock <= int64(p.Threshold) {
+			page.LowStock = append(page.LowStock, p)
+		}
+	}
+	return k.render(c, fiber.StatusOK, "dashboard", view{Title: "console.money.dashboard_title", Data: page})
+}
+
+// dashPage is the dashboard page: the live snapshot, the money (nil without reports) and the
+// products on sale whose stock is at or under their low-stock threshold.
+type dashPage struct {
+	dashView
+	Money    *moneyView
+	LowStock []productView
 }
 
 // dashboardEvents streams a snapshot (event "snapshot", JSON dashView) every DashboardEvery
@@ -270,7 +294,7 @@ func (k *console) dashboardEvents(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set("X-Accel-Buffering", "no") // a proxy must pass each event on at once
 	ctx := context.WithoutCancel(c.UserContext())
-	loc := k.zone(c)
+	loc, lang := k.zone(c), k.lang(c)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer func() { <-k.streams }()
 		every := time.NewTicker(k.cfg.DashboardEvery)
@@ -279,7 +303,9 @@ func (k *console) dashboardEvents(c *fiber.Ctx) error {
 		defer lifetime.Stop()
 		_, _ = w.WriteString("retry: 5000\n\n")
 		for {
-			b, err := json.Marshal(k.dash.get(ctx).in(loc))
+			snap := k.dash.get(ctx).in(loc)
+			snap.Error = k.text(lang, snap.Error)
+			b, err := json.Marshal(snap)
 			if err != nil {
 				k.log.Error("console: snapshot not encoded", "err", err)
 				return

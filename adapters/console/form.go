@@ -10,7 +10,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"cardshop/adapters/webkit"
-	"cardshop/domain"
 )
 
 // maxFormBytes bounds a console form's body; the largest, the product form, is far smaller.
@@ -41,7 +40,7 @@ func (k *console) parseForm(c *fiber.Ctx) error {
 	}
 	v, err := url.ParseQuery(string(b))
 	if err != nil {
-		return k.fail(c, domain.Invalid("form", "could not be read"))
+		return k.fail(c, invalid("form", "console.err.form_unreadable"))
 	}
 	c.Locals(formKey, v)
 	return c.Next()
@@ -50,7 +49,7 @@ func (k *console) parseForm(c *fiber.Ctx) error {
 // parseMultipart reads a multipart form's fields up to its first file part (see parseForm).
 func (k *console) parseMultipart(c *fiber.Ctx, boundary string) error {
 	if boundary == "" {
-		return k.fail(c, domain.Invalid("form", "could not be read"))
+		return k.fail(c, invalid("form", "console.err.form_unreadable"))
 	}
 	mr := multipart.NewReader(webkit.BodyReader(c), boundary)
 	v := url.Values{}
@@ -61,7 +60,7 @@ func (k *console) parseMultipart(c *fiber.Ctx, boundary string) error {
 			break
 		}
 		if err != nil {
-			return k.fail(c, domain.Invalid("form", "could not be read"))
+			return k.fail(c, invalid("form", "console.err.form_unreadable"))
 		}
 		if part.FileName() != "" {
 			c.Locals(uploadKey, part)
@@ -69,7 +68,7 @@ func (k *console) parseMultipart(c *fiber.Ctx, boundary string) error {
 		}
 		b, err := io.ReadAll(io.LimitReader(part, left+1))
 		if err != nil {
-			return k.fail(c, domain.Invalid("form", "could not be read"))
+			return k.fail(c, invalid("form", "console.err.form_unreadable"))
 		}
 		if left -= int64(len(b)); left < 0 {
 			return k.fail(c, webkit.ErrBodyTooLarge)

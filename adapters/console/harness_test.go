@@ -129,7 +129,7 @@ func newHarness(t testing.TB, logins int) *harness {
 		logins = console.DefaultLoginsPerWindow
 	}
 	console.Mount(h.app, console.Config{AdminToken: adminToken, TokenSecret: tokenSecret,
-		Limiter: ratelimit.NewMemory(h.clock.Now), LoginsPerWindow: logins, LoginWindow: time.Minute}, consoleServices(h.shop), h.clock, log)
+		Limiter: ratelimit.NewMemory(h.clock.Now), LoginsPerWindow: logins, LoginWindow: time.Minute}, h.services(), h.clock, log)
 	return h
 }
 
@@ -340,6 +340,18 @@ func (h *harness) audit() []auditJSON {
 // apiServices and consoleServices are the services of a that the API and the console take.
 func apiServices(a *application.App) httpapi.Services {
 	return httpapi.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin}
+}
+
+// services are the shop's services and the reports on the memory ledger's sales report.
+func (h *harness) services() console.Services {
+	h.t.Helper()
+	svc := consoleServices(h.shop)
+	r, err := application.NewReports(h.ledger.Ledger, h.ledger, h.clock, domain.Currency{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	svc.Reports = r
+	return svc
 }
 
 func consoleServices(a *application.App) console.Services {

@@ -71,7 +71,8 @@ type importState struct {
 	Done     bool
 	Ended    time.Time
 	Report   application.ImportReport
-	Error    string // what stopped the import, in the API's words (never internal text)
+	Error    string // what stopped the import, in the operator's language (never internal text): set by the page
+	err      error
 }
 
 func (j *importJob) state() importState {
@@ -80,9 +81,7 @@ func (j *importJob) state() importState {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	s.Done, s.Ended, s.Report = j.done, j.ended, j.report
-	if j.err != nil {
-		_, s.Error = describe(j.err)
-	}
+	s.err = j.err
 	return s
 }
 
@@ -203,9 +202,9 @@ func (k *console) startImport(c *fiber.Ctx) error {
 	f, n, err := k.storeUpload(c)
 	if err != nil {
 		k.record(c, "product.import", nil, err)
-		status, msg := describe(err)
+		status, msg := k.explain(c, err)
 		if errors.Is(err, webkit.ErrBodyTooLarge) {
-			msg = fmt.Sprintf("The file is larger than the import limit (%d bytes): nothing was imported.", k.cfg.MaxImportBytes)
+			msg = k.trN(c, "console.import.too_large", int(k.cfg.MaxImportBytes))
 		}
 		if status >= 500 {
 			return k.fail(c, err)
@@ -217,7 +216,7 @@ func (k *console) startImport(c *fiber.Ctx) error {
 		discard(f)
 		k.record(c, "product.import", nil, err)
 		return k.errorPage(c, fiber.StatusServiceUnavailable,
-			fmt.Sprintf("%d imports are running on this instance: wait for one to end and send the file again.", maxImportJobs))
+			k.trN(c, "console.import.too_many", maxImportJobs))
 	}
 	entry := k.entry(c, "product.import", "", nil)
 	ctx := context.WithoutCancel(c.UserContext())
@@ -231,7 +230,7 @@ func (k *console) startImport(c *fiber.Ctx) error {
 func (k *console) storeUpload(c *fiber.Ctx) (*os.File, int64, error) {
 	part := upload(c)
 	if part == nil {
-		return nil, 0, domain.Invalid("file", "choose a file of codes to import")
+		return nil, 0, invalid("file", "console.err.choose_file")
 	}
 	if n := c.Request().Header.ContentLength(); n > 0 && int64(n) > k.cfg.MaxImportBytes+maxFormBytes {
 		return nil, 0, webkit.ErrBodyTooLarge
@@ -243,7 +242,7 @@ func (k *console) storeUpload(c *fiber.Ctx) (*os.File, int64, error) {
 	n, err := io.Copy(f, io.LimitReader(part, k.cfg.MaxImportBytes+1))
 	switch {
 	case err != nil:
-		err = domain.Invalid("file", "could not be read to its end; nothing was imported")
+		err = invalid("file", "console.err.file_cut")
 	case n > k.cfg.MaxImportBytes:
 		err = webkit.ErrBodyTooLarge
 	}
@@ -313,14 +312,17 @@ func (k *console) importJob(c *fiber.Ctx) error {
 	}
 	d := importJobData{Product: p}
 	if job == nil {
-		return k.render(c, fiber.StatusNotFound, "importjob", view{Title: "Import of " + p.Name(), Data: d})
+		return k.render(c, fiber.StatusNotFound, "importjob", view{Title: k.tr(c, "console.import.title", "Name", p.Name()), Data: d})
 	}
 	d.Job, d.Known = job.state(), true
+	if d.Job.err != nil {
+		d.Job.Error = k.errText(k.lang(c), d.Job.err)
+	}
 	d.Resume = d.Job.Report.Through + 1
 	if d.Job.Total > 0 {
 		d.Percent = d.Job.Read * 100 / d.Job.Total
 	}
-	return k.render(c, fiber.StatusOK, "importjob", view{Title: "Import of " + p.Name(), Data: d})
+	return k.render(c, fiber.StatusOK, "importjob", view{Title: k.tr(c, "console.import.title", "Name", p.Name()), Data: d})
 }
 
 // importProgress answers a job's progress as JSON for static/import.js (404 when unknown).

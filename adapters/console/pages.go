@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"embed"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net/url"
@@ -35,7 +36,20 @@ var funcs = template.FuncMap{
 	// "t" and "n" are the request's language's messages (adapters/i18n): replaced per request
 	// by render, like "when"; these only let the templates parse.
 	"t": func(id string, kv ...any) string { return id },
-	"n": func(id string, count int, kv ...any) string { return id },
+	"n": func(id string, count any, kv ...any) string { return id },
+	// "enum" is a stored value's name (a status, a reason) in the request's language: message
+	// prefix+value, or the value itself when the catalogue has no such message.
+	"enum": func(prefix string, v any) string { return fmt.Sprint(v) },
+	// "reason" is a domain's reason (a line not imported) in the request's language (reasonText).
+	"reason": func(s string) string { return s },
+	// "check" is the message key of a reconciliation check's name (checkKeys), the name itself
+	// when it has none: {{enum "console.check." (check .Name)}}.
+	"check": func(name string) string {
+		if key, ok := checkKeys[name]; ok {
+			return key
+		}
+		return name
+	},
 }
 
 // parsePages parses every template once, at start: a broken template is a programming error
@@ -106,9 +120,16 @@ func (k *console) render(c *fiber.Ctx, status int, page string, v view) error {
 	t, err := k.pages[page].Clone()
 	if err == nil {
 		err = t.Funcs(template.FuncMap{
-			"when": whenIn(loc),
-			"t":    func(id string, kv ...any) string { return k.msgs.T(l, id, pairs(kv)) },
-			"n":    func(id string, count int, kv ...any) string { return k.msgs.N(l, id, count, pairs(kv)) },
+			"when":   whenIn(loc),
+			"t":      func(id string, kv ...any) string { return k.msgs.T(l, id, pairs(kv)) },
+			"n":      func(id string, count any, kv ...any) string { return k.msgs.N(l, id, toInt(count), pairs(kv)) },
+			"reason": func(s string) string { return k.reasonText(l, s) },
+			"enum": func(prefix string, v any) string {
+				if id := prefix + fmt.Sprint(v); k.msgs.Has(l, id) {
+					return k.msgs.T(l, id)
+				}
+				return fmt.Sprint(v)
+			},
 		}).Execute(&b, v)
 	}
 	if err != nil {
@@ -128,6 +149,19 @@ func (k *console) text(l i18n.Lang, s string, kv ...any) string {
 		return k.msgs.T(l, s, pairs(kv))
 	}
 	return s
+}
+
+// toInt is a template's count (an int, int64 or int32) as an int; 0 for anything else.
+func toInt(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case int32:
+		return int(n)
+	}
+	return 0
 }
 
 // pairs turns "Name", value, … (or one map) into a message's data.

@@ -72,7 +72,7 @@ func (f productForm) parse(cur domain.Currency, loc *time.Location) (parsed, err
 	var p parsed
 	var err error
 	if p.price, err = cur.ParseAmount(strings.TrimSpace(f.Price)); err != nil {
-		return p, domain.Invalid("price", "must be an amount in "+cur.Code+", like "+cur.Format(1999))
+		return p, invalid("price", "console.err.amount", "Currency", cur.Code, "Example", cur.Format(1999))
 	}
 	for _, n := range []struct {
 		field, s string
@@ -80,7 +80,7 @@ func (f productForm) parse(cur domain.Currency, loc *time.Location) (parsed, err
 	}{{"max_per_order", f.MaxPerOrder, &p.maxPerOrder}, {"buyer_limit", f.BuyerLimit, &p.buyerLimit},
 		{"low_stock_threshold", f.LowStock, &p.lowStock}} {
 		if *n.dst, err = optionalInt(n.s); err != nil {
-			return p, domain.Invalid(n.field, "must be a whole number")
+			return p, invalid(n.field, "console.err.whole_number")
 		}
 	}
 	if p.tiers, err = parseTiers(f.Tiers, cur); err != nil {
@@ -111,7 +111,7 @@ func parseTiers(s string, cur domain.Currency) ([]domain.PriceTier, error) {
 		if len(fields) == 0 {
 			continue
 		}
-		bad := domain.Invalid("tiers", "one a line: a minimum quantity and its unit price, like \"10 "+cur.Format(1500)+"\"")
+		bad := invalid("tiers", "console.err.tiers", "Example", "10 "+cur.Format(1500))
 		if len(fields) != 2 {
 			return nil, bad
 		}
@@ -134,9 +134,9 @@ type formData struct {
 }
 
 func (k *console) formPage(c *fiber.Ctx, status int, f productForm, errMsg string) error {
-	title := "New product"
+	title := "console.products.new"
 	if f.ID != 0 {
-		title = "Edit product #" + strconv.FormatInt(int64(f.ID), 10)
+		title = k.tr(c, "console.form.edit_title", "ID", f.ID)
 	}
 	return k.render(c, status, "productform", view{Title: title, Error: errMsg,
 		Data: formData{Form: f, Currency: k.sales.Currency()}})
@@ -204,7 +204,7 @@ func (k *console) updateProduct(c *fiber.Ctx) error {
 // formError shows the form again with the error (the status the API would answer); a missing
 // product or an outage is an error page.
 func (k *console) formError(c *fiber.Ctx, f productForm, err error) error {
-	status, msg := describe(err)
+	status, msg := k.explain(c, err)
 	if status == fiber.StatusNotFound || status >= 500 {
 		return k.fail(c, err)
 	}

@@ -18,6 +18,26 @@ type reconcileData struct {
 	Confirm bool // the repair's confirmation page
 }
 
+// checkKeys are the message keys (console.check.<key>) of the reconciliation's checks
+// (application.Reconcile names them): a page shows each in the operator's language, and a
+// check without a key by its own name.
+var checkKeys = map[string]string{
+	"codes SOLD = qty of PAID orders":            "sold_paid",
+	"codes SOLD + sellable = imported - voided":  "sold_sellable",
+	"gate stock + gate sold = imported - voided": "gate_total",
+	"gate sold = qty of PENDING and PAID orders": "gate_sold",
+	"gate knows the product":                     "gate_known",
+	"flow: imported":                             "flow_imported",
+	"flow: voided":                               "flow_voided",
+	"flow: sold":                                 "flow_sold",
+	"flow: sellable":                             "flow_sellable",
+	"flow: held by PENDING and PAID":             "flow_held",
+	"flow: pending":                              "flow_pending",
+	"flow: gate stock":                           "flow_gate_stock",
+	"gate holding counts = qty of the buyers' orders (buyer_limit)": "holdings",
+	"buyers whose gate holding count differs from their orders":     "holdings_differ",
+}
+
 type cardCount struct {
 	Status string
 	Count  int64
@@ -50,7 +70,7 @@ func (k *console) reconcile(c *fiber.Ctx) error {
 	if err != nil {
 		return k.fail(c, err)
 	}
-	return k.render(c, fiber.StatusOK, "reconcile", view{Title: "Reconcile " + d.Product.Name(), Data: d})
+	return k.render(c, fiber.StatusOK, "reconcile", view{Title: k.tr(c, "console.reconcile.title", "Name", d.Product.Name()), Data: d})
 }
 
 // confirmRepair is the repair's confirmation page (admin): the current report and the form
@@ -61,7 +81,7 @@ func (k *console) confirmRepair(c *fiber.Ctx) error {
 		return k.fail(c, err)
 	}
 	d.Confirm = true
-	return k.render(c, fiber.StatusOK, "reconcile", view{Title: "Confirm: repair the gate of " + d.Product.Name(), Data: d})
+	return k.render(c, fiber.StatusOK, "reconcile", view{Title: k.tr(c, "console.reconcile.confirm_title", "Name", d.Product.Name()), Data: d})
 }
 
 // repair rebuilds the product's gate from the ledger (admin), as the API's POST
@@ -71,15 +91,15 @@ func (k *console) repair(c *fiber.Ctx) error {
 	d, err := k.loadReconcile(c, true)
 	k.record(c, "product.repair", map[string]string{"repair": "true"}, err)
 	if err != nil {
-		status, msg := describe(err)
+		status, msg := k.explain(c, err)
 		if status == fiber.StatusNotFound || status >= 500 {
 			return k.fail(c, err)
 		}
 		return k.errorPage(c, status, msg)
 	}
-	notice := "Repaired: the gate was rebuilt from the ledger."
+	notice := k.tr(c, "console.reconcile.repaired")
 	if !d.Report.OK() {
-		notice += " Some checks still differ: see below."
+		notice = k.tr(c, "console.reconcile.repaired_differ")
 	}
-	return k.render(c, fiber.StatusOK, "reconcile", view{Title: "Reconcile " + d.Product.Name(), Notice: notice, Data: d})
+	return k.render(c, fiber.StatusOK, "reconcile", view{Title: k.tr(c, "console.reconcile.title", "Name", d.Product.Name()), Notice: notice, Data: d})
 }

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -74,7 +73,7 @@ func (k *console) home(c *fiber.Ctx) error {
 	for _, n := range open {
 		d.OpenAlerts += n
 	}
-	return k.render(c, fiber.StatusOK, "home", view{Title: "Overview", Data: d})
+	return k.render(c, fiber.StatusOK, "home", view{Title: "console.home.title", Data: d})
 }
 
 func (k *console) products(c *fiber.Ctx) error {
@@ -82,7 +81,7 @@ func (k *console) products(c *fiber.Ctx) error {
 	if err != nil {
 		return k.fail(c, err)
 	}
-	return k.render(c, fiber.StatusOK, "products", view{Title: "Products", Data: productsData{rows, cur}})
+	return k.render(c, fiber.StatusOK, "products", view{Title: "console.products.title", Data: productsData{rows, cur}})
 }
 
 type productData struct {
@@ -130,13 +129,13 @@ func (k *console) freeze(c *fiber.Ctx) error {
 	reason := strings.TrimSpace(formValue(c, "reason"))
 	id, err := productID(c)
 	if err == nil && reason == "" {
-		err = domain.Invalid("reason", "say why the product is frozen")
+		err = invalid("reason", "console.err.freeze_reason")
 	}
 	if err == nil {
 		err = k.catalogue.FreezeProduct(c.UserContext(), id, reason)
 	}
 	k.record(c, "product.freeze", map[string]string{"reason": reason}, err)
-	return k.afterProductWrite(c, err, "Frozen: the product is off sale.")
+	return k.afterProductWrite(c, err, "console.product.frozen_notice")
 }
 
 func (k *console) unfreeze(c *fiber.Ctx) error {
@@ -145,14 +144,14 @@ func (k *console) unfreeze(c *fiber.Ctx) error {
 		err = k.catalogue.UnfreezeProduct(c.UserContext(), id)
 	}
 	k.record(c, "product.unfreeze", nil, err)
-	return k.afterProductWrite(c, err, "Unfrozen: the product is on sale again.")
+	return k.afterProductWrite(c, err, "console.product.unfrozen_notice")
 }
 
 // afterProductWrite shows the product page with the write's outcome: its error (with the
 // status the API would answer) or the notice.
 func (k *console) afterProductWrite(c *fiber.Ctx, err error, notice string) error {
 	if err != nil {
-		status, msg := describe(err)
+		status, msg := k.explain(c, err)
 		if status == fiber.StatusNotFound || status >= 500 {
 			return k.fail(c, err)
 		}
@@ -209,7 +208,7 @@ func (k *console) orderPage(c *fiber.Ctx, status int, errMsg, notice string) err
 	if err != nil {
 		return k.fail(c, err)
 	}
-	return k.render(c, status, "order", view{Title: "Order " + string(d.Order.No()), Error: errMsg, Notice: notice, Data: d})
+	return k.render(c, status, "order", view{Title: k.tr(c, "console.order.title", "No", string(d.Order.No())), Error: errMsg, Notice: notice, Data: d})
 }
 
 // confirm is the confirmation page of a refund or a fulfil: a GET changes nothing, its form's
@@ -225,7 +224,7 @@ func (k *console) confirm(c *fiber.Ctx, action string) error {
 			return k.fail(c, err)
 		}
 	}
-	return k.render(c, fiber.StatusOK, "confirm", view{Title: "Confirm: " + action + " order " + string(d.Order.No()), Data: d})
+	return k.render(c, fiber.StatusOK, "confirm", view{Title: k.tr(c, "console.confirm.title_"+action, "No", string(d.Order.No())), Data: d})
 }
 
 // refusedFulfil sets d.Refused to why the order cannot be fulfilled now, in the API's words;
@@ -235,7 +234,7 @@ func (k *console) refusedFulfil(c *fiber.Ctx, d *orderData) error {
 	if err == nil {
 		return nil
 	}
-	status, msg := describe(err)
+	status, msg := k.explain(c, err)
 	if status >= 500 {
 		return err
 	}
@@ -260,24 +259,25 @@ func (k *console) refund(c *fiber.Ctx) error {
 			Void: params["void"] == "on", Recycle: params["recycle"] == "on"})
 	}
 	k.record(c, "order.refund", params, err)
-	return k.afterOrderWrite(c, err, refundNotice(res))
+	return k.afterOrderWrite(c, err, k.refundNotice(c, res))
 }
 
 // refundNotice says what a refund did: where the codes went and where the money stands, so
 // the operator knows whether anything is left to do by hand.
-func refundNotice(r application.RefundResult) string {
+func (k *console) refundNotice(c *fiber.Ctx, r application.RefundResult) string {
 	if r.Money.Status == domain.PaymentRefunding {
-		return fmt.Sprintf("The refund of the money is under way at %s (refund %s): the order stays %s until the money is back, "+
-			"then its codes go as the refund's operator chose.", r.Money.Provider, r.Money.RefundNo, r.Order.Status())
+		return k.tr(c, "console.refund.under_way", "Provider", r.Money.Provider, "RefundNo", r.Money.RefundNo,
+			"Status", k.text(k.lang(c), "console.order_status."+r.Order.Status().String()))
 	}
-	msg := fmt.Sprintf("Refunded: %d code(s) voided, %d recycled.", r.Voided, r.Recycled)
+	msg := k.tr(c, "console.refund.done", "Voided", r.Voided, "Recycled", r.Recycled)
 	switch {
 	case r.Money.Provider == "":
-		return msg + " The money was paid through the storefront: it returns it."
+		return msg + k.tr(c, "console.refund.storefront")
 	case r.Money.ByHand:
-		return msg + fmt.Sprintf(" %s refunds no money through cardshop: return it at the provider by hand.", r.Money.Provider)
+		return msg + k.tr(c, "console.refund.by_hand", "Provider", r.Money.Provider)
 	}
-	return msg + fmt.Sprintf(" Money at %s: %s.", r.Money.Provider, r.Money.Status)
+	return msg + k.tr(c, "console.refund.money", "Provider", r.Money.Provider,
+		"Status", k.text(k.lang(c), "console.payment_status."+r.Money.Status.String()))
 }
 
 // fulfil retries an UNFULFILLED order (operator) through the fulfil use case, once stock is
@@ -290,7 +290,7 @@ func (k *console) fulfil(c *fiber.Ctx) error {
 		_, err = k.sales.FulfilOrder(c.UserContext(), no)
 	}
 	k.record(c, "order.fulfil", nil, err)
-	return k.afterOrderWrite(c, err, "Fulfilled.")
+	return k.afterOrderWrite(c, err, "console.order.fulfilled")
 }
 
 // resendMail queues a paid guest order's e-mail again: the same e-mail, through the outbox.
@@ -302,12 +302,12 @@ func (k *console) resendMail(c *fiber.Ctx) error {
 		err = k.sales.ResendOrderMail(c.UserContext(), no, identityOf(c))
 	}
 	k.record(c, application.ActionMailResent, nil, err)
-	return k.afterOrderWrite(c, err, "The e-mail is queued: the mail relay sends it shortly.")
+	return k.afterOrderWrite(c, err, "console.order.mail_queued")
 }
 
 func (k *console) afterOrderWrite(c *fiber.Ctx, err error, notice string) error {
 	if err != nil {
-		status, msg := describe(err)
+		status, msg := k.explain(c, err)
 		if status == fiber.StatusNotFound || status >= 500 {
 			return k.fail(c, err)
 		}
@@ -339,12 +339,12 @@ func (k *console) audit(c *fiber.Ctx) error {
 	}
 	if err == nil && c.Query("before_id") != "" {
 		if f.BeforeID, err = strconv.ParseInt(c.Query("before_id"), 10, 64); err != nil || f.BeforeID < 1 {
-			err = domain.Invalid("before_id", "must be a positive entry id")
+			err = invalid("before_id", "console.err.positive_id")
 		}
 	}
 	if err != nil {
-		_, msg := describe(err)
-		return k.render(c, fiber.StatusBadRequest, "audit", view{Title: "Audit log", Error: msg, Data: d})
+		_, msg := k.explain(c, err)
+		return k.render(c, fiber.StatusBadRequest, "audit", view{Title: "console.nav.audit", Error: msg, Data: d})
 	}
 	if d.Entries, err = k.operators.AuditLog(c.UserContext(), f); err != nil {
 		return k.fail(c, err)
@@ -352,7 +352,7 @@ func (k *console) audit(c *fiber.Ctx) error {
 	if n := len(d.Entries); n == auditPageSize {
 		d.NextBeforeID = d.Entries[n-1].ID
 	}
-	return k.render(c, fiber.StatusOK, "audit", view{Title: "Audit log", Data: d})
+	return k.render(c, fiber.StatusOK, "audit", view{Title: "console.nav.audit", Data: d})
 }
 
 // formTimeLayout is an HTML datetime-local input's value; the console reads it in the
@@ -371,5 +371,5 @@ func formTime(s, field string, loc *time.Location) (time.Time, error) {
 			return t, nil
 		}
 	}
-	return time.Time{}, domain.Invalid(field, "must be a date and time, YYYY-MM-DDTHH:MM ("+loc.String()+")")
+	return time.Time{}, invalid(field, "console.err.date_time", "Zone", loc.String())
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,20 +107,20 @@ func (k *console) confirmVoid(c *fiber.Ctx) error {
 	switch {
 	case err != nil:
 	case len(codes) == 0:
-		err = domain.Invalid("codes", "paste at least one code")
+		err = invalid("codes", "console.err.paste_codes")
 	case len(codes) > application.MaxVoidCodes:
-		err = domain.Invalid("codes", fmt.Sprintf("at most %d codes per void", application.MaxVoidCodes))
+		err = invalid("codes", "console.err.too_many_codes", "Max", application.MaxVoidCodes)
 	case reason == "":
-		err = domain.Invalid("reason", "required")
+		err = invalid("reason", "console.err.required")
 	case len([]rune(reason)) > application.MaxVoidReason:
-		err = domain.Invalid("reason", fmt.Sprintf("at most %d characters", application.MaxVoidReason))
+		err = invalid("reason", "console.err.too_long", "Max", application.MaxVoidReason)
 	}
 	if err != nil {
-		status, msg := describe(err)
+		status, msg := k.explain(c, err)
 		return k.codesPage(c, status, msg)
 	}
 	pending := k.voids.put(pendingVoid{product: id, operator: identityOf(c).Name, codes: codes, reason: reason})
-	return k.render(c, fiber.StatusOK, "voidconfirm", view{Title: "Confirm: void codes of " + p.Name(),
+	return k.render(c, fiber.StatusOK, "voidconfirm", view{Title: k.tr(c, "console.void.title", "Name", p.Name()),
 		Data: voidConfirmData{Product: p, Codes: len(codes), Skipped: skipped, Reason: reason, Pending: pending}})
 }
 
@@ -138,7 +137,7 @@ func parsePastedCodes(text string) (codes []domain.CardCode, skipped int, err er
 		}
 		code, err := domain.ParseCardCode(s)
 		if err != nil {
-			return nil, 0, domain.Invalid("codes", fmt.Sprintf("line %d is not a code: %s", line, reasonOf(err)))
+			return nil, 0, invalid("codes", "console.err.not_a_code", "Line", line, "Reason", reasonOf(err))
 		}
 		codes = append(codes, code)
 	}
@@ -165,18 +164,18 @@ func (k *console) voidCodes(c *fiber.Ctx) error {
 	v, ok := k.voids.take(formValue(c, "pending"), id, identityOf(c).Name)
 	if !ok {
 		return k.codesPage(c, fiber.StatusConflict,
-			"These codes are no longer waiting for confirmation (over 10 minutes, used already, or read by another instance): paste them again.")
+			k.tr(c, "console.void.expired"))
 	}
 	res, err := k.catalogue.VoidCodes(c.UserContext(), id, v.codes, v.reason)
 	k.record(c, "codes.void", map[string]string{"reason": v.reason, "given": strconv.Itoa(len(v.codes)),
 		"voided": strconv.Itoa(res.Voided), "not_found": strconv.Itoa(res.NotFound), "not_voidable": strconv.Itoa(res.NotVoidable)}, err)
 	if err != nil {
-		status, msg := describe(err)
+		status, msg := k.explain(c, err)
 		if status == fiber.StatusNotFound || status >= 500 {
 			return k.fail(c, err)
 		}
 		return k.codesPage(c, status, msg)
 	}
-	return k.codesPageNotice(c, fmt.Sprintf("Voided %d code(s); %d not found; %d not voidable (sold, void already, repeated, or another product's).",
-		res.Voided, res.NotFound, res.NotVoidable))
+	return k.codesPageNotice(c, k.tr(c, "console.void.done", "Voided", res.Voided, "NotFound", res.NotFound,
+		"NotVoidable", res.NotVoidable))
 }

@@ -68,8 +68,14 @@ func TestConsoleVoidsCodesThroughAConfirmation(t *testing.T) {
 	confirm := ada.post(base+"/void/confirm", url.Values{"codes": {pasted}, "reason": {"leaked on a forum"}})
 	wantStatus(t, confirm, 200)
 	noCode("the confirmation", confirm)
-	if !strings.Contains(confirm.body, "<strong>4</strong> code(s)") || !strings.Contains(confirm.body, "2 blank or comment line(s)") {
+	if !strings.Contains(confirm.body, "void 4 codes of Leaky") || !strings.Contains(confirm.body, "2 blank or comment lines were skipped") {
 		t.Fatalf("the confirmation does not count the pasted codes: %s", confirm.body)
+	}
+	zhForm := url.Values{"codes": {pasted}, "reason": {"leaked on a forum"}, "csrf": {ada.csrf}}
+	zh := h.do("POST", base+"/void/confirm", strings.NewReader(zhForm.Encode()), "Cookie", ada.cookie,
+		"Content-Type", "application/x-www-form-urlencoded", "Accept-Language", "zh-CN")
+	if !strings.Contains(zh.body, "即将作废商品「Leaky」（编号 1）的 4 个卡密；已跳过 2 个空行或注释行。") {
+		t.Errorf("the confirmation in Chinese does not count the pasted codes: %s", zh.body)
 	}
 	m := pendingField.FindStringSubmatch(confirm.body)
 	if m == nil {

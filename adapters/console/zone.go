@@ -9,8 +9,6 @@ import (
 	_ "time/tzdata"
 
 	"github.com/gofiber/fiber/v2"
-
-	"cardshop/domain"
 )
 
 // ZoneCookieName is the cookie that holds the time zone the operator picked on this browser
@@ -34,11 +32,11 @@ var commonZones = []string{
 func loadZone(name string) (*time.Location, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || name == "Local" || len(name) > 64 || strings.Contains(name, "..") {
-		return nil, domain.Invalid("time_zone", "must be a time zone name such as Europe/Berlin or UTC")
+		return nil, invalid("time_zone", "console.err.zone")
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
-		return nil, domain.Invalid("time_zone", "must be a time zone name such as Europe/Berlin or UTC")
+		return nil, invalid("time_zone", "console.err.zone")
 	}
 	return loc, nil
 }
@@ -76,9 +74,9 @@ func (k *console) settings(c *fiber.Ctx) error {
 	d := settingsData{Zone: k.zone(c).String(), Default: k.cfg.TimeZone.String(), Zones: commonZones}
 	notice := ""
 	if c.Query("saved") != "" {
-		notice = "Saved: times are shown in " + d.Zone + "."
+		notice = k.tr(c, "console.settings.saved", "Zone", d.Zone)
 	}
-	return k.render(c, fiber.StatusOK, "settings", view{Title: "Settings", Notice: notice, Data: d})
+	return k.render(c, fiber.StatusOK, "settings", view{Title: "console.settings.title", Notice: notice, Data: d})
 }
 
 // saveSettings stores the picked time zone in this browser's cookie; "default" (or an empty
@@ -93,8 +91,8 @@ func (k *console) saveSettings(c *fiber.Ctx) error {
 	}
 	loc, err := loadZone(name)
 	if err != nil {
-		_, msg := describe(err)
-		return k.render(c, fiber.StatusBadRequest, "settings", view{Title: "Settings", Error: msg, Data: d})
+		_, msg := k.explain(c, err)
+		return k.render(c, fiber.StatusBadRequest, "settings", view{Title: "console.settings.title", Error: msg, Data: d})
 	}
 	c.Cookie(&fiber.Cookie{Name: ZoneCookieName, Value: loc.String(), Path: "/console",
 		MaxAge: int(zoneCookieAge / time.Second), HTTPOnly: true, Secure: secure(c),

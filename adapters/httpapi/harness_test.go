@@ -136,7 +136,11 @@ func newHarnessWith(t testing.TB, deps func(*application.Deps), opts ...option) 
 	for _, o := range opts {
 		o(&hc)
 	}
-	h.app = httpapi.New(hc, services(h.shop), h.tokens, h.clock, log)
+	svc := services(h.shop)
+	if svc.Reports, err = application.NewReports(h.ledger, h.ledger, h.clock, domain.Currency{}); err != nil {
+		t.Fatal(err)
+	}
+	h.app = httpapi.New(hc, svc, h.tokens, h.clock, log)
 	return h
 }
 

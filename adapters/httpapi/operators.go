@@ -65,6 +65,10 @@ func adminRoutes(s *Server) []adminRoute {
 			adminRoute{"POST", "/blocklist", act, "blocklist.add", true, s.addBlock},
 			adminRoute{"DELETE", "/blocklist/:block_id", act, "blocklist.remove", false, s.removeBlock})
 	}
+	if s.reports != nil {
+		// The filter is the query, recorded; the answer is a stream of CSV.
+		rs = append(rs, adminRoute{"POST", "/orders/export", act, application.ActionOrdersExport, false, s.exportOrders})
+	}
 	return withActionRoles(rs)
 }
 

@@ -169,3 +169,25 @@ func TestAdminOrderSearchRefusesBadInput(t *testing.T) {
 		t.Fatalf("limit=100: %+v", page)
 	}
 }
+
+// The export: an operator's POST streams the CSV of the orders the query selects (a BOM, the
+// header, no code) and is audited with its query; a viewer is refused; a bad query is a 400.
+func TestAdminExportOrders(t *testing.T) {
+	h := newHarness(t)
+	h.createProduct(1, 100, 5)
+	h.importCodes(1, "EXPORT-CODE-1", "EXPORT-CODE-2")
+	paid := h.placeOrder(h.token("alice"), "export-key-1", 1, 1)
+	h.pay(paid)
+	h.placeOrder(h.token("bob"), "export-key-2", 1, 1)
+	r := h.admin("POST", "/admin/orders/export?status=PAID&product_id=1", "")
+	wantStatus(t, r, 200)
+	body := string(r.body)
+	if !strings.HasPrefix(body, "\ufeff"+"order_no,created_at,") || strings.Contains(body, "EXPORT-CODE") ||
+		strings.Count(body, "\n") != 2 || !strings.Contains(body, paid.OrderNo+",") {
+		t.Fatalf("export %q", body)
+	}
+	wantError(t, h.admin("POST", "/admin/orders/export?status=LOST", ""), 400, "invalid_request")
+	wantError(t, h.admin("POST", "/admin/orders/export?from=yesterday", ""), 400, "invalid_request")
+	viewer := h.newOperator("vera", "viewer")
+	wantError(t, h.as(viewer, "POST", "/admin/orders/export", ""), 403, "forbidden")
+}

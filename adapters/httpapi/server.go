@@ -93,6 +93,8 @@ type Services struct {
 	// Guard is the bot defence: the blocklists' admin routes and the order's IP check. Nil:
 	// New takes none and serves neither.
 	Guard *application.Guard
+	// Reports export orders (POST /admin/orders/export). Nil: no export route.
+	Reports *application.Reports
 }
 
 // Server holds the handlers' dependencies.
@@ -102,7 +104,8 @@ type Server struct {
 	payments  *application.Payments
 	products  *application.Catalogue
 	operators *application.Admin
-	guard     *application.Guard // nil: no blocklist routes, no IP check
+	guard     *application.Guard   // nil: no blocklist routes, no IP check
+	reports   *application.Reports // nil: no export route
 	tokens    *authtoken.Issuer
 	clock     domain.Clock
 	log       *slog.Logger
@@ -134,7 +137,7 @@ func New(cfg Config, svc Services, tokens *authtoken.Issuer, clock domain.Clock,
 		cfg.AuthFailures = webkit.NewAuthFailures(svc.Admin, cfg.RateLimits.Limiter, clock, log)
 	}
 	s := &Server{cfg: cfg, sales: svc.Sales, payments: svc.Payments, products: svc.Catalogue, operators: svc.Admin,
-		guard: svc.Guard, tokens: tokens, clock: clock, log: log}
+		guard: svc.Guard, reports: svc.Reports, tokens: tokens, clock: clock, log: log}
 	app := fiber.New(fiber.Config{
 		AppName:           "cardshop",
 		ErrorHandler:      errorHandler(log),

@@ -291,7 +291,7 @@ func TestCrossSitePostsRefused(t *testing.T) {
 	form := orderForm(t, b, p, "1", "cross@example.com")
 	review := url.Values{"product": {strings.TrimPrefix(path(p), "/p/")}, "qty": {"1"}, "email": {"cross@example.com"}, "provider": {"dev"}}
 	posts := map[string]url.Values{"/checkout/review": review, "/checkout": form,
-		"/lookup": {"csrf": form["csrf"], "order_no": {"X1"}, "email": {"a@example.com"}, "secret": {"s"}},
+		"/lookup":        {"csrf": form["csrf"], "order_no": {"X1"}, "email": {"a@example.com"}, "secret": {"s"}},
 		"/orders/X1/pay": {"csrf": form["csrf"], "provider": {"dev"}}}
 	cross := [][]string{{"Origin", "https://evil.example"}, {"Sec-Fetch-Site", "cross-site"},
 		{"Origin", "null", "Sec-Fetch-Site", "cross-site"}, {"Origin", "http://example.com.evil.example"}}

@@ -8,6 +8,8 @@
   if (!root || !window.EventSource) { return; }
   var live = document.getElementById("dash-live");
   var ids = root.getAttribute("data-products");
+  // The page's texts in its language (data-text-*): the script holds none of its own.
+  function say(name) { return root.getAttribute("data-text-" + name) || ""; }
 
   function text(el, value) {
     if (el && el.textContent !== String(value)) { el.textContent = String(value); }
@@ -16,7 +18,7 @@
   function product(p) {
     var sec = root.querySelector('section[data-id="' + p.id + '"]');
     if (!sec) { return; }
-    text(sec.querySelector('[data-field="stock"]'), p.gate_ok ? p.stock : "not in the gate");
+    text(sec.querySelector('[data-field="stock"]'), p.gate_ok ? p.stock : say("no-gate"));
     text(sec.querySelector('[data-field="pending"]'), p.pending);
     text(sec.querySelector('[data-field="paid"]'), p.paid);
     text(sec.querySelector('[data-field="success"]'), p.success);
@@ -25,7 +27,7 @@
       if (!fig) { return; }
       fig.querySelector("polyline").setAttribute("points", s[1].points);
       text(fig.querySelector('[data-field="' + s[0] + '-last"]'), s[1].last);
-      text(fig.querySelector('[data-label="max"]'), "top " + s[1].max);
+      text(fig.querySelector('[data-label="max"]'), say("top") + " " + s[1].max);
     });
   }
 
@@ -62,14 +64,13 @@
 
   var source = new EventSource(root.getAttribute("data-events"));
   source.addEventListener("snapshot", function (e) {
-    text(live, "Live: updated as the numbers change.");
+    text(live, say("live"));
     show(JSON.parse(e.data));
   });
   source.onerror = function () {
     // EventSource reconnects on its own after a dropped stream; it gives up (CLOSED) when the
     // server refuses, e.g. too many open dashboards or an expired session.
     text(live, source.readyState === EventSource.CLOSED ?
-      "Live updates stopped (reload to try again); the numbers shown may be old." :
-      "Reconnecting…");
+      say("stopped") : say("reconnecting"));
   };
 }());

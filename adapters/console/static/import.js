@@ -1,7 +1,9 @@
 // import.js moves an import job's progress bar (the page's #import-progress) by polling the
 // job's progress answer (JSON: done, read, total, lines) every half second, and reloads the
 // page when the import has ended or is no longer known, so the server renders its result.
-// Without script the page refreshes itself instead (a <noscript> meta refresh).
+// Without script the page refreshes itself instead (a <noscript> meta refresh). The status
+// line's words are the page's (#import-status's data-template, in the operator's language):
+// this script only fills in the numbers.
 (function () {
   "use strict";
   var bar = document.getElementById("import-progress");
@@ -31,7 +33,8 @@
         var pct = p.total > 0 ? Math.floor((p.read * 100) / p.total) : 100;
         bar.textContent = pct + "%";
         if (status) {
-          status.textContent = "Importing: " + p.read + " of " + p.total + " bytes read (" + pct + "%), " + p.lines + " lines.";
+          status.textContent = (status.getAttribute("data-template") || "")
+            .replace("{read}", p.read).replace("{total}", p.total).replace("{pct}", pct).replace("{lines}", p.lines);
         }
         if (p.done) {
           location.reload();

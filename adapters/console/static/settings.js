@@ -1,5 +1,6 @@
 // The settings page's one convenience: a button that fills the time zone field with this
-// browser's own zone. Without JavaScript the button stays hidden and the field works alone.
+// browser's own zone. Without JavaScript the button stays hidden and the field works alone. Its
+// words are the page's (data-label, in the operator's language): this script only adds the zone.
 "use strict";
 (function () {
   var button = document.getElementById("browser-zone");
@@ -13,7 +14,7 @@
   if (!button || !field || !zone) {
     return;
   }
-  button.textContent = "Use this browser's zone (" + zone + ")";
+  button.textContent = (button.getAttribute("data-label") || button.textContent).replace("{zone}", zone);
   button.hidden = false;
   button.addEventListener("click", function () {
     field.value = zone;
