@@ -101,7 +101,7 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 		r := p.Revision()
 		r.Name, r.Price, r.MaxPerOrder, r.StockDisplay = "porttest revised", 700, 50, domain.StockLevel
-		r.MinPerOrder, r.Group, r.Variant = 5, "Steam card", "200"
+		r.MinPerOrder, r.Group, r.Variant = 2, "Steam card", "200" // at most the buyer limit below
 		r.Tiers = []domain.PriceTier{{MinQty: 10, UnitPrice: 650}, {MinQty: 50, UnitPrice: 600}}
 		// Sub-millisecond and local times: stored to the millisecond, in UTC.
 		starts := time.Date(2031, 5, 4, 20, 0, 0, 123_456_789, time.FixedZone("UTC+8", 8*3600))
