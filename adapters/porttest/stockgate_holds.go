@@ -382,12 +382,14 @@ func runBudget(t *testing.T, newGate func(t *testing.T) domain.StockGate, o stoc
 	t.Run("buyer window: the first reservation opens it, its end resets the budget", func(t *testing.T) {
 		g, p := newGate(t), NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 20})
-		r := capped(newReservation(p, 1), 2, time.Second)
+		// A 2 s window, read 0.5 s in: on a real Redis the clock is the server's, and a loaded
+		// machine must not push the in-window reads past the window's end.
+		r := capped(newReservation(p, 1), 2, 2*time.Second)
 		wantOutcome(t, g, r, domain.Reserved, 19)
-		o.elapse(t, 700*time.Millisecond)
+		o.elapse(t, 500*time.Millisecond)
 		wantOutcome(t, g, next(r, 1), domain.Reserved, 18) // does not extend the window
 		wantOutcome(t, g, next(r, 1), domain.BuyerLimit, 18)
-		o.elapse(t, 700*time.Millisecond) // 1.4 s after the first: the window has ended
+		o.elapse(t, 1700*time.Millisecond) // 2.2 s after the first: the window has ended
 		wantOutcome(t, g, next(r, 2), domain.Reserved, 16)
 		wantOutcome(t, g, next(r, 1), domain.BuyerLimit, 16)
 		wantLevels(t, g, p, domain.GateLevels{Stock: 16, Sold: 4})
