@@ -425,7 +425,7 @@ func TestOperatorFulfilOfAGuestOrderRecordsItsMail(t *testing.T) {
 	if n := len(f.mailMessages(t, g.Order.No())); n != 0 {
 		t.Fatalf("an UNFULFILLED order has %d mail messages", n)
 	}
-	f.addCodes(t, p.ID(), 1)
+	f.addCodesHeld(t, p.ID(), 1)
 	if o, err := f.shop.Sales.FulfilOrder(f.ctx, g.Order.No()); err != nil || o.Status() != domain.StatusPaid {
 		t.Fatalf("fulfil: %v %v", o.Status(), err)
 	}
