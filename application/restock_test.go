@@ -240,7 +240,7 @@ func (r *restockRig) check(t *testing.T, pid domain.ProductID, orders []domain.O
 }
 
 // wantResolved asserts that each order's paid_unfulfilled alert was acknowledged by the
-// restock.
+// system, as filled on restock.
 func (r *restockRig) wantResolved(t *testing.T, pid domain.ProductID, os ...domain.Order) {
 	t.Helper()
 	all, err := r.ledger.Alerts().List(r.ctx, domain.AlertFilter{Status: domain.AlertsAll, Kind: "paid_unfulfilled", Product: pid, Limit: 1000})
@@ -254,7 +254,7 @@ func (r *restockRig) wantResolved(t *testing.T, pid domain.ProductID, os ...doma
 				continue
 			}
 			found = true
-			if a.Open() || a.AckedBy != application.SystemActor || (a.AckNote != application.RestockNote && a.AckNote != application.FulfilNote) {
+			if a.Open() || a.AckedBy != application.SystemActor || a.AckNote != application.RestockNote {
 				t.Fatalf("alert of filled order %s: %+v, want acknowledged by %s", o.No(), a, application.SystemActor)
 			}
 		}
@@ -341,6 +341,32 @@ func runRestock(t *testing.T, newRig func(*testing.T) *restockRig) {
 		r.wantStatus(t, "younger order", domain.StatusPaid, os[1])
 		r.wantResolved(t, pid, os[1])
 		r.check(t, pid, os)
+	})
+
+	// A frozen product's waiting orders are not filled by an import; an operator's fulfil after
+	// the unfreeze fills one and acknowledges its alert too.
+	t.Run("frozen product", func(t *testing.T) {
+		r := newRig(t)
+		pid := r.product(t)
+		w := r.waiting(t, pid, 1)
+		if err := r.shop.Catalogue.FreezeProduct(r.ctx, pid, "audit"); err != nil {
+			t.Fatal(err)
+		}
+		if rep := r.importCodes(t, pid, 1); rep.Filled != 0 {
+			t.Fatalf("import into a frozen product filled %d", rep.Filled)
+		}
+		r.wantStatus(t, "frozen", domain.StatusUnfulfilled, w...)
+		if err := r.shop.Catalogue.UnfreezeProduct(r.ctx, pid); err != nil {
+			t.Fatal(err)
+		}
+		if o, err := r.shop.Sales.FulfilOrder(r.ctx, w[0].No()); err != nil || o.Status() != domain.StatusPaid {
+			t.Fatalf("fulfil: %v", err)
+		}
+		as, err := r.ledger.Alerts().List(r.ctx, domain.AlertFilter{Status: domain.AlertsAll, Kind: "paid_unfulfilled", Product: pid, Limit: 10})
+		if err != nil || len(as) != 1 || as[0].Open() || as[0].AckedBy != application.SystemActor || as[0].AckNote != application.FulfilNote {
+			t.Fatalf("alert after the operator's fulfil: %+v, %v", as, err)
+		}
+		r.check(t, pid, w)
 	})
 
 	// Imports from many goroutines, late payments that make more waiting orders, and
