@@ -61,8 +61,9 @@ storefront-screenshots: ## write docs/storefront/*.png: every page of the shop i
 	SHOP_SCREENSHOTS=docs/storefront $(GO) test -count=1 -run '^TestShopInABrowser$$' ./bootstrap/
 
 .PHONY: console-screenshots
-console-screenshots: ## write docs/console/*.png: the console's screens in headless Chromium (memory adapters)
+console-screenshots: services ## write docs/console/*.png: every console screen in both languages in headless Chromium (payment channels on the real adapters)
 	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run '^(TestConsoleInABrowser|TestDashboardInABrowser)$$/^memory$$' ./bootstrap/
+	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run '^(TestDashboardMoneyInABrowser|TestSupportScreensInABrowser|TestAlertChannelsInABrowser|TestPaymentChannelsInABrowser)$$' ./bootstrap/
 
 .PHONY: check
 check: fmt-check vet lint ## gofmt, go vet and golangci-lint

@@ -46,6 +46,7 @@ type options struct {
 	mailer domain.Mailer   // the buyers' e-mail; nil: none
 	pub    func(*memory.Publisher) domain.EventPublisher
 	pay    []domain.PaymentGateway
+	kit    application.ChannelKit
 }
 
 type option func(*options)
@@ -74,6 +75,8 @@ func withMailer(m domain.Mailer) option { return func(o *options) { o.mailer = m
 func withPublisher(fn func(*memory.Publisher) domain.EventPublisher) option {
 	return func(o *options) { o.pub = fn }
 }
+
+func withChannelKit(k application.ChannelKit) option { return func(o *options) { o.kit = k } }
 
 func withGateways(g ...domain.PaymentGateway) option {
 	return func(o *options) { o.pay = append(o.pay, g...) }
@@ -143,7 +146,7 @@ func newFixture(t tester, opts ...option) *fixture {
 		gate = o.gate(f.gate)
 	}
 	f.shop, err = application.New(o.cfg, application.Deps{Ledger: l, Gate: gate, Queue: queue,
-		Publisher: pub, Notifier: o.hook, Mailer: o.mailer, Verifier: signer, Gateways: o.pay, Alerter: f.alerts, Clock: clock, Logger: quiet})
+		Publisher: pub, Notifier: o.hook, Mailer: o.mailer, Verifier: signer, Gateways: o.pay, Channels: o.kit, Alerter: f.alerts, Clock: clock, Logger: quiet})
 	if err != nil {
 		t.Fatalf("new shop: %v", err)
 	}

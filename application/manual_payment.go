@@ -139,7 +139,7 @@ func (s *Payments) askProvider(ctx context.Context, o domain.Order, provider dom
 	if err != nil && !errors.Is(err, domain.ErrPaymentNotFound) {
 		return domain.Payment{}, "", false, fmt.Errorf("load payment: %w", err)
 	}
-	gw, ok := s.gateways[provider]
+	gw, ok := s.gateway(provider)
 	if !ok {
 		return stored, "not asked: the provider is not configured here", false, nil
 	}

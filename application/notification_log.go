@@ -207,8 +207,9 @@ func (s *Payments) addRefused(ctx context.Context, rec domain.NotificationRecord
 // verification since it started, by provider and reason; every enabled provider and reason is
 // present (from 0).
 func (s *Payments) RefusedNotifications() map[RefusedNotificationKey]int64 {
-	out := make(map[RefusedNotificationKey]int64, len(s.gateways)*len(RefusedReasons))
-	for p := range s.gateways {
+	all := s.gateways.Load().all
+	out := make(map[RefusedNotificationKey]int64, len(all)*len(RefusedReasons))
+	for p := range all {
 		for _, r := range RefusedReasons {
 			out[RefusedNotificationKey{p, r}] = 0
 		}

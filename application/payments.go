@@ -18,14 +18,10 @@ type NewPayment struct {
 	ClientIP string
 }
 
-// Providers lists the enabled payment providers, by name.
+// Providers lists the payment providers offered to new orders, by name: those configured by
+// the environment and the channels enabled in the console (see Channels).
 func (s *Payments) Providers() []domain.Provider {
-	out := make([]domain.Provider, 0, len(s.gateways))
-	for p := range s.gateways {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Clone(s.gateways.Load().offered)
 }
 
 // CreatePayment creates the payment of a PENDING order at a provider, or returns the one
@@ -42,7 +38,7 @@ func (s *Payments) Providers() []domain.Provider {
 // ErrOrderNotPayable (not PENDING, and not paid through this provider), ErrUnavailable (the provider or the ledger could not be
 // reached: retry; a retry reaches the same payment at providers that take an idempotency key).
 func (s *Payments) CreatePayment(ctx context.Context, cmd NewPayment) (p domain.Payment, created bool, err error) {
-	gw, ok := s.gateways[cmd.Provider]
+	gw, ok := s.gateways.Load().offer(cmd.Provider)
 	if !ok {
 		return domain.Payment{}, false, domain.ErrProviderUnknown
 	}
@@ -173,7 +169,7 @@ var errRefused = errors.New("notification refused")
 // errRefused-wrapped refusals (ErrAmountMismatch, ErrPaymentNotFound), ErrInvalidInput,
 // ErrUnavailable (the provider resends later).
 func (s *Payments) HandleNotification(ctx context.Context, provider domain.Provider, in domain.InboundRequest, remote string) error {
-	gw, ok := s.gateways[provider]
+	gw, ok := s.gateway(provider)
 	if !ok {
 		return domain.ErrProviderUnknown
 	}
@@ -374,7 +370,7 @@ func (s *core) closeOtherPayments(ctx context.Context, no domain.OrderNo, paidAt
 		return
 	}
 	for _, p := range ps {
-		gw, ok := s.gateways[p.Provider]
+		gw, ok := s.gateway(p.Provider)
 		if p.Provider == paidAt || p.Status != domain.PaymentOpen || !ok {
 			continue
 		}
@@ -441,7 +437,7 @@ func (s *core) settlePayments(ctx context.Context, o domain.Order) (paid bool, e
 		if p.Status != domain.PaymentOpen {
 			continue
 		}
-		gw, ok := s.gateways[p.Provider]
+		gw, ok := s.gateway(p.Provider)
 		if !ok {
 			s.log.WarnContext(ctx, "open payment of a provider no longer enabled left as it is", "order_no", o.No(), "provider", p.Provider)
 			continue

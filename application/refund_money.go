@@ -36,7 +36,7 @@ func (s *core) refundMoney(ctx context.Context, o domain.Order, cmd Refund) (Mon
 		// No refund holds the payment: this one decides (and stores it, below).
 		p.RefundVoid, p.RefundRecycle, p.RefundNote = cmd.Void, cmd.Recycle, cmd.Reason
 	}
-	gw, enabled := s.gateways[p.Provider]
+	gw, enabled := s.gateway(p.Provider)
 	if !enabled {
 		s.alerts.Alert(ctx, domain.Alert{Kind: "refund_by_hand", Product: o.Product(), OrderNo: o.No(),
 			Message: fmt.Sprintf("the order was paid through %s, which is no longer enabled: return %s %s there by hand",

@@ -61,7 +61,7 @@ func (s *Payments) PreviewRefund(ctx context.Context, no domain.OrderNo) (Refund
 	}
 	if ok {
 		pv.Provider, pv.Amount, pv.Currency = p.Provider, p.Amount, p.Currency
-		_, enabled := s.gateways[p.Provider]
+		_, enabled := s.gateway(p.Provider)
 		pv.ByHand = !enabled
 	}
 	return pv, nil

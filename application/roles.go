@@ -32,6 +32,12 @@ var actionRoles = map[string]domain.Role{
 	"alert.ack":             domain.RoleOperator,
 	"blocklist.add":         domain.RoleOperator,
 	"blocklist.remove":      domain.RoleOperator,
+
+	// The payment channels configured in the console (Channels).
+	ActionChannelSave:    domain.RoleAdmin,
+	ActionChannelDisable: domain.RoleAdmin,
+	ActionChannelTest:    domain.RoleAdmin,
+
 	// An export hands over every order's buyer and e-mail at once, more than a viewer reads
 	// one order at a time: the role that runs the shop (and keeps its books).
 	ActionOrdersExport: domain.RoleOperator,

@@ -171,9 +171,13 @@ type Deps struct {
 	// Mailer sends guest orders' e-mails; nil when none is configured, and then no e-mail
 	// messages are recorded.
 	Mailer domain.Mailer
-	// Gateways are the enabled payment providers (none: buyers pay through the storefront,
-	// which calls the signed callback).
+	// Gateways are the payment providers the environment configures, always offered (none:
+	// buyers pay through the storefront, which calls the signed callback, or through the
+	// channels configured in the console).
 	Gateways []domain.PaymentGateway
+	// Channels builds the providers an operator configures in the console (Channels); nil:
+	// only Gateways.
+	Channels ChannelKit
 	// Alerter pages on an alert (a log line); the shop also records every alert in the
 	// ledger's alert log, for operators to list and acknowledge.
 	Alerter domain.Alerter
@@ -203,6 +207,7 @@ type App struct {
 	Guard     *Guard     // the bot defence: blocklists and the human check
 	// AlertChannels runs the channels alerts are pushed to (the relay is Relay.RelayAlerts).
 	AlertChannels *AlertChannels
+	Channels      *Channels // the payment channels configured in the console
 
 	core *core
 }
@@ -278,7 +283,7 @@ type stock struct {
 // alerter, and the steps of an order's life (settle, fulfil, reserve and cancel).
 type core struct {
 	*stock
-	gateways map[domain.Provider]domain.PaymentGateway
+	gateways atomic.Pointer[gatewaySet] // swapped whole when the console's channels change (Channels.Reload)
 	alerts   domain.Alerter
 
 	fills      sync.Map // domain.ProductID -> *fillRun: the product's fill of waiting orders (fillWaiting)
@@ -334,7 +339,7 @@ func New(cfg Config, d Deps) (*App, error) {
 	if cfg.Currency.IsZero() {
 		cfg.Currency = def.Currency
 	}
-	gateways := make(map[domain.Provider]domain.PaymentGateway, len(d.Gateways))
+	gateways := make(map[domain.Provider]domain.PaymentGateway, len(d.Gateways)) // the environment's, fixed
 	for _, g := range d.Gateways {
 		if g == nil {
 			return nil, errors.New("application: a nil payment gateway")
@@ -354,9 +359,10 @@ func New(cfg Config, d Deps) (*App, error) {
 	o := &outbox{cfg: cfg, ledger: d.Ledger, gate: d.Gate, pub: d.Publisher, notifier: d.Notifier, mailer: d.Mailer,
 		pusher: d.AlertPusher, alerts: alerts, clock: d.Clock, log: d.Logger}
 	st := &stock{outbox: o}
-	c := &core{stock: st, gateways: gateways, alerts: alerts}
+	c := &core{stock: st, alerts: alerts}
+	c.gateways.Store(newGatewaySet(gateways, nil))
 	return &App{Sales: &Sales{core: c, queue: d.Queue}, Payments: &Payments{core: c, verifier: d.Verifier}, Catalogue: &Catalogue{stock: st, fill: c.fillWaiting}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
-		Relay: &Relay{o}, Guard: newGuard(cfg, d), core: c,
+		Relay: &Relay{o}, Guard: newGuard(cfg, d), Channels: newChannels(c, gateways, d.Channels), core: c,
 		AlertChannels: &AlertChannels{ledger: d.Ledger, pusher: d.AlertPusher, clock: d.Clock}}, nil
 }
 

@@ -117,6 +117,10 @@ type Config struct {
 	CaptchaHostname  string        // CARDSHOP_CAPTCHA_HOSTNAME
 	CaptchaVerifyURL string        // CARDSHOP_CAPTCHA_VERIFY_URL
 
+	// ChannelsEvery is CARDSHOP_CHANNELS_EVERY: how often each instance reads the payment
+	// channels configured in the console again (application.Channels.Reload).
+	ChannelsEvery time.Duration
+
 	PublicURL       string        // CARDSHOP_PUBLIC_URL: the shop's address as buyers and providers reach it
 	DevPayments     bool          // CARDSHOP_DEV_PAYMENTS: the built-in dev provider (pay page with Pay/Fail buttons)
 	Demo            bool          // CARDSHOP_DEMO: the demo shop's products and made-up codes at start (memory adapters only)
@@ -440,6 +444,7 @@ func settings(c *Config) []setting {
 			return nil
 		}},
 		durationVar(&c.BlocklistEvery, "CARDSHOP_BLOCKLIST_EVERY", app.BlocklistEvery),
+		durationVar(&c.ChannelsEvery, "CARDSHOP_CHANNELS_EVERY", application.DefaultChannelsEvery),
 		durationVar(&c.PaymentCloseGrace, "CARDSHOP_PAYMENT_CLOSE_GRACE", app.PaymentCloseGrace),
 		boolVar(&c.DevPayments, "CARDSHOP_DEV_PAYMENTS", false),
 		boolVar(&c.Demo, "CARDSHOP_DEMO", false),

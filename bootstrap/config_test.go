@@ -58,7 +58,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		RedisAutoPipeline: true, SoldOutLease: 500 * time.Millisecond, RedisReplicaWait: 100 * time.Millisecond, MySQLConns: 64, LedgerBatch: true, LedgerBatchMax: 128, LedgerBatchLanes: 2,
 		RatePerIP: 600, RatePerBuyer: 60, RateWindow: time.Minute, SMTPTLS: "starttls",
 		WebhookTimeout: 10 * time.Second,
-		Captcha:        "off", Storefront: true,
+		Captcha:        "off", Storefront: true, ChannelsEvery: 3 * time.Second,
 		PublicURL:    "http://127.0.0.1:8080",
 		StripeAPIURL: "https://api.stripe.com",
 		EpaySign:     "append", EpayType: "alipay", EpayMode: "redirect",
@@ -251,7 +251,7 @@ func validValue(name string) string {
 		name == "CARDSHOP_DEV_PAYMENTS_ALLOW_REAL", name == "CARDSHOP_EPAY_REFUNDS", name == "CARDSHOP_MAIL_CODES", name == "CARDSHOP_DEMO",
 		name == "CARDSHOP_STOREFRONT":
 		return "false"
-	case name == "CARDSHOP_BLOCKLIST_EVERY":
+	case name == "CARDSHOP_BLOCKLIST_EVERY", name == "CARDSHOP_CHANNELS_EVERY":
 		return "5s"
 	case name == "CARDSHOP_CAPTCHA":
 		return "off"

@@ -46,12 +46,12 @@ func Module(cfg Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Supply(cfg),
-		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newHumanCheck, newApp, appServices, newHTTP, newStreamsStop, newReports),
+		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newChannelKit, newHumanCheck, newApp, appServices, newHTTP, newStreamsStop, newReports),
 		alertChannels(),
 		adapters,
 		mailer(cfg),
 		observability(),
-		fx.Invoke(watchWebhook, watchMail, watchRefusedNotifications, watchBotRefusals, seedDemo, runWorkers, serveHTTP, servePprof),
+		fx.Invoke(watchWebhook, watchMail, watchRefusedNotifications, watchBotRefusals, seedDemo, runWorkers, watchChannels, serveHTTP, servePprof),
 	)
 }
 
@@ -164,6 +164,7 @@ type appIn struct {
 	Clock     domain.Clock
 	Signer    *paysig.Signer
 	Payments  paymentGateways
+	Kit       *channelKit
 	Log       *slog.Logger
 	// Mailer sends guest orders' e-mails when a mail adapter provides one (SMTP); without one
 	// no e-mail is recorded nor sent.
@@ -190,7 +191,7 @@ func newApp(in appIn, human HumanCheck) (*application.App, error) {
 	ac.OrderAccessKey = orderAccessKey(in.Cfg.TokenSecret)
 	return application.New(ac, application.Deps{Ledger: in.Ledger, Gate: in.Gate, Queue: in.Queue,
 		Publisher: in.Publisher, Notifier: in.Webhook.Notifier, Mailer: in.Mailer, Verifier: in.Signer,
-		Gateways: in.Payments.all, Alerter: in.Alerter, HumanCheck: human.Check, AlertPusher: in.AlertPusher,
+		Gateways: in.Payments.all, Channels: in.Kit, Alerter: in.Alerter, HumanCheck: human.Check, AlertPusher: in.AlertPusher,
 		Clock: in.Clock, Logger: in.Log})
 }
 
@@ -208,8 +209,8 @@ func orderAccessKey(tokenSecret domain.Secret) domain.Secret {
 // appServices provides each service of the App on its own, so that every adapter and worker
 // takes only the services it calls.
 func appServices(a *application.App) (*application.Sales, *application.Payments, *application.Catalogue,
-	*application.Admin, *application.Relay, *application.Guard) {
-	return a.Sales, a.Payments, a.Catalogue, a.Admin, a.Relay, a.Guard
+	*application.Admin, *application.Relay, *application.Guard, *application.Channels) {
+	return a.Sales, a.Payments, a.Catalogue, a.Admin, a.Relay, a.Guard, a.Channels
 }
 
 // newReports is the dashboard's money and the orders' export, on the adapters' sales report.
@@ -244,6 +245,8 @@ type httpIn struct {
 	Queues    QueueBacklog
 	Stop      streamsStop
 	Payments  paymentGateways
+	Channels  *application.Channels
+	Kit       *channelKit
 	Log       *slog.Logger
 	// AlertChannels runs the console's alert channels page (alerts.go).
 	AlertChannels *application.AlertChannels
@@ -259,7 +262,7 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 	hc := httpapi.DefaultConfig(in.Cfg.AdminToken.Reveal())
 	hc.RateLimits = httpapi.RateLimits{PerIP: in.Cfg.RatePerIP, PerBuyer: in.Cfg.RatePerBuyer, Window: in.Cfg.RateWindow, Limiter: in.Limiter}
 	hc.Metrics, hc.Readiness = in.Metrics, in.Readiness
-	hc.DevPay, hc.Replies = in.Payments.dev, in.Payments.replies
+	hc.DevPay, hc.Replies = in.Payments.dev, withChannelReplies(in.Payments.replies, in.Kit)
 	hc.RequestTimeout = in.Cfg.RequestTimeout
 	hc.AccessLog = in.Cfg.AccessLog
 	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
@@ -275,11 +278,13 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes,
 		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop, AuthFailures: hc.AuthFailures},
 		console.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin, Guard: in.Guard,
-			Reports: in.Reports, AlertChannels: in.AlertChannels},
+			Reports: in.Reports, AlertChannels: in.AlertChannels, Channels: in.Channels},
 		in.Clock, in.Log)
 	// The shop for buyers comes last: its not-found page answers every path left.
 	if in.Cfg.Storefront {
-		if err := storefront.Mount(app, storefrontConfig(in.Cfg, in.Limiter, in.Guard), in.Sales, in.Pay, in.Clock, in.Log); err != nil {
+		sc := storefrontConfig(in.Cfg, in.Limiter, in.Guard)
+		sc.MorePayOrigins = func() []string { return in.Kit.payOrigins(in.Pay.Providers()) }
+		if err := storefront.Mount(app, sc, in.Sales, in.Pay, in.Clock, in.Log); err != nil {
 			return nil, err
 		}
 	}

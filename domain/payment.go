@@ -354,6 +354,15 @@ type NoticeConfirmer interface {
 	ConfirmPaid(ctx context.Context, p Payment, n ProviderNotice) (PaymentState, error)
 }
 
+// CredentialProber is a PaymentGateway with a better harmless authenticated call than a query
+// of a made-up order (Stripe queries a checkout session, which a made-up order has none of).
+type CredentialProber interface {
+	// Probe asks the provider about a made-up reference with the gateway's credentials. A nil
+	// error means it authenticated the call; answer is what it said. Errors: ErrUnavailable
+	// when it could not be reached; any other error is its refusal, in its words.
+	Probe(ctx context.Context, ref string) (answer string, err error)
+}
+
 // PaymentRepo stores payments: one per order and provider.
 type PaymentRepo interface {
 	// Create stores p; ErrPaymentExists when the order already has a payment at that provider.

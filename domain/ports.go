@@ -449,6 +449,7 @@ type Store interface {
 	Alerts() AlertLog
 	Blocklist() BlocklistRepo
 	AlertChannels() AlertChannelRepo
+	Channels() ChannelRepo
 }
 
 // OperatorRepo stores the operators of the admin API and the console.

@@ -80,6 +80,8 @@ type Services struct {
 	Admin     *application.Admin
 	// Guard is the bot defence: the Blocklist page and the dashboard's refusals. Nil: neither.
 	Guard *application.Guard
+	// Channels are the payment channels configured here (admins only). Nil: no Payments page.
+	Channels *application.Channels
 	// Reports are the dashboard's money and the orders' export. Nil: neither.
 	Reports *application.Reports
 	// AlertChannels runs the alert channels page (alert_channels.go). Nil: no such page.
@@ -88,19 +90,20 @@ type Services struct {
 
 // console holds the handlers' dependencies.
 type console struct {
-	cfg       Config
-	seal      sealer
-	sales     *application.Sales
-	payments  *application.Payments
-	catalogue *application.Catalogue
-	operators *application.Admin
-	guard     *application.Guard   // nil: no Blocklist page
-	reports   *application.Reports // nil: no money on the dashboard, no export
-	clock     domain.Clock
-	log       *slog.Logger
-	pages     pages
-	msgs      *i18n.Catalogue // the texts of every page, in each language
-	jobs      *importJobs     // the code imports running or finished on this instance
+	cfg         Config
+	seal        sealer
+	sales       *application.Sales
+	payments    *application.Payments
+	catalogue   *application.Catalogue
+	operators   *application.Admin
+	guard       *application.Guard    // nil: no Blocklist page
+	payChannels *application.Channels // nil: no Payments page
+	reports     *application.Reports  // nil: no money on the dashboard, no export
+	clock       domain.Clock
+	log         *slog.Logger
+	pages       pages
+	msgs        *i18n.Catalogue // the texts of every page, in each language
+	jobs        *importJobs     // the code imports running or finished on this instance
 
 	dash    *sampler      // the dashboard's numbers, shared by every page and stream
 	streams chan struct{} // one token per open dashboard stream
@@ -143,7 +146,7 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
-		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, reports: svc.Reports, channels: svc.AlertChannels, clock: clock, log: log, pages: parsePages(), msgs: msgs,
+		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, reports: svc.Reports, channels: svc.AlertChannels, payChannels: svc.Channels, clock: clock, log: log, pages: parsePages(), msgs: msgs,
 		dash:    &sampler{catalogue: svc.Catalogue, guard: svc.Guard, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
@@ -223,6 +226,14 @@ func routes(k *console) []route {
 			route{"GET", "/blocklist", v, "", k.blocklist},
 			route{"POST", "/blocklist", act, "blocklist.add", k.addBlock},
 			route{"POST", "/blocklist/:block_id/remove", act, "blocklist.remove", k.removeBlock})
+	}
+	if k.payChannels != nil {
+		rs = append(rs,
+			route{"GET", "/payments", roleOf(application.ActionChannelSave), "", k.paymentChannels},
+			route{"GET", "/payments/:provider", roleOf(application.ActionChannelSave), "", k.paymentChannel},
+			route{"POST", "/payments/:provider", act, application.ActionChannelSave, k.savePaymentChannel},
+			route{"POST", "/payments/:provider/disable", act, application.ActionChannelDisable, k.disablePaymentChannel},
+			route{"POST", "/payments/:provider/test", act, application.ActionChannelTest, k.testPaymentChannel})
 	}
 	if k.reports != nil {
 		rs = append(rs,

@@ -120,7 +120,7 @@ func newHarness(t testing.TB, logins int) *harness {
 	h.mailer = &mailCounter{}
 	h.shop, err = application.New(cfg, application.Deps{Ledger: h.ledger, Gate: h.gate,
 		Queue: queue, Publisher: memory.NewPublisher(), Verifier: h.signer, Alerter: memory.NewAlerts(log),
-		Mailer: h.mailer, Clock: h.clock, Logger: log})
+		Mailer: h.mailer, Channels: channelKit{}, Clock: h.clock, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,5 +356,5 @@ func (h *harness) services() console.Services {
 
 func consoleServices(a *application.App) console.Services {
 	return console.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin, Guard: a.Guard,
-		AlertChannels: a.AlertChannels}
+		AlertChannels: a.AlertChannels, Channels: a.Channels}
 }

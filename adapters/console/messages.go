@@ -29,12 +29,12 @@ var catalogue = sync.OnceValue(func() *i18n.Catalogue {
 // tr is message id in the request's language, its placeholders filled from kv ("Name",
 // value, …).
 func (k *console) tr(c *fiber.Ctx, id string, kv ...any) string {
-	return k.msgs.T(k.lang(c), id, pairs(kv))
+	return k.msgs.T(k.lang(c), id, i18n.Args(kv))
 }
 
 // trN is tr for a message with plural forms, chosen by count.
 func (k *console) trN(c *fiber.Ctx, id string, count int, kv ...any) string {
-	return k.msgs.N(k.lang(c), id, count, pairs(kv))
+	return k.msgs.N(k.lang(c), id, count, i18n.Args(kv))
 }
 
 // errorIDs are the message ids of the errors the web doors know (webkit's error table), so
@@ -151,7 +151,7 @@ type fieldError struct {
 
 // invalid is a fieldError of field: reason id with its placeholders from kv.
 func invalid(field, id string, kv ...any) error {
-	return &fieldError{Field: field, id: id, args: pairs(kv)}
+	return &fieldError{Field: field, id: id, args: i18n.Args(kv)}
 }
 
 func (e *fieldError) english() *domain.ValidationError {

@@ -121,8 +121,8 @@ func (k *console) render(c *fiber.Ctx, status int, page string, v view) error {
 	if err == nil {
 		err = t.Funcs(template.FuncMap{
 			"when":   whenIn(loc),
-			"t":      func(id string, kv ...any) string { return k.msgs.T(l, id, pairs(kv)) },
-			"n":      func(id string, count any, kv ...any) string { return k.msgs.N(l, id, toInt(count), pairs(kv)) },
+			"t":      func(id string, kv ...any) string { return k.msgs.T(l, id, i18n.Args(kv)) },
+			"n":      func(id string, count any, kv ...any) string { return k.msgs.N(l, id, toInt(count), i18n.Args(kv)) },
 			"reason": func(s string) string { return k.reasonText(l, s) },
 			"enum": func(prefix string, v any) string {
 				if id := prefix + fmt.Sprint(v); k.msgs.Has(l, id) {
@@ -146,7 +146,7 @@ func (k *console) render(c *fiber.Ctx, status int, page string, v view) error {
 // error's own words, a product's name).
 func (k *console) text(l i18n.Lang, s string, kv ...any) string {
 	if s != "" && k.msgs.Has(l, s) {
-		return k.msgs.T(l, s, pairs(kv))
+		return k.msgs.T(l, s, i18n.Args(kv))
 	}
 	return s
 }
@@ -162,22 +162,6 @@ func toInt(v any) int {
 		return int(n)
 	}
 	return 0
-}
-
-// pairs turns "Name", value, … (or one map) into a message's data.
-func pairs(kv []any) map[string]any {
-	if len(kv) == 1 {
-		if m, ok := kv[0].(map[string]any); ok {
-			return m
-		}
-	}
-	m := make(map[string]any, len(kv)/2)
-	for i := 0; i+1 < len(kv); i += 2 {
-		if k, ok := kv[i].(string); ok {
-			m[k] = kv[i+1]
-		}
-	}
-	return m
 }
 
 // langCookie remembers the language an operator chose with the switch, per browser, for a

@@ -26,7 +26,11 @@ func TestConsoleRolesAreTheAPIs(t *testing.T) {
 	// The alert channels' list and edit form hold the channels' settings: admins only.
 	forms["/alerts/channels"] = application.ActionAlertChannelCreate
 	forms["/alerts/channels/:channel_id"] = application.ActionAlertChannelUpdate
-	for _, r := range routes(&console{guard: new(application.Guard), channels: new(application.AlertChannels)}) {
+	// The payment channels' list and form hold the providers' settings: admins only.
+	forms["/payments"] = application.ActionChannelSave
+	forms["/payments/:provider"] = application.ActionChannelSave
+	for _, r := range routes(&console{guard: new(application.Guard), channels: new(application.AlertChannels),
+		payChannels: new(application.Channels)}) {
 		if r.method == "POST" && r.path == "/settings" {
 			if r.action != "" || r.role != domain.RoleViewer {
 				t.Errorf("POST /settings needs %s and records %q: a preference is no shop write", r.role, r.action)

@@ -176,6 +176,12 @@ func (g *Gateway) order(ctx context.Context, no domain.OrderNo, op string) (orde
 	if err := g.call(req, op, &a); err != nil {
 		return orderAnswer{}, err
 	}
+	if a.Code == "-1" {
+		// api.php answers -1 only once it has checked pid and KEY: the merchant is authenticated
+		// and has no such order (the buyer never opened the redirect). Still an error, never
+		// "unpaid".
+		return orderAnswer{}, fmt.Errorf("epay %s: %w (code -1): %s", op, domain.ErrPaymentNotFound, g.remote(string(a.Msg)))
+	}
 	if a.Code != "1" {
 		return orderAnswer{}, fmt.Errorf("epay %s: refused (code %s): %s", op, g.remote(string(a.Code)), g.remote(string(a.Msg)))
 	}

@@ -181,3 +181,20 @@ func Name(l Lang) string {
 	}
 	return "中文"
 }
+
+// Args is a message's data from a template's or a caller's arguments: "Name", value, … pairs,
+// or one map as it is. An odd last argument or a name that is no string is left out.
+func Args(kv []any) map[string]any {
+	if len(kv) == 1 {
+		if m, ok := kv[0].(map[string]any); ok {
+			return m
+		}
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if k, ok := kv[i].(string); ok {
+			m[k] = kv[i+1]
+		}
+	}
+	return m
+}

@@ -28,15 +28,9 @@ func (ml *Mailer) SendAlertMail(ctx context.Context, to, id, subject, text strin
 	if err != nil {
 		return fmt.Errorf("mail: alert %s: bad recipient address: %w", id, err)
 	}
-	msg := gomail.NewMsg(gomail.WithCharset(gomail.CharsetUTF8), gomail.WithEncoding(gomail.EncodingQP),
-		gomail.WithNoDefaultUserAgent())
-	if ml.cfg.FromName != "" {
-		err = msg.FromFormat(ml.cfg.FromName, ml.cfg.From)
-	} else {
-		err = msg.From(ml.cfg.From)
-	}
+	msg, err := ml.newMsg()
 	if err != nil {
-		return fmt.Errorf("mail: from: %w", err)
+		return err
 	}
 	if err := msg.To(addr.Address); err != nil {
 		return fmt.Errorf("mail: alert %s: recipient: %w", id, err)

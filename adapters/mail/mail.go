@@ -184,15 +184,9 @@ func (ml *Mailer) message(m domain.OrderMail) (*gomail.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mail: order %s: %w", m.OrderNo, err)
 	}
-	msg := gomail.NewMsg(gomail.WithCharset(gomail.CharsetUTF8), gomail.WithEncoding(gomail.EncodingQP),
-		gomail.WithNoDefaultUserAgent())
-	if ml.cfg.FromName != "" {
-		err = msg.FromFormat(ml.cfg.FromName, ml.cfg.From)
-	} else {
-		err = msg.From(ml.cfg.From)
-	}
+	msg, err := ml.newMsg()
 	if err != nil {
-		return nil, fmt.Errorf("mail: from: %w", err)
+		return nil, err
 	}
 	if err := msg.To(to.Address); err != nil {
 		return nil, fmt.Errorf("mail: order %s: recipient: %w", m.OrderNo, err)
@@ -255,4 +249,20 @@ func validIDLocal(s string) bool {
 		}
 	}
 	return true
+}
+
+// newMsg is a message from the shop's sender: UTF-8, quoted-printable, no User-Agent header.
+func (ml *Mailer) newMsg() (*gomail.Msg, error) {
+	msg := gomail.NewMsg(gomail.WithCharset(gomail.CharsetUTF8), gomail.WithEncoding(gomail.EncodingQP),
+		gomail.WithNoDefaultUserAgent())
+	var err error
+	if ml.cfg.FromName != "" {
+		err = msg.FromFormat(ml.cfg.FromName, ml.cfg.From)
+	} else {
+		err = msg.From(ml.cfg.From)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mail: from: %w", err)
+	}
+	return msg, nil
 }

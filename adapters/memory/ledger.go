@@ -74,6 +74,9 @@ func (l *Ledger) Blocklist() domain.BlocklistRepo { return l.root.Blocklist() }
 // AlertChannels returns the alert channels.
 func (l *Ledger) AlertChannels() domain.AlertChannelRepo { return l.root.AlertChannels() }
 
+// Channels returns the payment channels' settings.
+func (l *Ledger) Channels() domain.ChannelRepo { return l.root.Channels() }
+
 // errSnapshotEnd rolls a Snapshot's transaction back.
 var errSnapshotEnd = errors.New("end of snapshot")
 
@@ -155,6 +158,7 @@ func (s *store) Blocklist() domain.BlocklistRepo {
 	return blocklistRepo{s}
 }
 func (s *store) AlertChannels() domain.AlertChannelRepo { return alertChannels{s} }
+func (s *store) Channels() domain.ChannelRepo           { return channelRepo{s} }
 
 func noop() {}
 
@@ -269,6 +273,7 @@ type ledgerData struct {
 	lastChannel  int64
 	blockKeys    map[blockKey]int64 // an entry's kind and value -> its id
 	lastBlock    int64
+	payChannels  map[domain.Provider]domain.ChannelSettings // the payment channels' settings
 }
 
 func newLedgerData() *ledgerData {
@@ -299,5 +304,6 @@ func newLedgerData() *ledgerData {
 		blocks:      make(map[int64]domain.BlockEntry),
 		blockKeys:   make(map[blockKey]int64),
 		channels:    make(map[int64]domain.AlertChannel),
+		payChannels: make(map[domain.Provider]domain.ChannelSettings),
 	}
 }

@@ -2,7 +2,6 @@ package mysqlstore
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -14,41 +13,30 @@ import (
 
 type alertChannels struct{ s *store }
 
-// channelSecretAD is the additional data an alert channel's secret is sealed with: the
-// channel's name, so a sealed secret copied to another channel's row does not open.
-func channelSecretAD(name string) []byte { return []byte("cardshop alert channel v1\x00" + name) }
-
-// sealSecret encrypts an alert channel's secret under the keyring's active key; an empty
-// secret is stored as NULL.
-func (k *Keyring) sealSecret(name string, secret domain.Secret) (sealed []byte, kid string) {
+// sealAlertSecret encrypts an alert channel's secret with the keyring's sealSecret, bound
+// to the channel's name (a sealed secret copied to another channel's row does not open); an
+// empty secret is stored as NULL.
+func (k *Keyring) sealAlertSecret(name string, secret domain.Secret) (sealed []byte, kid string) {
 	if secret == "" {
 		return nil, ""
 	}
-	aead := k.aeads[k.active]
-	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(secret.Reveal())+aead.Overhead())
-	_, _ = rand.Read(nonce)
-	return aead.Seal(nonce, nonce, []byte(secret.Reveal()), channelSecretAD(name)), k.active
+	return k.sealSecret(alertChannelLabel(name), []byte(secret.Reveal()))
 }
 
-// openSecret decrypts what sealSecret sealed for the channel name.
-func (k *Keyring) openSecret(name, kid string, sealed []byte) (domain.Secret, error) {
+// openAlertSecret decrypts what sealAlertSecret sealed for the channel name.
+func (k *Keyring) openAlertSecret(name, kid string, sealed []byte) (domain.Secret, error) {
 	if len(sealed) == 0 {
 		return "", nil
 	}
-	aead, ok := k.aeads[kid]
-	if !ok {
-		return "", fmt.Errorf("%w: key %q is not in the keyring", ErrUndecryptable, kid)
-	}
-	n := aead.NonceSize()
-	if len(sealed) < n+aead.Overhead() {
-		return "", fmt.Errorf("%w: ciphertext too short", ErrUndecryptable)
-	}
-	plain, err := aead.Open(nil, sealed[:n], sealed[n:], channelSecretAD(name))
+	plain, err := k.openSecret(alertChannelLabel(name), kid, sealed)
 	if err != nil {
-		return "", fmt.Errorf("%w: key %q: %w", ErrUndecryptable, kid, err)
+		return "", err
 	}
 	return domain.Secret(plain), nil
 }
+
+// alertChannelLabel is the owner an alert channel's secret is sealed for.
+func alertChannelLabel(name string) string { return "alert-channel\x00" + name }
 
 type channelRow struct {
 	ID          int64        `bun:"id"`
@@ -73,7 +61,7 @@ const channelColumns = "id, name, type, target, secret_sealed, secret_kid, kinds
 // CARDSHOP_CODE_KEYS) does not hide the channel: it comes back disabled, without a secret, its
 // error saying so, so that alerts are still recorded and an admin can enter the secret again.
 func (r alertChannels) channel(row channelRow) (domain.AlertChannel, error) {
-	secret, serr := r.s.keys().openSecret(row.Name, row.Kid, row.Sealed)
+	secret, serr := r.s.keys().openAlertSecret(row.Name, row.Kid, row.Sealed)
 	c := domain.AlertChannel{ID: row.ID, Name: row.Name, Type: domain.AlertChannelType(row.Type), Target: row.Target,
 		Secret: secret, Stock: row.Stock, Enabled: row.Enabled, UpdatedAt: row.UpdatedAt.UTC(), LastError: row.LastError}
 	if serr != nil {
@@ -105,7 +93,7 @@ func kindsJSON(kinds []string) string {
 
 // Create inserts the channel; uk_name refuses a taken name.
 func (r alertChannels) Create(ctx context.Context, c domain.AlertChannel) (int64, error) {
-	sealed, kid := r.s.keys().sealSecret(c.Name, c.Secret)
+	sealed, kid := r.s.keys().sealAlertSecret(c.Name, c.Secret)
 	res, err := r.s.exec(ctx, "create alert channel",
 		"INSERT INTO alert_channels (name, type, target, secret_sealed, secret_kid, kinds, stock, enabled, updated_at) "+
 			"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -134,11 +122,11 @@ func (r alertChannels) Update(ctx context.Context, c domain.AlertChannel) error 
 		}
 		secret := c.Secret
 		if secret == "" {
-			if secret, err = s.keys().openSecret(row.Name, row.Kid, row.Sealed); err != nil {
+			if secret, err = s.keys().openAlertSecret(row.Name, row.Kid, row.Sealed); err != nil {
 				return fmt.Errorf("alert channel %d's secret: %w", c.ID, err)
 			}
 		}
-		sealed, kid := s.keys().sealSecret(c.Name, secret)
+		sealed, kid := s.keys().sealAlertSecret(c.Name, secret)
 		_, err = s.exec(ctx, "update alert channel",
 			"UPDATE alert_channels SET name = ?, target = ?, secret_sealed = ?, secret_kid = ?, kinds = ?, stock = ?, "+
 				"enabled = ?, updated_at = ? WHERE id = ?",

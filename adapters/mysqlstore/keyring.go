@@ -180,3 +180,29 @@ func (k *Keyring) hash(code string) []byte {
 	m.Write([]byte(code))
 	return m.Sum(nil)
 }
+
+// sealSecret encrypts a secret setting under the active key, bound to label (its owner: a
+// ciphertext moved to another owner's row does not decrypt): nonce || ciphertext+tag.
+func (k *Keyring) sealSecret(label string, plain []byte) (sealed []byte, kid string) {
+	aead := k.aeads[k.active]
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
+	_, _ = rand.Read(nonce)
+	return aead.Seal(nonce, nonce, plain, []byte("cardshop.secret.v1:"+label)), k.active
+}
+
+// openSecret decrypts what sealSecret sealed for label under the key kid.
+func (k *Keyring) openSecret(label, kid string, sealed []byte) ([]byte, error) {
+	aead, ok := k.aeads[kid]
+	if !ok {
+		return nil, fmt.Errorf("%w: key %q is not in the keyring", ErrUndecryptable, kid)
+	}
+	if len(sealed) < aead.NonceSize()+aead.Overhead() {
+		return nil, fmt.Errorf("%w: ciphertext too short", ErrUndecryptable)
+	}
+	n := aead.NonceSize()
+	plain, err := aead.Open(nil, sealed[:n], sealed[n:], []byte("cardshop.secret.v1:"+label))
+	if err != nil {
+		return nil, fmt.Errorf("%w: key %q: %w", ErrUndecryptable, kid, err)
+	}
+	return plain, nil
+}

@@ -89,6 +89,9 @@ func (l *Ledger) Blocklist() domain.BlocklistRepo { return l.root.Blocklist() }
 // AlertChannels returns the alert channels.
 func (l *Ledger) AlertChannels() domain.AlertChannelRepo { return l.root.AlertChannels() }
 
+// Channels returns the payment channels' settings, secrets sealed by the keyring.
+func (l *Ledger) Channels() domain.ChannelRepo { return l.root.Channels() }
+
 // Stats returns how many transactions were run again, and why.
 func (l *Ledger) Stats() TxStats {
 	return TxStats{Retries: l.stats.retries.Load(), Deadlocks: l.stats.deadlocks.Load(),
@@ -306,6 +309,7 @@ func (s *store) Blocklist() domain.BlocklistRepo {
 	return blocklistRepo{s}
 }
 func (s *store) AlertChannels() domain.AlertChannelRepo { return alertChannels{s} }
+func (s *store) Channels() domain.ChannelRepo           { return channelRepo{s} }
 
 func (s *store) keys() *Keyring { return s.ledger.keys }
 

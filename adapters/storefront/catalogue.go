@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,6 +107,16 @@ func (s *shop) cataloguePage(c *fiber.Ctx) error {
 	})
 }
 
+// providersKey names a list of providers in a cache key.
+func providersKey(ps []domain.Provider) string {
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(string(p))
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
 // snapshotPage answers a page made from the catalogue snapshot alone (the same for every
 // visitor of a language: no cookie, no token): from the cache when cache is true and this
 // version was rendered before, else rendered; with a strong ETag of its body, and 304 without
@@ -113,7 +124,9 @@ func (s *shop) cataloguePage(c *fiber.Ctx) error {
 // cached but still revalidates.
 func (s *shop) snapshotPage(c *fiber.Ctx, path string, version uint64, cache bool, render func() error) error {
 	l := s.lang(c)
-	key := string(l) + " " + path
+	// The payment providers offered are in the product page's form, and change without a new
+	// snapshot (channels configured in the console): a page is cached per provider list too.
+	key := string(l) + " " + path + " " + providersKey(s.payments.Providers())
 	page, ok := catalogueBody{}, false
 	if cache {
 		page, ok = s.etags.get(key, version)

@@ -127,8 +127,8 @@ func (s *shop) render(c *fiber.Ctx, status int, page, back string, v view) error
 	t, err := s.pages[page].Clone()
 	if err == nil {
 		err = t.Funcs(template.FuncMap{
-			"t": func(id string, kv ...any) string { return s.msgs.T(l, id, pairs(kv)) },
-			"n": func(id string, count int, kv ...any) string { return s.msgs.N(l, id, count, pairs(kv)) },
+			"t": func(id string, kv ...any) string { return s.msgs.T(l, id, i18n.Args(kv)) },
+			"n": func(id string, count int, kv ...any) string { return s.msgs.N(l, id, count, i18n.Args(kv)) },
 			"provider": func(p domain.Provider) string {
 				if id := "storefront.provider_" + string(p); s.msgs.Has(l, id) {
 					return s.msgs.T(l, id)
@@ -144,22 +144,6 @@ func (s *shop) render(c *fiber.Ctx, status int, page, back string, v view) error
 	c.Set(fiber.HeaderContentLanguage, string(l))
 	c.Vary(fiber.HeaderAcceptLanguage, fiber.HeaderCookie)
 	return c.Status(status).Send(b.Bytes())
-}
-
-// pairs turns "Name", value, … (or one map) into a message's data.
-func pairs(kv []any) map[string]any {
-	if len(kv) == 1 {
-		if m, ok := kv[0].(map[string]any); ok {
-			return m
-		}
-	}
-	m := make(map[string]any, len(kv)/2)
-	for i := 0; i+1 < len(kv); i += 2 {
-		if k, ok := kv[i].(string); ok {
-			m[k] = kv[i+1]
-		}
-	}
-	return m
 }
 
 // internal logs a failure and answers a plain 500.
@@ -179,7 +163,7 @@ type messageData struct {
 // message answers status with a page saying message id msg and a link back to back.
 func (s *shop) message(c *fiber.Ctx, status int, msg, back string, args ...any) error {
 	return s.render(c, status, "message", back, view{Title: "storefront.title_sorry",
-		Data: messageData{Message: msg, Args: pairs(args), Back: back}})
+		Data: messageData{Message: msg, Args: i18n.Args(args), Back: back}})
 }
 
 // money is an amount in the shop's currency, for pages.

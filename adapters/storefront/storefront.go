@@ -6,6 +6,7 @@ import (
 	"embed"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,6 +88,9 @@ type Config struct {
 	// PayOrigins are the origins ("https://checkout.stripe.com") a pay form's 303 may lead
 	// to: browsers apply the form-action policy to a form's redirects too.
 	PayOrigins []string
+	// MorePayOrigins, when set, adds origins to PayOrigins at each pay page: those of the
+	// payment channels in force now (configured in the console, they change without a restart).
+	MorePayOrigins func() []string
 }
 
 // OrderPath is the order page's path, "{order_no}" standing for the order's number: where a
@@ -239,6 +243,13 @@ func (s *shop) secured(c *fiber.Ctx, h fiber.Handler) error {
 	csp := s.csp
 	if pay, _ := c.Locals(payFormKey).(bool); pay {
 		csp = s.payCSP
+		if s.cfg.MorePayOrigins != nil {
+			if more := s.cfg.MorePayOrigins(); len(more) > 0 {
+				cfg := s.cfg
+				cfg.PayOrigins = append(slices.Clone(cfg.PayOrigins), more...)
+				_, csp = policies(cfg)
+			}
+		}
 	}
 	c.Set("Content-Security-Policy", csp)
 	if c.Response().Header.Peek(fiber.HeaderCacheControl) == nil {

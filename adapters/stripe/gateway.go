@@ -352,3 +352,23 @@ func (g *Gateway) scrub(err error) error {
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), g.key.Reveal(), domain.Redacted))
 }
+
+// Probe reads a checkout session that does not exist: Stripe answers 404 resource_missing to
+// a key it accepts and 401 to one it does not (the console's test of the channel). ref names
+// the made-up session.
+func (g *Gateway) Probe(ctx context.Context, ref string) (string, error) {
+	id := "cs_test_cardshop_probe_" + ref
+	if !sessionID.MatchString(id) {
+		return "", fmt.Errorf("stripe: %q is not a checkout session id", id)
+	}
+	var s Session
+	err := g.call(ctx, http.MethodGet, "/v1/checkout/sessions/"+id, nil, "", &s)
+	var refused *apiError
+	switch {
+	case err == nil:
+		return "the made-up session " + id + " exists", nil
+	case errors.As(err, &refused) && refused.status == http.StatusNotFound:
+		return refused.Error(), nil
+	}
+	return "", fmt.Errorf("stripe: probe: %w", err)
+}

@@ -381,3 +381,23 @@ func TestReply(t *testing.T) {
 		t.Fatalf("refused: %+v", no)
 	}
 }
+
+// TestProbeTellsAnAcceptedKeyFromARefusedOne: the probe of a made-up session is answered
+// resource_missing with the account's key (authenticated), 401 with another (refused, without
+// the key in the error).
+func TestProbeTellsAnAcceptedKeyFromARefusedOne(t *testing.T) {
+	r := newRig(t)
+	answer, err := r.gw.Probe(context.Background(), string(orderNo))
+	if err != nil || !strings.Contains(answer, "resource_missing") {
+		t.Fatalf("probe with the account's key = %q, %v; want authenticated, resource_missing", answer, err)
+	}
+	other, err := stripe.New(stripe.Config{BaseURL: r.sim.URL, SecretKey: stripesim.NewSecretKey(),
+		WebhookSecrets: r.secrets, HTTPClient: r.sim.Client(), Clock: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.Probe(context.Background(), string(orderNo))
+	if err == nil || errors.Is(err, domain.ErrUnavailable) || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "sk_test_") {
+		t.Fatalf("probe with another key: %v; want a refusal naming 401, without the key", err)
+	}
+}

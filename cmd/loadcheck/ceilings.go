@@ -452,7 +452,9 @@ func insertScratchDDL(table string) string {
 		"buyer_email VARCHAR(254) NULL, buyer_lang VARCHAR(8) NULL, access_hash BINARY(32) NULL, " +
 		"PRIMARY KEY (order_no), UNIQUE KEY uk_buyer_idem (buyer_id, idem_key), " +
 		"KEY idx_expiry (status, expires_at), KEY idx_buyer_created (buyer_id, created_at), " +
-		"KEY idx_product_status (product_id, status, created_at), KEY idx_created (created_at)" +
+		"KEY idx_product_status (product_id, status, created_at), KEY idx_created (created_at), " +
+		"KEY idx_paid (paid_at, product_id, amount), KEY idx_refunded (status, ended_at, product_id, amount), " +
+		"KEY idx_product_created (product_id, created_at), KEY idx_email_created (buyer_email, created_at)" +
 		") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 }
 
