@@ -199,6 +199,21 @@ func (f *fixture) addCodes(t tester, pid domain.ProductID, n int) []string {
 	return codes
 }
 
+// addCodesHeld imports n fresh codes while the product is frozen, where the import's fill of
+// waiting orders stops, and unfreezes it: the waiting orders stay UNFULFILLED for a test of
+// the operator's fulfil.
+func (f *fixture) addCodesHeld(t tester, pid domain.ProductID, n int) []string {
+	t.Helper()
+	if err := f.shop.Catalogue.FreezeProduct(f.ctx, pid, "hold the restock"); err != nil {
+		t.Fatalf("freeze: %v", err)
+	}
+	codes := f.addCodes(t, pid, n)
+	if err := f.shop.Catalogue.UnfreezeProduct(f.ctx, pid); err != nil {
+		t.Fatalf("unfreeze: %v", err)
+	}
+	return codes
+}
+
 func (f *fixture) newKey() string { return fmt.Sprintf("key-%08d", f.keySeq.Add(1)) }
 
 func (f *fixture) track(o domain.Order) {

@@ -21,6 +21,16 @@ import (
 // ErrSoldOut, ErrProductFrozen, ErrPaidAfterSaleEnded (wrapping ErrSaleEnded),
 // ErrFulfilOverLimit (wrapping ErrBuyerHoldingLimit), ErrGateNotReady, ErrUnavailable.
 func (s *Sales) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
+	o, err := s.fulfilWaiting(ctx, no)
+	if err == nil {
+		s.resolveFilled(ctx, o.Product(), []domain.OrderNo{o.No()}, FulfilNote)
+	}
+	return o, err
+}
+
+// fulfilWaiting is FulfilOrder's core, shared with the fill of waiting orders on restock
+// (fillWaiting): one code path, so a fill has an operator's fulfil's guarantees.
+func (s *core) fulfilWaiting(ctx context.Context, no domain.OrderNo) (domain.Order, error) {
 	return settle(ctx, s.cfg.ReplayWait, "fulfil", func() (domain.Order, error) {
 		o, err := s.ledger.Orders().Order(ctx, no)
 		if err != nil {
@@ -40,7 +50,7 @@ func (s *Sales) FulfilOrder(ctx context.Context, no domain.OrderNo) (domain.Orde
 // page shows it instead of the button.
 //
 // Errors: also ErrUnavailable (the payments could not be read).
-func (s *Sales) FulfilRefusal(ctx context.Context, o domain.Order) error {
+func (s *core) FulfilRefusal(ctx context.Context, o domain.Order) error {
 	if o.Status() != domain.StatusUnfulfilled {
 		return fmt.Errorf("%w: order is %s", domain.ErrInvalidTransition, o.Status())
 	}
@@ -138,7 +148,7 @@ func (s *core) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 		case from == domain.StatusUnfulfilled:
 			return o, fmt.Errorf("fulfil again: %w", domain.ErrSoldOut)
 		default:
-			return s.unfulfilled(ctx, o, n, "late payment: no stock left", false)
+			return s.unfulfilled(ctx, o, n, reasonLateNoStock, false)
 		}
 	}
 	paid := o
@@ -196,6 +206,11 @@ func (s *core) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 		// (With a commit of unknown outcome the reservation is kept: the orphan sweep forgets it
 		// if the order is PAID and returns its units if not.)
 		s.cancelReservation(ctx, lateRes)
+		if from == domain.StatusUnfulfilled && !errors.Is(err, domain.ErrInsufficientCards) {
+			// The units were out of the stock while this attempt held them: a fill that found
+			// too few meanwhile stopped, and runs again now that they are back.
+			s.refill(ctx, o.Product())
+		}
 	}
 	if errors.Is(err, domain.ErrInsufficientCards) {
 		// The gate promised codes the ledger does not have: stop selling, keep the money visible.
@@ -224,6 +239,7 @@ func (s *core) forgetHold(ctx context.Context, o domain.Order) {
 // The reasons of a late payment the product's sale rules refuse (the gate's Ended and
 // HoldingLimit): the money is accepted and the order ends UNFULFILLED for an operator to refund.
 const (
+	reasonLateNoStock   = "late payment: no stock left"
 	reasonLateAfterEnd  = "late payment: after the sale ended"
 	reasonLateOverLimit = "late payment: over the buyer's limit"
 )
@@ -269,6 +285,20 @@ func (s *core) unfulfilled(ctx context.Context, o domain.Order, n domain.Payment
 	}
 	s.alerts.Alert(ctx, domain.Alert{Kind: "paid_unfulfilled", Product: o.Product(), OrderNo: o.No(),
 		Message: reason + advice})
+	if now, err := s.ledger.Orders().Order(ctx, o.No()); err == nil && now.Status() == domain.StatusPaid {
+		// A fill took the order between its UNFULFILLED and this alert, and acknowledged the
+		// alerts it found before this one was raised.
+		s.resolveFilled(ctx, o.Product(), []domain.OrderNo{o.No()}, RestockNote)
+		return now, nil
+	}
+	if reason == reasonLateNoStock {
+		// A restock may have committed between this payment's try at the gate and its
+		// UNFULFILLED: that import's fill listed the waiting orders before this one was among
+		// them. Filling now, after the commit, leaves no such gap (see fillWaiting).
+		if filled := s.fillAfterLatePayment(ctx, o); filled.Status() == domain.StatusPaid {
+			return filled, nil
+		}
+	}
 	return u, nil
 }
 

@@ -425,11 +425,40 @@ func TestOperatorFulfilOfAGuestOrderRecordsItsMail(t *testing.T) {
 	if n := len(f.mailMessages(t, g.Order.No())); n != 0 {
 		t.Fatalf("an UNFULFILLED order has %d mail messages", n)
 	}
-	f.addCodes(t, p.ID(), 1)
+	f.addCodesHeld(t, p.ID(), 1)
 	if o, err := f.shop.Sales.FulfilOrder(f.ctx, g.Order.No()); err != nil || o.Status() != domain.StatusPaid {
 		t.Fatalf("fulfil: %v %v", o.Status(), err)
 	}
 	if n := len(f.mailMessages(t, g.Order.No())); n != 1 {
 		t.Errorf("the fulfilled guest order has %d mail messages, want 1", n)
 	}
+}
+
+// TestRestockOfAGuestOrderRecordsItsMail: a guest order left UNFULFILLED by a late payment is
+// filled by the import that brings codes back, and its e-mail is recorded then, once.
+func TestRestockOfAGuestOrderRecordsItsMail(t *testing.T) {
+	f := newFixture(t, withGuests(), withMailer(&recordingMailer{}))
+	p := f.createProduct(t, 5, 1)
+	g := f.placeGuest(t, p.ID(), 1, "late@example.com")
+	f.clock.Advance(f.cfg.OrderTimeout + time.Minute)
+	if _, err := f.shop.Sales.Sweep(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.mustPay(t, f.mustPlace(t, "quick-buyer", p.ID(), 1).No())
+	if o := f.mustPay(t, g.Order.No()); o.Status() != domain.StatusUnfulfilled {
+		t.Fatalf("late payment without stock: %s", o.Status())
+	}
+	if rep := f.importLines(t, p.ID(), strings.Join(f.newCodes(2), "\n")); rep.Filled != 1 {
+		t.Fatalf("import filled %d orders, want 1", rep.Filled)
+	}
+	if st := f.order(t, g.Order.No()).Status(); st != domain.StatusPaid {
+		t.Fatalf("guest order %s after the restock, want PAID", st)
+	}
+	if _, err := f.shop.Sales.Sweep(f.ctx); err != nil { // finds nothing more to fill
+		t.Fatal(err)
+	}
+	if n := len(f.mailMessages(t, g.Order.No())); n != 1 {
+		t.Errorf("the filled guest order has %d mail messages, want 1", n)
+	}
+	f.assertInvariants(t, p.ID())
 }

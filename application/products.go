@@ -264,6 +264,8 @@ type ImportReport struct {
 	// is imported or counted above, and no later line was imported. After a failed import,
 	// send the rest from line Through+1.
 	Through int
+	// Filled counts the waiting (UNFULFILLED) orders of the product the new codes filled.
+	Filled int
 }
 
 // NotImported counts the lines the import did not import (blank lines aside).
@@ -309,8 +311,18 @@ const maxImportLine = 64 << 10
 // last, unterminated line: the complete lines before it are imported, the report's Through
 // names the last of them, and the read error is returned with the report.
 //
+// After the last batch, the new codes fill the product's waiting orders first, oldest first
+// (see Sales' fillWaiting); Filled says how many. A fill that fails is logged and left to the
+// sweep: it does not fail the import.
+//
 // Errors: ErrProductNotFound, ErrUnavailable, r's error (the report says what was imported).
 func (s *Catalogue) ImportCodes(ctx context.Context, id domain.ProductID, r io.Reader) (ImportReport, error) {
+	rep, err := s.importCodes(ctx, id, r)
+	s.fillAfterImport(ctx, id, &rep)
+	return rep, err
+}
+
+func (s *Catalogue) importCodes(ctx context.Context, id domain.ProductID, r io.Reader) (ImportReport, error) {
 	if _, err := s.ledger.Products().Product(ctx, id); err != nil {
 		return ImportReport{}, fmt.Errorf("import codes: %w", err)
 	}

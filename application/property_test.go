@@ -3,6 +3,7 @@ package application_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,6 +191,62 @@ func (r *propRun) replay(rt *rapid.T) {
 }
 
 // payVia pays (or fails) the order through ApplyPayment or a signed callback.
+// waiter is a waiting (UNFULFILLED) order as the fill model sees it.
+type waiter struct {
+	no     domain.OrderNo
+	qty    int
+	paidAt time.Time
+}
+
+// waiting lists the orders stored UNFULFILLED now.
+func (r *propRun) waiting(rt *rapid.T) []waiter {
+	var ws []waiter
+	for _, po := range r.orders {
+		if o := r.f.order(rt, po.no); o.Status() == domain.StatusUnfulfilled {
+			ws = append(ws, waiter{no: o.No(), qty: o.Qty(), paidAt: o.PaidAt()})
+		}
+	}
+	return ws
+}
+
+// fillModel predicts a fill of the waiting orders ws from stock units: oldest payment first
+// (then by number), each whole, stopping at the first that does not fit; none on a frozen
+// product. It returns the orders filled and the units they take.
+func fillModel(ws []waiter, stock int64, frozen bool) (filled []domain.OrderNo, units int64) {
+	slices.SortFunc(ws, func(a, b waiter) int {
+		if c := a.paidAt.Compare(b.paidAt); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.no), string(b.no))
+	})
+	if frozen {
+		return nil, 0
+	}
+	for _, w := range ws {
+		if int64(w.qty) > stock-units {
+			break
+		}
+		units += int64(w.qty)
+		filled = append(filled, w.no)
+	}
+	return filled, units
+}
+
+// expectFill checks that exactly the orders of ws the model filled are PAID, the others
+// still UNFULFILLED.
+func (r *propRun) expectFill(rt *rapid.T, what string, ws []waiter, filled []domain.OrderNo) {
+	rt.Helper()
+	for _, w := range ws {
+		want := domain.StatusUnfulfilled
+		if slices.Contains(filled, w.no) {
+			want = domain.StatusPaid
+		}
+		if got := r.f.order(rt, w.no).Status(); got != want {
+			rt.Fatalf("%s: waiting order %s (qty %d) is %s, want %s (filled oldest first: %v)", what, w.no, w.qty, got, want, filled)
+		}
+	}
+}
+
 func (r *propRun) payVia(rt *rapid.T, po *propOrder, paid bool, amount domain.Money) (domain.Order, error) {
 	f := r.f
 	if rapid.Bool().Draw(rt, "via callback") {
@@ -207,6 +264,7 @@ func (r *propRun) payOrder(rt *rapid.T, po *propOrder) {
 	f := r.f
 	o := f.order(rt, po.no)
 	lv := f.levels(rt, r.pid())
+	ws := r.waiting(rt)
 	got, err := r.payVia(rt, po, true, o.Amount())
 	is(rt, "pay "+o.Status().String(), err, nil)
 	want := o.Status()
@@ -219,7 +277,12 @@ func (r *propRun) payOrder(rt *rapid.T, po *propOrder) {
 	}
 	r.expectStatus(rt, "payment", po, got, want)
 	if want == domain.StatusUnfulfilled && o.Status() != domain.StatusUnfulfilled {
-		r.expectLevels(rt, "after an unfulfilled late payment", lv)
+		// Without stock for it, the late payment fills the older waiting orders the stock
+		// covers (stock that came back without an import: an expiry, a refund's recycle).
+		ws = append(ws, waiter{no: po.no, qty: po.qty, paidAt: got.PaidAt()})
+		filled, units := fillModel(ws, lv.Stock, lv.Frozen)
+		r.expectFill(rt, "the fill after an unfulfilled late payment", ws, filled)
+		r.expectLevels(rt, "after an unfulfilled late payment", domain.GateLevels{Stock: lv.Stock - units, Sold: lv.Sold + units, Frozen: lv.Frozen})
 	}
 }
 
@@ -352,11 +415,18 @@ func (r *propRun) sweep(rt *rapid.T) {
 			due = append(due, po)
 		}
 	}
+	lv, ws := f.levels(rt, r.pid()), r.waiting(rt)
+	freed := int64(0)
+	for _, po := range due {
+		freed += int64(po.qty)
+	}
+	filled, _ := fillModel(ws, lv.Stock+freed, lv.Frozen)
 	n, err := f.shop.Sales.Sweep(f.ctx)
 	is(rt, "sweep", err, nil)
-	if n != len(due) {
-		rt.Fatalf("sweep looked at %d orders, %d were due", n, len(due))
+	if n != len(due)+len(filled) {
+		rt.Fatalf("sweep looked at %d orders, %d were due and %d waiting orders to fill", n, len(due), len(filled))
 	}
+	r.expectFill(rt, "the sweep's fill", ws, filled)
 	for _, po := range due {
 		if st := r.status(rt, po); st != domain.StatusClosed {
 			rt.Fatalf("sweep left due order %s %s", po.no, st)
@@ -548,13 +618,16 @@ func (r *propRun) importMore(rt *rapid.T) {
 		lines = append(lines, "x")
 		invalid++
 	}
-	lv := f.levels(rt, r.pid())
+	lv, ws := f.levels(rt, r.pid()), r.waiting(rt)
+	filled, units := fillModel(ws, lv.Stock+int64(len(fresh)), lv.Frozen || len(fresh) == 0)
 	rep := f.importLines(rt, r.pid(), strings.Join(lines, "\n"))
-	if rep.Added != len(fresh) || rep.Duplicates != dups || rep.Invalid != invalid {
-		rt.Fatalf("import of %d fresh, %d duplicate, %d malformed lines reported %+v", len(fresh), dups, invalid, rep)
+	if rep.Added != len(fresh) || rep.Duplicates != dups || rep.Invalid != invalid || rep.Filled != len(filled) {
+		rt.Fatalf("import of %d fresh, %d duplicate, %d malformed lines (%d waiting orders to fill) reported %+v",
+			len(fresh), dups, invalid, len(filled), rep)
 	}
 	r.codes = append(r.codes, fresh...)
-	r.expectLevels(rt, "after an import", domain.GateLevels{Stock: lv.Stock + int64(len(fresh)), Sold: lv.Sold, Frozen: lv.Frozen})
+	r.expectFill(rt, "the import's fill", ws, filled)
+	r.expectLevels(rt, "after an import", domain.GateLevels{Stock: lv.Stock + int64(len(fresh)) - units, Sold: lv.Sold + units, Frozen: lv.Frozen})
 }
 
 func (r *propRun) freeze(rt *rapid.T) {

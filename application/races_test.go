@@ -113,7 +113,7 @@ func TestConcurrentFulfilOfOneOrder(t *testing.T) {
 		t.Fatalf("late payment without stock = %s, %v; want UNFULFILLED", got.Status(), err)
 	}
 	f.mustPay(t, other.No())
-	f.addCodes(t, p.ID(), 2)
+	f.addCodesHeld(t, p.ID(), 2)
 
 	const operators = 8
 	var wg sync.WaitGroup

@@ -510,7 +510,7 @@ func TestFulfilRefusedWhileTheRefundIsPending(t *testing.T) {
 	gw2.set(func(g *scriptedGateway) { g.refund = "refuse" })
 	_, err = g.shop.Payments.RefundOrder(g.ctx, application.Refund{OrderNo: o2.No()})
 	is(t, "a refused refund", err, domain.ErrRefundRefused)
-	g.addCodes(t, p2.ID(), 5)
+	g.addCodesHeld(t, p2.ID(), 5)
 	if got, err := g.shop.Sales.FulfilOrder(g.ctx, o2.No()); err != nil || got.Status() != domain.StatusPaid {
 		t.Fatalf("fulfil after a refused refund = %s, %v; want PAID", got.Status(), err)
 	}
@@ -548,7 +548,7 @@ func TestFulfilLosesToARefundBetweenItsCheckAndItsTransaction(t *testing.T) {
 	hooked := &paymentHookLedger{}
 	f := newFixture(t, withGateways(gw), withLedger(func(l *memory.Ledger) domain.Ledger { hooked.Ledger = l; return hooked }))
 	p, o := unfulfilledThrough(t, f, gw)
-	f.addCodes(t, p.ID(), 5)
+	f.addCodesHeld(t, p.ID(), 5)
 	gw.set(func(g *scriptedGateway) { g.refund = "pending" })
 	refund := func() {
 		if res, err := f.shop.Payments.RefundOrder(f.ctx, application.Refund{OrderNo: o.No(), Void: true}); err != nil || res.Money.Status != domain.PaymentRefunding {

@@ -381,7 +381,7 @@ func TestLatePaymentAfterTheSaleEnded(t *testing.T) {
 	}
 	f.assertInvariants(t, p.ID())
 
-	f.addCodes(t, p.ID(), 2)
+	f.addCodesHeld(t, p.ID(), 2)
 	_, err = f.shop.Sales.FulfilOrder(f.ctx, afterEnd.No())
 	is(t, "fulfil an order paid after the end", err, domain.ErrPaidAfterSaleEnded)
 	if got, err := f.shop.Sales.FulfilOrder(f.ctx, inTime.No()); err != nil || got.Status() != domain.StatusPaid {

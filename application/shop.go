@@ -229,7 +229,12 @@ type Payments struct {
 
 // Catalogue runs products and their codes: create, update, freeze, import, void; and the gate:
 // reconcile, rebuild, stock watch, the dashboard.
-type Catalogue struct{ *stock }
+type Catalogue struct {
+	*stock
+	// fill fills a product's waiting orders (Sales' fillWaiting): the one step of an order's
+	// life an import starts.
+	fill func(context.Context, domain.ProductID) (FillReport, error)
+}
 
 // Admin runs operators and their sessions, the audit log and the alert log: the ledger and the
 // clock are all it needs. Who may do what is ActionRole's table.
@@ -281,6 +286,7 @@ type core struct {
 	gateways atomic.Pointer[gatewaySet] // swapped whole when the console's channels change (Channels.Reload)
 	alerts   domain.Alerter
 
+	fills      sync.Map // domain.ProductID -> *fillRun: the product's fill of waiting orders (fillWaiting)
 	rebuilding sync.Map // domain.ProductID -> true while an automatic gate rebuild is pending
 	background sync.WaitGroup
 }
@@ -355,7 +361,7 @@ func New(cfg Config, d Deps) (*App, error) {
 	st := &stock{outbox: o}
 	c := &core{stock: st, alerts: alerts}
 	c.gateways.Store(newGatewaySet(gateways, nil))
-	return &App{Sales: &Sales{core: c, queue: d.Queue}, Payments: &Payments{core: c, verifier: d.Verifier}, Catalogue: &Catalogue{st}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
+	return &App{Sales: &Sales{core: c, queue: d.Queue}, Payments: &Payments{core: c, verifier: d.Verifier}, Catalogue: &Catalogue{stock: st, fill: c.fillWaiting}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
 		Relay: &Relay{o}, Guard: newGuard(cfg, d), Channels: newChannels(c, gateways, d.Channels), core: c,
 		AlertChannels: &AlertChannels{ledger: d.Ledger, pusher: d.AlertPusher, clock: d.Clock}}, nil
 }

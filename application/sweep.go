@@ -19,10 +19,11 @@ const sweepParallel = 32
 
 // Sweep closes every PENDING order past its expiry, whatever happened to its timeout message
 // (lost, broker down, service restarted), and then returns orphan reservations (SweepOrphans),
-// so that no reservation leaks. The orders of a page are closed up to sweepParallel at once.
+// so that no reservation leaks, and then fills waiting orders where stock is there
+// (FillWaiting). The orders of a page are closed up to sweepParallel at once.
 // An order whose payment provider cannot be reached to close its open payment is skipped until
 // the next sweep (see CloseExpired). It returns how many orders it closed or looked at plus how
-// many orphans it released.
+// many orphans it released and how many waiting orders it filled.
 func (s *Sales) Sweep(ctx context.Context) (int, error) {
 	seen := 0
 	for {
@@ -40,7 +41,12 @@ func (s *Sales) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	released, err := s.SweepOrphans(ctx)
-	return seen + released, err
+	if err != nil {
+		return seen + released, err
+	}
+	// Last: the units the closes and the orphans gave back go to waiting orders first.
+	filled, err := s.FillWaiting(ctx)
+	return seen + released + filled, err
 }
 
 // closeAll closes the orders of due, up to sweepParallel at once, and returns how many wait for

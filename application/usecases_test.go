@@ -419,7 +419,7 @@ func TestLatePaymentWithoutStockIsUnfulfilled(t *testing.T) {
 	_, err = f.shop.Sales.FulfilOrder(f.ctx, o.No())
 	is(t, "fulfil while sold out", err, domain.ErrSoldOut)
 	f.mustPay(t, rival.No())
-	f.addCodes(t, p.ID(), 3)
+	f.addCodesHeld(t, p.ID(), 3)
 	got, err = f.shop.Sales.FulfilOrder(f.ctx, o.No())
 	is(t, "fulfil after the restock", err, nil)
 	if got.Status() != domain.StatusPaid {

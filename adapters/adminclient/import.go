@@ -85,6 +85,7 @@ type ImportReport struct {
 	} `json:"skipped"`
 	Truncated bool `json:"truncated"`
 	Through   int  `json:"through_line"`
+	Filled    int  `json:"filled"` // waiting orders the new codes filled
 }
 
 // ImportCodes streams up into product's pool (POST /admin/products/{id}/codes) and returns the

@@ -133,7 +133,7 @@ func printImport(w io.Writer, r *adminclient.ImportReport) {
 	for _, c := range []struct {
 		label string
 		n     int
-	}{{"comments", r.Comments}, {"header", r.Headers}, {"cut line", r.Unterminated}} {
+	}{{"comments", r.Comments}, {"header", r.Headers}, {"cut line", r.Unterminated}, {"filled", r.Filled}} {
 		if c.n > 0 {
 			fmt.Fprintf(w, "%-12s%d\n", c.label, c.n)
 		}

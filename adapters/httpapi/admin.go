@@ -207,6 +207,7 @@ type importResponse struct {
 	Truncated    bool          `json:"truncated"`
 	ThroughLine  int           `json:"through_line"`
 	Complete     bool          `json:"complete"`
+	Filled       int           `json:"filled"`
 }
 
 type skippedLine struct {
@@ -218,7 +219,8 @@ type skippedLine struct {
 func newImportResponse(rep application.ImportReport, complete bool) importResponse {
 	out := importResponse{Added: rep.Added, Duplicates: rep.Duplicates, InPool: rep.InPool, Invalid: rep.Invalid,
 		InvalidRows: rep.InvalidRows, Comments: rep.Comments, Headers: rep.Headers, Unterminated: rep.Unterminated,
-		Skipped: make([]skippedLine, len(rep.Skipped)), Truncated: rep.Truncated, ThroughLine: rep.Through, Complete: complete}
+		Skipped: make([]skippedLine, len(rep.Skipped)), Truncated: rep.Truncated, ThroughLine: rep.Through, Complete: complete,
+		Filled: rep.Filled}
 	for i, l := range rep.Skipped {
 		out.Skipped[i] = skippedLine{Line: l.Line, Reason: l.Reason, Detail: l.Detail}
 	}

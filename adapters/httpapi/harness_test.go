@@ -271,6 +271,7 @@ type importJSON struct {
 	} `json:"skipped"`
 	Truncated   bool `json:"truncated"`
 	ThroughLine int  `json:"through_line"`
+	Filled      int  `json:"filled"`
 	Complete    bool `json:"complete"`
 }
 

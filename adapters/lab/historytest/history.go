@@ -453,12 +453,17 @@ func (h *history) fulfilAtLast(ctx context.Context, r *orderRec) {
 		}
 		return
 	}
-	if err != nil && isErr(err, domain.ErrSoldOut) {
+	// The import fills the product's waiting orders oldest first: this one, or older ones that
+	// take the codes first (then import again; each round fills at least one order).
+	for round := 0; err != nil && isErr(err, domain.ErrSoldOut) && round < 100; round++ {
 		idx := h.productIndex(r.product)
 		codes := h.newCodes(idx, r.qty)
 		if _, err := h.shop.Catalogue.ImportCodes(ctx, r.product, strings.NewReader(strings.Join(codes, "\n"))); err != nil {
 			h.violate("settle: import codes for %s: %v", r.no, err)
 			return
+		}
+		if o, err = h.ports.Ledger.Orders().Order(ctx, r.no); err == nil && o.Status() == domain.StatusPaid {
+			break
 		}
 		o, err = h.shop.Sales.FulfilOrder(ctx, r.no)
 	}
