@@ -9,9 +9,10 @@ import (
 )
 
 // productOut is what the product commands print for a product, without its last lines
-// (stock_state, frozen, created_at), which productTail checks.
+// (stock_state, frozen, created_at), which productTail checks; the product is in no variant
+// group and has the default minimum of 1 per order.
 func productOut(id, name, price, maxPerOrder, tiers, display, startsAt, endsAt, buyerLimit, releases, lowStock string) string {
-	return fmt.Sprintf("id: %s\nname: %s\nprice: %s\nmax_per_order: %s\ntiers: %s\nstock_display: %s\nstarts_at: %s\nends_at: %s\n"+
+	return fmt.Sprintf("id: %s\nname: %s\nprice: %s\nmin_per_order: 1\nmax_per_order: %s\ngroup: none\nvariant: none\ntiers: %s\nstock_display: %s\nstarts_at: %s\nends_at: %s\n"+
 		"buyer_limit: %s\nrefund_releases_limit: %s\nlow_stock_threshold: %s\n",
 		id, name, price, maxPerOrder, tiers, display, startsAt, endsAt, buyerLimit, releases, lowStock)
 }
