@@ -68,8 +68,10 @@ command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # A font with Chinese glyphs, for the console's Chinese pages in the browser test (their width
-# on a phone, their screenshots): without one Chromium draws boxes.
-fc-list 2>/dev/null | grep -qi 'WenQuanYi Zen Hei' || missing+=(fonts-wqy-zenhei)
+# on a phone, their screenshots): without one Chromium draws boxes. (Not `fc-list | grep -q`:
+# grep quits at the first match, fc-list dies of SIGPIPE, and pipefail fails the pipe.)
+cjk_font() { [[ -n $(fc-list 'WenQuanYi Zen Hei' family 2>/dev/null) ]]; }
+cjk_font || missing+=(fonts-wqy-zenhei)
 if ((${#missing[@]})); then
   echo "installing ${missing[*]} with apt-get"
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >/dev/null 2>&1 || true
@@ -77,7 +79,7 @@ fi
 command -v wrk >/dev/null 2>&1 && echo "ok: wrk" || { echo "NOT INSTALLED: wrk"; failed+=(wrk); }
 command -v redis-benchmark >/dev/null 2>&1 && echo "ok: redis-benchmark" || { echo "NOT INSTALLED: redis-benchmark"; failed+=(redis-benchmark); }
 command -v chromium >/dev/null 2>&1 && echo "ok: chromium" || { echo "NOT INSTALLED: chromium"; failed+=(chromium); }
-fc-list 2>/dev/null | grep -qi 'WenQuanYi Zen Hei' && echo "ok: fonts-wqy-zenhei" || { echo "NOT INSTALLED: fonts-wqy-zenhei"; failed+=(fonts-wqy-zenhei); }
+cjk_font && echo "ok: fonts-wqy-zenhei" || { echo "NOT INSTALLED: fonts-wqy-zenhei"; failed+=(fonts-wqy-zenhei); }
 # Mailpit, the SMTP server the mail tests run one of per test (adapters/lab/mailpit) and
 # make run's inbox: installed with go install into $(go env GOPATH)/bin when missing.
 MAILPIT_VERSION=v1.33.1
