@@ -40,28 +40,26 @@ func (k *console) paymentsPage(c *fiber.Ctx, status int, errMsg, notice string) 
 		Data: paymentsData{Channels: views}})
 }
 
-// channelView finds the provider of the route among the listed ones; false: no such page.
-func (k *console) channelView(c *fiber.Ctx) (application.ChannelView, bool, error) {
+// channelView finds the provider of the route among the listed ones; when it answers false it
+// has sent the error page (a failed read, or 404), whose result is answered.
+func (k *console) channelView(c *fiber.Ctx) (v application.ChannelView, ok bool, answered error) {
 	views, err := k.payChannels.List(c.UserContext())
 	if err != nil {
-		return application.ChannelView{}, false, err
+		return v, false, k.fail(c, err)
 	}
 	for _, v := range views {
 		if string(v.Provider) == c.Params("provider") {
 			return v, true, nil
 		}
 	}
-	return application.ChannelView{}, false, nil
+	return v, false, k.errorPage(c, fiber.StatusNotFound, "console.error.no_page")
 }
 
 // channel shows a provider's edit form (read-only when the environment manages it).
 func (k *console) paymentChannel(c *fiber.Ctx) error {
-	v, ok, err := k.channelView(c)
-	switch {
-	case err != nil:
-		return k.fail(c, err)
-	case !ok:
-		return k.errorPage(c, fiber.StatusNotFound, "console.error.no_page")
+	v, ok, answered := k.channelView(c)
+	if !ok {
+		return answered
 	}
 	return k.paymentChannelPage(c, fiber.StatusOK, channelData{Channel: v, Form: v.Fields, Enabled: v.Enabled || v.Version == 0}, "", "")
 }
@@ -74,12 +72,9 @@ func (k *console) paymentChannelPage(c *fiber.Ctx, status int, d channelData, er
 // and stores nothing; the audit entry names the fields set and the secrets replaced, never a
 // secret's value.
 func (k *console) savePaymentChannel(c *fiber.Ctx) error {
-	v, ok, err := k.channelView(c)
-	switch {
-	case err != nil:
-		return k.fail(c, err)
-	case !ok:
-		return k.errorPage(c, fiber.StatusNotFound, "console.error.no_page")
+	v, ok, answered := k.channelView(c)
+	if !ok {
+		return answered
 	}
 	version, _ := strconv.ParseInt(formValue(c, "version"), 10, 64)
 	ch := application.ChannelChange{Provider: v.Provider, Enabled: formValue(c, "enabled") == "on", Version: version,
@@ -95,7 +90,7 @@ func (k *console) savePaymentChannel(c *fiber.Ctx) error {
 		}
 		ch.Fields[f.Name] = formValue(c, "f_"+f.Name)
 	}
-	_, err = k.payChannels.Save(c.UserContext(), identityOf(c).Name, ch)
+	_, err := k.payChannels.Save(c.UserContext(), identityOf(c).Name, ch)
 	k.record(c, application.ActionChannelSave, paymentChannelAudit(v.Spec, ch, replaced), err)
 	if err == nil {
 		return k.paymentsPage(c, fiber.StatusOK, "", k.text(k.lang(c), "console.payments.saved", "Provider", string(v.Provider)))
@@ -135,15 +130,12 @@ func paymentChannelAudit(spec application.ChannelSpec, ch application.ChannelCha
 
 // disablePaymentChannel stops offering a console channel to new orders.
 func (k *console) disablePaymentChannel(c *fiber.Ctx) error {
-	v, ok, err := k.channelView(c)
-	switch {
-	case err != nil:
-		return k.fail(c, err)
-	case !ok:
-		return k.errorPage(c, fiber.StatusNotFound, "console.error.no_page")
+	v, ok, answered := k.channelView(c)
+	if !ok {
+		return answered
 	}
 	version, _ := strconv.ParseInt(formValue(c, "version"), 10, 64)
-	err = k.payChannels.Disable(c.UserContext(), identityOf(c).Name, v.Provider, version)
+	err := k.payChannels.Disable(c.UserContext(), identityOf(c).Name, v.Provider, version)
 	k.record(c, application.ActionChannelDisable, map[string]string{"provider": string(v.Provider)}, err)
 	if err == nil {
 		return k.paymentsPage(c, fiber.StatusOK, "", k.text(k.lang(c), "console.payments.disabled_notice", "Provider", string(v.Provider)))
@@ -160,12 +152,9 @@ func (k *console) disablePaymentChannel(c *fiber.Ctx) error {
 
 // testPaymentChannel runs the channel's test call and shows what the provider answered.
 func (k *console) testPaymentChannel(c *fiber.Ctx) error {
-	v, ok, err := k.channelView(c)
-	switch {
-	case err != nil:
-		return k.fail(c, err)
-	case !ok:
-		return k.errorPage(c, fiber.StatusNotFound, "console.error.no_page")
+	v, ok, answered := k.channelView(c)
+	if !ok {
+		return answered
 	}
 	res, err := k.payChannels.Test(c.UserContext(), v.Provider)
 	params := map[string]string{"provider": string(v.Provider)}
