@@ -31,6 +31,7 @@ type Failover struct {
 	// Primary keeps writing to it, what the replica will never see. Nil otherwise.
 	Link  *netfault.Proxy
 	procs map[string]*exec.Cmd
+	dir   string
 }
 
 // StartFailover starts the set and waits until the Sentinel monitors the primary and knows the
@@ -40,15 +41,16 @@ func StartFailover(t testing.TB, partitionable bool) *Failover {
 	_, err := exec.LookPath("redis-server")
 	porttest.RequireService(t, "redis-server (for a Sentinel set of the test's own)", err)
 	dir := t.TempDir()
-	f := &Failover{procs: map[string]*exec.Cmd{}}
+	f := &Failover{procs: map[string]*exec.Cmd{}, dir: dir}
 	for _, d := range []string{"primary", "replica"} { // a full sync writes its RDB there
 		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f.Primary, f.Replica, f.Sentinel = freePort(t), freePort(t), freePort(t)
+	// The replica's full sync starts at once (the default waits 5 s for more replicas).
 	f.start(t, dir, "primary", "--port", port(f.Primary), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", filepath.Join(dir, "primary"))
+		"--dir", filepath.Join(dir, "primary"), "--repl-diskless-sync-delay", "0")
 	waitPing(t, f.Primary)
 	known := f.Primary // the primary's address the replica and the Sentinel use
 	if partitionable {
@@ -70,7 +72,9 @@ func StartFailover(t testing.TB, partitionable bool) *Failover {
 	f.start(t, dir, "sentinel", conf, "--sentinel")
 	s := redis.NewSentinelClient(&redis.Options{Addr: f.Sentinel})
 	defer s.Close()
-	wait(t, 20*time.Second, "the Sentinel to know the replica", func(ctx context.Context) bool {
+	// The Sentinel reads the primary's INFO every 10 s: a replica that linked up just after one
+	// read is known at the next, so the wait allows three reads and a loaded machine.
+	f.wait(t, 40*time.Second, "the Sentinel to know the replica", func(ctx context.Context) bool {
 		reps, err := s.Replicas(ctx, FailoverMaster).Result()
 		if err != nil || len(reps) == 0 {
 			return false
@@ -119,7 +123,7 @@ func (f *Failover) WaitPromoted(t testing.TB) {
 	t.Helper()
 	s := redis.NewSentinelClient(&redis.Options{Addr: f.Sentinel})
 	defer s.Close()
-	wait(t, 30*time.Second, "the Sentinel to promote the replica", func(ctx context.Context) bool {
+	f.wait(t, 30*time.Second, "the Sentinel to promote the replica", func(ctx context.Context) bool {
 		addr, err := s.GetMasterAddrByName(ctx, FailoverMaster).Result()
 		if err != nil || len(addr) != 2 || net.JoinHostPort(addr[0], addr[1]) != f.Replica {
 			return false
@@ -129,6 +133,22 @@ func (f *Failover) WaitPromoted(t testing.TB) {
 		role, err := r.Do(ctx, "role").Slice()
 		return err == nil && len(role) > 0 && role[0] == "master"
 	})
+}
+
+// wait is wait with the set's logs printed when it gives up, so a failure tells its cause.
+func (f *Failover) wait(t testing.TB, limit time.Duration, what string, ok func(context.Context) bool) {
+	t.Helper()
+	if waitUntil(limit, ok) {
+		return
+	}
+	for _, name := range []string{"primary", "replica", "sentinel"} {
+		b, _ := os.ReadFile(filepath.Join(f.dir, name+".log"))
+		if len(b) > 4000 {
+			b = b[len(b)-4000:]
+		}
+		t.Logf("%s.log (tail):\n%s", name, b)
+	}
+	t.Fatalf("waited %s for %s", limit, what)
 }
 
 func freePort(t testing.TB) string {
@@ -155,16 +175,23 @@ func waitPing(t testing.TB, addr string) {
 
 func wait(t testing.TB, limit time.Duration, what string, ok func(context.Context) bool) {
 	t.Helper()
+	if !waitUntil(limit, ok) {
+		t.Fatalf("waited %s for %s", limit, what)
+	}
+}
+
+// waitUntil polls ok (each call given a second) until it holds or limit has passed.
+func waitUntil(limit time.Duration, ok func(context.Context) bool) bool {
 	deadline := time.Now().Add(limit)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		done := ok(ctx)
 		cancel()
 		if done {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", limit, what)
+			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
