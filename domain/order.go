@@ -178,6 +178,8 @@ type Order struct {
 	email      Email      // a guest order's buyer address (Guest); empty for an API order
 	lang       string     // a guest order's buyer language
 	accessHash AccessHash // SHA-256 of a guest order's access secret
+	coupon     CouponCode // the coupon the order carries; empty when none
+	discount   Money      // what the coupon took off; amount = unitPrice × qty − discount
 }
 
 // NewOrder validates and creates a PENDING order that expires at at+timeout. Its unit price is
@@ -223,6 +225,10 @@ type OrderRecord struct {
 	Email      Email
 	Lang       string
 	AccessHash AccessHash
+	// Coupon and Discount are the coupon the order carries and what it took off; empty/0 when
+	// none.
+	Coupon   CouponCode
+	Discount Money
 }
 
 // RehydrateOrder rebuilds an order from storage without re-validating it.
@@ -230,7 +236,8 @@ func RehydrateOrder(r OrderRecord) Order {
 	return Order{no: r.No, buyer: r.Buyer, product: r.Product, qty: r.Qty, unitPrice: r.UnitPrice,
 		amount: r.Amount, idemKey: r.IdemKey, status: r.Status, reason: r.Reason, paymentRef: r.PaymentRef,
 		createdAt: r.CreatedAt, expiresAt: r.ExpiresAt, paidAt: r.PaidAt, endedAt: r.EndedAt, updatedAt: r.UpdatedAt,
-		revealedAt: r.RevealedAt, email: r.Email, lang: r.Lang, accessHash: r.AccessHash}
+		revealedAt: r.RevealedAt, email: r.Email, lang: r.Lang, accessHash: r.AccessHash,
+		coupon: r.Coupon, discount: r.Discount}
 }
 
 // Record returns the storable form of o.
@@ -238,7 +245,29 @@ func (o Order) Record() OrderRecord {
 	return OrderRecord{No: o.no, Buyer: o.buyer, Product: o.product, Qty: o.qty, UnitPrice: o.unitPrice,
 		Amount: o.amount, IdemKey: o.idemKey, Status: o.status, Reason: o.reason, PaymentRef: o.paymentRef,
 		CreatedAt: o.createdAt, ExpiresAt: o.expiresAt, PaidAt: o.paidAt, EndedAt: o.endedAt, UpdatedAt: o.updatedAt,
-		RevealedAt: o.revealedAt, Email: o.email, Lang: o.lang, AccessHash: o.accessHash}
+		RevealedAt: o.revealedAt, Email: o.email, Lang: o.lang, AccessHash: o.accessHash,
+		Coupon: o.coupon, Discount: o.discount}
+}
+
+// Coupon returns the coupon the order carries, or "".
+func (o Order) Coupon() CouponCode { return o.coupon }
+
+// Discount returns what the order's coupon took off its amount.
+func (o Order) Discount() Money { return o.discount }
+
+// WithCoupon applies coupon c to a PENDING order that has none yet, at t (the order's
+// creation): the amount becomes the undiscounted amount less c's Discount, fixed from then on.
+// Errors: as Coupon.Discount; an order that already carries one is ErrInvalidInput.
+func (o Order) WithCoupon(c Coupon, t time.Time) (Order, error) {
+	if o.coupon != "" || o.status != StatusPending {
+		return Order{}, Invalid("coupon", "the order already carries one")
+	}
+	off, err := c.Discount(o.product, o.amount, t)
+	if err != nil {
+		return Order{}, err
+	}
+	o.coupon, o.discount, o.amount = c.Code, off, o.amount-off
+	return o, nil
 }
 
 // No returns the order number.
@@ -296,14 +325,25 @@ func (o Order) Revealed() bool { return !o.revealedAt.IsZero() }
 
 // Fingerprint identifies the request that created the order, to tell a replay (same key, same
 // body) from a reuse of the key for a different request.
-func (o Order) Fingerprint() string { return RequestFingerprint(o.product, o.qty) }
+func (o Order) Fingerprint() string {
+	if o.coupon != "" {
+		return CouponFingerprint(o.product, o.qty, o.coupon)
+	}
+	return RequestFingerprint(o.product, o.qty)
+}
 
-// RequestFingerprint is the fingerprint of an order request.
+// RequestFingerprint is the fingerprint of an order request without a coupon.
 func RequestFingerprint(p ProductID, qty int) string {
 	var b [41]byte // two int64 and the colon
 	out := strconv.AppendInt(b[:0], int64(p), 10)
 	out = append(out, ':')
 	return string(strconv.AppendInt(out, int64(qty), 10))
+}
+
+// CouponFingerprint is the fingerprint of an order request with coupon c: the same key sent
+// again with another coupon (or none) is another request.
+func CouponFingerprint(p ProductID, qty int, c CouponCode) string {
+	return RequestFingerprint(p, qty) + ":" + string(c)
 }
 
 func (o *Order) move(to OrderStatus, at time.Time) error {

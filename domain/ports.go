@@ -43,6 +43,15 @@ type Reservation struct {
 	// at it, to the millisecond. Zero: by the gate's clock now (the late payment itself).
 	// Ignored for a keyed reservation.
 	PaidAt time.Time
+	// Coupon, when set, is claimed in the same atomic step as the stock: one use of it on the
+	// product, and one of the buyer's. CouponUses (> 0) is how many uses the product allows
+	// (Coupon.UsesPerProduct), CouponPerBuyer (> 0) how many one buyer may have; 0: no limit.
+	// A claim past either limit is CouponUsedUp or CouponBuyerLimit, nothing reserved. Late
+	// re-reservations claim the order's coupon again (the close that returned the stock
+	// returned its use too).
+	Coupon         CouponCode
+	CouponUses     int64
+	CouponPerBuyer int64
 }
 
 // ReserveOutcome is the gate's answer to a reservation.
@@ -50,16 +59,18 @@ type ReserveOutcome int
 
 // The reserve outcomes.
 const (
-	Reserved     ReserveOutcome = iota + 1 // stock taken, key claimed
-	Replayed                               // key (or Ref) already claimed: see ExistingOrder
-	SoldOut                                // fewer units left than asked; nothing changed
-	Frozen                                 // product frozen at the gate; nothing changed
-	GateMissing                            // the gate has no record of the product; nothing changed
-	BuyerLimit                             // the buyer's budget (BuyerCap per BuyerWindow) is spent; nothing changed
-	Rebuilding                             // the product's gate is being rebuilt (BeginRebuild); nothing changed, ask again shortly
-	NotStarted                             // the sale window opens later by the gate's clock (see StartsIn); nothing changed
-	Ended                                  // the sale window is over by the gate's clock (a late one: at its PaidAt); nothing changed
-	HoldingLimit                           // the buyer would hold more than the product's BuyerLimit (new or late); nothing changed
+	Reserved         ReserveOutcome = iota + 1 // stock taken, key claimed
+	Replayed                                   // key (or Ref) already claimed: see ExistingOrder
+	SoldOut                                    // fewer units left than asked; nothing changed
+	Frozen                                     // product frozen at the gate; nothing changed
+	GateMissing                                // the gate has no record of the product; nothing changed
+	BuyerLimit                                 // the buyer's budget (BuyerCap per BuyerWindow) is spent; nothing changed
+	Rebuilding                                 // the product's gate is being rebuilt (BeginRebuild); nothing changed, ask again shortly
+	NotStarted                                 // the sale window opens later by the gate's clock (see StartsIn); nothing changed
+	Ended                                      // the sale window is over by the gate's clock (a late one: at its PaidAt); nothing changed
+	HoldingLimit                               // the buyer would hold more than the product's BuyerLimit (new or late); nothing changed
+	CouponUsedUp                               // the coupon is used CouponUses times on the product; nothing changed
+	CouponBuyerLimit                           // the buyer used the coupon CouponPerBuyer times on the product; nothing changed
 )
 
 // ReserveResult is what Reserve did.
@@ -85,6 +96,10 @@ type GateChange struct {
 	Sold    int64
 	Buyer   BuyerID
 	Held    int64
+	// Coupon, when set, has CouponUses added to its count on the product and to Buyer's count
+	// of it (a close or a failed payment of an order that carries one gives its use back: -1).
+	Coupon     CouponCode
+	CouponUses int64
 }
 
 // Hold is a reservation the gate still tracks because its units do not yet follow an order.
@@ -100,6 +115,10 @@ type Hold struct {
 	// Late is true for a keyless reservation: a late payment's re-reservation of an order that
 	// exists (CLOSED, FAILED or UNFULFILLED), whose units follow the order only once it is PAID.
 	Late bool
+	// Buyer and Coupon are the hold's buyer (when the gate tracks it) and the coupon whose use
+	// the reservation claimed ("" for none): a rebuild counts the use of a hold it keeps.
+	Buyer  BuyerID
+	Coupon CouponCode
 }
 
 // RebuildPlan is what FinishRebuild writes: the counters computed from one consistent read
@@ -120,6 +139,9 @@ type RebuildPlan struct {
 	// the product (HeldByBuyer); the holds still tracked after the Drop are added to it by their
 	// buyer. Ignored without a limit (the gate keeps no holding counts then).
 	Held map[BuyerID]int64
+	// Coupons are the product's coupon counts in the ledger's orders (OrderRepo.CouponUses);
+	// the holds still tracked after the Drop add theirs. They replace the gate's counts.
+	Coupons CouponCounts
 }
 
 // GateLevels are a product's gate counters.
