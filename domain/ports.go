@@ -309,6 +309,12 @@ type OrderRepo interface {
 	// refund-void flow row; an order refunded while UNFULFILLED never held any): what counts
 	// against the per-buyer holding limit. Buyers holding nothing are absent.
 	HeldByBuyer(ctx context.Context, p ProductID, withRefunded bool) (map[BuyerID]int64, error)
+	// CouponUses counts, per coupon and buyer, the product's orders whose coupon use stands:
+	// the orders carrying a coupon that are PENDING or PAID, or REFUNDED after holding codes
+	// (a refund-restore or refund-void flow row; a refund keeps the use, see docs/COUPONS.md).
+	// An order's use is claimed with its reservation and returned with it (close, failed
+	// payment, an unfulfilled late payment), so its stock-flow rows are its coupon's record.
+	CouponUses(ctx context.Context, p ProductID) (CouponCounts, error)
 	// Search lists the orders f selects, newest first (CreatedAt, then number, descending), at
 	// most f.Limit, after f.After when it is set: paging with the cursor of each page's last
 	// order lists every order that existed when the first page was read, and still matches f

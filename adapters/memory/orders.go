@@ -198,6 +198,31 @@ func (r orderRepo) HeldByBuyer(_ context.Context, p domain.ProductID, withRefund
 	return out, nil
 }
 
+// CouponUses scans the orders, as HeldByBuyer does.
+func (r orderRepo) CouponUses(_ context.Context, p domain.ProductID) (domain.CouponCounts, error) {
+	release, err := r.s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	out := domain.CouponCounts{}
+	for _, o := range r.s.data.orders {
+		st := o.Status()
+		if o.Product() != p || o.Coupon() == "" || !(st == domain.StatusPending || st == domain.StatusPaid ||
+			st == domain.StatusRefunded && r.refundReturnedCodes(o.No())) {
+			continue
+		}
+		c := out[o.Coupon()]
+		if c.Buyers == nil {
+			c.Buyers = map[domain.BuyerID]int64{}
+		}
+		c.Uses++
+		c.Buyers[o.Buyer()]++
+		out[o.Coupon()] = c
+	}
+	return out, nil
+}
+
 // refundReturnedCodes reports whether the order has a refund-restore or refund-void flow row:
 // a refund of an order that held codes (one refunded while UNFULFILLED held none).
 func (r orderRepo) refundReturnedCodes(no domain.OrderNo) bool {

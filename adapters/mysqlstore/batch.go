@@ -585,6 +585,11 @@ func (o recordedOrders) HeldByBuyer(context.Context, domain.ProductID, bool) (ma
 	return nil, errNotBatchable
 }
 
+func (o recordedOrders) CouponUses(context.Context, domain.ProductID) (domain.CouponCounts, error) {
+	o.r.refuse()
+	return nil, errNotBatchable
+}
+
 func (o recordedOrders) Search(context.Context, domain.OrderFilter) ([]domain.Order, error) {
 	o.r.refuse()
 	return nil, errNotBatchable

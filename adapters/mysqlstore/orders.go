@@ -36,10 +36,12 @@ type orderRow struct {
 	BuyerEmail string `bun:"buyer_email"`
 	BuyerLang  string `bun:"buyer_lang"`
 	AccessHash []byte `bun:"access_hash"`
+	Coupon     string `bun:"coupon"`
+	Discount   int64  `bun:"discount"`
 }
 
 const orderColumns = "order_no, buyer_id, product_id, qty, unit_price, amount, idem_key, status, reason, " +
-	"payment_ref, created_at, expires_at, paid_at, ended_at, updated_at, revealed_at, buyer_email, buyer_lang, access_hash"
+	"payment_ref, created_at, expires_at, paid_at, ended_at, updated_at, revealed_at, buyer_email, buyer_lang, access_hash, coupon, discount"
 
 func (r orderRow) order() (domain.Order, error) {
 	st, err := domain.ParseOrderStatus(r.Status)
@@ -55,7 +57,8 @@ func (r orderRow) order() (domain.Order, error) {
 		Amount: domain.Money(r.Amount), IdemKey: domain.IdempotencyKey(r.IdemKey), Status: st, Reason: r.Reason,
 		PaymentRef: r.PaymentRef, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, PaidAt: r.PaidAt,
 		EndedAt: r.EndedAt, UpdatedAt: r.UpdatedAt, RevealedAt: r.RevealedAt,
-		Email: domain.Email(r.BuyerEmail), Lang: r.BuyerLang, AccessHash: hash}), nil
+		Email: domain.Email(r.BuyerEmail), Lang: r.BuyerLang, AccessHash: hash,
+		Coupon: domain.CouponCode(r.Coupon), Discount: domain.Money(r.Discount)}), nil
 }
 
 func (r orderRepo) Insert(ctx context.Context, o domain.Order) error {
@@ -94,6 +97,8 @@ func insertOrders(ctx context.Context, s *store, op string, orders []domain.Orde
 		v.nullStr(string(rec.Email))
 		v.nullStr(rec.Lang)
 		v.nullBytes(rec.AccessHash)
+		v.str(string(rec.Coupon))
+		v.int(int64(rec.Discount))
 		v.end()
 	}
 	_, err := s.exec(ctx, op, string(v.b))
@@ -258,6 +263,34 @@ func (r orderRepo) HeldByBuyer(ctx context.Context, p domain.ProductID, withRefu
 		if row.Qty > 0 {
 			out[domain.BuyerID(row.Buyer)] = row.Qty
 		}
+	}
+	return out, nil
+}
+
+// CouponUses is one GROUP BY over the product's orders with a coupon in the states whose use
+// stands (as HeldByBuyer's with refunds), one row per coupon and buyer.
+func (r orderRepo) CouponUses(ctx context.Context, p domain.ProductID) (domain.CouponCounts, error) {
+	var rows []struct {
+		Coupon string `bun:"coupon"`
+		Buyer  string `bun:"buyer_id"`
+		N      int64  `bun:"n"`
+	}
+	if err := r.s.get(ctx, fmt.Sprintf("coupon uses of product %d", p), &rows,
+		"SELECT coupon, buyer_id, COUNT(*) AS n FROM orders o WHERE product_id = ? AND coupon <> '' AND "+
+			"(status IN ('PENDING', 'PAID') OR status = 'REFUNDED' AND EXISTS "+
+			"(SELECT 1 FROM stock_flow f WHERE f.order_no = o.order_no AND f.change_type IN (?, ?))) GROUP BY coupon, buyer_id",
+		int64(p), int(domain.FlowRefundRestore), int(domain.FlowRefundVoid)); err != nil {
+		return nil, err
+	}
+	out := domain.CouponCounts{}
+	for _, row := range rows {
+		c := out[domain.CouponCode(row.Coupon)]
+		if c.Buyers == nil {
+			c.Buyers = map[domain.BuyerID]int64{}
+		}
+		c.Uses += row.N
+		c.Buyers[domain.BuyerID(row.Buyer)] += row.N
+		out[domain.CouponCode(row.Coupon)] = c
 	}
 	return out, nil
 }

@@ -67,11 +67,11 @@ func TestSQLValuesFormatAsBunDoes(t *testing.T) {
 				hash = rec.AccessHash[:]
 			}
 			recs = append(recs, rec)
-			placeholders = append(placeholders, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			placeholders = append(placeholders, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, string(rec.No), string(rec.Buyer), int64(rec.Product), rec.Qty, int64(rec.UnitPrice), int64(rec.Amount),
 				nullString(string(rec.IdemKey)), rec.Status.String(), rec.Reason, rec.PaymentRef,
 				rec.CreatedAt.UTC(), rec.ExpiresAt.UTC(), nullTime(rec.PaidAt), nullTime(rec.EndedAt), rec.UpdatedAt.UTC(),
-				nullTime(rec.RevealedAt), nullString(string(rec.Email)), nullString(rec.Lang), hash)
+				nullTime(rec.RevealedAt), nullString(string(rec.Email)), nullString(rec.Lang), hash, string(rec.Coupon), int64(rec.Discount))
 			f := domain.FlowEntry{ProductID: rec.Product, Ref: pick() + "x", Type: domain.FlowReserve, Qty: rng.Int64N(1e6), At: at()}
 			flows = append(flows, f)
 			flowArgs = append(flowArgs, int64(f.ProductID), f.Ref, int(f.Type), f.Qty, f.At.UTC())

@@ -320,6 +320,75 @@ func runOrders(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 	})
 
+	t.Run("coupon uses count the orders whose use stands, per coupon and buyer", func(t *testing.T) {
+		l := newLedger(t)
+		p, other := createProduct(t, l), createProduct(t, l)
+		withCoupon := func(prod domain.Product, buyer domain.BuyerID, code domain.CouponCode) domain.Order {
+			t.Helper()
+			o, err := domain.NewOrder(newOrderNo(), buyer, prod, 2, newKey(), now(), 15*time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err = o.WithCoupon(domain.Coupon{Code: code, Kind: domain.CouponFixed, Value: 1, Products: []domain.ProductID{prod.ID()}}, now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			insertOrder(t, l, o)
+			return o
+		}
+		move := func(o domain.Order, from domain.OrderStatus, change func(*domain.Order) error) domain.Order {
+			t.Helper()
+			if err := change(&o); err != nil {
+				t.Fatal(err)
+			}
+			if won, err := l.Orders().Transition(t.Context(), o, from); err != nil || !won {
+				t.Fatalf("Transition = %v, %v", won, err)
+			}
+			return o
+		}
+		pay := func(o *domain.Order) error { return o.MarkPaid(now(), o.Amount(), "pay-"+string(o.No())) }
+		refund := func(o *domain.Order) error { return o.Refund(now(), "test") }
+		a1 := withCoupon(p, "buyer-a", "SPRING") // PENDING: counts
+		stored, err := l.Orders().Order(t.Context(), a1.No())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored.Coupon() != "SPRING" || stored.Discount() != 1 || stored.Amount() != a1.Amount() || stored.Fingerprint() != a1.Fingerprint() {
+			t.Fatalf("stored order lost its coupon: coupon %q discount %v amount %v", stored.Coupon(), stored.Discount(), stored.Amount())
+		}
+		move(withCoupon(p, "buyer-a", "SPRING"), domain.StatusPending, pay) // PAID: counts
+		move(withCoupon(p, "buyer-b", "SPRING"), domain.StatusPending, pay) // another buyer
+		refunded := move(withCoupon(p, "buyer-b", "SPRING"), domain.StatusPending, pay)
+		refunded = move(refunded, domain.StatusPaid, refund) // refunded after holding codes: keeps its use
+		if err := l.Flows().Append(t.Context(), domain.FlowEntry{ProductID: p.ID(), Ref: string(refunded.No()),
+			Type: domain.FlowRefundVoid, Qty: 2, At: now()}); err != nil {
+			t.Fatal(err)
+		}
+		closed := withCoupon(p, "buyer-a", "SPRING") // CLOSED: its use went back with the stock
+		move(closed, domain.StatusPending, func(o *domain.Order) error { return o.Close(o.ExpiresAt()) })
+		short := move(withCoupon(p, "buyer-a", "SPRING"), domain.StatusPending, func(o *domain.Order) error {
+			return o.MarkUnfulfilled(now(), o.Amount(), "pay-short", "pool short")
+		})
+		move(short, domain.StatusUnfulfilled, refund) // refunded while UNFULFILLED: never held
+		withCoupon(p, "buyer-a", "AUTUMN")
+		withCoupon(other, "buyer-a", "SPRING")      // another product
+		insertOrder(t, l, newOrder(t, p, 1, now())) // no coupon
+		got, err := l.Orders().CouponUses(t.Context(), p.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := domain.CouponCounts{
+			"SPRING": {Uses: 4, Buyers: map[domain.BuyerID]int64{"buyer-a": 2, "buyer-b": 2}},
+			"AUTUMN": {Uses: 1, Buyers: map[domain.BuyerID]int64{"buyer-a": 1}},
+		}
+		if !got.Equal(want) || len(got) != 2 {
+			t.Fatalf("CouponUses = %+v, want %+v", got, want)
+		}
+		if got, err := l.Orders().CouponUses(t.Context(), NewProductID()); err != nil || len(got) != 0 {
+			t.Fatalf("CouponUses(unknown product) = %v, %v; want empty", got, err)
+		}
+	})
+
 	t.Run("existing tells written orders from unknown numbers, in any status", func(t *testing.T) {
 		l := newLedger(t)
 		p := createProduct(t, l)

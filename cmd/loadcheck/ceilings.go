@@ -445,7 +445,8 @@ func insertCeiling(ctx context.Context, db *sql.DB, conns int, d time.Duration) 
 func insertScratchDDL(table string) string {
 	return "CREATE TABLE `" + table + "` (" +
 		"order_no VARCHAR(32) NOT NULL, buyer_id VARCHAR(64) NOT NULL, product_id BIGINT NOT NULL, " +
-		"qty INT NOT NULL, unit_price BIGINT NOT NULL, amount BIGINT NOT NULL, idem_key VARCHAR(64) NULL, " +
+		"qty INT NOT NULL, unit_price BIGINT NOT NULL, amount BIGINT NOT NULL, coupon VARCHAR(32) NOT NULL DEFAULT '', " +
+		"discount BIGINT NOT NULL DEFAULT 0, idem_key VARCHAR(64) NULL, " +
 		"status ENUM('PENDING','PAID','CLOSED','FAILED','REFUNDED','UNFULFILLED') NOT NULL, reason TEXT NOT NULL, " +
 		"payment_ref VARCHAR(128) NOT NULL DEFAULT '', created_at DATETIME(6) NOT NULL, expires_at DATETIME(6) NOT NULL, " +
 		"paid_at DATETIME(6) NULL, ended_at DATETIME(6) NULL, revealed_at DATETIME(6) NULL, updated_at DATETIME(6) NOT NULL, " +
