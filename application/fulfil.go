@@ -116,6 +116,16 @@ func (s *core) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 			// so an order paid in time can be fulfilled after the end, and one paid late never.
 			lateRes.PaidAt = o.PaidAt()
 		}
+		if o.Coupon() != "" {
+			// The close that returned the stock returned the coupon's use: it is claimed again,
+			// within the coupon's limits as they stand (disabled or expired since or not: the
+			// order was placed with it).
+			c, err := s.couponFor(ctx, o.Coupon())
+			if err != nil {
+				return o, fmt.Errorf("load the order's coupon: %w", err)
+			}
+			lateRes.Coupon, lateRes.CouponUses, lateRes.CouponPerBuyer = c.Code, c.UsesPerProduct, c.UsesPerBuyer
+		}
 		res, err := s.reserve(ctx, lateRes)
 		if err != nil {
 			// The script may have run before the call failed: give back a claim this attempt made.
@@ -145,6 +155,10 @@ func (s *core) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 			return o, fmt.Errorf("fulfil again: %w", domain.ErrFulfilOverLimit)
 		case res.Outcome == domain.HoldingLimit:
 			return s.unfulfilled(ctx, o, n, reasonLateOverLimit, false)
+		case (res.Outcome == domain.CouponUsedUp || res.Outcome == domain.CouponBuyerLimit) && from == domain.StatusUnfulfilled:
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrCouponUsedUp)
+		case res.Outcome == domain.CouponUsedUp || res.Outcome == domain.CouponBuyerLimit:
+			return s.unfulfilled(ctx, o, n, reasonLateCouponUsedUp, false)
 		case from == domain.StatusUnfulfilled:
 			return o, fmt.Errorf("fulfil again: %w", domain.ErrSoldOut)
 		default:
@@ -239,9 +253,10 @@ func (s *core) forgetHold(ctx context.Context, o domain.Order) {
 // The reasons of a late payment the product's sale rules refuse (the gate's Ended and
 // HoldingLimit): the money is accepted and the order ends UNFULFILLED for an operator to refund.
 const (
-	reasonLateNoStock   = "late payment: no stock left"
-	reasonLateAfterEnd  = "late payment: after the sale ended"
-	reasonLateOverLimit = "late payment: over the buyer's limit"
+	reasonLateNoStock      = "late payment: no stock left"
+	reasonLateAfterEnd     = "late payment: after the sale ended"
+	reasonLateOverLimit    = "late payment: over the buyer's limit"
+	reasonLateCouponUsedUp = "late payment: the coupon is used up"
 )
 
 // unfulfilled records an accepted payment that cannot be fulfilled. release says whether the

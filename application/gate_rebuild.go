@@ -93,12 +93,27 @@ func (s *stock) rebuildPlan(ctx context.Context, id domain.ProductID, holds []do
 		if err != nil {
 			return err
 		}
+		if plan.Coupons, err = tx.Orders().CouponUses(ctx, id); err != nil {
+			return err
+		}
 		var inFlight int64
 		for _, h := range holds {
 			if settled[h.OrderNo] {
 				plan.Drop = append(plan.Drop, h.OrderNo)
-			} else {
-				inFlight += int64(h.Qty)
+				continue
+			}
+			inFlight += int64(h.Qty)
+			if h.Coupon != "" {
+				// A reservation whose order is not written yet holds its coupon's use too.
+				c := plan.Coupons[h.Coupon]
+				if c.Buyers == nil {
+					c.Buyers = map[domain.BuyerID]int64{}
+				}
+				c.Uses++
+				if h.Buyer != "" {
+					c.Buyers[h.Buyer]++
+				}
+				plan.Coupons[h.Coupon] = c
 			}
 		}
 		plan.Rules = p.Sale()

@@ -20,6 +20,7 @@ type GuestOrder struct {
 	Qty            int
 	Email, Lang    string
 	IdempotencyKey string
+	Coupon         string // a coupon code, or ""
 }
 
 // GuestPlaced is the answer to PlaceGuestOrder: the order and its access secret (the same
@@ -58,7 +59,7 @@ func (s *Sales) PlaceGuestOrder(ctx context.Context, cmd GuestOrder) (GuestPlace
 		return GuestPlaced{}, errNoAccessKey
 	}
 	placed, err := s.place(ctx, PlaceOrder{Buyer: domain.GuestBuyer(email), Product: cmd.Product, Qty: cmd.Qty,
-		IdempotencyKey: cmd.IdempotencyKey}, &guestPart{email: email, lang: lang})
+		IdempotencyKey: cmd.IdempotencyKey, Coupon: cmd.Coupon}, &guestPart{email: email, lang: lang})
 	if err != nil {
 		return GuestPlaced{}, err
 	}

@@ -16,6 +16,9 @@ type PlaceOrder struct {
 	Product        domain.ProductID
 	Qty            int
 	IdempotencyKey string
+	// Coupon, when not empty, is a coupon code the buyer gives (any case; see
+	// domain.ParseCouponCode).
+	Coupon string
 }
 
 // PlacedOrder is the answer to PlaceOrder. Replayed is true when the key had already been
@@ -43,9 +46,16 @@ func (s *Sales) Currency() domain.Currency { return s.cfg.Currency }
 // in PENDING and PAID orders than its limit. This instance refuses on its own only when its
 // clock is more than Config.SaleStartMargin before the start.
 //
+// A coupon is checked against the order (product, time, amount) before anything is reserved,
+// and its use is claimed by the gate in the same atomic step as the stock: an order over the
+// coupon's uses on the product (or the buyer's) is refused and reserves nothing. The order's
+// amount is the discounted one, fixed from then on. A re-sent request with its key replays the
+// order even when the coupon has since been used up, disabled or expired.
+//
 // Errors: ErrInvalidIdempotencyKey, ErrInvalidInput, ErrProductNotFound, ErrQtyOutOfRange,
 // ErrSoldOut, ErrProductFrozen, ErrBuyerLimit, ErrBuyerHoldingLimit, ErrSaleNotStarted,
-// ErrSaleEnded, ErrGateNotReady, ErrIdempotencyMismatch, ErrRequestInProgress, ErrUnavailable.
+// ErrSaleEnded, ErrGateNotReady, ErrIdempotencyMismatch, ErrRequestInProgress, ErrUnavailable,
+// ErrCouponNotFound, ErrCouponNotApplicable, ErrCouponUsedUp, ErrCouponBuyerLimit.
 func (s *Sales) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, error) {
 	return s.place(ctx, cmd, nil)
 }
@@ -72,8 +82,20 @@ func (s *Sales) place(ctx context.Context, cmd PlaceOrder, guest *guestPart) (Pl
 	if err := s.clearlyBeforeStart(p); err != nil {
 		return PlacedOrder{}, err
 	}
+	var coupon *domain.Coupon
+	if cmd.Coupon != "" {
+		code, err := domain.ParseCouponCode(cmd.Coupon)
+		if err != nil {
+			return PlacedOrder{}, err
+		}
+		c, err := s.couponFor(ctx, code)
+		if err != nil {
+			return s.replayOr(ctx, cmd.Buyer, key, domain.CouponFingerprint(p.ID(), cmd.Qty, code), err)
+		}
+		coupon = &c
+	}
 	for attempt := 0; ; attempt++ {
-		out, err := s.placeOnce(ctx, cmd, p, key, guest)
+		out, err := s.placeOnce(ctx, cmd, p, key, guest, coupon)
 		if errors.Is(err, domain.ErrDuplicateOrder) && attempt == 0 {
 			// A random order number collided (its reservation was given back): draw another.
 			continue
@@ -97,11 +119,29 @@ func (s *core) clearlyBeforeStart(p domain.Product) error {
 	return nil
 }
 
-func (s *Sales) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, key domain.IdempotencyKey, guest *guestPart) (PlacedOrder, error) {
+// replayOr answers a coupon that cannot be used (err): with the buyer's order of key when one
+// was placed with this very request (a re-send after the coupon was used up, disabled or
+// expired), else err. Only this refusal path reads the ledger.
+func (s *core) replayOr(ctx context.Context, buyer domain.BuyerID, key domain.IdempotencyKey, fingerprint string, err error) (PlacedOrder, error) {
+	if !errors.Is(err, domain.ErrCouponNotFound) && !errors.Is(err, domain.ErrCouponNotApplicable) {
+		return PlacedOrder{}, err
+	}
+	if o, lerr := s.ledger.Orders().OrderByKey(ctx, buyer, key); lerr == nil && o.Fingerprint() == fingerprint {
+		return PlacedOrder{Order: o, Replayed: true}, nil
+	}
+	return PlacedOrder{}, err
+}
+
+func (s *Sales) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product, key domain.IdempotencyKey, guest *guestPart, coupon *domain.Coupon) (PlacedOrder, error) {
 	now := s.clock.Now()
 	order, err := domain.NewOrder(domain.NewOrderNo(now, cmd.Buyer, rand.Uint64()), cmd.Buyer, p, cmd.Qty, key, now, s.cfg.OrderTimeout)
 	if err != nil {
 		return PlacedOrder{}, err
+	}
+	if coupon != nil {
+		if order, err = order.WithCoupon(*coupon, now); err != nil {
+			return s.replayOr(ctx, cmd.Buyer, key, domain.CouponFingerprint(p.ID(), cmd.Qty, coupon.Code), err)
+		}
 	}
 	if guest != nil {
 		order, err = order.WithGuest(domain.Guest{Email: guest.email, Lang: guest.lang,
@@ -113,6 +153,9 @@ func (s *Sales) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product,
 	r := domain.Reservation{Product: p.ID(), Buyer: cmd.Buyer, Key: key, Qty: cmd.Qty, OrderNo: order.No(),
 		Fingerprint: order.Fingerprint(), KeyTTL: s.cfg.IdempotencyTTL,
 		BuyerCap: s.cfg.BuyerCap, BuyerWindow: s.cfg.BuyerWindow}
+	if coupon != nil {
+		r.Coupon, r.CouponUses, r.CouponPerBuyer = coupon.Code, coupon.UsesPerProduct, coupon.UsesPerBuyer
+	}
 	res, err := s.reserve(ctx, r)
 	if err != nil {
 		// The call may have failed after the gate ran it (a timeout): give back a claim made for
@@ -140,6 +183,10 @@ func (s *Sales) placeOnce(ctx context.Context, cmd PlaceOrder, p domain.Product,
 		return PlacedOrder{}, domain.ErrBuyerLimit
 	case res.Outcome == domain.HoldingLimit:
 		return PlacedOrder{}, domain.ErrBuyerHoldingLimit
+	case res.Outcome == domain.CouponUsedUp:
+		return PlacedOrder{}, domain.ErrCouponUsedUp
+	case res.Outcome == domain.CouponBuyerLimit:
+		return PlacedOrder{}, domain.ErrCouponBuyerLimit
 	case res.Outcome == domain.NotStarted:
 		return PlacedOrder{}, &domain.SaleNotStartedError{StartsIn: res.StartsIn}
 	case res.Outcome == domain.Ended:

@@ -113,7 +113,7 @@ func (s *core) fillOnce(ctx context.Context, id domain.ProductID) (FillReport, e
 		case errors.Is(err, domain.ErrInvalidTransition):
 			// Filled by a racing fill or an operator, or refunded, since the list was read.
 		case errors.Is(err, domain.ErrRefundInProgress), errors.Is(err, domain.ErrPaidAfterSaleEnded),
-			errors.Is(err, domain.ErrFulfilOverLimit):
+			errors.Is(err, domain.ErrFulfilOverLimit), errors.Is(err, domain.ErrCouponUsedUp):
 			rep.Passed++
 		case errors.Is(err, domain.ErrSoldOut), errors.Is(err, domain.ErrProductFrozen):
 			rep.Waiting = len(waiting) - i

@@ -430,10 +430,15 @@ func (s *stock) applyGate(ctx context.Context, c domain.GateChange) {
 
 // releaseChange is the gate change that returns an order's held units to the stock.
 // Its units also go back to the buyer's holding limit (the gate counts them only while the
-// product has one).
+// product has one), and the use of its coupon goes back with them, except on a refund: a
+// refunded order keeps its coupon's use (docs/COUPONS.md).
 func releaseChange(o domain.Order, t domain.FlowType) domain.GateChange {
 	q := int64(o.Qty())
-	return domain.GateChange{Product: o.Product(), Ref: flowRef(o.No(), t), Stock: q, Sold: -q, Buyer: o.Buyer(), Held: -q}
+	c := domain.GateChange{Product: o.Product(), Ref: flowRef(o.No(), t), Stock: q, Sold: -q, Buyer: o.Buyer(), Held: -q}
+	if o.Coupon() != "" && t != domain.FlowRefundRestore && t != domain.FlowRefundVoid {
+		c.Coupon, c.CouponUses = o.Coupon(), -1
+	}
+	return c
 }
 
 // flowRef names the gate change that goes with an order's flow row of type t.
