@@ -19,8 +19,9 @@ const HeaderReplayed = "Idempotent-Replayed"
 const HeaderIdempotencyKey = "Idempotency-Key"
 
 type placeOrderRequest struct {
-	ProductID int64 `json:"product_id"`
-	Qty       int   `json:"qty"`
+	ProductID int64  `json:"product_id"`
+	Qty       int    `json:"qty"`
+	Coupon    string `json:"coupon,omitempty"`
 }
 
 // orderResponse is an order as the API shows it.
@@ -30,6 +31,8 @@ type orderResponse struct {
 	Qty        int        `json:"qty"`
 	UnitPrice  int64      `json:"unit_price"`
 	Amount     int64      `json:"amount"`
+	Coupon     string     `json:"coupon,omitempty"`   // the coupon the order carries
+	Discount   int64      `json:"discount,omitempty"` // what it took off: amount = unit_price × qty − discount
 	Currency   string     `json:"currency"`
 	Status     string     `json:"status"`
 	Reason     string     `json:"reason,omitempty"`
@@ -53,9 +56,10 @@ func timePtr(t time.Time) *time.Time {
 // orderResponse shows an order: amounts in the shop's currency.
 func (s *Server) orderResponse(o domain.Order, cards []domain.Card, admin bool) orderResponse {
 	r := orderResponse{OrderNo: string(o.No()), ProductID: int64(o.Product()), Qty: o.Qty(),
-		UnitPrice: int64(o.UnitPrice()), Amount: int64(o.Amount()), Currency: s.sales.Currency().Code,
-		Status: o.Status().String(),
-		Reason: o.Reason(), CreatedAt: o.CreatedAt(), ExpiresAt: o.ExpiresAt(), PaidAt: timePtr(o.PaidAt()),
+		UnitPrice: int64(o.UnitPrice()), Amount: int64(o.Amount()), Coupon: string(o.Coupon()), Discount: int64(o.Discount()),
+		Currency: s.sales.Currency().Code,
+		Status:   o.Status().String(),
+		Reason:   o.Reason(), CreatedAt: o.CreatedAt(), ExpiresAt: o.ExpiresAt(), PaidAt: timePtr(o.PaidAt()),
 		EndedAt: timePtr(o.EndedAt())}
 	if admin {
 		r.BuyerID, r.PaymentRef, r.RevealedAt = string(o.Buyer()), o.PaymentRef(), timePtr(o.RevealedAt())
@@ -82,7 +86,7 @@ func (s *Server) placeOrder(c *fiber.Ctx) error {
 	}
 	key := c.Get(HeaderIdempotencyKey)
 	res, err := s.sales.PlaceOrder(c.UserContext(), application.PlaceOrder{Buyer: buyerOf(c),
-		Product: domain.ProductID(req.ProductID), Qty: req.Qty, IdempotencyKey: key})
+		Product: domain.ProductID(req.ProductID), Qty: req.Qty, IdempotencyKey: key, Coupon: req.Coupon})
 	if err != nil {
 		return err
 	}
@@ -147,7 +151,7 @@ func (s *Server) paymentCallback(c *fiber.Ctx) error {
 // order (TestOrderJSONIsEncodingJSONs compares the two).
 func (r *orderResponse) appendJSON(b []byte) (_ []byte, ok bool) {
 	if r.Reason != "" || r.PaidAt != nil || r.EndedAt != nil || r.BuyerID != "" || r.PaymentRef != "" || r.RevealedAt != nil ||
-		r.Codes != nil || !plainJSON(r.OrderNo) || !plainJSON(r.Currency) || !plainJSON(r.Status) ||
+		r.Codes != nil || !plainJSON(r.OrderNo) || !plainJSON(r.Currency) || !plainJSON(r.Status) || !plainJSON(r.Coupon) ||
 		!jsonYear(r.CreatedAt) || !jsonYear(r.ExpiresAt) {
 		return b, false
 	}
@@ -161,6 +165,15 @@ func (r *orderResponse) appendJSON(b []byte) (_ []byte, ok bool) {
 	b = strconv.AppendInt(b, r.UnitPrice, 10)
 	b = append(b, `,"amount":`...)
 	b = strconv.AppendInt(b, r.Amount, 10)
+	if r.Coupon != "" {
+		b = append(b, `,"coupon":"`...)
+		b = append(b, r.Coupon...)
+		b = append(b, '"')
+	}
+	if r.Discount != 0 {
+		b = append(b, `,"discount":`...)
+		b = strconv.AppendInt(b, r.Discount, 10)
+	}
 	b = append(b, `,"currency":"`...)
 	b = append(b, r.Currency...)
 	b = append(b, `","status":"`...)

@@ -1,7 +1,8 @@
 package httpapi
 
 // parsePlaceOrder reads the body every storefront sends to POST /api/order without
-// encoding/json: exactly `{"product_id":N,"qty":M}` (the two keys in either order, each once,
+// encoding/json: exactly `{"product_id":N,"qty":M}`, optionally with `"coupon":"CODE"` (CODE
+// 1 to 64 of A-Z, a-z, 0-9, '-' and '_', without escapes) (the keys in any order, each once,
 // spelled exactly, without escapes; JSON whitespace allowed between tokens; each number plain
 // digits — no sign, fraction, exponent or leading zero — of at most 18 digits, so it fits its
 // field). For every body it accepts, strictjson.Decode gives the same request and no error
@@ -13,10 +14,10 @@ func parsePlaceOrder(b []byte) (req placeOrderRequest, ok bool) {
 	if !p.byte('{') {
 		return placeOrderRequest{}, false
 	}
-	var seenProduct, seenQty bool
-	for i := 0; i < 2; i++ {
-		if i == 1 && !p.byte(',') {
-			return placeOrderRequest{}, false
+	var seenProduct, seenQty, seenCoupon bool
+	for i := 0; i < 3; i++ {
+		if i > 0 && !p.byte(',') {
+			break
 		}
 		switch {
 		case p.literal(`"product_id"`) && !seenProduct:
@@ -33,11 +34,18 @@ func parsePlaceOrder(b []byte) (req placeOrderRequest, ok bool) {
 				return placeOrderRequest{}, false
 			}
 			req.Qty = int(n)
+		case p.literal(`"coupon"`) && !seenCoupon:
+			seenCoupon = true
+			c, ok := p.colonPlainString()
+			if !ok {
+				return placeOrderRequest{}, false
+			}
+			req.Coupon = c
 		default:
 			return placeOrderRequest{}, false
 		}
 	}
-	if !p.byte('}') {
+	if !seenProduct || !seenQty || !p.byte('}') {
 		return placeOrderRequest{}, false
 	}
 	if p.space(); p.i != len(p.b) {
@@ -102,4 +110,26 @@ func (p *orderParser) colonNumber() (int64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// colonPlainString reads `: "S"` with S 1 to 64 of A-Z, a-z, 0-9, '-' and '_': a coupon code as
+// buyers type it. Anything else (an escape, another character) is left to strictjson.
+func (p *orderParser) colonPlainString() (string, bool) {
+	if !p.byte(':') || !p.byte('"') {
+		return "", false
+	}
+	start := p.i
+	for p.i < len(p.b) && p.i-start <= 64 {
+		c := p.b[p.i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			break
+		}
+		p.i++
+	}
+	n := p.i - start
+	if n == 0 || n > 64 || p.i >= len(p.b) || p.b[p.i] != '"' {
+		return "", false
+	}
+	p.i++
+	return string(p.b[start : start+n]), true
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"strings"
 	"testing"
 
 	"cardshop/adapters/strictjson"
@@ -12,10 +13,10 @@ var parseSeeds = []struct {
 	want placeOrderRequest
 	ok   bool
 }{
-	{`{"product_id":1001,"qty":2}`, placeOrderRequest{1001, 2}, true},
-	{`{"qty":2,"product_id":1001}`, placeOrderRequest{1001, 2}, true},
-	{" \r\n{ \"product_id\" :\t7 , \"qty\": 0 }\n", placeOrderRequest{7, 0}, true},
-	{`{"product_id":999999999999999999,"qty":1}`, placeOrderRequest{999999999999999999, 1}, true},
+	{`{"product_id":1001,"qty":2}`, placeOrderRequest{ProductID: 1001, Qty: 2}, true},
+	{`{"qty":2,"product_id":1001}`, placeOrderRequest{ProductID: 1001, Qty: 2}, true},
+	{" \r\n{ \"product_id\" :\t7 , \"qty\": 0 }\n", placeOrderRequest{ProductID: 7, Qty: 0}, true},
+	{`{"product_id":999999999999999999,"qty":1}`, placeOrderRequest{ProductID: 999999999999999999, Qty: 1}, true},
 	{`{"product_id":1000000000000000000,"qty":1}`, placeOrderRequest{}, false}, // 19 digits
 	{`{"product_id":1,"qty":1,"qty":5}`, placeOrderRequest{}, false},
 	{`{"product_id":1,"product_id":1}`, placeOrderRequest{}, false},
@@ -33,6 +34,17 @@ var parseSeeds = []struct {
 	{`{"product_id":1 "qty":1}`, placeOrderRequest{}, false},
 	{"{\"product_id\":1,\"qty\":1}\x00", placeOrderRequest{}, false},
 	{``, placeOrderRequest{}, false},
+	{`{"product_id":1,"qty":2,"coupon":"spring-10"}`, placeOrderRequest{ProductID: 1, Qty: 2, Coupon: "spring-10"}, true},
+	{`{"coupon":"A_B","qty":2,"product_id":1}`, placeOrderRequest{ProductID: 1, Qty: 2, Coupon: "A_B"}, true},
+	{`{"product_id":1,"coupon":"X1","qty":2}`, placeOrderRequest{ProductID: 1, Qty: 2, Coupon: "X1"}, true},
+	{`{"product_id":1,"qty":2,"coupon":""}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"qty":2,"coupon":"a b"}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"qty":2,"coupon":"\u0041BC"}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"qty":2,"coupon":"ABC","coupon":"ABC"}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"coupon":"ABC"}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"qty":2,"coupon":ABC}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"qty":2,"coupon":"ABC}`, placeOrderRequest{}, false},
+	{`{"product_id":1,"qty":2,"coupon":"` + strings.Repeat("A", 65) + `"}`, placeOrderRequest{}, false},
 }
 
 func TestParsePlaceOrder(t *testing.T) {

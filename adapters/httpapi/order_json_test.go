@@ -23,6 +23,9 @@ func TestOrderJSONIsEncodingJSONs(t *testing.T) {
 		r := orderResponse{OrderNo: texts[rng.IntN(len(texts))], ProductID: rng.Int64() - rng.Int64(), Qty: rng.IntN(100) - 5,
 			UnitPrice: rng.Int64(), Amount: -rng.Int64N(10), Currency: texts[rng.IntN(len(texts))], Status: texts[rng.IntN(len(texts))],
 			CreatedAt: at(), ExpiresAt: at()}
+		if rng.IntN(3) == 0 {
+			r.Coupon, r.Discount = texts[rng.IntN(len(texts))], rng.Int64N(3)-1
+		}
 		switch rng.IntN(8) {
 		case 0:
 			r.Reason = "payment timeout"
