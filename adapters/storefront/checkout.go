@@ -61,7 +61,7 @@ func (s *shop) checkout(c *fiber.Ctx) error {
 		}
 	}
 	placed, err := s.sales.PlaceGuestOrder(c.UserContext(), application.GuestOrder{Product: domain.ProductID(pid), Qty: qty,
-		Email: email, Lang: string(s.lang(c)), IdempotencyKey: formValue(c, "key")})
+		Email: email, Lang: string(s.lang(c)), IdempotencyKey: formValue(c, "key"), Coupon: strings.TrimSpace(formValue(c, "coupon"))})
 	if err != nil {
 		return s.refusal(c, err, back)
 	}
@@ -107,6 +107,16 @@ func (s *shop) refusal(c *fiber.Ctx, err error, back string) error {
 		return s.message(c, fiber.StatusConflict, "storefront.err_form_reused", back)
 	case errors.Is(err, domain.ErrRequestInProgress):
 		return s.message(c, fiber.StatusConflict, "storefront.err_in_progress", back)
+	case errors.Is(err, domain.ErrCouponNotFound):
+		return s.message(c, fiber.StatusNotFound, "storefront.err_coupon_unknown", back)
+	case errors.Is(err, domain.ErrCouponNotApplicable):
+		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_coupon_not_applicable", back)
+	case errors.Is(err, domain.ErrCouponUsedUp):
+		return s.message(c, fiber.StatusConflict, "storefront.err_coupon_used_up", back)
+	case errors.Is(err, domain.ErrCouponBuyerLimit):
+		return s.message(c, fiber.StatusConflict, "storefront.err_coupon_buyer_limit", back)
+	case errors.As(err, &ve) && ve.Field == "coupon":
+		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_coupon_unknown", back)
 	case errors.As(err, &ve) && ve.Field == "email":
 		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_email", back)
 	case errors.Is(err, domain.ErrInvalidInput):
@@ -138,7 +148,9 @@ type reviewData struct {
 	Item     itemView
 	Qty      int
 	Unit     string // the unit price for this quantity (its tier)
-	Amount   string
+	Amount   string // to pay: after the coupon's discount
+	Coupon   domain.CouponCode
+	Discount string
 	Email    string
 	Provider domain.Provider
 	Key      string // the order's idempotency key: fresh on every review page
@@ -200,6 +212,13 @@ func (s *shop) review(c *fiber.Ctx) error {
 	if err != nil {
 		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_qty", back)
 	}
+	var coupon domain.CouponCode
+	var off domain.Money
+	if code := strings.TrimSpace(formValue(c, "coupon")); code != "" {
+		if coupon, off, err = s.sales.QuoteCoupon(c.UserContext(), domain.ProductID(pid), amount, code); err != nil {
+			return s.refusal(c, err, back)
+		}
+	}
 	key, err := randomToken(18)
 	if err != nil {
 		return s.internal(c, "idempotency key", err)
@@ -209,7 +228,8 @@ func (s *shop) review(c *fiber.Ctx) error {
 		return s.internal(c, "csrf token", err)
 	}
 	v := view{Title: "storefront.title_review", CSRF: tok, Data: reviewData{Item: viewOf(snap.Currency, it), Qty: qty,
-		Unit: money(snap.Currency, unit), Amount: money(snap.Currency, amount), Email: string(email), Provider: provider,
+		Unit: money(snap.Currency, unit), Amount: money(snap.Currency, amount-off), Email: string(email), Provider: provider,
+		Coupon: coupon, Discount: money(snap.Currency, off),
 		Key: key, Widget: s.cfg.Widget, Path: back}}
 	withWidget(&v, s.cfg.Widget)
 	return s.render(c, fiber.StatusOK, "review", back, v)

@@ -38,7 +38,9 @@ type orderView struct {
 	Product     string
 	Qty         int
 	Amount      string
-	Status      string // message id
+	Coupon      domain.CouponCode // the coupon the order carries, or ""
+	Discount    string            // what it took off
+	Status      string            // message id
 	Pending     bool
 	Paid        bool
 	SecondsLeft int64
@@ -55,6 +57,9 @@ func (s *shop) orderView(c *fiber.Ctx, o domain.Order) orderView {
 		Pending: o.Status() == domain.StatusPending, Paid: o.Status() == domain.StatusPaid}
 	if snap, err := s.sales.Catalogue(c.UserContext()); err == nil {
 		v.Amount = money(snap.Currency, o.Amount())
+		if o.Coupon() != "" {
+			v.Coupon, v.Discount = o.Coupon(), money(snap.Currency, o.Discount())
+		}
 		if it, ok := snap.Item(o.Product()); ok {
 			v.Product = it.Name
 		}

@@ -31,6 +31,7 @@ type Sales interface {
 	GuestOrder(ctx context.Context, no domain.OrderNo, secret string) (application.OrderView, error)
 	GuestOrderStatus(ctx context.Context, no domain.OrderNo, secret string) (domain.Order, error)
 	LookupGuestOrder(ctx context.Context, no domain.OrderNo, email, secret string) (domain.Order, error)
+	QuoteCoupon(ctx context.Context, p domain.ProductID, amount domain.Money, code string) (domain.CouponCode, domain.Money, error)
 }
 
 // Payments is what the storefront calls of the payment use cases (application.Payments).
