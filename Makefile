@@ -119,7 +119,7 @@ bench: ## Go benchmarks of the use cases on the memory adapters
 	$(GO) test -run '^$$' -bench . -benchmem ./application/
 
 .PHONY: loadcheck
-loadcheck: services ## the load proof: 10 scenarios on the real adapters, ceilings, every invariant (~13 min)
+loadcheck: services ## the load proof: 11 scenarios (1-10, 20) on the real adapters, ceilings, every invariant (~13 min)
 	$(GO) run ./cmd/loadcheck
 
 .PHONY: loadcheck-ab

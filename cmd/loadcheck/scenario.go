@@ -58,6 +58,12 @@ type scenario struct {
 	// guest runs the guest-checkout scenario (guest.go): buyers walk the shop's forms on two
 	// instances of its own that mail a Mailpit of its own, and pay through the dev provider.
 	guest bool
+	// couponStorm runs the coupon storm (coupons.go). coupon is the coupon code a run's orders
+	// give ("" none) and tally makes the script tally refusals by code (tallyCodes): both are set
+	// on copies of the scenario for one run.
+	couponStorm bool
+	coupon      string
+	tally       bool
 }
 
 // pacedAppendix turns the order script into its paced form: wrk calls delay before each
@@ -76,7 +82,7 @@ func pauseFor(conns, perSecond int) int { return max(1, conns*1000/perSecond) }
 
 // tallyCodes says whether the wrk script tallies refusals by error code and Retry-After:
 // the scenarios whose checks read them.
-func (sc scenario) tallyCodes() bool { return sc.startsIn > 0 || sc.buyerLimit > 0 }
+func (sc scenario) tallyCodes() bool { return sc.startsIn > 0 || sc.buyerLimit > 0 || sc.tally }
 
 func scenarios(o options) []scenario {
 	scale := func(full, short int) int {
@@ -105,6 +111,9 @@ func scenarios(o options) []scenario {
 		// scenario's own (guest.go).
 		{num: 10, name: "guest checkout through the shop's forms, paid, mailed (Mailpit)", codes: scale(40000, 20000), qtyMax: 2,
 			dup: 1, instances: 1, guest: true},
+		// Numbered after the chaos mode's 11-19.
+		{num: 20, name: "coupon storm: 2,000 buyers, a coupon of 100 uses, 1 per buyer", codes: scale(60000, 20000), qtyMax: 2,
+			dup: 1, instances: 2, couponStorm: true},
 	}
 }
 
@@ -142,6 +151,8 @@ type scenarioResult struct {
 	helloAround []helloResult
 	// guest is the guest-checkout scenario's walks and Mailpit; nil in the others.
 	guest *guestRun
+	// coupons is the coupon storm's measures; nil in the others.
+	coupons *couponRun
 	// insertBefore is MariaDB's single-row INSERT ceiling (rows/s) measured right before the
 	// order load, as the run's first one is (64 connections, the scenario's duration), in the
 	// scenarios with insertAround; 0 when not measured. The run's first ceiling is minutes
@@ -342,6 +353,8 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		load, err = e.loadAcrossStart(ctx, sc, insts, pid, startsAt, &res)
 	case sc.guest:
 		load, err = e.guestLoad(ctx, sc, insts, pid, &res)
+	case sc.couponStorm:
+		load, err = e.couponStorm(ctx, sc, insts, pid, &res)
 	default:
 		load, err = e.load(ctx, sc, insts, pid, e.o.duration, "load")
 	}
@@ -481,6 +494,13 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	}
 	if sc.guest {
 		cs, err := e.guestChecks(ctx, pid, res.guest)
+		if err != nil {
+			return res, err
+		}
+		res.extra = append(res.extra, cs...)
+	}
+	if res.coupons != nil {
+		cs, err := e.couponChecks(ctx, pid, res.coupons)
 		if err != nil {
 			return res, err
 		}
@@ -704,6 +724,12 @@ func (e *env) splitLoad(ctx context.Context, sc scenario, insts []*instance, pid
 				e.tokensFile, fmt.Sprintf("%s%d-%d", tag, i, time.Now().UnixNano())}
 			if sc.tallyCodes() {
 				args = append(args, "codes")
+			}
+			if sc.coupon != "" {
+				if len(args) == 5 {
+					args = append(args, "none")
+				}
+				args = append(args, "", "0", sc.coupon)
 			}
 			run := WrkRun{Threads: max(e.o.threads/k, 1), Conns: e.o.conns / k, Duration: d, URL: insts[i].base,
 				Script: e.orderLua, Args: args}

@@ -15,6 +15,7 @@
 -- one per line (the chaos scenarios check that each of them is in the ledger). An 8th
 -- argument is the pause in milliseconds each connection makes before each request, which the
 -- paced form of the script (the same script with a delay function, see pacedAppendix) uses.
+-- A 9th argument is a coupon code every order gives ("coupon" in the body).
 local threads = {}
 local nthreads = 0
 
@@ -38,6 +39,8 @@ function init(args)
   seconds = string.find(mode, "seconds", 1, true) ~= nil
   if seconds and args[7] then created = io.open(args[7] .. "-" .. id, "w") end
   pause = tonumber(args[8] or "0") or 0
+  coupon = ""
+  if args[9] and #args[9] > 0 then coupon = ',"coupon":"' .. args[9] .. '"' end
   counter = 0
   statuses = {}
   counts = {}
@@ -54,7 +57,7 @@ function request()
     ["Authorization"] = "Bearer " .. tok,
     ["Idempotency-Key"] = key,
     ["Content-Type"] = "application/json",
-  }, '{"product_id":' .. pid .. ',"qty":' .. qty .. '}')
+  }, '{"product_id":' .. pid .. ',"qty":' .. qty .. coupon .. '}')
 end
 
 function response(status, headers, body)

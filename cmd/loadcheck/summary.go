@@ -88,6 +88,9 @@ func (e *env) printSummary(results []scenarioResult) {
 			targetNear("successful orders (deep stock)", nearCeiling{kind: "MariaDB's single-row INSERT", short: "INSERT",
 				when: "right before them", rate: r.insertBefore, unit: "rows/s"}, ordersPerSec, e.ceil.insert, ordersShare, "orders/s")
 		}
+		if cr := r.coupons; cr != nil {
+			target("successful orders with a coupon claimed at the gate vs without (alternating rounds)", cr.couponRate, cr.plainRate, couponShare, "orders/s")
+		}
 		if r.sc.num == 2 || r.sc.num == 1 {
 			target(fmt.Sprintf("payment callbacks on one hot product (scenario %d) vs the raw pay-transaction ceiling", r.sc.num),
 				r.payRate, e.ceil.payTx, payShare, "callbacks/s")
