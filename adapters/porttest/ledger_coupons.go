@@ -25,7 +25,7 @@ func runCoupons(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		l := newLedger(t)
 		at := time.Now().UTC().Truncate(time.Microsecond)
 		c := domain.Coupon{Code: newCouponCode(), Kind: domain.CouponPercent, Value: 15, MinAmount: 1000,
-			Products: []domain.ProductID{NewProductID(), NewProductID(), NewProductID()},
+			Products:  []domain.ProductID{NewProductID(), NewProductID(), NewProductID()},
 			ValidFrom: at.Add(-time.Hour), ValidUntil: at.Add(24 * time.Hour), UsesPerProduct: 100, UsesPerBuyer: 2,
 			CreatedAt: at}
 		if err := l.Coupons().CreateCoupon(t.Context(), c); err != nil {
