@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -90,7 +91,7 @@ func (s *Server) listCoupons(c *fiber.Ctx) error {
 
 // createCoupon answers POST /admin/coupons: 201 and the coupon as stored (its code upper-case,
 // its products in order); 400 invalid_request naming the field (a product that does not exist
-// too), 409 coupon_exists. The audit entry records the code.
+// too), 409 coupon_exists. The audit entry records the code, refused or not.
 func (s *Server) createCoupon(c *fiber.Ctx) error {
 	var req couponRequest
 	if err := s.decodeJSON(c, &req, false); err != nil {
@@ -106,11 +107,12 @@ func (s *Server) createCoupon(c *fiber.Ctx) error {
 	for i, p := range req.Products {
 		in.Products[i] = domain.ProductID(p)
 	}
+	// Recorded whatever the outcome (a field named "code" is left out of every entry).
+	c.Locals(auditOutcomeKey, map[string]any{"coupon": strings.ToUpper(strings.TrimSpace(req.Code))})
 	cp, err := s.coupons.CreateCoupon(c.UserContext(), in)
 	if err != nil {
 		return err
 	}
-	c.Locals(auditOutcomeKey, map[string]any{"coupon": string(cp.Code)})
 	return c.Status(fiber.StatusCreated).JSON(newCouponResponse(cp))
 }
 

@@ -89,7 +89,7 @@ func TestCouponAdminAPI(t *testing.T) {
 	if len(creates) != 3 {
 		t.Fatalf("%d coupon.create entries, want 3 (2 created, 1 refused): %+v", len(creates), creates)
 	}
-	if e := creates[0]; e.Operator != "vic" || e.Result != "403 forbidden" {
+	if e := creates[0]; e.Operator != "vic" || e.Result != "403 forbidden" || strings.Contains(e.Params, `"coupon"`) {
 		t.Fatalf("the refused create is recorded as %+v", e)
 	}
 	if e := creates[2]; e.Operator != "otto" || e.Result != "201" || !strings.Contains(e.Params, `"coupon":"SPRING-10"`) ||
@@ -144,6 +144,9 @@ func TestCouponBadInputChangesNothing(t *testing.T) {
 		if !strings.Contains(e.Message, c.messageHolds) {
 			t.Errorf("%s: message %q, want it to say %q", c.body, e.Message, c.messageHolds)
 		}
+	}
+	if e := h.auditOf("coupon.create").Entries[0]; e.Result != "409 coupon_exists" || !strings.Contains(e.Params, `"coupon":"KEPT"`) {
+		t.Fatalf("the refused create is recorded as %+v, want its coupon and result", e)
 	}
 	wantError(t, h.as(otto, "POST", "/admin/coupons/NOPE/disable", ""), 404, "coupon_not_found")
 	wantError(t, h.as(otto, "POST", "/admin/coupons/N%20P/enable", ""), 404, "coupon_not_found")
