@@ -158,6 +158,7 @@ func (s *Coupons) setDisabled(ctx context.Context, code domain.CouponCode, disab
 type couponCache struct {
 	mu      sync.RWMutex
 	entries map[domain.CouponCode]cachedCoupon
+	swept   time.Time     // the last sweep of expired entries (when the cache was full)
 	gen     atomic.Uint64 // counts changes made here: a read that raced one is not cached
 }
 
@@ -184,6 +185,11 @@ func (cc *couponCache) put(code domain.CouponCode, e cachedCoupon, gen uint64, n
 		cc.entries = make(map[domain.CouponCode]cachedCoupon)
 	}
 	if _, had := cc.entries[code]; !had && len(cc.entries) >= maxCachedCoupons {
+		// Swept at most once per TTL: a flood of guessed codes does not scan the map per order.
+		if now.Before(cc.swept.Add(CouponCacheTTL)) {
+			return
+		}
+		cc.swept = now
 		for k, old := range cc.entries {
 			if !now.Before(old.expires) {
 				delete(cc.entries, k)

@@ -297,3 +297,34 @@ func TestCouponForReadsTheLedgerOncePerTTL(t *testing.T) {
 		t.Fatalf("the ledger back: %v", err)
 	}
 }
+
+// Guessed codes fill the cache to its bound and no further: beyond it a code is read each
+// time, until the entries expire and a sweep makes room again.
+func TestCouponCacheIsBounded(t *testing.T) {
+	var reads atomic.Int64
+	var failing atomic.Bool
+	f := newFixture(t, withLedger(func(l *memory.Ledger) domain.Ledger {
+		return couponLedger{Ledger: l, reads: &reads, failing: &failing}
+	}))
+	for i := range application.MaxCachedCoupons {
+		if _, err := f.shop.CouponFor(f.ctx, domain.CouponCode(fmt.Sprintf("GUESS-%d", i))); !errors.Is(err, domain.ErrCouponNotFound) {
+			t.Fatal(err)
+		}
+	}
+	lookTwice := func() int64 {
+		before := reads.Load()
+		for range 2 {
+			if _, err := f.shop.CouponFor(f.ctx, "ONE-MORE"); !errors.Is(err, domain.ErrCouponNotFound) {
+				t.Fatal(err)
+			}
+		}
+		return reads.Load() - before
+	}
+	if n := lookTwice(); n != 2 {
+		t.Fatalf("a code beyond the bound was read %d times for two orders, want 2 (not cached)", n)
+	}
+	f.clock.Advance(application.CouponCacheTTL)
+	if n := lookTwice(); n != 1 {
+		t.Fatalf("after the entries expired: %d reads for two orders, want 1 (cached again)", n)
+	}
+}

@@ -10,3 +10,6 @@ import (
 func (a *App) CouponFor(ctx context.Context, code domain.CouponCode) (domain.Coupon, error) {
 	return a.core.couponFor(ctx, code)
 }
+
+// MaxCachedCoupons is how many codes an instance caches.
+const MaxCachedCoupons = maxCachedCoupons
