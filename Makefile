@@ -63,7 +63,7 @@ storefront-screenshots: ## write docs/storefront/*.png: every page of the shop i
 .PHONY: console-screenshots
 console-screenshots: services ## write docs/console/*.png: every console screen in both languages in headless Chromium (payment channels on the real adapters)
 	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run '^(TestConsoleInABrowser|TestDashboardInABrowser)$$/^memory$$' ./bootstrap/
-	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run '^(TestDashboardMoneyInABrowser|TestSupportScreensInABrowser|TestAlertChannelsInABrowser|TestPaymentChannelsInABrowser)$$' ./bootstrap/
+	CONSOLE_SCREENSHOTS=docs/console $(GO) test -count=1 -run '^(TestDashboardMoneyInABrowser|TestSupportScreensInABrowser|TestAlertChannelsInABrowser|TestPaymentChannelsInABrowser|TestCouponsInABrowser)$$' ./bootstrap/
 
 .PHONY: check
 check: fmt-check vet lint ## gofmt, go vet and golangci-lint

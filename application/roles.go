@@ -5,7 +5,7 @@ import "cardshop/domain"
 // actionRoles is the action → role table: every write an operator may do, as the audit log
 // names it, and the least role that may do it. A viewer reads everything but codes and
 // operators; an operator runs the shop (products, imports, freezes, fulfils, buyer tokens, an
-// order's codes, the blocklists); an admin moves money and truth (refunds, gate repair, voiding codes: stock
+// order's codes, the blocklists, coupons); an admin moves money and truth (refunds, gate repair, voiding codes: stock
 // destroyed for good, like a refund's void) and manages operators. Every driving adapter
 // reads it through ActionRole; none restates it.
 var actionRoles = map[string]domain.Role{
@@ -47,6 +47,12 @@ var actionRoles = map[string]domain.Role{
 	ActionAlertChannelUpdate: domain.RoleAdmin,
 	ActionAlertChannelRemove: domain.RoleAdmin,
 	ActionAlertChannelTest:   domain.RoleAdmin,
+
+	// A coupon prices products, as a product's price does: the role that runs the shop
+	// creates one, and withdraws or offers it again as it freezes and unfreezes a product.
+	ActionCouponCreate:  domain.RoleOperator,
+	ActionCouponDisable: domain.RoleOperator,
+	ActionCouponEnable:  domain.RoleOperator,
 }
 
 // ActionRole returns the least role that may do the action; false when it is no action.

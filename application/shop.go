@@ -208,6 +208,7 @@ type App struct {
 	// AlertChannels runs the channels alerts are pushed to (the relay is Relay.RelayAlerts).
 	AlertChannels *AlertChannels
 	Channels      *Channels // the payment channels configured in the console
+	Coupons       *Coupons  // the coupons: create, list with their uses, disable, enable
 
 	core *core
 }
@@ -277,6 +278,7 @@ type stock struct {
 	catalogue  catalogue   // the public catalogue's snapshot (Catalogue)
 	stockWatch stockWatch  // WatchStock's product list
 	rates      answerRates // this instance's sold-out answers per product (SoldOutAnswers)
+	coupons    couponCache // the coupons orders name (couponFor)
 }
 
 // core is what Sales and Payments share: the stock layer, the payment providers and the
@@ -363,7 +365,8 @@ func New(cfg Config, d Deps) (*App, error) {
 	c.gateways.Store(newGatewaySet(gateways, nil))
 	return &App{Sales: &Sales{core: c, queue: d.Queue}, Payments: &Payments{core: c, verifier: d.Verifier}, Catalogue: &Catalogue{stock: st, fill: c.fillWaiting}, Admin: &Admin{ledger: d.Ledger, clock: d.Clock},
 		Relay: &Relay{o}, Guard: newGuard(cfg, d), Channels: newChannels(c, gateways, d.Channels), core: c,
-		AlertChannels: &AlertChannels{ledger: d.Ledger, pusher: d.AlertPusher, clock: d.Clock}}, nil
+		AlertChannels: &AlertChannels{ledger: d.Ledger, pusher: d.AlertPusher, clock: d.Clock},
+		Coupons:       &Coupons{stock: st}}, nil
 }
 
 // Config returns the settings in force, defaults filled.

@@ -46,7 +46,7 @@ func Module(cfg Config) fx.Option {
 	}
 	return fx.Options(
 		fx.Supply(cfg),
-		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newChannelKit, newHumanCheck, newApp, appServices, newHTTP, newStreamsStop, newReports),
+		fx.Provide(newLogger, newClock, newSigner, newTokens, newWebhook, newPaymentGateways, newChannelKit, newHumanCheck, newApp, appServices, appCoupons, newHTTP, newStreamsStop, newReports),
 		alertChannels(),
 		adapters,
 		mailer(cfg),
@@ -213,6 +213,9 @@ func appServices(a *application.App) (*application.Sales, *application.Payments,
 	return a.Sales, a.Payments, a.Catalogue, a.Admin, a.Relay, a.Guard, a.Channels
 }
 
+// appCoupons provides the coupons' admin use cases (the API's and the console's routes).
+func appCoupons(a *application.App) *application.Coupons { return a.Coupons }
+
 // newReports is the dashboard's money and the orders' export, on the adapters' sales report.
 func newReports(cfg Config, report domain.SalesReport, ledger domain.Ledger, clock domain.Clock) (*application.Reports, error) {
 	return application.NewReports(report, ledger, clock, cfg.Currency)
@@ -250,6 +253,7 @@ type httpIn struct {
 	Log       *slog.Logger
 	// AlertChannels runs the console's alert channels page (alerts.go).
 	AlertChannels *application.AlertChannels
+	Coupons       *application.Coupons
 }
 
 // streamsStop is closed when the service begins to stop, before the HTTP server's graceful
@@ -268,7 +272,7 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
 	hc.AuthFailures = webkit.NewAuthFailures(in.Admin, in.Limiter, in.Clock, in.Log)
 	app := httpapi.New(hc, httpapi.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin,
-		Guard: in.Guard, Reports: in.Reports},
+		Guard: in.Guard, Reports: in.Reports, Coupons: in.Coupons},
 		in.Tokens, in.Clock, in.Log)
 	// The operator console shares the API's app (and its middleware) under /console; its
 	// login attempts are limited per client IP by the API's limiter (on Redis with the real
@@ -278,7 +282,7 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 		TimeZone: in.Cfg.ConsoleTimeZone, MaxImportBytes: hc.MaxImportBytes,
 		Readiness: in.Readiness, Queues: in.Queues, Stop: in.Stop, AuthFailures: hc.AuthFailures},
 		console.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin, Guard: in.Guard,
-			Reports: in.Reports, AlertChannels: in.AlertChannels, Channels: in.Channels},
+			Reports: in.Reports, AlertChannels: in.AlertChannels, Channels: in.Channels, Coupons: in.Coupons},
 		in.Clock, in.Log)
 	// The shop for buyers comes last: its not-found page answers every path left.
 	if in.Cfg.Storefront {

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -201,4 +202,16 @@ func (a CouponCounts) covers(b CouponCounts) bool {
 		}
 	}
 	return true
+}
+
+// CouponStore keeps the coupons.
+type CouponStore interface {
+	// CreateCoupon stores c (checked). ErrCouponExists for a taken code.
+	CreateCoupon(ctx context.Context, c Coupon) error
+	// Coupon returns ErrCouponNotFound for an unknown code (a disabled one is returned).
+	Coupon(ctx context.Context, code CouponCode) (Coupon, error)
+	// Coupons lists every coupon, newest first.
+	Coupons(ctx context.Context) ([]Coupon, error)
+	// SetCouponDisabled stores the flag; ErrCouponNotFound for an unknown code.
+	SetCouponDisabled(ctx context.Context, code CouponCode, disabled bool) error
 }

@@ -478,6 +478,7 @@ type Store interface {
 	Blocklist() BlocklistRepo
 	AlertChannels() AlertChannelRepo
 	Channels() ChannelRepo
+	Coupons() CouponStore
 }
 
 // OperatorRepo stores the operators of the admin API and the console.

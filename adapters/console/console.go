@@ -86,6 +86,8 @@ type Services struct {
 	Reports *application.Reports
 	// AlertChannels runs the alert channels page (alert_channels.go). Nil: no such page.
 	AlertChannels *application.AlertChannels
+	// Coupons runs the Coupons page (coupons.go). Nil: no such page.
+	Coupons *application.Coupons
 }
 
 // console holds the handlers' dependencies.
@@ -111,6 +113,8 @@ type console struct {
 	voids *pendingVoids
 	// channels runs the alert channels page; nil: no such page.
 	channels *application.AlertChannels
+	// couponsSvc runs the Coupons page; nil: no such page.
+	couponsSvc *application.Coupons
 }
 
 // Mount adds the console's routes under /console to app (the JSON API's app: the console
@@ -146,7 +150,7 @@ func Mount(app *fiber.App, cfg Config, svc Services, clock domain.Clock, log *sl
 		cfg.StreamLifetime = DefaultStreamLifetime
 	}
 	k := &console{cfg: cfg, seal: newSealer(cfg.TokenSecret), sales: svc.Sales, payments: svc.Payments,
-		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, reports: svc.Reports, channels: svc.AlertChannels, payChannels: svc.Channels, clock: clock, log: log, pages: parsePages(), msgs: msgs,
+		catalogue: svc.Catalogue, operators: svc.Admin, guard: svc.Guard, reports: svc.Reports, channels: svc.AlertChannels, payChannels: svc.Channels, couponsSvc: svc.Coupons, clock: clock, log: log, pages: parsePages(), msgs: msgs,
 		dash:    &sampler{catalogue: svc.Catalogue, guard: svc.Guard, checks: cfg.Readiness, queues: cfg.Queues, every: cfg.DashboardEvery, log: log},
 		streams: make(chan struct{}, cfg.DashboardStreams)}
 	k.jobs = newImportJobs(clock)
@@ -226,6 +230,13 @@ func routes(k *console) []route {
 			route{"GET", "/blocklist", v, "", k.blocklist},
 			route{"POST", "/blocklist", act, "blocklist.add", k.addBlock},
 			route{"POST", "/blocklist/:block_id/remove", act, "blocklist.remove", k.removeBlock})
+	}
+	if k.couponsSvc != nil {
+		rs = append(rs,
+			route{"GET", "/coupons", v, "", k.coupons},
+			route{"POST", "/coupons", act, application.ActionCouponCreate, k.createCoupon},
+			route{"POST", "/coupons/:code/disable", act, application.ActionCouponDisable, k.disableCoupon},
+			route{"POST", "/coupons/:code/enable", act, application.ActionCouponEnable, k.enableCoupon})
 	}
 	if k.payChannels != nil {
 		rs = append(rs,

@@ -85,6 +85,12 @@ func formValue(c *fiber.Ctx, name string) string {
 	return v.Get(name)
 }
 
+// formValues is every value of a field of the POST's form (a group of checkboxes).
+func formValues(c *fiber.Ctx, name string) []string {
+	v, _ := c.Locals(formKey).(url.Values)
+	return v[name]
+}
+
 // upload is the POST's file part, unread (nil when the form has none).
 func upload(c *fiber.Ctx) *multipart.Part {
 	p, _ := c.Locals(uploadKey).(*multipart.Part)

@@ -356,5 +356,5 @@ func (h *harness) services() console.Services {
 
 func consoleServices(a *application.App) console.Services {
 	return console.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin, Guard: a.Guard,
-		AlertChannels: a.AlertChannels, Channels: a.Channels}
+		AlertChannels: a.AlertChannels, Channels: a.Channels, Coupons: a.Coupons}
 }

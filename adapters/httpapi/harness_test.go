@@ -445,7 +445,7 @@ func (h *harness) cardCounts(id int64) domain.CardCounts {
 
 // services are the API's services of a.
 func services(a *application.App) httpapi.Services {
-	return httpapi.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin, Guard: a.Guard}
+	return httpapi.Services{Sales: a.Sales, Payments: a.Payments, Catalogue: a.Catalogue, Admin: a.Admin, Guard: a.Guard, Coupons: a.Coupons}
 }
 
 // devPages serves the dev provider's pages to the API, as the service wires them.

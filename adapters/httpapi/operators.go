@@ -68,6 +68,13 @@ func adminRoutes(s *Server) []adminRoute {
 			adminRoute{"POST", "/blocklist", act, "blocklist.add", true, s.addBlock},
 			adminRoute{"DELETE", "/blocklist/:block_id", act, "blocklist.remove", false, s.removeBlock})
 	}
+	if s.coupons != nil {
+		rs = append(rs,
+			adminRoute{"GET", "/coupons", v, "", false, s.listCoupons},
+			adminRoute{"POST", "/coupons", act, application.ActionCouponCreate, true, s.createCoupon},
+			adminRoute{"POST", "/coupons/:code/disable", act, application.ActionCouponDisable, false, s.disableCoupon},
+			adminRoute{"POST", "/coupons/:code/enable", act, application.ActionCouponEnable, false, s.enableCoupon})
+	}
 	if s.reports != nil {
 		// The filter is the query, recorded; the answer is a stream of CSV.
 		rs = append(rs, adminRoute{"POST", "/orders/export", act, application.ActionOrdersExport, false, s.exportOrders})

@@ -97,6 +97,8 @@ type Services struct {
 	Guard *application.Guard
 	// Reports export orders (POST /admin/orders/export). Nil: no export route.
 	Reports *application.Reports
+	// Coupons runs the coupons' admin routes (/admin/coupons). Nil: none.
+	Coupons *application.Coupons
 }
 
 // Server holds the handlers' dependencies.
@@ -108,6 +110,7 @@ type Server struct {
 	operators *application.Admin
 	guard     *application.Guard   // nil: no blocklist routes, no IP check
 	reports   *application.Reports // nil: no export route
+	coupons   *application.Coupons // nil: no coupon routes
 	tokens    *authtoken.Issuer
 	clock     domain.Clock
 	log       *slog.Logger
@@ -139,7 +142,7 @@ func New(cfg Config, svc Services, tokens *authtoken.Issuer, clock domain.Clock,
 		cfg.AuthFailures = webkit.NewAuthFailures(svc.Admin, cfg.RateLimits.Limiter, clock, log)
 	}
 	s := &Server{cfg: cfg, sales: svc.Sales, payments: svc.Payments, products: svc.Catalogue, operators: svc.Admin,
-		guard: svc.Guard, reports: svc.Reports, tokens: tokens, clock: clock, log: log}
+		guard: svc.Guard, reports: svc.Reports, coupons: svc.Coupons, tokens: tokens, clock: clock, log: log}
 	app := fiber.New(fiber.Config{
 		AppName:           "cardshop",
 		ErrorHandler:      errorHandler(log),

@@ -77,6 +77,9 @@ func (l *Ledger) AlertChannels() domain.AlertChannelRepo { return l.root.AlertCh
 // Channels returns the payment channels' settings.
 func (l *Ledger) Channels() domain.ChannelRepo { return l.root.Channels() }
 
+// Coupons returns the coupons.
+func (l *Ledger) Coupons() domain.CouponStore { return l.root.Coupons() }
+
 // errSnapshotEnd rolls a Snapshot's transaction back.
 var errSnapshotEnd = errors.New("end of snapshot")
 
@@ -159,6 +162,7 @@ func (s *store) Blocklist() domain.BlocklistRepo {
 }
 func (s *store) AlertChannels() domain.AlertChannelRepo { return alertChannels{s} }
 func (s *store) Channels() domain.ChannelRepo           { return channelRepo{s} }
+func (s *store) Coupons() domain.CouponStore            { return couponStore{s} }
 
 func noop() {}
 
@@ -274,6 +278,7 @@ type ledgerData struct {
 	blockKeys    map[blockKey]int64 // an entry's kind and value -> its id
 	lastBlock    int64
 	payChannels  map[domain.Provider]domain.ChannelSettings // the payment channels' settings
+	coupons      map[domain.CouponCode]domain.Coupon        // the coupons by code
 }
 
 func newLedgerData() *ledgerData {
@@ -305,5 +310,6 @@ func newLedgerData() *ledgerData {
 		blockKeys:   make(map[blockKey]int64),
 		channels:    make(map[int64]domain.AlertChannel),
 		payChannels: make(map[domain.Provider]domain.ChannelSettings),
+		coupons:     make(map[domain.CouponCode]domain.Coupon),
 	}
 }

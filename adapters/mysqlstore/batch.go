@@ -519,6 +519,7 @@ func (r *recorder) Alerts() domain.AlertLog                { r.refuse(); return 
 func (r *recorder) Blocklist() domain.BlocklistRepo        { r.refuse(); return nil }
 func (r *recorder) AlertChannels() domain.AlertChannelRepo { r.refuse(); return nil }
 func (r *recorder) Channels() domain.ChannelRepo           { r.refuse(); return nil }
+func (r *recorder) Coupons() domain.CouponStore            { r.refuse(); return nil }
 
 // recordedOrders records inserts; every other method stops fn.
 type recordedOrders struct{ r *recorder }

@@ -92,6 +92,9 @@ func (l *Ledger) AlertChannels() domain.AlertChannelRepo { return l.root.AlertCh
 // Channels returns the payment channels' settings, secrets sealed by the keyring.
 func (l *Ledger) Channels() domain.ChannelRepo { return l.root.Channels() }
 
+// Coupons returns the coupons.
+func (l *Ledger) Coupons() domain.CouponStore { return l.root.Coupons() }
+
 // Stats returns how many transactions were run again, and why.
 func (l *Ledger) Stats() TxStats {
 	return TxStats{Retries: l.stats.retries.Load(), Deadlocks: l.stats.deadlocks.Load(),
@@ -310,6 +313,7 @@ func (s *store) Blocklist() domain.BlocklistRepo {
 }
 func (s *store) AlertChannels() domain.AlertChannelRepo { return alertChannels{s} }
 func (s *store) Channels() domain.ChannelRepo           { return channelRepo{s} }
+func (s *store) Coupons() domain.CouponStore            { return couponStore{s} }
 
 func (s *store) keys() *Keyring { return s.ledger.keys }
 

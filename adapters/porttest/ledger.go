@@ -38,6 +38,7 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("blocklist", func(t *testing.T) { runBlocklist(t, newLedger) })
 	t.Run("alert channels", func(t *testing.T) { runAlertChannels(t, newLedger) })
 	t.Run("channels", func(t *testing.T) { runChannels(t, newLedger) })
+	t.Run("coupons", func(t *testing.T) { runCoupons(t, newLedger) })
 	t.Run("atomically", func(t *testing.T) { runAtomically(t, newLedger) })
 	t.Run("snapshot", func(t *testing.T) { runSnapshot(t, newLedger) })
 }

@@ -34,6 +34,8 @@ func AuditTarget(c *fiber.Ctx) string {
 		return "alert " + c.Params("alert_id")
 	case c.Params("block_id") != "":
 		return "blocklist " + c.Params("block_id")
+	case c.Params("code") != "":
+		return "coupon " + strings.ToUpper(c.Params("code"))
 	}
 	return ""
 }

@@ -60,6 +60,13 @@ var table = []Row{
 	{domain.ErrAlertAcknowledged, Answer{409, "alert_acknowledged", "the alert was acknowledged already"}},
 	{domain.ErrBlockExists, Answer{409, "block_exists", "the blocklist has this entry already"}},
 	{domain.ErrBlockNotFound, Answer{404, "block_not_found", "no such blocklist entry"}},
+	{domain.ErrCouponExists, Answer{409, "coupon_exists", "a coupon with that code already exists"}},
+	// A disabled coupon answers as an unknown one: a buyer cannot tell one withdrawn from one
+	// that never existed.
+	{domain.ErrCouponNotFound, Answer{404, "coupon_not_found", "no such coupon"}},
+	{domain.ErrCouponNotApplicable, Answer{422, "coupon_not_applicable", "the coupon does not apply to this order (another product, outside its dates, or below its minimum amount)"}},
+	{domain.ErrCouponUsedUp, Answer{409, "coupon_used_up", "the coupon has been used as often as it may on this product"}},
+	{domain.ErrCouponBuyerLimit, Answer{429, "coupon_buyer_limit", "you have used this coupon as often as one buyer may on this product"}},
 	// A buyer is never told which list refused them. The human check's refusals have no row:
 	// no API route asks for one (the storefront words them in its own pages).
 	{domain.ErrBlocked, Answer{403, "buyer_blocked", "this order cannot be placed"}},
