@@ -218,6 +218,17 @@ func (cc *couponCache) forget(code domain.CouponCode) {
 //
 // Errors: ErrCouponNotFound, ErrUnavailable.
 func (s *stock) couponFor(ctx context.Context, code domain.CouponCode) (domain.Coupon, error) {
+	c, err := s.couponTerms(ctx, code)
+	if err == nil && c.Disabled {
+		return domain.Coupon{}, fmt.Errorf("coupon %s: %w", code, domain.ErrCouponNotFound)
+	}
+	return c, err
+}
+
+// couponTerms is couponFor with a disabled coupon returned as it is: the terms an order that
+// carries it was placed under (a late payment claims its use again within its limits, whether
+// it was disabled since or not). ErrCouponNotFound only for an unknown code.
+func (s *stock) couponTerms(ctx context.Context, code domain.CouponCode) (domain.Coupon, error) {
 	now := s.clock.Now()
 	e, ok := s.coupons.get(code, now)
 	if !ok {
@@ -234,7 +245,7 @@ func (s *stock) couponFor(ctx context.Context, code domain.CouponCode) (domain.C
 		e.expires = now.Add(CouponCacheTTL)
 		s.coupons.put(code, e, gen, now)
 	}
-	if !e.found || e.c.Disabled {
+	if !e.found {
 		return domain.Coupon{}, fmt.Errorf("coupon %s: %w", code, domain.ErrCouponNotFound)
 	}
 	return e.c, nil

@@ -120,7 +120,7 @@ func (s *core) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 			// The close that returned the stock returned the coupon's use: it is claimed again,
 			// within the coupon's limits as they stand (disabled or expired since or not: the
 			// order was placed with it).
-			c, err := s.couponFor(ctx, o.Coupon())
+			c, err := s.couponTerms(ctx, o.Coupon())
 			if err != nil {
 				return o, fmt.Errorf("load the order's coupon: %w", err)
 			}
