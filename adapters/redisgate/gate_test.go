@@ -640,6 +640,72 @@ func TestScriptsRejectMalformedArgs(t *testing.T) {
 		if hs, err := g.Holds(t.Context(), p, 0, 10); err != nil || len(hs) != 1 || hs[0].OrderNo != held.OrderNo {
 			t.Fatalf("Holds after refused scripts = %+v, %v; want the one hold", hs, err)
 		}
+
+		// finish.lua under its own fence: malformed counts write nothing, the fence stays.
+		if _, err := g.BeginRebuild(t.Context(), p, "t", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		finishKeys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), redisgate.FrozenKey(p), redisgate.FenceKey(p),
+			redisgate.HoldsKey(p), redisgate.HoldInfoKey(p), redisgate.RulesKey(p), redisgate.HeldKey(p), redisgate.HoldBuyerKey(p),
+			redisgate.CouponUseKey(p), redisgate.CouponBuyerKey(p), redisgate.HoldCouponKey(p)}
+		head := []any{"t", "100", "0", "0", "1000", "0", "0", "0"}
+		for _, tail := range [][]any{
+			{"0", "0"},                                  // u missing
+			{"0", "0", "1"},                             // a code, uses pair missing
+			{"0", "0", "1", "SPRING", "x"},              // uses that are no integer
+			{"0", "0", "1", "SPRING", "0"},              // a count of 0 is never written
+			{"0", "0", "0", "SPRING|b"},                 // half a pair
+			{"0", "0", "0", "SPRING|b", "-1"},           // a negative count
+			{"0", "1", "0", "buyer", "1.5"},             // held units that are no integer
+			{"1", "0", "0"},                             // an order number missing
+			{"0", "-1", "0", "SPRING", "1", "SPRING|b"}, // a negative number of pairs
+		} {
+			err := redis.NewScript(lua.Finish).Run(t.Context(), c, finishKeys, append(append([]any{}, head...), tail...)...).Err()
+			if err == nil || !strings.Contains(err.Error(), "finish.lua") {
+				t.Errorf("finish.lua %q = %v, want its error reply", tail, err)
+			}
+		}
+		wantLevels(t, g, p, domain.GateLevels{Stock: 8, Sold: 4})
+		wantNoKey(t, c, redisgate.CouponUseKey(p))
+		if res := reserve(t, g, newReservation(p, 1), domain.Rebuilding); res.Left != 8 {
+			t.Fatalf("Reserve after refused finishes = %+v, want Rebuilding: the fence stands", res)
+		}
+		if err := g.AbortRebuild(t.Context(), p, "t"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// What reserve.lua writes for a coupon: one use in all and one of the buyer's, the order's
+// coupon for its hold, and nothing at all without a coupon.
+func TestCouponKeys(t *testing.T) {
+	onBoth(t, func(t *testing.T, c redis.UniversalClient) {
+		g, p := redisgate.New(c), porttest.NewProductID()
+		rebuild(t, g, p, domain.GateLevels{Stock: 10})
+		plain := newReservation(p, 1)
+		reserve(t, g, plain, domain.Reserved)
+		for _, k := range []string{redisgate.CouponUseKey(p), redisgate.CouponBuyerKey(p), redisgate.HoldCouponKey(p)} {
+			wantNoKey(t, c, k)
+		}
+		r := newReservation(p, 2)
+		r.Coupon, r.CouponUses, r.CouponPerBuyer = "SPRING-10", 10, 2
+		reserve(t, g, r, domain.Reserved)
+		if n, err := c.HGet(t.Context(), redisgate.CouponUseKey(p), "SPRING-10").Int64(); err != nil || n != 1 {
+			t.Fatalf("couponuse = %d, %v; want 1", n, err)
+		}
+		if n, err := c.HGet(t.Context(), redisgate.CouponBuyerKey(p), "SPRING-10|"+string(r.Buyer)).Int64(); err != nil || n != 1 {
+			t.Fatalf("couponbuyer = %d, %v; want 1", n, err)
+		}
+		if code, err := c.HGet(t.Context(), redisgate.HoldCouponKey(p), string(r.OrderNo)).Result(); err != nil || code != "SPRING-10" {
+			t.Fatalf("holdcoupon = %q, %v; want SPRING-10", code, err)
+		}
+		if err := g.Forget(t.Context(), p, []domain.OrderNo{r.OrderNo}); err != nil {
+			t.Fatal(err)
+		}
+		wantNoKey(t, c, redisgate.HoldCouponKey(p))
+		if n, err := c.HLen(t.Context(), redisgate.CouponUseKey(p)).Result(); err != nil || n != 1 {
+			t.Fatalf("couponuse after Forget: HLEN = %d, %v; want 1 (the use follows the order)", n, err)
+		}
 	})
 }
 
