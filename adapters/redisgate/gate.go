@@ -300,15 +300,15 @@ func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []an
 	case !r.PaidAt.IsZero():
 		enforce = "L" + strconv.FormatInt(max(r.PaidAt.UnixMilli(), 0), 10)
 	}
-	uses, perBuyer := "0", "0"
+	keys = []string{k.stock, k.sold, k.frozen, claimKeyOf(k.tag, r), k.holds, k.holdInfo,
+		budgetKeyOf(k.tag, r.Buyer), k.fence, k.rules, k.held, k.holdBuyer, k.soldOut, k.claimBits,
+		k.couponUse, k.couponBuyer, k.holdCoupon}
+	// Without a coupon its three arguments are constants, boxed without an allocation.
+	args = []any{qty, claim, strconv.FormatInt(ms, 10), track, capacity, window, string(r.Buyer), enforce, bit, "", "0", "0"}
 	if r.Coupon != "" {
-		uses, perBuyer = strconv.FormatInt(r.CouponUses, 10), strconv.FormatInt(r.CouponPerBuyer, 10)
+		args[9], args[10], args[11] = string(r.Coupon), strconv.FormatInt(r.CouponUses, 10), strconv.FormatInt(r.CouponPerBuyer, 10)
 	}
-	return []string{k.stock, k.sold, k.frozen, claimKeyOf(k.tag, r), k.holds, k.holdInfo,
-			budgetKeyOf(k.tag, r.Buyer), k.fence, k.rules, k.held, k.holdBuyer, k.soldOut, k.claimBits,
-			k.couponUse, k.couponBuyer, k.holdCoupon},
-		[]any{qty, claim, strconv.FormatInt(ms, 10), track, capacity, window, string(r.Buyer), enforce, bit,
-			string(r.Coupon), uses, perBuyer}
+	return keys, args
 }
 
 // Reserve claims the reservation's key (or Ref) and takes its units in one atomic step
