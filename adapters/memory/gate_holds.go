@@ -68,8 +68,8 @@ func (g *Gate) Forget(_ context.Context, p domain.ProductID, nos []domain.OrderN
 }
 
 // ReleaseOrphan removes a hold that is still tracked, returns its units to the product's
-// counters (when they exist) and its coupon use, and deletes its claim if the claim still points at the order.
-// It reports whether it released the hold.
+// counters (when they exist) and its coupon use, and deletes its claim if the claim still
+// points at the order. It reports whether it released the hold.
 func (g *Gate) ReleaseOrphan(_ context.Context, h domain.Hold) (bool, error) {
 	now := g.clock.Now()
 	g.mu.Lock()

@@ -242,8 +242,8 @@ func checkClaim(r domain.Reservation) error {
 	return nil
 }
 
-// checkCoupon refuses a code the scripts would refuse (it must be what domain.ParseCouponCode
-// gives) and negative limits.
+// checkCoupon refuses a code the scripts would refuse: it must be what domain.ParseCouponCode
+// gives ("" is no coupon).
 func checkCoupon(code domain.CouponCode) error {
 	if code == "" {
 		return nil
@@ -254,7 +254,8 @@ func checkCoupon(code domain.CouponCode) error {
 	return nil
 }
 
-// checkCouponLimits refuses negative coupon limits (0 is no limit).
+// checkCouponLimits refuses a reservation's malformed coupon and negative coupon limits (0 is
+// no limit).
 func checkCouponLimits(r domain.Reservation) error {
 	if err := checkCoupon(r.Coupon); err != nil {
 		return err
@@ -316,11 +317,11 @@ func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []an
 // Replay, a missing product, frozen, the sale window (a late one: its end), the holding limit,
 // the buyer budget, the coupon's limits and sold out are outcomes; a qty below 1, a
 // reservation with neither key nor Ref, a BuyerCap without a positive BuyerWindow, a malformed
-// coupon or a negative coupon limit is a domain.ValidationError; an error reaching Redis wraps domain.ErrUnavailable, and so does a
-// ctx that ends before the reply, through the auto-pipeliner too (reserveThrough). With
-// sold-out leases (WithSoldOutLease), a new order whose claim bit is clear is answered SoldOut
-// (Left 0) without Redis while this instance's copy of the product's lease lasts, and a SoldOut
-// from Redis makes the gate ask for one.
+// coupon or a negative coupon limit is a domain.ValidationError; an error reaching Redis wraps
+// domain.ErrUnavailable, and so does a ctx that ends before the reply, through the
+// auto-pipeliner too (reserveThrough). With sold-out leases (WithSoldOutLease), a new order
+// whose claim bit is clear is answered SoldOut (Left 0) without Redis while this instance's
+// copy of the product's lease lasts, and a SoldOut from Redis makes the gate ask for one.
 func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
 	if r.Qty < 1 {
 		return domain.ReserveResult{}, domain.Invalid("qty", "must be at least 1")

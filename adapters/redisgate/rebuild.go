@@ -13,8 +13,8 @@ import (
 )
 
 // Rebuild overwrites the product's counters and frozen flag and drops its holds and coupon
-// counts in one step (rebuild.lua); claims, budgets and markers are kept. An error reaching Redis wraps
-// domain.ErrUnavailable.
+// counts in one step (rebuild.lua); claims, budgets and markers are kept. An error reaching
+// Redis wraps domain.ErrUnavailable.
 func (g *Gate) Rebuild(ctx context.Context, p domain.ProductID, l domain.GateLevels) error {
 	frozen := "0"
 	if l.Frozen {
@@ -27,8 +27,8 @@ func (g *Gate) Rebuild(ctx context.Context, p domain.ProductID, l domain.GateLev
 }
 
 // BeginRebuild fences the product under token for ttl and lists all of its holds in the same
-// step (fence.lua), each with its buyer and coupon. A fence held under another token is domain.ErrGateRebuilding; an error
-// reaching Redis wraps domain.ErrUnavailable.
+// step (fence.lua), each with its buyer and coupon. A fence held under another token is
+// domain.ErrGateRebuilding; an error reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) BeginRebuild(ctx context.Context, p domain.ProductID, token string, ttl time.Duration) ([]domain.Hold, error) {
 	if token == "" || ttl <= 0 {
 		return nil, domain.Invalid("token", "a rebuild needs a token and a positive fence time")
