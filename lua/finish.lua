@@ -40,11 +40,12 @@
 -- A rebuild never clears the frozen flag: an operator's or an inconsistency's freeze that landed
 -- after the ledger was read must stand; unfreezing is SetFrozen's alone.
 --
--- Why atomic: the counters, the markers and the end of the fence must appear together. A
--- reservation between them would see the new stock before the changes it counts are marked
--- (the relay could count them again) or the fence lifted before the counters are written; and a
--- counted hold must stop being tracked while the fence still keeps out a new hold of the same
--- order number (a retried late attempt), which dropping it afterwards could forget.
+-- Why atomic: the counters (the coupon counts too), the markers and the end of the fence must
+-- appear together. A reservation between them would see the new stock before the changes it
+-- counts are marked (the relay could count them again) or the fence lifted before the counters
+-- are written; and a counted hold must stop being tracked while the fence still keeps out a new
+-- hold of the same order number (a retried late attempt), which dropping it afterwards could
+-- forget.
 
 local function integer(s)
   return s and (s == '0' or string.match(s, '^-?[1-9]%d*$')) and #s <= 20
