@@ -139,8 +139,10 @@ type RebuildPlan struct {
 	// the product (HeldByBuyer); the holds still tracked after the Drop are added to it by their
 	// buyer. Ignored without a limit (the gate keeps no holding counts then).
 	Held map[BuyerID]int64
-	// Coupons are the product's coupon counts in the ledger's orders (OrderRepo.CouponUses);
-	// the holds still tracked after the Drop add theirs. They replace the gate's counts.
+	// Coupons are the product's coupon counts, which replace the gate's: the ledger's orders
+	// (OrderRepo.CouponUses) plus the uses of the holds still tracked after the Drop (their
+	// Buyer and Coupon, from BeginRebuild), which the application adds. So plan.Coupons
+	// counts the holds still tracked after the Drop, and the gate adds nothing of its own.
 	Coupons CouponCounts
 }
 
@@ -157,10 +159,14 @@ type StockGate interface {
 	// Reserve claims r.Key (or r.Ref) and takes r.Qty units in one atomic step; a keyed
 	// reservation also starts its Hold and, with BuyerCap > 0, adds r.Qty to the buyer's budget.
 	// It returns an outcome, not an error, for replay, a rebuild's fence, missing product,
-	// frozen, the sale window and the holding limit (Reservation's SaleRules), buyer budget and
-	// sold out (checked in that order); a qty below 1, neither Key nor Ref, or a BuyerCap without
-	// a positive BuyerWindow is a ValidationError; other errors mean the gate could not be
-	// reached (wrapping ErrUnavailable). A gate may keep a sold-out product sold out to keyed
+	// frozen, the sale window and the holding limit (Reservation's SaleRules), buyer budget,
+	// the coupon's limits (CouponUsedUp, then CouponBuyerLimit) and sold out (checked in that
+	// order); a qty below 1, neither Key nor Ref, a BuyerCap without a positive BuyerWindow, a
+	// malformed Coupon or a negative coupon limit is a ValidationError; other errors mean the
+	// gate could not be reached (wrapping ErrUnavailable). A Reserved reservation with a Coupon
+	// adds one use of it on the product, and one to r.Buyer's uses of it (when r.Buyer is set),
+	// and its hold remembers the coupon, so that whatever gives the hold back gives the use
+	// back too; a replay claims nothing. A gate may keep a sold-out product sold out to keyed
 	// reservations for a bounded time after units come back (a sold-out lease, answering
 	// SoldOut with Left 0): a claimed key is still Replayed, and keyless reservations are never
 	// held back so.
@@ -170,13 +176,16 @@ type StockGate interface {
 	// is still tracked, it deletes the claim, stops tracking the hold and returns the units it
 	// reserved, and reports true; otherwise it changes nothing. So only the call that took the
 	// units gives them back, once, and never units that already follow an order (a forgotten
-	// hold, or one a rebuild counted). A later Reserve of the same Ref can be cancelled again.
-	// The buyer's budget is not refunded. ErrGateRebuilding while the product is fenced.
+	// hold, or one a rebuild counted). The coupon use the reservation claimed goes back with
+	// the units. A later Reserve of the same Ref can be cancelled again. The buyer's budget is
+	// not refunded. ErrGateRebuilding while the product is fenced.
 	Cancel(ctx context.Context, r Reservation) (cancelled bool, err error)
 	// Apply applies c once per c.Ref and reports whether this call applied it. A product the
 	// gate does not know is left alone (applied=false) but c.Ref is recorded: the rebuild from
-	// the ledger counts c, so a later Apply of it must not count it again. ErrGateRebuilding,
-	// changing nothing, while the product is fenced (the relay tries again).
+	// the ledger counts c, so a later Apply of it must not count it again. c.CouponUses is
+	// added to c.Coupon's count on the product and, with c.Buyer, to the buyer's count of it
+	// (a count that reaches 0 or less is dropped). ErrGateRebuilding, changing nothing, while
+	// the product is fenced (the relay tries again). A malformed c.Coupon is a ValidationError.
 	Apply(ctx context.Context, c GateChange) (applied bool, err error)
 	// Levels returns the counters; ok is false when the gate has no record of the product.
 	Levels(ctx context.Context, p ProductID) (l GateLevels, ok bool, err error)
@@ -188,20 +197,22 @@ type StockGate interface {
 	// Rebuild overwrites the product's counters and frozen flag and drops the product's holds,
 	// without a fence: only for a product nobody can be ordering yet (a new product). A gate
 	// rebuilt from the ledger while the shop runs goes through BeginRebuild and FinishRebuild.
-	// Claims and applied markers are kept.
+	// The product's coupon counts go with the holds. Claims and applied markers are kept.
 	Rebuild(ctx context.Context, p ProductID, l GateLevels) error
 	// BeginRebuild fences the product under token for at most ttl: until FinishRebuild or
 	// AbortRebuild with the same token (or ttl), Reserve answers Rebuilding unless it replays a
 	// claim, and Apply, Cancel and ReleaseOrphan return ErrGateRebuilding and change nothing;
 	// Levels, SetFrozen, Holds and Forget work as usual. It returns every hold of the product,
-	// read in the same atomic step: the reservations whose units the rebuild must account for.
-	// A fence already held under another token is ErrGateRebuilding.
+	// read in the same atomic step: the reservations whose units (and coupon uses: each hold's
+	// Buyer and Coupon) the rebuild must account for. A fence already held under another token
+	// is ErrGateRebuilding.
 	BeginRebuild(ctx context.Context, p ProductID, token string, ttl time.Duration) ([]Hold, error)
 	// FinishRebuild writes plan in one atomic step if the fence is still held under
 	// plan.Token: the counters, the holds in plan.Drop dropped, plan.Counted marked applied,
-	// the frozen flag set when plan.Levels.Frozen (a rebuild never unfreezes: a freeze that
-	// landed during the rebuild stands), and the fence lifted. A fence that expired or was
-	// taken over is ErrGateRebuilding and nothing is written.
+	// the coupon counts replaced by plan.Coupons (plan.Coupons counts the holds still tracked
+	// after the Drop), the frozen flag set when plan.Levels.Frozen (a rebuild never unfreezes:
+	// a freeze that landed during the rebuild stands), and the fence lifted. A fence that
+	// expired or was taken over is ErrGateRebuilding and nothing is written.
 	FinishRebuild(ctx context.Context, p ProductID, plan RebuildPlan) error
 	// AbortRebuild lifts the fence if it is still held under token; otherwise it does nothing.
 	AbortRebuild(ctx context.Context, p ProductID, token string) error
@@ -218,19 +229,24 @@ type StockGate interface {
 	// HeldCounts returns each buyer's holding count of the product (empty without a limit):
 	// what reconciliation compares with the ledger. ErrUnavailable when unreachable.
 	HeldCounts(ctx context.Context, p ProductID) (map[BuyerID]int64, error)
+	// CouponCounts returns the product's coupon counts at the gate: what reconciliation
+	// compares with the ledger. ErrUnavailable when unreachable.
+	CouponCounts(ctx context.Context, p ProductID) (CouponCounts, error)
 
 	// Holds lists up to limit of the product's holds taken at least minAge ago by the gate's
 	// clock, oldest first (ties by order number). limit <= 0 lists nothing. Errors:
 	// ErrUnavailable when the gate cannot be reached.
 	Holds(ctx context.Context, p ProductID, minAge time.Duration, limit int) ([]Hold, error)
 	// Forget stops tracking the holds of these orders of the product, whose orders are written:
-	// their units now follow the orders' life cycle. Unknown numbers are ignored, so it is
-	// idempotent. Errors: ErrUnavailable when the gate cannot be reached.
+	// their units, and the coupon uses they claimed, now follow the orders' life cycle (the
+	// order's close gives the use back through a GateChange). Unknown numbers are ignored, so
+	// it is idempotent. Errors: ErrUnavailable when the gate cannot be reached.
 	Forget(ctx context.Context, p ProductID, nos []OrderNo) error
 	// ReleaseOrphan gives back a hold whose order was never written, in one atomic step: if the
 	// hold is still tracked it is removed, its units go back from sold to stock when the
-	// product's counters exist, and the claim is deleted when it still points at the order (so
-	// the buyer's key works again). It reports true only for the call that released the hold;
+	// product's counters exist, the coupon use it claimed goes back, and the claim is deleted
+	// when it still points at the order (so the buyer's key works again). It reports true only
+	// for the call that released the hold;
 	// a hold already released, forgotten, cancelled or dropped by Rebuild gives false and changes
 	// nothing. Errors: ErrUnavailable when the gate cannot be reached; ErrGateRebuilding while
 	// the product is fenced.

@@ -9,26 +9,30 @@
 -- KEYS[7]  rules:{<pid>}      the sale rules (field limit: the per-buyer holding limit)
 -- KEYS[8]  held:{<pid>}       buyer -> units held, kept while the limit is above 0
 -- KEYS[9]  holdbuyer:{<pid>}  order no -> buyer: the hold's units go back to that buyer's count
+-- KEYS[10] couponuse:{<pid>}  coupon code -> uses on the product
+-- KEYS[11] couponbuyer:{<pid>} <code>|<buyer> -> the buyer's uses of it
+-- KEYS[12] holdcoupon:{<pid>} order no -> the coupon whose use the hold claimed
 -- ARGV[1]  the order number the reservation was made for
 -- ARGV[2]  the reservation's fingerprint (a late reservation's attempt token)
 --
 -- Returns 1 when the claim exists, points at ARGV[1] with fingerprint ARGV[2], and the order's
--- hold is still tracked as made by this claim: the claim is deleted, the hold dropped and, if
--- the product's stock key still exists, the claim's qty goes back from sold to stock. Returns 0,
--- changing nothing, otherwise: no claim, another order's or another attempt's claim, or a hold
--- no longer tracked (its units follow the order: forgotten, or counted by a rebuild). Returns
--- -1, changing nothing, while KEYS[6] exists. An error reply for a claim that does not end in its
--- qty (not written by reserve.lua); nothing changed.
+-- hold is still tracked as made by this claim: the claim is deleted, the hold dropped, the
+-- coupon use it claimed (if any) given back and, if the product's stock key still exists, the
+-- claim's qty goes back from sold to stock. Returns 0, changing nothing, otherwise: no claim,
+-- another order's or another attempt's claim, or a hold no longer tracked (its units follow the
+-- order: forgotten, or counted by a rebuild). Returns -1, changing nothing, while KEYS[6]
+-- exists. An error reply for a claim that does not end in its qty (not written by
+-- reserve.lua); nothing changed.
 --
 -- Why atomic: reading the claim, deleting it, dropping its hold and returning its units must be
 -- one step, or two concurrent cancels (or a cancel and release.lua) could both see the claim and
--- return the units twice, and a Reserve slipping in between could replay a claim whose units
--- are already gone. Deleting the claim is what makes a second run (a retry, or a client re-send
--- after a lost reply) return 0 and change nothing. Checking the fingerprint and the hold is what
--- keeps a call from giving back units it did not take.
+-- return the units (or the coupon's use) twice, and a Reserve slipping in between could replay
+-- a claim whose units are already gone. Deleting the claim is what makes a second run (a retry,
+-- or a client re-send after a lost reply) return 0 and change nothing. Checking the fingerprint
+-- and the hold is what keeps a call from giving back units it did not take.
 
-if #KEYS ~= 9 then
-  return redis.error_reply('ERR cancel.lua: want 9 keys, got ' .. #KEYS)
+if #KEYS ~= 12 then
+  return redis.error_reply('ERR cancel.lua: want 12 keys, got ' .. #KEYS)
 end
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return -1
@@ -64,6 +68,18 @@ if buyer then
   local limit = tonumber(redis.call('HGET', KEYS[7], 'limit') or '0')
   if limit and limit > 0 and redis.call('HINCRBY', KEYS[8], buyer, -tonumber(qty)) <= 0 then
     redis.call('HDEL', KEYS[8], buyer)
+  end
+end
+-- The coupon use the hold claimed (KEYS[12]) goes back with it: the code's count and the
+-- buyer's, a count that reaches 0 deleted.
+local code = redis.call('HGET', KEYS[12], ARGV[1])
+if code then
+  redis.call('HDEL', KEYS[12], ARGV[1])
+  if redis.call('HINCRBY', KEYS[10], code, -1) <= 0 then
+    redis.call('HDEL', KEYS[10], code)
+  end
+  if buyer and redis.call('HINCRBY', KEYS[11], code .. '|' .. buyer, -1) <= 0 then
+    redis.call('HDEL', KEYS[11], code .. '|' .. buyer)
   end
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then

@@ -9,19 +9,19 @@ package lua
 import _ "embed"
 
 // Reserve is reserve.lua: claim an idempotency key (or a keyless reservation's Ref) and take
-// qty units of one product in a single atomic step.
+// qty units of one product in a single atomic step, with one use of a coupon when it names one.
 //
 //go:embed reserve.lua
 var Reserve string
 
-// Cancel is cancel.lua: give back a reservation whose order could not be written, if its claim
-// still points at that order.
+// Cancel is cancel.lua: give back a reservation whose order could not be written (its units
+// and its coupon use), if its claim still points at that order.
 //
 //go:embed cancel.lua
 var Cancel string
 
-// Apply is apply.lua: add signed deltas to a product's stock and sold counters once per
-// reference, remembered by a marker key.
+// Apply is apply.lua: add signed deltas to a product's stock and sold counters (and a buyer's
+// holding count, a coupon's uses) once per reference, remembered by a marker key.
 //
 //go:embed apply.lua
 var Apply string
@@ -32,7 +32,7 @@ var Apply string
 var Rebuild string
 
 // Holds is holds.lua: list a product's oldest tracked holds (keyed reservations whose orders
-// are not yet confirmed written) with the qty each holds.
+// are not yet confirmed written) with the qty each holds, its buyer and its coupon.
 //
 //go:embed holds.lua
 var Holds string

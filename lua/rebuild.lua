@@ -8,6 +8,9 @@
 --                             holds later would return its units twice
 -- KEYS[6]  held:{<pid>}       deleted with them: holding counts start again from the rules
 -- KEYS[7]  holdbuyer:{<pid>}  a new product's SetRules brings (nobody holds anything yet)
+-- KEYS[8]  couponuse:{<pid>}   deleted too: a new product's coupons are used by no order yet,
+-- KEYS[9]  couponbuyer:{<pid>} and the holds that claimed uses are gone
+-- KEYS[10] holdcoupon:{<pid>}
 -- ARGV[1]  stock: an integer
 -- ARGV[2]  sold: an integer
 -- ARGV[3]  frozen: 1 to freeze, 0 to clear the flag
@@ -24,8 +27,8 @@ local function integer(s)
   return s and (s == '0' or string.match(s, '^-?[1-9]%d*$')) and #s <= 20
 end
 
-if #KEYS ~= 7 then
-  return redis.error_reply('ERR rebuild.lua: want 7 keys, got ' .. #KEYS)
+if #KEYS ~= 10 then
+  return redis.error_reply('ERR rebuild.lua: want 10 keys, got ' .. #KEYS)
 end
 local stock, sold, frozen = ARGV[1], ARGV[2], ARGV[3]
 if not (integer(stock) and integer(sold)) then
@@ -41,5 +44,5 @@ if frozen == '1' then
 else
   redis.call('DEL', KEYS[3])
 end
-redis.call('DEL', KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('DEL', KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
 return 1

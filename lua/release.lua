@@ -9,22 +9,26 @@
 -- KEYS[7]  rules:{<pid>}      the sale rules (field limit: the per-buyer holding limit)
 -- KEYS[8]  held:{<pid>}       buyer -> units held, kept while the limit is above 0
 -- KEYS[9]  holdbuyer:{<pid>}  order no -> buyer: the hold's units go back to that buyer's count
+-- KEYS[10] couponuse:{<pid>}  coupon code -> uses on the product
+-- KEYS[11] couponbuyer:{<pid>} <code>|<buyer> -> the buyer's uses of it
+-- KEYS[12] holdcoupon:{<pid>} order no -> the coupon whose use the hold claimed
 -- ARGV[1]  the order number of the hold
 --
--- Returns 1 when the hold was still tracked: it is removed from KEYS[3] and KEYS[4], its qty
--- goes back from sold to stock if the product's stock key exists, and the claim KEYS[5] is
--- deleted if it still points at ARGV[1] (so the buyer's key can be used again). Returns 0,
--- changing nothing, when the hold is not tracked (released, forgotten, cancelled, or dropped by
--- a rebuild). Returns -1, changing nothing, while KEYS[6] exists. An error reply, changing nothing, when the hold's info is malformed or names
--- another claim than KEYS[5].
+-- Returns 1 when the hold was still tracked: it is removed from KEYS[3] and KEYS[4], the coupon
+-- use it claimed (if any) goes back, its qty goes back from sold to stock if the product's
+-- stock key exists, and the claim KEYS[5] is deleted if it still points at ARGV[1] (so the
+-- buyer's key can be used again). Returns 0, changing nothing, when the hold is not tracked
+-- (released, forgotten, cancelled, or dropped by a rebuild). Returns -1, changing nothing,
+-- while KEYS[6] exists. An error reply, changing nothing, when the hold's info is malformed or
+-- names another claim than KEYS[5].
 --
 -- Why atomic: checking the hold, removing it and returning its units must be one step, or two
--- sweepers (or a sweeper and cancel.lua) could both see it and return the units twice. Removing
--- the hold is what makes a second run (another sweeper, a client re-send after a lost reply)
--- return 0 and change nothing.
+-- sweepers (or a sweeper and cancel.lua) could both see it and return the units (or the
+-- coupon's use) twice. Removing the hold is what makes a second run (another sweeper, a client
+-- re-send after a lost reply) return 0 and change nothing.
 
-if #KEYS ~= 9 then
-  return redis.error_reply('ERR release.lua: want 9 keys, got ' .. #KEYS)
+if #KEYS ~= 12 then
+  return redis.error_reply('ERR release.lua: want 12 keys, got ' .. #KEYS)
 end
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return -1
@@ -48,6 +52,18 @@ if buyer then
   local limit = tonumber(redis.call('HGET', KEYS[7], 'limit') or '0')
   if limit and limit > 0 and redis.call('HINCRBY', KEYS[8], buyer, -tonumber(qty)) <= 0 then
     redis.call('HDEL', KEYS[8], buyer)
+  end
+end
+-- The coupon use the hold claimed (KEYS[12]) goes back with it: the code's count and the
+-- buyer's, a count that reaches 0 deleted.
+local code = redis.call('HGET', KEYS[12], ARGV[1])
+if code then
+  redis.call('HDEL', KEYS[12], ARGV[1])
+  if redis.call('HINCRBY', KEYS[10], code, -1) <= 0 then
+    redis.call('HDEL', KEYS[10], code)
+  end
+  if buyer and redis.call('HINCRBY', KEYS[11], code .. '|' .. buyer, -1) <= 0 then
+    redis.call('HDEL', KEYS[11], code .. '|' .. buyer)
   end
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then

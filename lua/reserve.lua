@@ -19,6 +19,10 @@
 -- KEYS[13] claimbits:v1:{<pid>}     bitmap: bit ARGV[9] is set for every claim of a buyer's key,
 --                                   so that an instance holding a lease can tell that a key was
 --                                   never claimed without asking
+-- KEYS[14] couponuse:{<pid>}        hash: coupon code -> orders of the product that use it
+-- KEYS[15] couponbuyer:{<pid>}      hash: <code>|<buyer> -> the buyer's uses of it on the product
+-- KEYS[16] holdcoupon:{<pid>}       hash: order no -> coupon code, for every tracked hold that
+--                                   claimed a coupon (what giving the hold back gives back)
 -- ARGV[1]  qty: a positive integer
 -- ARGV[2]  the claim's value: <order no>|<fingerprint>|<qty> (qty equal to ARGV[1], so that
 --          cancel.lua returns exactly what this script took)
@@ -35,9 +39,12 @@
 --          at unix ms <ms>, the instant the payment was accepted (an operator's fulfil)
 -- ARGV[9]  the claim's bit in KEYS[13]: an integer in [0, 131072) (the gate hashes the claim
 --          key, so Redis never has to)
--- KEYS[5..13] and ARGV[4..9] may be left out together (4 keys, 3 arguments): then nothing is
--- tracked, there is no cap, no rule, no lease and no fence check (the load check's script
--- ceiling, on a scratch product). The gate always sends all of them, and tracks every
+-- ARGV[10] the coupon code to claim a use of: ^[A-Z0-9_-]{3,32}$, or "" for none
+-- ARGV[11] how many uses of the coupon the product allows: a non-negative integer, 0 = no limit
+-- ARGV[12] how many of them one buyer may have: a non-negative integer, 0 = no limit
+-- KEYS[5..16] and ARGV[4..12] may be left out together (4 keys, 3 arguments): then nothing is
+-- tracked, there is no cap, no rule, no lease, no coupon and no fence check (the load check's
+-- script ceiling, on a scratch product). The gate always sends all of them, and tracks every
 -- reservation.
 --
 -- Returns {code, claim, left}, checked in this order:
@@ -56,6 +63,11 @@
 --                                            buyer's count now: what the buyer's other orders
 --                                            hold); nothing changed
 --   {6, "", stock}                           BuyerLimit: budget + qty > cap; nothing changed
+--   {11, "", stock}                          CouponUsedUp: with a coupon and a limit ARGV[11] > 0,
+--                                            its uses + 1 > the limit; nothing changed
+--   {12, "", stock}                          CouponBuyerLimit: with a coupon, a buyer and a limit
+--                                            ARGV[12] > 0, the buyer's uses + 1 > it; nothing
+--                                            changed
 --   {3, "", stock}                           SoldOut: stock < qty; nothing changed
 --   {1, "", stock after}                     Reserved: stock -= qty, sold += qty, claim set; with
 --                                            the hold flag, the order is added to KEYS[5] and
@@ -64,7 +76,10 @@
 --                                            lives at least as long as the claim; with a cap,
 --                                            KEYS[7] += qty and, if it has no expiry yet, it
 --                                            expires after ARGV[6] ms; with a limit, the buyer's
---                                            count in KEYS[10] += qty
+--                                            count in KEYS[10] += qty; with a coupon, its uses
+--                                            in KEYS[14] += 1, the buyer's (when there is one)
+--                                            in KEYS[15] += 1, and, with the hold flag, the
+--                                            order's coupon in KEYS[16]
 -- An error reply, before anything is read or written, when ARGV is malformed: a bad qty must
 -- never reach DECRBY, where a negative number would add stock.
 --
@@ -74,26 +89,33 @@
 -- The sale window is judged by Redis's clock, so every instance agrees at the instant of the
 -- start whatever its own clock says.
 --
--- Why atomic: the claim, the stock, the hold, the budget and the holding count move together. Two separate commands
--- would leave a window where the key is claimed without stock taken (a replay points at an order
--- that holds nothing) or stock is taken without the key (a double click takes it twice) or
--- without the hold (a crash before the order is written would leak it for good); the
--- check-then-take of the stock would oversell under concurrent buyers, and the check-then-add
--- of the budget or the holding count would let concurrent requests of one buyer pass the cap or
--- the limit.
+-- A late payment's re-reservation claims the order's coupon again, under the same limits: the
+-- close that returned the order's stock returned its use too.
+--
+-- Why atomic: the claim, the stock, the hold, the budget, the holding count and the coupon's
+-- uses move together. Two separate commands would leave a window where the key is claimed
+-- without stock taken (a replay points at an order that holds nothing) or stock is taken
+-- without the key (a double click takes it twice) or without the hold (a crash before the
+-- order is written would leak it for good); the check-then-take of the stock would oversell
+-- under concurrent buyers, the check-then-add of the budget or the holding count would let
+-- concurrent requests of one buyer pass the cap or the limit, and the check-then-add of a
+-- coupon's uses would let concurrent orders use it more often than it allows. The uses are
+-- counted per product, next to its stock, so that on a Cluster they share the script's slot.
 --
 -- Running it twice with the same arguments (a client that re-sends after a lost reply) is
 -- harmless: the second run finds its own claim and answers Replayed with the same order number,
--- before the hold or the budget is touched.
+-- before the hold, the budget or the coupon is touched.
 
 local qty, claim, ttl = ARGV[1], ARGV[2], ARGV[3]
 local score, cap, window = ARGV[4], ARGV[5], ARGV[6]
 local buyer, enforce, bit = ARGV[7], ARGV[8], ARGV[9]
-local full = #KEYS == 13
+local coupon, uses, perbuyer = ARGV[10], ARGV[11], ARGV[12]
+local full = #KEYS == 16
 if #KEYS == 4 and #ARGV == 3 then
   score, cap, window, buyer, enforce, bit = '', '0', '0', '', '', '0'
+  coupon, uses, perbuyer = '', '0', '0'
 elseif not full then
-  return redis.error_reply('ERR reserve.lua: want 13 keys (or 4 with 3 arguments), got ' .. #KEYS)
+  return redis.error_reply('ERR reserve.lua: want 16 keys (or 4 with 3 arguments), got ' .. #KEYS)
 end
 if not (bit and string.match(bit, '^%d+$') and #bit <= 6 and tonumber(bit) < 131072) then
   return redis.error_reply('ERR reserve.lua: the claim bit must be an integer in [0, 131072)')
@@ -111,6 +133,12 @@ if full and enforce ~= '1' then
 end
 if not buyer then
   return redis.error_reply('ERR reserve.lua: want a buyer (may be empty)')
+end
+if not (coupon and (coupon == '' or (#coupon >= 3 and #coupon <= 32 and string.match(coupon, '^[A-Z0-9_%-]+$')))) then
+  return redis.error_reply('ERR reserve.lua: the coupon must be 3 to 32 of A-Z, 0-9, "_" and "-", or empty')
+end
+if not (uses and string.match(uses, '^%d+$') and #uses <= 18 and perbuyer and string.match(perbuyer, '^%d+$') and #perbuyer <= 18) then
+  return redis.error_reply('ERR reserve.lua: the coupon limits must be non-negative integers')
 end
 if not (qty and string.match(qty, '^[1-9]%d*$') and #qty <= 19) then
   return redis.error_reply('ERR reserve.lua: qty must be a positive integer, got ' .. tostring(qty))
@@ -213,6 +241,32 @@ if capped then
     return {6, '', left}
   end
 end
+-- The buyer's field in KEYS[15]: the code cannot hold '|', so <code>|<buyer> splits one way.
+local couponBuyer
+if coupon ~= '' then
+  if buyer ~= '' then
+    couponBuyer = coupon .. '|' .. buyer
+  end
+  local most, each = tonumber(uses), tonumber(perbuyer)
+  if most > 0 then
+    local n = tonumber(redis.call('HGET', KEYS[14], coupon) or '0')
+    if not n then
+      return redis.error_reply('ERR reserve.lua: coupon uses are not an integer')
+    end
+    if n + 1 > most then
+      return {11, '', left}
+    end
+  end
+  if couponBuyer and each > 0 then
+    local n = tonumber(redis.call('HGET', KEYS[15], couponBuyer) or '0')
+    if not n then
+      return redis.error_reply("ERR reserve.lua: the buyer's coupon uses are not an integer")
+    end
+    if n + 1 > each then
+      return {12, '', left}
+    end
+  end
+end
 if left < tonumber(qty) then
   return {3, '', left}
 end
@@ -238,6 +292,15 @@ if score ~= '' then
   redis.call('HSET', KEYS[6], order, qty .. '|' .. KEYS[4])
   if buyer ~= '' then
     redis.call('HSET', KEYS[11], order, buyer)
+  end
+  if coupon ~= '' then
+    redis.call('HSET', KEYS[16], order, coupon)
+  end
+end
+if coupon ~= '' then
+  redis.call('HINCRBY', KEYS[14], coupon, 1)
+  if couponBuyer then
+    redis.call('HINCRBY', KEYS[15], couponBuyer, 1)
   end
 end
 if limit > 0 and buyer ~= '' then

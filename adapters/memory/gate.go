@@ -72,6 +72,7 @@ type Gate struct {
 	fences   map[domain.ProductID]fence
 	rules    map[domain.ProductID]domain.SaleRules
 	held     map[domain.ProductID]map[domain.BuyerID]int64 // kept only while the product has a BuyerLimit
+	coupons  map[domain.ProductID]*couponUses
 	writes   int
 }
 
@@ -93,6 +94,7 @@ func (g *Gate) reset() {
 	g.fences = make(map[domain.ProductID]fence)
 	g.rules = make(map[domain.ProductID]domain.SaleRules)
 	g.held = make(map[domain.ProductID]map[domain.BuyerID]int64)
+	g.coupons = make(map[domain.ProductID]*couponUses)
 }
 
 // addHeld adds n to the buyer's holding count of p while p has a BuyerLimit (a count that
@@ -158,6 +160,12 @@ func checkReservation(r domain.Reservation) error {
 	if r.Key != "" && r.BuyerCap > 0 && r.BuyerWindow <= 0 {
 		return domain.Invalid("buyer_window", "must be positive when a buyer cap is set")
 	}
+	if err := checkCoupon(r.Coupon); err != nil {
+		return err
+	}
+	if r.CouponUses < 0 || r.CouponPerBuyer < 0 {
+		return domain.Invalid("coupon", "its limits must be 0 (none) or positive")
+	}
 	return nil
 }
 
@@ -222,9 +230,10 @@ func (g *Gate) wrote(now time.Time) {
 
 // Reserve claims the reservation's key (or Ref) and takes its units in one atomic step; a
 // keyed reservation also starts its hold and, with a BuyerCap, counts against the buyer's
-// budget and the buyer's holding count. The checks run in reserve.lua's order: live claim,
-// fence, missing product, frozen, sale window (a keyless one: its end, at r.PaidAt when set),
-// holding limit, buyer budget (keyed only), stock.
+// budget and the buyer's holding count, and with a coupon claims one use of it (the buyer's
+// too). The checks run in reserve.lua's order: live claim, fence, missing product, frozen,
+// sale window (a keyless one: its end, at r.PaidAt when set), holding limit, buyer budget
+// (keyed only), the coupon's limits, stock.
 func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveResult, error) {
 	if err := checkReservation(r); err != nil {
 		return domain.ReserveResult{}, err
@@ -291,6 +300,15 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 			return domain.ReserveResult{Outcome: domain.BuyerLimit, Left: c.stock}, nil
 		}
 	}
+	if r.Coupon != "" {
+		u := g.coupons[r.Product]
+		if r.CouponUses > 0 && u.uses(r.Coupon)+1 > r.CouponUses {
+			return domain.ReserveResult{Outcome: domain.CouponUsedUp, Left: c.stock}, nil
+		}
+		if r.Buyer != "" && r.CouponPerBuyer > 0 && u.buyerUses(r.Coupon, r.Buyer)+1 > r.CouponPerBuyer {
+			return domain.ReserveResult{Outcome: domain.CouponBuyerLimit, Left: c.stock}, nil
+		}
+	}
 	if c.stock < int64(r.Qty) {
 		return domain.ReserveResult{Outcome: domain.SoldOut, Left: c.stock}, nil
 	}
@@ -303,8 +321,9 @@ func (g *Gate) Reserve(_ context.Context, r domain.Reservation) (domain.ReserveR
 		hs = make(map[domain.OrderNo]hold)
 		g.holds[r.Product] = hs
 	}
-	hs[r.OrderNo] = hold{qty: int64(r.Qty), at: holdTime(now), claim: k, buyer: r.Buyer}
+	hs[r.OrderNo] = hold{qty: int64(r.Qty), at: holdTime(now), claim: k, buyer: r.Buyer, coupon: r.Coupon}
 	g.addHeld(r.Product, r.Buyer, int64(r.Qty))
+	g.addCoupon(r.Product, r.Coupon, r.Buyer, 1)
 	if capped {
 		if b.expiresAt.IsZero() { // the first units of a new window open it
 			b.expiresAt = now.Add(r.BuyerWindow)
@@ -343,6 +362,7 @@ func (g *Gate) Cancel(_ context.Context, r domain.Reservation) (bool, error) {
 	delete(g.claims, k)
 	delete(g.holds[r.Product], r.OrderNo)
 	g.addHeld(r.Product, h.buyer, -existing.qty)
+	g.addCoupon(r.Product, h.coupon, h.buyer, -1)
 	if c := g.products[r.Product]; c.exists {
 		c.stock += existing.qty
 		c.sold -= existing.qty
@@ -351,9 +371,13 @@ func (g *Gate) Cancel(_ context.Context, r domain.Reservation) (bool, error) {
 	return true, nil
 }
 
-// Apply adds c's Stock and Sold to the product's counters once per c.Ref; it leaves a product
-// the gate does not know alone and records nothing for it.
+// Apply adds c's Stock and Sold to the product's counters, its Held to the buyer's holding
+// count and its CouponUses to the coupon's counts, once per c.Ref; it leaves a product the
+// gate does not know alone but records c.Ref.
 func (g *Gate) Apply(_ context.Context, c domain.GateChange) (bool, error) {
+	if err := checkCoupon(c.Coupon); err != nil {
+		return false, err
+	}
 	now := g.clock.Now()
 	m := markerKey{product: c.Product, ref: c.Ref}
 
@@ -376,6 +400,7 @@ func (g *Gate) Apply(_ context.Context, c domain.GateChange) (bool, error) {
 	p.sold += c.Sold
 	g.products[c.Product] = p
 	g.addHeld(c.Product, c.Buyer, c.Held)
+	g.addCoupon(c.Product, c.Coupon, c.Buyer, c.CouponUses)
 	g.markers[m] = now.Add(MarkerTTL)
 	g.wrote(now)
 	return true, nil

@@ -16,6 +16,15 @@ type hold struct {
 	at    time.Time // the gate's clock at the reservation, to the millisecond, as Redis scores it
 	claim claimKey  // the claim the reservation made, deleted with an orphan
 	buyer domain.BuyerID
+	// coupon is the coupon whose use the reservation claimed: giving the hold back gives it
+	// back; forgetting the hold leaves it to the order.
+	coupon domain.CouponCode
+}
+
+// public is h as the port lists it: the hold of order no of product p.
+func (h hold) public(p domain.ProductID, no domain.OrderNo) domain.Hold {
+	return domain.Hold{Product: p, OrderNo: no, Qty: int(h.qty), At: h.at, Late: h.claim.keyless, Buyer: h.buyer,
+		Coupon: h.coupon}
 }
 
 // holdTime is when a hold taken at now is scored: to the millisecond, as Redis scores it.
@@ -32,7 +41,7 @@ func (g *Gate) Holds(_ context.Context, p domain.ProductID, minAge time.Duration
 	var out []domain.Hold
 	for no, h := range g.holds[p] {
 		if h.at.UnixMilli() <= cutoff {
-			out = append(out, domain.Hold{Product: p, OrderNo: no, Qty: int(h.qty), At: h.at, Late: h.claim.keyless})
+			out = append(out, h.public(p, no))
 		}
 	}
 	g.mu.Unlock()
@@ -59,8 +68,8 @@ func (g *Gate) Forget(_ context.Context, p domain.ProductID, nos []domain.OrderN
 }
 
 // ReleaseOrphan removes a hold that is still tracked, returns its units to the product's
-// counters (when they exist) and deletes its claim if the claim still points at the order.
-// It reports whether it released the hold.
+// counters (when they exist) and its coupon use, and deletes its claim if the claim still
+// points at the order. It reports whether it released the hold.
 func (g *Gate) ReleaseOrphan(_ context.Context, h domain.Hold) (bool, error) {
 	now := g.clock.Now()
 	g.mu.Lock()
@@ -74,6 +83,7 @@ func (g *Gate) ReleaseOrphan(_ context.Context, h domain.Hold) (bool, error) {
 	}
 	delete(g.holds[h.Product], h.OrderNo)
 	g.addHeld(h.Product, held.buyer, -held.qty)
+	g.addCoupon(h.Product, held.coupon, held.buyer, -1)
 	if c := g.products[h.Product]; c.exists {
 		c.stock += held.qty
 		c.sold -= held.qty

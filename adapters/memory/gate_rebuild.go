@@ -4,6 +4,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -27,13 +28,15 @@ func (g *Gate) fenced(p domain.ProductID, now time.Time) (fence, bool) {
 }
 
 // Rebuild overwrites the product's counters and frozen flag and drops its holds (the ledger's
-// numbers do not count reservations without an order); claims, markers and budgets are kept.
+// numbers do not count reservations without an order) and coupon counts; claims, markers and
+// budgets are kept.
 func (g *Gate) Rebuild(_ context.Context, p domain.ProductID, l domain.GateLevels) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.products[p] = gateCounters{stock: l.Stock, sold: l.Sold, frozen: l.Frozen, exists: true}
 	delete(g.holds, p)
 	delete(g.held, p)
+	delete(g.coupons, p)
 	return nil
 }
 
@@ -52,14 +55,20 @@ func (g *Gate) BeginRebuild(_ context.Context, p domain.ProductID, token string,
 	g.fences[p] = fence{token: token, expiresAt: now.Add(ttl)}
 	out := make([]domain.Hold, 0, len(g.holds[p]))
 	for no, h := range g.holds[p] {
-		out = append(out, domain.Hold{Product: p, OrderNo: no, Qty: int(h.qty), At: h.at, Late: h.claim.keyless})
+		out = append(out, h.public(p, no))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].OrderNo < out[j].OrderNo })
 	return out, nil
 }
 
 // FinishRebuild writes the plan and lifts the fence, if the fence is still held under its token.
+// The coupon counts become plan.Coupons (which counts the holds still tracked).
 func (g *Gate) FinishRebuild(_ context.Context, p domain.ProductID, plan domain.RebuildPlan) error {
+	for code := range plan.Coupons {
+		if err := checkCoupon(code); err != nil || code == "" {
+			return domain.Invalid("coupon", fmt.Sprintf("%q is no coupon code", code))
+		}
+	}
 	now := g.clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -80,6 +89,15 @@ func (g *Gate) FinishRebuild(_ context.Context, p domain.ProductID, plan domain.
 		}
 		for _, h := range g.holds[p] { // in flight: not in the ledger's sums
 			g.addHeld(p, h.buyer, h.qty)
+		}
+	}
+	delete(g.coupons, p)
+	for code, cc := range plan.Coupons {
+		g.addCoupon(p, code, "", max(cc.Uses, 0))
+		for b, n := range cc.Buyers {
+			if n > 0 && b != "" {
+				g.couponsOf(p).byBuyer[couponBuyer{code: code, buyer: b}] = n
+			}
 		}
 	}
 	for _, ref := range plan.Counted {

@@ -18,7 +18,8 @@ func (m *Metrics) Gate(g domain.StockGate) domain.StockGate {
 		reserve: op("Reserve"), cancel: op("Cancel"), apply: op("Apply"), levels: op("Levels"), levelsMany: op("LevelsMany"),
 		rebuild: op("Rebuild"), setFrozen: op("SetFrozen"), holds: op("Holds"), forget: op("Forget"),
 		releaseOrphan: op("ReleaseOrphan"), beginRebuild: op("BeginRebuild"), finishRebuild: op("FinishRebuild"),
-		abortRebuild: op("AbortRebuild"), setRules: op("SetRules"), heldCounts: op("HeldCounts"), gateTime: op("GateTime")}
+		abortRebuild: op("AbortRebuild"), setRules: op("SetRules"), heldCounts: op("HeldCounts"), couponCounts: op("CouponCounts"),
+		gateTime: op("GateTime")}
 }
 
 // timedGate holds one observer per operation, resolved once: the hot path (Reserve) does no
@@ -28,7 +29,7 @@ type timedGate struct {
 	reserve, cancel, apply, levels, rebuild, setFrozen  prometheus.Observer
 	holds, forget, releaseOrphan, levelsMany            prometheus.Observer
 	beginRebuild, finishRebuild, abortRebuild, setRules prometheus.Observer
-	heldCounts, gateTime                                prometheus.Observer
+	heldCounts, couponCounts, gateTime                  prometheus.Observer
 }
 
 // errNoGateClock answers GateTime for a gate that cannot tell its time.
@@ -80,6 +81,11 @@ func (t *timedGate) Rebuild(ctx context.Context, p domain.ProductID, l domain.Ga
 func (t *timedGate) HeldCounts(ctx context.Context, p domain.ProductID) (map[domain.BuyerID]int64, error) {
 	defer since(t.heldCounts, time.Now())
 	return t.g.HeldCounts(ctx, p)
+}
+
+func (t *timedGate) CouponCounts(ctx context.Context, p domain.ProductID) (domain.CouponCounts, error) {
+	defer since(t.couponCounts, time.Now())
+	return t.g.CouponCounts(ctx, p)
 }
 
 func (t *timedGate) SetRules(ctx context.Context, p domain.ProductID, r domain.SaleRules) error {

@@ -371,6 +371,7 @@ func RunStockGate(t *testing.T, newGate func(t *testing.T) domain.StockGate, opt
 	t.Run("budget", func(t *testing.T) { runBudget(t, newGate, o) })
 	t.Run("rebuild fence", func(t *testing.T) { runRebuildFence(t, newGate, o) })
 	t.Run("sale rules", func(t *testing.T) { runSaleRules(t, newGate, o) })
+	t.Run("coupons", func(t *testing.T) { runCoupons(t, newGate) })
 }
 
 // newReservation is a new order's reservation of qty units of p by a fresh buyer and key.
@@ -399,7 +400,8 @@ func describe(res domain.ReserveResult) string {
 	names := map[domain.ReserveOutcome]string{domain.Reserved: "Reserved", domain.Replayed: "Replayed",
 		domain.SoldOut: "SoldOut", domain.Frozen: "Frozen", domain.GateMissing: "GateMissing",
 		domain.BuyerLimit: "BuyerLimit", domain.Rebuilding: "Rebuilding", domain.NotStarted: "NotStarted",
-		domain.Ended: "Ended", domain.HoldingLimit: "HoldingLimit"}
+		domain.Ended: "Ended", domain.HoldingLimit: "HoldingLimit", domain.CouponUsedUp: "CouponUsedUp",
+		domain.CouponBuyerLimit: "CouponBuyerLimit"}
 	return fmt.Sprintf("%s(left %d, existing %q)", names[res.Outcome], res.Left, res.ExistingOrder)
 }
 

@@ -4,21 +4,24 @@ import "cardshop/domain"
 
 // Internals the external tests need to look at the keys and to run the scripts directly.
 var (
-	StockKey     = stockKey
-	SoldKey      = soldKey
-	FrozenKey    = frozenKey
-	ClaimKey     = claimKey
-	MarkerKey    = markerKey
-	HoldsKey     = holdsKey
-	HoldInfoKey  = holdInfoKey
-	BudgetKey    = budgetKey
-	FenceKey     = fenceKey
-	RulesKey     = rulesKey
-	HeldKey      = heldKey
-	HoldBuyerKey = holdBuyerKey
-	SoldOutKey   = soldOutKey
-	ClaimBitsKey = claimBitsKey
-	BitSet       = bitSet
+	StockKey       = stockKey
+	SoldKey        = soldKey
+	FrozenKey      = frozenKey
+	ClaimKey       = claimKey
+	MarkerKey      = markerKey
+	HoldsKey       = holdsKey
+	HoldInfoKey    = holdInfoKey
+	BudgetKey      = budgetKey
+	FenceKey       = fenceKey
+	RulesKey       = rulesKey
+	HeldKey        = heldKey
+	HoldBuyerKey   = holdBuyerKey
+	SoldOutKey     = soldOutKey
+	ClaimBitsKey   = claimBitsKey
+	CouponUseKey   = couponUseKey
+	CouponBuyerKey = couponBuyerKey
+	HoldCouponKey  = holdCouponKey
+	BitSet         = bitSet
 )
 
 // ClaimBit is r's bit in its product's claim bitmap.

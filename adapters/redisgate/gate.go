@@ -21,6 +21,10 @@
 //	held:{<pid>}                       hash: buyer -> units held against the limit (only while
 //	                                   the limit is above 0)
 //	holdbuyer:{<pid>}                  hash: order no -> buyer of each tracked hold
+//	couponuse:{<pid>}                  hash: coupon code -> orders of the product using it
+//	couponbuyer:{<pid>}                hash: <code>|<buyer> -> that buyer's uses of it
+//	holdcoupon:{<pid>}                 hash: order no -> coupon of each tracked hold that claimed
+//	                                   a use (what giving the hold back gives back)
 //	soldout:{<pid>}                    a sold-out lease: present until it ends (lease.go)
 //	claimbits:v1:{<pid>}               bitmap: a bit set for each buyer's claim (lease.go)
 //
@@ -90,6 +94,8 @@ const (
 	codeNotStarted  = 8
 	codeEnded       = 9
 	codeHolding     = 10
+	codeCouponUsed  = 11
+	codeCouponBuyer = 12
 )
 
 // fenced is what apply.lua, cancel.lua and release.lua answer while a rebuild fences the
@@ -129,6 +135,7 @@ const maxCachedProducts = 4096
 // productKeys are the key names of one product that reserve.lua takes.
 type productKeys struct {
 	tag, stock, sold, frozen, holds, holdInfo, fence, rules, held, holdBuyer, soldOut, claimBits string
+	couponUse, couponBuyer, holdCoupon                                                           string
 	// lease is this instance's copy of the product's sold-out lease; nil for names built for
 	// one call (the cache was full).
 	lease *soldOutLease
@@ -137,7 +144,8 @@ type productKeys struct {
 func newProductKeys(p domain.ProductID) *productKeys {
 	return &productKeys{tag: productTag(p), stock: stockKey(p), sold: soldKey(p), frozen: frozenKey(p), holds: holdsKey(p),
 		holdInfo: holdInfoKey(p), fence: fenceKey(p), rules: rulesKey(p), held: heldKey(p), holdBuyer: holdBuyerKey(p),
-		soldOut: soldOutKey(p), claimBits: claimBitsKey(p)}
+		soldOut: soldOutKey(p), claimBits: claimBitsKey(p), couponUse: couponUseKey(p), couponBuyer: couponBuyerKey(p),
+		holdCoupon: holdCouponKey(p)}
 }
 
 // keysOf returns p's key names, from the cache when it has them.
@@ -202,6 +210,15 @@ func holdBuyerKey(p domain.ProductID) string { return "holdbuyer:" + productTag(
 func soldOutKey(p domain.ProductID) string   { return "soldout:" + productTag(p) }
 func claimBitsKey(p domain.ProductID) string { return "claimbits:v1:" + productTag(p) }
 
+// The coupon counts (couponBuyer's fields are <code>|<buyer>: a code holds no '|', so a field
+// splits one way) and the coupon each tracked hold claimed.
+func couponUseKey(p domain.ProductID) string   { return "couponuse:" + productTag(p) }
+func couponBuyerKey(p domain.ProductID) string { return "couponbuyer:" + productTag(p) }
+func holdCouponKey(p domain.ProductID) string  { return "holdcoupon:" + productTag(p) }
+
+// couponSep separates a coupon's code from the buyer in couponbuyer:{<pid>}'s fields.
+const couponSep = "|"
+
 // budgetKey names a buyer's budget for a product; like claims, it relies on buyers without ':'.
 func budgetKey(p domain.ProductID, b domain.BuyerID) string { return budgetKeyOf(productTag(p), b) }
 
@@ -221,6 +238,30 @@ func checkClaim(r domain.Reservation) error {
 	}
 	if strings.Contains(string(r.OrderNo), claimSep) {
 		return domain.Invalid("order_no", "must not contain '"+claimSep+"'")
+	}
+	return nil
+}
+
+// checkCoupon refuses a code the scripts would refuse: it must be what domain.ParseCouponCode
+// gives ("" is no coupon).
+func checkCoupon(code domain.CouponCode) error {
+	if code == "" {
+		return nil
+	}
+	if c, err := domain.ParseCouponCode(string(code)); err != nil || c != code {
+		return domain.Invalid("coupon", "must be 3 to 32 of A-Z, 0-9, '-' and '_'")
+	}
+	return nil
+}
+
+// checkCouponLimits refuses a reservation's malformed coupon and negative coupon limits (0 is
+// no limit).
+func checkCouponLimits(r domain.Reservation) error {
+	if err := checkCoupon(r.Coupon); err != nil {
+		return err
+	}
+	if r.CouponUses < 0 || r.CouponPerBuyer < 0 {
+		return domain.Invalid("coupon", "its limits must be 0 (none) or positive")
 	}
 	return nil
 }
@@ -260,21 +301,27 @@ func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []an
 	case !r.PaidAt.IsZero():
 		enforce = "L" + strconv.FormatInt(max(r.PaidAt.UnixMilli(), 0), 10)
 	}
-	return []string{k.stock, k.sold, k.frozen, claimKeyOf(k.tag, r), k.holds, k.holdInfo,
-			budgetKeyOf(k.tag, r.Buyer), k.fence, k.rules, k.held, k.holdBuyer, k.soldOut, k.claimBits},
-		[]any{qty, claim, strconv.FormatInt(ms, 10), track, capacity, window, string(r.Buyer), enforce, bit}
+	keys = []string{k.stock, k.sold, k.frozen, claimKeyOf(k.tag, r), k.holds, k.holdInfo,
+		budgetKeyOf(k.tag, r.Buyer), k.fence, k.rules, k.held, k.holdBuyer, k.soldOut, k.claimBits,
+		k.couponUse, k.couponBuyer, k.holdCoupon}
+	// Without a coupon its three arguments are constants, boxed without an allocation.
+	args = []any{qty, claim, strconv.FormatInt(ms, 10), track, capacity, window, string(r.Buyer), enforce, bit, "", "0", "0"}
+	if r.Coupon != "" {
+		args[9], args[10], args[11] = string(r.Coupon), strconv.FormatInt(r.CouponUses, 10), strconv.FormatInt(r.CouponPerBuyer, 10)
+	}
+	return keys, args
 }
 
 // Reserve claims the reservation's key (or Ref) and takes its units in one atomic step
 // (reserve.lua), tracking its hold, and a keyed reservation's buyer budget, in the same step.
 // Replay, a missing product, frozen, the sale window (a late one: its end), the holding limit,
-// the buyer budget and sold out are outcomes; a qty below 1, a
-// reservation with neither key nor Ref, or a BuyerCap without a positive BuyerWindow is a
-// domain.ValidationError; an error reaching Redis wraps domain.ErrUnavailable, and so does a
-// ctx that ends before the reply, through the auto-pipeliner too (reserveThrough). With
-// sold-out leases (WithSoldOutLease), a new order whose claim bit is clear is answered SoldOut
-// (Left 0) without Redis while this instance's copy of the product's lease lasts, and a SoldOut
-// from Redis makes the gate ask for one.
+// the buyer budget, the coupon's limits and sold out are outcomes; a qty below 1, a
+// reservation with neither key nor Ref, a BuyerCap without a positive BuyerWindow, a malformed
+// coupon or a negative coupon limit is a domain.ValidationError; an error reaching Redis wraps
+// domain.ErrUnavailable, and so does a ctx that ends before the reply, through the
+// auto-pipeliner too (reserveThrough). With sold-out leases (WithSoldOutLease), a new order
+// whose claim bit is clear is answered SoldOut (Left 0) without Redis while this instance's
+// copy of the product's lease lasts, and a SoldOut from Redis makes the gate ask for one.
 func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
 	if r.Qty < 1 {
 		return domain.ReserveResult{}, domain.Invalid("qty", "must be at least 1")
@@ -283,6 +330,9 @@ func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.Reserv
 		return domain.ReserveResult{}, err
 	}
 	if err := checkBudget(r); err != nil {
+		return domain.ReserveResult{}, err
+	}
+	if err := checkCouponLimits(r); err != nil {
 		return domain.ReserveResult{}, err
 	}
 	k := g.keysOf(r.Product)
@@ -361,6 +411,10 @@ func decodeReserve(reply []any) (domain.ReserveResult, error) {
 		res.Outcome = domain.Ended
 	case codeHolding:
 		res.Outcome = domain.HoldingLimit
+	case codeCouponUsed:
+		res.Outcome = domain.CouponUsedUp
+	case codeCouponBuyer:
+		res.Outcome = domain.CouponBuyerLimit
 	default:
 		return domain.ReserveResult{}, fmt.Errorf("unknown outcome code %d", code)
 	}
@@ -382,7 +436,8 @@ func parseClaim(v string) (domain.OrderNo, string, bool) {
 
 // Cancel undoes a reservation whose order could not be written (cancel.lua): if the claim for
 // its key (or Ref) still exists, points at r.OrderNo with r.Fingerprint and its hold is still
-// tracked, it drops the claim and the hold, returns the units the claim took and reports true;
+// tracked, it drops the claim and the hold, returns the units the claim took (and the coupon
+// use the reservation claimed) and reports true;
 // otherwise it changes nothing and reports false. A reservation with neither key nor Ref is a
 // domain.ValidationError; a fenced product is domain.ErrGateRebuilding; an error reaching Redis
 // wraps domain.ErrUnavailable.
@@ -390,9 +445,10 @@ func (g *Gate) Cancel(ctx context.Context, r domain.Reservation) (bool, error) {
 	if err := checkClaim(r); err != nil {
 		return false, err
 	}
-	n, err := cancelScript.Run(ctx, g.c, []string{stockKey(r.Product), soldKey(r.Product), claimKey(r),
-		holdsKey(r.Product), holdInfoKey(r.Product), fenceKey(r.Product), rulesKey(r.Product), heldKey(r.Product),
-		holdBuyerKey(r.Product)}, string(r.OrderNo), r.Fingerprint).Int64()
+	p := r.Product
+	n, err := cancelScript.Run(ctx, g.c, []string{stockKey(p), soldKey(p), claimKey(r), holdsKey(p), holdInfoKey(p),
+		fenceKey(p), rulesKey(p), heldKey(p), holdBuyerKey(p), couponUseKey(p), couponBuyerKey(p), holdCouponKey(p)},
+		string(r.OrderNo), r.Fingerprint).Int64()
 	if err != nil {
 		return false, wrap("cancel", err)
 	}
@@ -402,15 +458,21 @@ func (g *Gate) Cancel(ctx context.Context, r domain.Reservation) (bool, error) {
 	return n == 1, nil
 }
 
-// Apply adds c's Stock and Sold to the product's counters once per c.Ref (apply.lua) and
-// reports whether this call applied it; a product the gate does not know is left alone and
-// its marker is recorded all the same. A fenced product is domain.ErrGateRebuilding; an error
-// reaching Redis wraps domain.ErrUnavailable.
+// Apply adds c's Stock and Sold to the product's counters, its Held to the buyer's holding
+// count and its CouponUses to the coupon's counts, once per c.Ref (apply.lua), and reports
+// whether this call applied it; a product the gate does not know is left alone and its marker
+// is recorded all the same. A malformed coupon is a domain.ValidationError; a fenced product
+// is domain.ErrGateRebuilding; an error reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) Apply(ctx context.Context, c domain.GateChange) (bool, error) {
-	n, err := applyScript.Run(ctx, g.c, []string{stockKey(c.Product), soldKey(c.Product), markerKey(c), fenceKey(c.Product),
-		rulesKey(c.Product), heldKey(c.Product)},
+	if err := checkCoupon(c.Coupon); err != nil {
+		return false, err
+	}
+	p := c.Product
+	n, err := applyScript.Run(ctx, g.c, []string{stockKey(p), soldKey(p), markerKey(c), fenceKey(p), rulesKey(p),
+		heldKey(p), couponUseKey(p), couponBuyerKey(p)},
 		strconv.FormatInt(c.Stock, 10), strconv.FormatInt(c.Sold, 10),
-		strconv.FormatInt(MarkerTTL.Milliseconds(), 10), string(c.Buyer), strconv.FormatInt(c.Held, 10)).Int64()
+		strconv.FormatInt(MarkerTTL.Milliseconds(), 10), string(c.Buyer), strconv.FormatInt(c.Held, 10),
+		string(c.Coupon), strconv.FormatInt(c.CouponUses, 10)).Int64()
 	if err != nil {
 		return false, wrap("apply", err)
 	}
@@ -537,6 +599,45 @@ func (g *Gate) HeldCounts(ctx context.Context, p domain.ProductID) (map[domain.B
 			return nil, fmt.Errorf("redis gate held counts: buyer %q: %w", b, err)
 		}
 		out[domain.BuyerID(b)] = n
+	}
+	return out, nil
+}
+
+// CouponCounts reads the product's coupon counts: both hashes (HGETALL couponuse and
+// couponbuyer) in one MULTI/EXEC, so the two agree with each other (they share a slot). An
+// error reaching Redis wraps domain.ErrUnavailable.
+func (g *Gate) CouponCounts(ctx context.Context, p domain.ProductID) (domain.CouponCounts, error) {
+	var uses, buyers *redis.MapStringStringCmd
+	_, err := g.c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		uses = pipe.HGetAll(ctx, couponUseKey(p))
+		buyers = pipe.HGetAll(ctx, couponBuyerKey(p))
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("coupon counts", err)
+	}
+	out := domain.CouponCounts{}
+	for code, v := range uses.Val() {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("redis gate coupon counts: coupon %q: %w", code, err)
+		}
+		cc := out[domain.CouponCode(code)]
+		cc.Uses = n
+		out[domain.CouponCode(code)] = cc
+	}
+	for field, v := range buyers.Val() {
+		code, buyer, ok := strings.Cut(field, couponSep)
+		n, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("redis gate coupon counts: malformed field %q = %q", field, v)
+		}
+		cc := out[domain.CouponCode(code)]
+		if cc.Buyers == nil {
+			cc.Buyers = map[domain.BuyerID]int64{}
+		}
+		cc.Buyers[domain.BuyerID(buyer)] = n
+		out[domain.CouponCode(code)] = cc
 	}
 	return out, nil
 }

@@ -284,7 +284,8 @@ func TestClusterProductKeysShareOneSlot(t *testing.T) {
 	keyless.Key, keyless.Ref = "", "order:late_reserve"
 	keys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), redisgate.FrozenKey(p), redisgate.ClaimKey(r),
 		redisgate.ClaimKey(keyless), redisgate.MarkerKey(domain.GateChange{Product: p, Ref: "batch-1"}),
-		redisgate.HoldsKey(p), redisgate.HoldInfoKey(p), redisgate.BudgetKey(p, r.Buyer)}
+		redisgate.HoldsKey(p), redisgate.HoldInfoKey(p), redisgate.BudgetKey(p, r.Buyer), redisgate.CouponUseKey(p),
+		redisgate.CouponBuyerKey(p), redisgate.HoldCouponKey(p), redisgate.HoldBuyerKey(p)}
 	want, err := c.ClusterKeySlot(ctx, keys[0]).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -358,10 +359,12 @@ func TestCancelScriptTwiceReturnsUnitsOnce(t *testing.T) {
 		g, p := redisgate.New(c), porttest.NewProductID()
 		rebuild(t, g, p, domain.GateLevels{Stock: 10})
 		r := newReservation(p, 3)
+		r.Coupon, r.CouponUses = "SPRING-10", 5
 		reserve(t, g, r, domain.Reserved)
 		script := redis.NewScript(lua.Cancel)
 		keys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), redisgate.ClaimKey(r), redisgate.HoldsKey(p),
-			redisgate.HoldInfoKey(p), redisgate.FenceKey(p), redisgate.RulesKey(p), redisgate.HeldKey(p), redisgate.HoldBuyerKey(p)}
+			redisgate.HoldInfoKey(p), redisgate.FenceKey(p), redisgate.RulesKey(p), redisgate.HeldKey(p), redisgate.HoldBuyerKey(p),
+			redisgate.CouponUseKey(p), redisgate.CouponBuyerKey(p), redisgate.HoldCouponKey(p)}
 		for i, want := range []int64{1, 0} {
 			n, err := script.Run(t.Context(), c, keys, string(r.OrderNo), r.Fingerprint).Int64()
 			if err != nil || n != want {
@@ -370,6 +373,10 @@ func TestCancelScriptTwiceReturnsUnitsOnce(t *testing.T) {
 			wantLevels(t, g, p, domain.GateLevels{Stock: 10})
 		}
 		wantNoKey(t, c, redisgate.ClaimKey(r))
+		// The coupon's use went back once, and its fields went with it (none is left at 0).
+		for _, k := range []string{redisgate.CouponUseKey(p), redisgate.CouponBuyerKey(p), redisgate.HoldCouponKey(p)} {
+			wantNoKey(t, c, k)
+		}
 	})
 }
 
@@ -549,13 +556,25 @@ func TestScriptsRejectMalformedArgs(t *testing.T) {
 			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], "2", good[8]},   // an unknown rules flag
 			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], "L-5", good[8]}, // a late instant that is no number
 			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], "L1.5", good[8]},
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], good[8]},                     // no coupon arguments
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], good[8], "", "0"},            // ARGV[12] missing
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], good[8], "spring", "0", "0"}, // lower case
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], good[8], "AB", "0", "0"},     // too short
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], good[8], "A|B-C", "0", "0"},  // the separator
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], good[8], strings.Repeat("A", 33), "0", "0"},
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], good[8], "SPRING", "-1", "0"}, // a negative limit
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], good[8], "SPRING", "0", "x"},
+			{"1", claim("1"), good[2], good[3], good[4], good[5], good[6], good[7], good[8], "SPRING", "1.5", "0"},
 		} {
 			err := reserveScript.Run(t.Context(), c, keys, args...).Err()
 			if err == nil || errors.Is(err, domain.ErrUnavailable) || !strings.Contains(err.Error(), "reserve.lua") {
 				t.Errorf("reserve.lua %q = %v, want its error reply", args, err)
 			}
 		}
-		// 13 keys and 9 arguments, or the short form of 4 keys and 3 arguments (no hold, no cap).
+		// 16 keys and 12 arguments, or the short form of 4 keys and 3 arguments (no hold, no cap).
+		if err := reserveScript.Run(t.Context(), c, keys[:13], good...).Err(); err == nil || !strings.Contains(err.Error(), "reserve.lua") {
+			t.Errorf("reserve.lua with 13 keys = %v, want its error reply", err)
+		}
 		if err := reserveScript.Run(t.Context(), c, keys[:5], good...).Err(); err == nil || !strings.Contains(err.Error(), "reserve.lua") {
 			t.Errorf("reserve.lua with 5 keys = %v, want its error reply", err)
 		}
@@ -566,8 +585,14 @@ func TestScriptsRejectMalformedArgs(t *testing.T) {
 		wantLevels(t, g, p, domain.GateLevels{Stock: 10, Sold: 2})
 
 		marker := redisgate.MarkerKey(domain.GateChange{Product: p, Ref: "bad-args"})
-		applyKeys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), marker}
-		for _, args := range [][]any{{"1.5", "0", "1000"}, {"1", "x", "1000"}, {"1", "0", "0"}, {"--1", "0", "1000"}, {"1", "0"}} {
+		applyKeys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), marker, redisgate.FenceKey(p), redisgate.RulesKey(p),
+			redisgate.HeldKey(p), redisgate.CouponUseKey(p), redisgate.CouponBuyerKey(p)}
+		for _, args := range [][]any{{"1.5", "0", "1000"}, {"1", "x", "1000"}, {"1", "0", "0"}, {"--1", "0", "1000"}, {"1", "0"},
+			{"1", "0", "1000", "", "0"},                  // no coupon arguments
+			{"1", "0", "1000", "", "0", "spring", "-1"},  // a lower-case coupon
+			{"1", "0", "1000", "", "0", "SPRING", "1.5"}, // uses that are no integer
+			{"1", "0", "1000", "b", "0", "SPR|NG", "-1"}, // the separator in a code
+			{"1", "0", "1000", "", "0", "SPRING", "--1"}} {
 			err := redis.NewScript(lua.Apply).Run(t.Context(), c, applyKeys, args...).Err()
 			if err == nil || !strings.Contains(err.Error(), "apply.lua") {
 				t.Errorf("apply.lua %q = %v, want its error reply", args, err)
@@ -585,7 +610,7 @@ func TestScriptsRejectMalformedArgs(t *testing.T) {
 		wantLevels(t, g, p, domain.GateLevels{Stock: 10, Sold: 2})
 
 		// The hold scripts: malformed calls change nothing.
-		holdKeys := []string{redisgate.HoldsKey(p), redisgate.HoldInfoKey(p)}
+		holdKeys := []string{redisgate.HoldsKey(p), redisgate.HoldInfoKey(p), redisgate.HoldBuyerKey(p), redisgate.HoldCouponKey(p)}
 		for _, args := range [][]any{{"x", "10"}, {"1.5", "10"}, {"100", "0"}, {"100", "-1"}, {"100"}} {
 			err := redis.NewScript(lua.Holds).Run(t.Context(), c, holdKeys, args...).Err()
 			if err == nil || !strings.Contains(err.Error(), "holds.lua") {
@@ -614,6 +639,72 @@ func TestScriptsRejectMalformedArgs(t *testing.T) {
 		wantLevels(t, g, p, domain.GateLevels{Stock: 8, Sold: 4})
 		if hs, err := g.Holds(t.Context(), p, 0, 10); err != nil || len(hs) != 1 || hs[0].OrderNo != held.OrderNo {
 			t.Fatalf("Holds after refused scripts = %+v, %v; want the one hold", hs, err)
+		}
+
+		// finish.lua under its own fence: malformed counts write nothing, the fence stays.
+		if _, err := g.BeginRebuild(t.Context(), p, "t", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		finishKeys := []string{redisgate.StockKey(p), redisgate.SoldKey(p), redisgate.FrozenKey(p), redisgate.FenceKey(p),
+			redisgate.HoldsKey(p), redisgate.HoldInfoKey(p), redisgate.RulesKey(p), redisgate.HeldKey(p), redisgate.HoldBuyerKey(p),
+			redisgate.CouponUseKey(p), redisgate.CouponBuyerKey(p), redisgate.HoldCouponKey(p)}
+		head := []any{"t", "100", "0", "0", "1000", "0", "0", "0"}
+		for _, tail := range [][]any{
+			{"0", "0"},                                  // u missing
+			{"0", "0", "1"},                             // a code, uses pair missing
+			{"0", "0", "1", "SPRING", "x"},              // uses that are no integer
+			{"0", "0", "1", "SPRING", "0"},              // a count of 0 is never written
+			{"0", "0", "0", "SPRING|b"},                 // half a pair
+			{"0", "0", "0", "SPRING|b", "-1"},           // a negative count
+			{"0", "1", "0", "buyer", "1.5"},             // held units that are no integer
+			{"1", "0", "0"},                             // an order number missing
+			{"0", "-1", "0", "SPRING", "1", "SPRING|b"}, // a negative number of pairs
+		} {
+			err := redis.NewScript(lua.Finish).Run(t.Context(), c, finishKeys, append(append([]any{}, head...), tail...)...).Err()
+			if err == nil || !strings.Contains(err.Error(), "finish.lua") {
+				t.Errorf("finish.lua %q = %v, want its error reply", tail, err)
+			}
+		}
+		wantLevels(t, g, p, domain.GateLevels{Stock: 8, Sold: 4})
+		wantNoKey(t, c, redisgate.CouponUseKey(p))
+		if res := reserve(t, g, newReservation(p, 1), domain.Rebuilding); res.Left != 8 {
+			t.Fatalf("Reserve after refused finishes = %+v, want Rebuilding: the fence stands", res)
+		}
+		if err := g.AbortRebuild(t.Context(), p, "t"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// What reserve.lua writes for a coupon: one use in all and one of the buyer's, the order's
+// coupon for its hold, and nothing at all without a coupon.
+func TestCouponKeys(t *testing.T) {
+	onBoth(t, func(t *testing.T, c redis.UniversalClient) {
+		g, p := redisgate.New(c), porttest.NewProductID()
+		rebuild(t, g, p, domain.GateLevels{Stock: 10})
+		plain := newReservation(p, 1)
+		reserve(t, g, plain, domain.Reserved)
+		for _, k := range []string{redisgate.CouponUseKey(p), redisgate.CouponBuyerKey(p), redisgate.HoldCouponKey(p)} {
+			wantNoKey(t, c, k)
+		}
+		r := newReservation(p, 2)
+		r.Coupon, r.CouponUses, r.CouponPerBuyer = "SPRING-10", 10, 2
+		reserve(t, g, r, domain.Reserved)
+		if n, err := c.HGet(t.Context(), redisgate.CouponUseKey(p), "SPRING-10").Int64(); err != nil || n != 1 {
+			t.Fatalf("couponuse = %d, %v; want 1", n, err)
+		}
+		if n, err := c.HGet(t.Context(), redisgate.CouponBuyerKey(p), "SPRING-10|"+string(r.Buyer)).Int64(); err != nil || n != 1 {
+			t.Fatalf("couponbuyer = %d, %v; want 1", n, err)
+		}
+		if code, err := c.HGet(t.Context(), redisgate.HoldCouponKey(p), string(r.OrderNo)).Result(); err != nil || code != "SPRING-10" {
+			t.Fatalf("holdcoupon = %q, %v; want SPRING-10", code, err)
+		}
+		if err := g.Forget(t.Context(), p, []domain.OrderNo{r.OrderNo}); err != nil {
+			t.Fatal(err)
+		}
+		wantNoKey(t, c, redisgate.HoldCouponKey(p))
+		if n, err := c.HLen(t.Context(), redisgate.CouponUseKey(p)).Result(); err != nil || n != 1 {
+			t.Fatalf("couponuse after Forget: HLEN = %d, %v; want 1 (the use follows the order)", n, err)
 		}
 	})
 }

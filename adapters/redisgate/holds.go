@@ -20,27 +20,27 @@ import (
 const forgetChunk = 1000
 
 // Holds lists up to limit of the product's holds taken at least minAge ago by Redis's clock
-// (to the millisecond), oldest first, with their qty (holds.lua: one atomic read of the sorted
-// set and the hash, the cutoff from TIME). An error reaching Redis wraps domain.ErrUnavailable;
-// a malformed reply is a plain error.
+// (to the millisecond), oldest first, with their qty, buyer and coupon (holds.lua: one atomic
+// read of the sorted set and the hashes, the cutoff from TIME). An error reaching Redis wraps
+// domain.ErrUnavailable; a malformed reply is a plain error.
 func (g *Gate) Holds(ctx context.Context, p domain.ProductID, minAge time.Duration, limit int) ([]domain.Hold, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	reply, err := holdsScript.Run(ctx, g.c, []string{holdsKey(p), holdInfoKey(p)},
+	reply, err := holdsScript.Run(ctx, g.c, []string{holdsKey(p), holdInfoKey(p), holdBuyerKey(p), holdCouponKey(p)},
 		strconv.FormatInt(max(minAge.Milliseconds(), 0), 10), strconv.Itoa(limit)).StringSlice()
 	if err != nil {
 		return nil, wrap("holds", err)
 	}
-	if len(reply)%3 != 0 {
-		return nil, fmt.Errorf("redis gate holds: reply of %d values, want triples", len(reply))
+	if len(reply)%holdValues != 0 {
+		return nil, fmt.Errorf("redis gate holds: reply of %d values, want %d a hold", len(reply), holdValues)
 	}
-	out := make([]domain.Hold, 0, len(reply)/3)
-	for i := 0; i < len(reply); i += 3 {
+	out := make([]domain.Hold, 0, len(reply)/holdValues)
+	for i := 0; i < len(reply); i += holdValues {
 		if reply[i+2] == "" {
 			continue // a member without info: nothing to release it with (never written so)
 		}
-		h, err := decodeHold(p, reply[i], reply[i+1], reply[i+2])
+		h, err := decodeHold(p, reply[i:i+holdValues])
 		if err != nil {
 			return nil, fmt.Errorf("redis gate holds: %w", err)
 		}
@@ -49,9 +49,14 @@ func (g *Gate) Holds(ctx context.Context, p domain.ProductID, minAge time.Durati
 	return out, nil
 }
 
-// decodeHold reads a hold from its member, score and <qty>|<claim key>; a hold made by a
-// keyless claim (idem:ref:) is a late re-reservation.
-func decodeHold(p domain.ProductID, member, score, info string) (domain.Hold, error) {
+// holdValues is how many values holds.lua and fence.lua list a hold with: member, score, info,
+// buyer, coupon.
+const holdValues = 5
+
+// decodeHold reads a hold from its member, score, <qty>|<claim key>, buyer and coupon (the
+// last two "" for none); a hold made by a keyless claim (idem:ref:) is a late re-reservation.
+func decodeHold(p domain.ProductID, v []string) (domain.Hold, error) {
+	member, score, info := v[0], v[1], v[2]
 	ms, err := strconv.ParseFloat(score, 64)
 	if err != nil {
 		return domain.Hold{}, fmt.Errorf("score %q of %s: %w", score, member, err)
@@ -61,7 +66,7 @@ func decodeHold(p domain.ProductID, member, score, info string) (domain.Hold, er
 		return domain.Hold{}, fmt.Errorf("%s: %w", member, err)
 	}
 	return domain.Hold{Product: p, OrderNo: domain.OrderNo(member), Qty: qty, At: time.UnixMilli(int64(ms)),
-		Late: strings.HasPrefix(claim, "idem:ref:")}, nil
+		Late: strings.HasPrefix(claim, "idem:ref:"), Buyer: domain.BuyerID(v[3]), Coupon: domain.CouponCode(v[4])}, nil
 }
 
 // parseHoldInfo splits a hold's <qty>|<claim key>.
@@ -77,7 +82,8 @@ func parseHoldInfo(v string) (qty int, claim string, err error) {
 }
 
 // Forget stops tracking the holds of these orders of the product (forget.lua, in chunks);
-// unknown numbers are ignored. An error reaching Redis wraps domain.ErrUnavailable.
+// unknown numbers are ignored, and the coupon uses they claimed stay counted (they follow the
+// orders now). An error reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) Forget(ctx context.Context, p domain.ProductID, nos []domain.OrderNo) error {
 	for start := 0; start < len(nos); start += forgetChunk {
 		chunk := nos[start:min(start+forgetChunk, len(nos))]
@@ -85,7 +91,8 @@ func (g *Gate) Forget(ctx context.Context, p domain.ProductID, nos []domain.Orde
 		for i, no := range chunk {
 			args[i] = string(no)
 		}
-		if err := forgetScript.Run(ctx, g.c, []string{holdsKey(p), holdInfoKey(p), holdBuyerKey(p)}, args...).Err(); err != nil {
+		keys := []string{holdsKey(p), holdInfoKey(p), holdBuyerKey(p), holdCouponKey(p)}
+		if err := forgetScript.Run(ctx, g.c, keys, args...).Err(); err != nil {
 			return wrap("forget", err)
 		}
 	}
@@ -94,7 +101,8 @@ func (g *Gate) Forget(ctx context.Context, p domain.ProductID, nos []domain.Orde
 
 // ReleaseOrphan gives back a hold whose order was never written (release.lua): if it is still
 // tracked, it is removed, its units return from sold to stock when the product's counters
-// exist, and its claim is deleted if it still points at the order; true only for the call that
+// exist, its coupon use goes back, and its claim is deleted if it still points at the order;
+// true only for the call that
 // released it. The claim's name is read from the hold first (HGET), because a script may only
 // touch the keys it is given. An error reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) ReleaseOrphan(ctx context.Context, h domain.Hold) (bool, error) {
@@ -111,7 +119,8 @@ func (g *Gate) ReleaseOrphan(ctx context.Context, h domain.Hold) (bool, error) {
 	}
 	n, err := releaseScript.Run(ctx, g.c, []string{stockKey(h.Product), soldKey(h.Product), holdsKey(h.Product),
 		holdInfoKey(h.Product), claim, fenceKey(h.Product), rulesKey(h.Product), heldKey(h.Product),
-		holdBuyerKey(h.Product)}, string(h.OrderNo)).Int64()
+		holdBuyerKey(h.Product), couponUseKey(h.Product), couponBuyerKey(h.Product), holdCouponKey(h.Product)},
+		string(h.OrderNo)).Int64()
 	if err != nil {
 		return false, wrap("release orphan", err)
 	}

@@ -12,47 +12,48 @@ import (
 	"cardshop/domain"
 )
 
-// Rebuild overwrites the product's counters and frozen flag and drops its holds in one step
-// (rebuild.lua); claims, budgets and markers are kept. An error reaching Redis wraps
-// domain.ErrUnavailable.
+// Rebuild overwrites the product's counters and frozen flag and drops its holds and coupon
+// counts in one step (rebuild.lua); claims, budgets and markers are kept. An error reaching
+// Redis wraps domain.ErrUnavailable.
 func (g *Gate) Rebuild(ctx context.Context, p domain.ProductID, l domain.GateLevels) error {
 	frozen := "0"
 	if l.Frozen {
 		frozen = "1"
 	}
 	err := rebuildScript.Run(ctx, g.c, []string{stockKey(p), soldKey(p), frozenKey(p), holdsKey(p), holdInfoKey(p),
-		heldKey(p), holdBuyerKey(p)},
+		heldKey(p), holdBuyerKey(p), couponUseKey(p), couponBuyerKey(p), holdCouponKey(p)},
 		strconv.FormatInt(l.Stock, 10), strconv.FormatInt(l.Sold, 10), frozen).Err()
 	return wrap("rebuild", err)
 }
 
 // BeginRebuild fences the product under token for ttl and lists all of its holds in the same
-// step (fence.lua). A fence held under another token is domain.ErrGateRebuilding; an error
-// reaching Redis wraps domain.ErrUnavailable.
+// step (fence.lua), each with its buyer and coupon. A fence held under another token is
+// domain.ErrGateRebuilding; an error reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) BeginRebuild(ctx context.Context, p domain.ProductID, token string, ttl time.Duration) ([]domain.Hold, error) {
 	if token == "" || ttl <= 0 {
 		return nil, domain.Invalid("token", "a rebuild needs a token and a positive fence time")
 	}
-	reply, err := fenceScript.Run(ctx, g.c, []string{fenceKey(p), holdsKey(p), holdInfoKey(p)},
+	reply, err := fenceScript.Run(ctx, g.c, []string{fenceKey(p), holdsKey(p), holdInfoKey(p), holdBuyerKey(p), holdCouponKey(p)},
 		token, strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)).Slice()
 	if err != nil {
 		return nil, wrap("begin rebuild", err)
 	}
-	if len(reply) == 0 || (len(reply)-1)%3 != 0 {
-		return nil, fmt.Errorf("redis gate begin rebuild: reply of %d values, want 1 + triples", len(reply))
+	if len(reply) == 0 || (len(reply)-1)%holdValues != 0 {
+		return nil, fmt.Errorf("redis gate begin rebuild: reply of %d values, want 1 + %d a hold", len(reply), holdValues)
 	}
 	if ok, _ := reply[0].(int64); ok != 1 {
 		return nil, domain.ErrGateRebuilding
 	}
-	out := make([]domain.Hold, 0, (len(reply)-1)/3)
-	for i := 1; i < len(reply); i += 3 {
-		member, _ := reply[i].(string)
-		score, _ := reply[i+1].(string)
-		info, _ := reply[i+2].(string)
-		if info == "" {
+	out := make([]domain.Hold, 0, (len(reply)-1)/holdValues)
+	v := make([]string, holdValues)
+	for i := 1; i < len(reply); i += holdValues {
+		for j := range v {
+			v[j], _ = reply[i+j].(string)
+		}
+		if v[2] == "" {
 			continue // a member without info: nothing to account it by (never written so)
 		}
-		h, err := decodeHold(p, member, score, info)
+		h, err := decodeHold(p, v)
 		if err != nil {
 			return nil, fmt.Errorf("redis gate begin rebuild: %w", err)
 		}
@@ -63,7 +64,9 @@ func (g *Gate) BeginRebuild(ctx context.Context, p domain.ProductID, token strin
 
 // FinishRebuild writes the plan and lifts the fence in one step (finish.lua), if the fence is
 // still held under plan.Token; otherwise it writes nothing and returns
-// domain.ErrGateRebuilding. An error reaching Redis wraps domain.ErrUnavailable.
+// domain.ErrGateRebuilding. The coupon counts become plan.Coupons' positive counts (which
+// already count the holds still tracked). A malformed coupon code in plan.Coupons is a
+// domain.ValidationError. An error reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) FinishRebuild(ctx context.Context, p domain.ProductID, plan domain.RebuildPlan) error {
 	frozen := "0"
 	if plan.Levels.Frozen {
@@ -73,23 +76,39 @@ func (g *Gate) FinishRebuild(ctx context.Context, p domain.ProductID, plan domai
 		return err
 	}
 	keys := []string{stockKey(p), soldKey(p), frozenKey(p), fenceKey(p), holdsKey(p), holdInfoKey(p),
-		rulesKey(p), heldKey(p), holdBuyerKey(p)}
+		rulesKey(p), heldKey(p), holdBuyerKey(p), couponUseKey(p), couponBuyerKey(p), holdCouponKey(p)}
 	for _, ref := range plan.Counted {
 		keys = append(keys, markerKey(domain.GateChange{Product: p, Ref: ref}))
 	}
 	starts, ends, limit := rulesArgs(plan.Rules)
-	args := []any{plan.Token, strconv.FormatInt(plan.Levels.Stock, 10), strconv.FormatInt(plan.Levels.Sold, 10),
-		frozen, strconv.FormatInt(MarkerTTL.Milliseconds(), 10), starts, ends, limit, strconv.Itoa(len(plan.Drop))}
-	for _, no := range plan.Drop {
-		args = append(args, string(no))
-	}
+	var held, uses, buyers []any
 	if plan.Rules.BuyerLimit > 0 {
 		for b, n := range plan.Held {
 			if n > 0 {
-				args = append(args, string(b), strconv.FormatInt(n, 10))
+				held = append(held, string(b), strconv.FormatInt(n, 10))
 			}
 		}
 	}
+	for code, cc := range plan.Coupons {
+		if err := checkCoupon(code); err != nil || code == "" {
+			return domain.Invalid("coupon", fmt.Sprintf("%q is no coupon code", code))
+		}
+		if cc.Uses > 0 {
+			uses = append(uses, string(code), strconv.FormatInt(cc.Uses, 10))
+		}
+		for b, n := range cc.Buyers {
+			if n > 0 && b != "" {
+				buyers = append(buyers, string(code)+couponSep+string(b), strconv.FormatInt(n, 10))
+			}
+		}
+	}
+	args := []any{plan.Token, strconv.FormatInt(plan.Levels.Stock, 10), strconv.FormatInt(plan.Levels.Sold, 10),
+		frozen, strconv.FormatInt(MarkerTTL.Milliseconds(), 10), starts, ends, limit, strconv.Itoa(len(plan.Drop)),
+		strconv.Itoa(len(held) / 2), strconv.Itoa(len(uses) / 2)}
+	for _, no := range plan.Drop {
+		args = append(args, string(no))
+	}
+	args = append(append(append(args, held...), uses...), buyers...)
 	n, err := finishScript.Run(ctx, g.c, keys, args...).Int64()
 	if err != nil {
 		return wrap("finish rebuild", err)

@@ -191,13 +191,15 @@ func redisScriptCeiling(ctx context.Context, addr string, clients, n int) (float
 	// The full form the gate sends: the hold (holds/holdinfo/holdbuyer) and the buyer budget
 	// (cap 1e9, never reached) are written, the rebuild fence and the sold-out lease are checked,
 	// the sale rules are read (none: no window, no limit) and a claim bit is set, as on every
-	// real order.
+	// real order; no coupon, as on most.
 	holdAt := "1" // track the hold, scored by Redis's clock
 	cmdArgs := func(claimSuffix, orderNo string) []string {
-		return []string{"EVALSHA", sha, "13", stock, sold, frozen, "idem:order:" + tag + ":ceiling:" + claimSuffix,
+		return []string{"EVALSHA", sha, "16", stock, sold, frozen, "idem:order:" + tag + ":ceiling:" + claimSuffix,
 			"holds:" + tag, "holdinfo:" + tag, "budget:" + tag + ":ceiling-" + claimSuffix, "rebuild:" + tag,
 			"rules:" + tag, "held:" + tag, "holdbuyer:" + tag, "soldout:" + tag, "claimbits:v1:" + tag,
-			"1", orderNo + "|ceiling|1", ttl, holdAt, "1000000000", "600000", "ceiling-" + claimSuffix, "1", "4242"}
+			"couponuse:" + tag, "couponbuyer:" + tag, "holdcoupon:" + tag,
+			"1", orderNo + "|ceiling|1", ttl, holdAt, "1000000000", "600000", "ceiling-" + claimSuffix, "1", "4242",
+			"", "0", "0"}
 	}
 
 	probe := cmdArgs("probe", "probe")
