@@ -371,7 +371,7 @@ func RunStockGate(t *testing.T, newGate func(t *testing.T) domain.StockGate, opt
 	t.Run("budget", func(t *testing.T) { runBudget(t, newGate, o) })
 	t.Run("rebuild fence", func(t *testing.T) { runRebuildFence(t, newGate, o) })
 	t.Run("sale rules", func(t *testing.T) { runSaleRules(t, newGate, o) })
-	t.Run("coupons", func(t *testing.T) { runCoupons(t, newGate) })
+	t.Run("coupons", func(t *testing.T) { runGateCoupons(t, newGate) })
 }
 
 // newReservation is a new order's reservation of qty units of p by a fresh buyer and key.

@@ -9,11 +9,11 @@ import (
 	"cardshop/domain"
 )
 
-// runCoupons checks the coupon uses the gate counts per product: claimed by Reserve in the same
+// runGateCoupons checks the coupon uses the gate counts per product: claimed by Reserve in the same
 // step as the stock, under the coupon's limits, given back with the hold (Cancel,
 // ReleaseOrphan), left to the order once the hold is forgotten (Apply gives it back), and
 // written by a rebuild.
-func runCoupons(t *testing.T, newGate func(t *testing.T) domain.StockGate) {
+func runGateCoupons(t *testing.T, newGate func(t *testing.T) domain.StockGate) {
 	const code, other domain.CouponCode = "SPRING-10", "AUTUMN_5"
 	// withCoupon is r using code under the limits uses (per product) and perBuyer.
 	withCoupon := func(r domain.Reservation, c domain.CouponCode, uses, perBuyer int64) domain.Reservation {
