@@ -91,12 +91,6 @@ func microUTC(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Microsecond)
 }
 
-// couponCounter is the part of a stock gate that counts coupon uses: a gate that has it
-// answers each product's counts; one that has not leaves the uses unknown.
-type couponCounter interface {
-	CouponCounts(ctx context.Context, p domain.ProductID) (domain.CouponCounts, error)
-}
-
 // Coupons lists every coupon, newest first, with its uses on each of its products as the
 // product's stock gate counts them (one gate call per product, whatever the number of
 // coupons). A gate that cannot be asked leaves those uses unknown and the list whole.
@@ -107,15 +101,14 @@ func (s *Coupons) Coupons(ctx context.Context) ([]CouponListing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list coupons: %w", err)
 	}
-	counter, _ := s.gate.(couponCounter)
 	counts := map[domain.ProductID]domain.CouponCounts{}
 	known := map[domain.ProductID]bool{}
 	out := make([]CouponListing, len(all))
 	for i, c := range all {
 		out[i] = CouponListing{Coupon: c, Uses: make([]CouponUses, len(c.Products))}
 		for j, p := range c.Products {
-			if _, asked := known[p]; !asked && counter != nil {
-				cc, err := counter.CouponCounts(ctx, p)
+			if _, asked := known[p]; !asked {
+				cc, err := s.gate.CouponCounts(ctx, p)
 				if err != nil {
 					s.log.WarnContext(ctx, "coupon uses unknown: the stock gate did not answer", "product", p, "err", err)
 				}

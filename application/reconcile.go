@@ -88,6 +88,15 @@ func (s *stock) reconcile(ctx context.Context, p domain.Product) (Reconciliation
 			return rep, fmt.Errorf("reconcile gate holdings: %w", err)
 		}
 	}
+	var ledgerCoupons, gateCoupons domain.CouponCounts
+	if rep.GateKnown {
+		if ledgerCoupons, err = s.ledger.Orders().CouponUses(ctx, id); err != nil {
+			return rep, fmt.Errorf("reconcile coupon uses: %w", err)
+		}
+		if gateCoupons, err = s.gate.CouponCounts(ctx, id); err != nil {
+			return rep, fmt.Errorf("reconcile gate coupon uses: %w", err)
+		}
+	}
 	flows, err := s.ledger.Flows().Totals(ctx, id)
 	if err != nil {
 		return rep, fmt.Errorf("reconcile flow: %w", err)
@@ -146,6 +155,35 @@ func (s *stock) reconcile(ctx context.Context, p domain.Product) (Reconciliation
 		}
 		add("gate holding counts = qty of the buyers' orders (buyer_limit)", want, got)
 		add("buyers whose gate holding count differs from their orders", 0, differ)
+	}
+	if rep.GateKnown && (len(ledgerCoupons) > 0 || len(gateCoupons) > 0) {
+		var want, got, differ int64
+		for code, l := range ledgerCoupons {
+			want += l.Uses
+			g := gateCoupons[code]
+			if g.Uses != l.Uses {
+				differ++
+			}
+			for b, n := range l.Buyers {
+				if g.Buyers[b] != n {
+					differ++
+				}
+			}
+		}
+		for code, g := range gateCoupons {
+			got += g.Uses
+			l, ok := ledgerCoupons[code]
+			if !ok && g.Uses != 0 {
+				differ++
+			}
+			for b, n := range g.Buyers {
+				if _, seen := l.Buyers[b]; !seen && n != 0 {
+					differ++
+				}
+			}
+		}
+		add("gate coupon uses = orders whose coupon use stands", want, got)
+		add("coupon counts (per coupon and per buyer) that differ between the gate and the orders", 0, differ)
 	}
 	return rep, nil
 }

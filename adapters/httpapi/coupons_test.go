@@ -36,8 +36,8 @@ func (h *harness) coupons(token string) []couponJSON {
 }
 
 // TestCouponAdminAPI: an operator creates coupons (the code upper-cased, the products in
-// order, the bounds kept), a viewer lists them with their uses per product (unknown: null, as
-// the memory gate keeps no coupon counts) but may not change them (403, audited), an operator
+// order, the bounds kept), a viewer lists them with their uses per product (none yet: 0; null
+// when the gate cannot be asked) but may not change them (403, audited), an operator
 // disables and enables one; every write is in the audit log with its operator and the coupon.
 func TestCouponAdminAPI(t *testing.T) {
 	h := newHarness(t)
@@ -66,8 +66,9 @@ func TestCouponAdminAPI(t *testing.T) {
 	if len(list) != 2 || list[0].Code != "FIVE-OFF" || list[1].Code != "SPRING-10" {
 		t.Fatalf("viewer's list = %+v, want FIVE-OFF then SPRING-10", list)
 	}
-	if u := list[1].Uses; len(u) != 2 || u[0].ProductID != 1 || u[0].Uses != nil || u[1].ProductID != 2 || u[1].Uses != nil {
-		t.Fatalf("SPRING-10's uses = %+v, want products 1 and 2, unknown", u)
+	if u := list[1].Uses; len(u) != 2 || u[0].ProductID != 1 || u[0].Uses == nil || *u[0].Uses != 0 || u[1].ProductID != 2 ||
+		u[1].Uses == nil || *u[1].Uses != 0 {
+		t.Fatalf("SPRING-10's uses = %+v, want products 1 and 2, none used", u)
 	}
 	if list[0].ValidFrom != nil || list[0].ValidUntil != nil || list[0].MinAmount != 0 {
 		t.Fatalf("FIVE-OFF without bounds = %+v", list[0])
@@ -153,5 +154,48 @@ func TestCouponBadInputChangesNothing(t *testing.T) {
 	got := h.coupons(otto)
 	if len(got) != 1 || got[0].Code != "KEPT" || got[0].Disabled || !got[0].CreatedAt.Equal(kept[0].CreatedAt) || got[0].Value != 100 {
 		t.Fatalf("after bad input the list is %+v, want only %+v", got, kept)
+	}
+}
+
+// TestOrderWithACoupon: a buyer's order names a coupon in any case; the answer carries it, its
+// discount and the discounted amount (checked against the OpenAPI document like every answer);
+// the same key and body replays the order; the coupon's single use is then spent (409
+// coupon_used_up), an unknown code is 404 coupon_not_found, a product it is not for 422
+// coupon_not_applicable, a malformed one 400; and none of the refusals reserves anything.
+func TestOrderWithACoupon(t *testing.T) {
+	h := newHarness(t)
+	h.createProduct(1, 1000, 5)
+	h.createProduct(2, 1000, 5)
+	h.importCodes(1, codes("CPN-A", 4)...)
+	h.importCodes(2, codes("CPN-B", 1)...)
+	otto := h.newOperator("otto", "operator")
+	wantStatus(t, h.as(otto, "POST", "/admin/coupons", `{"code":"ONCE","kind":"percent","value":15,"products":[1],"uses_per_product":1}`), 201)
+	alice, bob := h.token("alice"), h.token("bob")
+	body := `{"product_id":1,"qty":3,"coupon":"once"}`
+	r := h.order(alice, "key-one-1", body)
+	wantStatus(t, r, 201)
+	var o orderJSON
+	r.decode(t, &o)
+	if o.Coupon != "ONCE" || o.Discount != 450 || o.Amount != 2550 || o.UnitPrice != 1000 {
+		t.Fatalf("order with 15%% off 3 × 10.00: %+v", o)
+	}
+	r = h.order(alice, "key-one-1", body)
+	wantStatus(t, r, 200)
+	var again orderJSON
+	r.decode(t, &again)
+	if again.OrderNo != o.OrderNo || again.Amount != 2550 {
+		t.Fatalf("replay: %+v, want %s", again, o.OrderNo)
+	}
+	wantError(t, h.order(alice, "key-one-1", `{"product_id":1,"qty":3}`), 422, "idempotency_key_reused")
+	before := h.levels(1)
+	wantError(t, h.order(bob, "key-two-2", `{"product_id":1,"qty":1,"coupon":"ONCE"}`), 409, "coupon_used_up")
+	wantError(t, h.order(bob, "key-three-3", `{"product_id":1,"qty":1,"coupon":"NOPE-NOPE"}`), 404, "coupon_not_found")
+	wantError(t, h.order(bob, "key-four-4", `{"product_id":2,"qty":1,"coupon":"ONCE"}`), 422, "coupon_not_applicable")
+	wantError(t, h.order(bob, "key-five-5", `{"product_id":1,"qty":1,"coupon":"a b"}`), 400, "invalid_request")
+	if after := h.levels(1); after != before {
+		t.Fatalf("refused coupon orders moved the gate: %+v → %+v", before, after)
+	}
+	if lv := h.levels(2); lv.Stock != 1 {
+		t.Fatalf("product 2 after a refused coupon: %+v", lv)
 	}
 }

@@ -235,6 +235,8 @@ type orderJSON struct {
 	Qty        int        `json:"qty"`
 	UnitPrice  int64      `json:"unit_price"`
 	Amount     int64      `json:"amount"`
+	Coupon     string     `json:"coupon"`
+	Discount   int64      `json:"discount"`
 	Currency   string     `json:"currency"`
 	Status     string     `json:"status"`
 	Reason     string     `json:"reason"`
