@@ -204,6 +204,7 @@ func (s *Server) getProduct(c *fiber.Ctx) error {
 
 type importResponse struct {
 	Added        int           `json:"added"`
+	Uses         int           `json:"uses"`
 	Duplicates   int           `json:"duplicates"`
 	InPool       int           `json:"in_pool"`
 	Invalid      int           `json:"invalid"`
@@ -225,7 +226,7 @@ type skippedLine struct {
 }
 
 func newImportResponse(rep application.ImportReport, complete bool) importResponse {
-	out := importResponse{Added: rep.Added, Duplicates: rep.Duplicates, InPool: rep.InPool, Invalid: rep.Invalid,
+	out := importResponse{Added: rep.Added, Uses: rep.Uses, Duplicates: rep.Duplicates, InPool: rep.InPool, Invalid: rep.Invalid,
 		InvalidRows: rep.InvalidRows, Comments: rep.Comments, Headers: rep.Headers, Unterminated: rep.Unterminated,
 		Skipped: make([]skippedLine, len(rep.Skipped)), Truncated: rep.Truncated, ThroughLine: rep.Through, Complete: complete,
 		Filled: rep.Filled}

@@ -258,6 +258,7 @@ type refundJSON struct {
 
 type importJSON struct {
 	Added        int   `json:"added"`
+	Uses         int   `json:"uses"`
 	Duplicates   int   `json:"duplicates"`
 	InPool       int   `json:"in_pool"`
 	Invalid      int   `json:"invalid"`
