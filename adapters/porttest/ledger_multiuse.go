@@ -52,6 +52,29 @@ func runMultiUse(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		wantCounts(t, l, p, domain.CardCounts{domain.CardUnsold: 2*domain.SharedKeyUses - 1, domain.CardSold: 1})
 	})
 
+	t.Run("race: concurrent imports of a shared key each add their uses", func(t *testing.T) {
+		l := newLedger(t)
+		p := createProduct(t, l).ID()
+		key := newCodes(t, 1)
+		const imports = 4
+		errs := make([]error, imports)
+		parallel(imports, func(i int) {
+			errs[i] = l.Atomically(t.Context(), func(tx domain.Store) error {
+				res, err := tx.Cards().Import(t.Context(), p, key, domain.UnlimitedUses)
+				if err == nil && (res.Added != 1 || res.Uses != domain.SharedKeyUses) {
+					t.Errorf("Import = %+v", res)
+				}
+				return err
+			})
+		})
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("import: %v", err)
+			}
+		}
+		wantCounts(t, l, p, domain.CardCounts{domain.CardUnsold: imports * domain.SharedKeyUses})
+	})
+
 	t.Run("allocate gives an order distinct codes, every code's first use first", func(t *testing.T) {
 		l := newLedger(t)
 		p := createProduct(t, l).ID()
