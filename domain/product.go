@@ -58,7 +58,8 @@ type ProductRecord struct {
 	Price        Money
 	MinPerOrder  int // 0 reads as 1 (a row stored before the setting existed)
 	MaxPerOrder  int
-	CodeUses     int // sales per code: 1, N >= 2, or UnlimitedUses
+	CodeUses     int  // sales per code, N >= 1; 0 reads as 1 (a record made before the setting existed)
+	SharedKey    bool // sold without a limit (CodeUses UnlimitedUses); CodeUses is then ignored
 	Group        string
 	Variant      string
 	Tiers        []PriceTier // nil when the product has none
@@ -74,13 +75,17 @@ type ProductRecord struct {
 }
 
 // RehydrateProduct rebuilds a product from storage without re-validating it. An empty stock
-// display reads as StockExact and a MinPerOrder of 0 as 1 (a row stored before the setting
-// existed).
+// display reads as StockExact, and a MinPerOrder or CodeUses of 0 as 1 (a row stored before the
+// setting existed): only SharedKey makes a product of unlimited uses.
 func RehydrateProduct(r ProductRecord) Product {
 	if r.StockDisplay == "" {
 		r.StockDisplay = StockExact
 	}
 	r.MinPerOrder = max(r.MinPerOrder, 1)
+	r.CodeUses = max(r.CodeUses, 1)
+	if r.SharedKey {
+		r.CodeUses = UnlimitedUses
+	}
 	return Product{id: r.ID, name: r.Name, price: r.Price, minPerOrder: r.MinPerOrder, maxPerOrder: r.MaxPerOrder,
 		codeUses: r.CodeUses, group: r.Group, variant: r.Variant, tiers: cloneTiers(r.Tiers),
 		stockDisplay: r.StockDisplay, sale: r.Sale, refundFrees: r.RefundReleasesLimit, lowStock: r.LowStockThreshold,
@@ -90,7 +95,7 @@ func RehydrateProduct(r ProductRecord) Product {
 // Record returns the storable form of p.
 func (p Product) Record() ProductRecord {
 	return ProductRecord{ID: p.id, Name: p.name, Price: p.price, MinPerOrder: p.minPerOrder, MaxPerOrder: p.maxPerOrder,
-		CodeUses: p.codeUses, Group: p.group, Variant: p.variant, Tiers: cloneTiers(p.tiers),
+		CodeUses: p.codeUses, SharedKey: p.codeUses == UnlimitedUses, Group: p.group, Variant: p.variant, Tiers: cloneTiers(p.tiers),
 		StockDisplay: p.stockDisplay, Sale: p.sale, RefundReleasesLimit: p.refundFrees, LowStockThreshold: p.lowStock,
 		StockState: p.stockState, Frozen: p.frozen, FrozenReason: p.frozenReason, CreatedAt: p.createdAt}
 }

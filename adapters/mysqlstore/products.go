@@ -83,7 +83,7 @@ func (r productRow) product() (domain.Product, error) {
 	}
 	return domain.RehydrateProduct(domain.ProductRecord{ID: domain.ProductID(r.ID), Name: r.Name,
 		Price: domain.Money(r.Price), MinPerOrder: r.MinPerOrder, MaxPerOrder: r.MaxPerOrder,
-		CodeUses: r.CodeUses, Group: r.Group, Variant: r.Variant, Tiers: tiers,
+		CodeUses: r.CodeUses, SharedKey: r.CodeUses == domain.UnlimitedUses, Group: r.Group, Variant: r.Variant, Tiers: tiers,
 		StockDisplay:        domain.StockDisplay(r.StockDisplay),
 		Sale:                domain.SaleRules{StartsAt: fromNull(r.StartsAt), EndsAt: fromNull(r.EndsAt), BuyerLimit: r.BuyerLimit},
 		RefundReleasesLimit: r.RefundFrees, LowStockThreshold: r.LowStock, StockState: domain.StockState(r.StockState),
