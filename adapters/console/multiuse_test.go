@@ -28,6 +28,9 @@ func TestProductFormSetsCodeUsesOnce(t *testing.T) {
 		t.Fatalf("edit form does not show the code uses read-only: %s", edit.body)
 	}
 	wantStatus(t, b.post(pp, form), fiber.StatusSeeOther) // unchanged: accepted
+	if codes := b.get(pp + "/codes"); !strings.Contains(codes.body, "up to 3 times") {
+		t.Fatalf("codes screen does not say the counts are uses: %s", codes.body)
+	}
 	form.Set("code_uses", "4")
 	r := b.post(pp, form)
 	wantStatus(t, r, 400)
