@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"cardshop/domain"
@@ -83,6 +84,10 @@ func (v cardVault) Import(_ context.Context, p domain.ProductID, codes []domain.
 		fresh = append(fresh, c)
 	}
 	var added []int64
+	var usesOf map[string][]int64 // a code of several uses -> its new cards' ids
+	if per > 1 {
+		usesOf = make(map[string][]int64, len(fresh))
+	}
 	for u := 0; u < per; u++ {
 		for _, c := range fresh {
 			d.lastCard++
@@ -91,12 +96,15 @@ func (v cardVault) Import(_ context.Context, p domain.ProductID, codes []domain.
 			if _, ok := d.codes[c.Reveal()]; !ok {
 				put(v.s, d.codes, c.Reveal(), id)
 			}
-			if per > 1 || len(d.useIDs[c.Reveal()]) > 0 {
-				ids := d.useIDs[c.Reveal()]
-				put(v.s, d.useIDs, c.Reveal(), append(ids[:len(ids):len(ids)], id))
+			if usesOf != nil {
+				usesOf[c.Reveal()] = append(usesOf[c.Reveal()], id)
 			}
 			added = append(added, id)
 		}
+	}
+	for code, ids := range usesOf {
+		// A fresh array: the old one stays intact for any undo that still refers to it.
+		put(v.s, d.useIDs, code, append(slices.Clone(d.useIDs[code]), ids...))
 	}
 	if len(added) > 0 {
 		put(v.s, d.sellable, p, d.sellable[p].push(added...))
