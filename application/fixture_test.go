@@ -183,7 +183,7 @@ func (f *fixture) importLines(t tester, pid domain.ProductID, text string) appli
 		t.Fatalf("import codes: %v", err)
 	}
 	f.mu.Lock()
-	f.imported[pid] += int64(rep.Added)
+	f.imported[pid] += int64(rep.Uses) // uses: rep.Added for a product of single-use codes
 	f.mu.Unlock()
 	return rep
 }
@@ -457,7 +457,7 @@ func (f *fixture) assertInvariants(t tester, pid domain.ProductID) {
 	paidQty, pendingQty := totals[domain.StatusPaid].Qty, totals[domain.StatusPending].Qty
 
 	f.mu.Lock()
-	eq("codes in the pool = codes the fixture imported", imported, f.imported[pid])
+	eq("code uses in the pool = uses the fixture imported", imported, f.imported[pid])
 	f.mu.Unlock()
 	// no oversell
 	eq("codes SOLD = Σ qty of PAID orders", sold, paidQty)
@@ -484,6 +484,7 @@ func (f *fixture) assertInvariants(t tester, pid domain.ProductID) {
 	published := f.deliveries(t)
 	cardOwner := make(map[int64]domain.OrderNo)
 	codeOwner := make(map[string]domain.OrderNo)
+	codeSales := make(map[string]int) // a multi-use code's SOLD uses
 	keys := make(map[buyerKey]domain.OrderNo)
 	seen := make(map[domain.OrderStatus]domain.StatusTotal)
 	var soldCards int64
@@ -524,10 +525,13 @@ func (f *fixture) assertInvariants(t tester, pid domain.ProductID) {
 				t.Errorf("card %d SOLD to both %s and %s", c.ID, other, no)
 			}
 			cardOwner[c.ID] = no
-			if other, dup := codeOwner[c.Code.Reveal()]; dup {
+			// A single-use code is SOLD to one order; a multi-use code to as many as its
+			// uses, never twice to one order.
+			if other, dup := codeOwner[c.Code.Reveal()]; dup && (p.CodeUses() == 1 || other == no) {
 				t.Errorf("a code is SOLD to both %s and %s", other, no)
 			}
 			codeOwner[c.Code.Reveal()] = no
+			codeSales[c.Code.Reveal()]++
 		}
 		soldCards += int64(len(cards))
 
@@ -575,6 +579,13 @@ func (f *fixture) assertInvariants(t tester, pid domain.ProductID) {
 		}
 	}
 	eq("SOLD codes found on orders = codes SOLD", soldCards, sold)
+	if p.CodeUses() != domain.UnlimitedUses {
+		for _, n := range codeSales {
+			if n > p.CodeUses() {
+				t.Errorf("a code is SOLD %d times, the product sells each %d times", n, p.CodeUses())
+			}
+		}
+	}
 	for _, s := range domain.AllOrderStatuses {
 		if seen[s] != totals[s] {
 			t.Errorf("orders %s: the fixture's orders sum to %+v, the repository to %+v", s, seen[s], totals[s])

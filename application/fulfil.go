@@ -220,11 +220,21 @@ func (s *core) fulfil(ctx context.Context, o domain.Order, n domain.PaymentNotic
 		// (With a commit of unknown outcome the reservation is kept: the orphan sweep forgets it
 		// if the order is PAID and returns its units if not.)
 		s.cancelReservation(ctx, lateRes)
-		if from == domain.StatusUnfulfilled && !errors.Is(err, domain.ErrInsufficientCards) {
+		if from == domain.StatusUnfulfilled && !errors.Is(err, domain.ErrInsufficientCards) &&
+			!errors.Is(err, domain.ErrTooFewDistinctCodes) {
 			// The units were out of the stock while this attempt held them: a fill that found
 			// too few meanwhile stopped, and runs again now that they are back.
 			s.refill(ctx, o.Product())
 		}
+	}
+	if errors.Is(err, domain.ErrTooFewDistinctCodes) {
+		// A multi-use product's uses are there but on fewer codes than the order's quantity (an
+		// order never gets a code twice): gate and ledger agree, so nothing is frozen; the order
+		// waits, with its money visible, for more codes (a restock fills it) or a refund.
+		if from == domain.StatusUnfulfilled {
+			return o, fmt.Errorf("fulfil again: %w", domain.ErrSoldOut)
+		}
+		return s.unfulfilled(ctx, o, n, reasonTooFewCodes, !late)
 	}
 	if errors.Is(err, domain.ErrInsufficientCards) {
 		// The gate promised codes the ledger does not have: stop selling, keep the money visible.
@@ -257,6 +267,9 @@ const (
 	reasonLateAfterEnd     = "late payment: after the sale ended"
 	reasonLateOverLimit    = "late payment: over the buyer's limit"
 	reasonLateCouponUsedUp = "late payment: the coupon is used up"
+	// reasonTooFewCodes: a multi-use product has the uses but on fewer distinct codes than the
+	// order's quantity.
+	reasonTooFewCodes = "too few distinct codes for the order's quantity"
 )
 
 // unfulfilled records an accepted payment that cannot be fulfilled. release says whether the

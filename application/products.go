@@ -17,13 +17,16 @@ import (
 // NewProduct is an operator's request to create a product. ID 0 lets the catalogue choose;
 // MinPerOrder 0 is 1; Tiers are the quantity prices (none: the price applies to every qty); an
 // empty StockDisplay is domain.StockExact; Group and Variant put the product in a variant
-// group (domain.CheckVariant).
+// group (domain.CheckVariant). CodeUses is how many times each code is sold (0 is 1), or
+// SharedKey: any number of times (domain.UnlimitedUses); either is fixed from then on.
 type NewProduct struct {
 	ID                  domain.ProductID
 	Name                string
 	Price               domain.Money
 	MinPerOrder         int
 	MaxPerOrder         int
+	CodeUses            int
+	SharedKey           bool
 	Group               string
 	Variant             string
 	Tiers               []domain.PriceTier
@@ -40,6 +43,16 @@ func (s *Catalogue) CreateProduct(ctx context.Context, cmd NewProduct) (domain.P
 	// To the microsecond, as the ledger keeps it: the answer shows what every later read shows.
 	p, err := domain.NewProduct(cmd.ID, cmd.Name, cmd.Price, cmd.MaxPerOrder, s.clock.Now().Truncate(time.Microsecond))
 	if err != nil {
+		return domain.Product{}, err
+	}
+	uses := max(cmd.CodeUses, 1)
+	switch {
+	case cmd.CodeUses < 0:
+		uses = cmd.CodeUses // refused below
+	case cmd.SharedKey:
+		uses = domain.UnlimitedUses
+	}
+	if p, err = p.WithCodeUses(uses); err != nil {
 		return domain.Product{}, err
 	}
 	r := p.Revision()
@@ -78,10 +91,13 @@ func (s *Catalogue) Product(ctx context.Context, id domain.ProductID) (domain.Pr
 //
 // StartsAt and EndsAt set to a pointer to the zero time remove that bound.
 type ProductPatch struct {
-	Name                *string
-	Price               *domain.Money
-	MinPerOrder         *int
-	MaxPerOrder         *int
+	Name        *string
+	Price       *domain.Money
+	MinPerOrder *int
+	MaxPerOrder *int
+	// CodeUses may only repeat the product's code uses, which never change (a form sends every
+	// field): the pool, the gate and the flow counted its codes at those uses.
+	CodeUses            *int
 	Group               *string // "" (with Variant "") takes the product out of its group
 	Variant             *string
 	Tiers               *[]domain.PriceTier
@@ -110,6 +126,9 @@ func (s *Catalogue) UpdateProduct(ctx context.Context, id domain.ProductID, patc
 	p, err := s.ledger.Products().Product(ctx, id)
 	if err != nil {
 		return domain.Product{}, err
+	}
+	if patch.CodeUses != nil && *patch.CodeUses != p.CodeUses() {
+		return domain.Product{}, domain.Invalid("code_uses", "is fixed when the product is created (the codes in its pool were counted at it)")
 	}
 	r := p.Revision()
 	if patch.Name != nil {
@@ -251,6 +270,7 @@ type SkippedLine struct {
 // MaxReportedLines lines not imported, in line order (Truncated: there were more).
 type ImportReport struct {
 	Added        int
+	Uses         int // the units the added codes brought: Added × the product's uses per code (domain.Product.UsesPerImport)
 	Duplicates   int
 	InPool       int
 	Invalid      int
@@ -323,11 +343,12 @@ func (s *Catalogue) ImportCodes(ctx context.Context, id domain.ProductID, r io.R
 }
 
 func (s *Catalogue) importCodes(ctx context.Context, id domain.ProductID, r io.Reader) (ImportReport, error) {
-	if _, err := s.ledger.Products().Product(ctx, id); err != nil {
+	p, err := s.ledger.Products().Product(ctx, id)
+	if err != nil {
 		return ImportReport{}, fmt.Errorf("import codes: %w", err)
 	}
 	var rep ImportReport
-	var b importBatchState
+	b := importBatchState{uses: p.CodeUses()}
 	lr := bufio.NewReaderSize(r, maxImportLine)
 	line, data := 0, false
 	var readErr error
@@ -398,6 +419,7 @@ type importBatchState struct {
 	lines []int
 	rep   ImportReport
 	last  int // the last line read
+	uses  int // the product's code uses (never changes: domain.Product.WithCodeUses)
 }
 
 // classify sorts one line into the batch or its report. data says whether a line that is
@@ -490,7 +512,7 @@ func (b *importBatchState) merge(rep *ImportReport, added int) {
 	rep.Skipped = append(rep.Skipped, d.Skipped[:min(len(d.Skipped), MaxReportedLines-len(rep.Skipped))]...)
 	rep.Truncated = rep.NotImported() > len(rep.Skipped)
 	rep.Through = b.last
-	*b = importBatchState{codes: b.codes[:0], lines: b.lines[:0], rep: ImportReport{Skipped: d.Skipped[:0]}, last: b.last}
+	*b = importBatchState{codes: b.codes[:0], lines: b.lines[:0], rep: ImportReport{Skipped: d.Skipped[:0]}, last: b.last, uses: b.uses}
 }
 
 // importBatch commits the batch's codes (a stock-in flow row and the gate change with them)
@@ -506,18 +528,19 @@ func (s *stock) importBatch(ctx context.Context, id domain.ProductID, b *importB
 	change := domain.GateChange{Product: id, Ref: ref}
 	err := s.ledger.Atomically(ctx, func(tx domain.Store) error {
 		var err error
-		res, err = tx.Cards().Import(ctx, id, b.codes)
-		if err != nil || res.Added == 0 {
+		res, err = tx.Cards().Import(ctx, id, b.codes, b.uses)
+		if err != nil || res.Uses == 0 {
 			return err
 		}
 		if len(res.Outcomes) != len(b.codes) {
 			return fmt.Errorf("the card pool reported %d outcomes for %d codes", len(res.Outcomes), len(b.codes))
 		}
+		// The stock-in, like every count of the pool and the gate, counts uses.
 		if err := tx.Flows().Append(ctx, domain.FlowEntry{ProductID: id, Ref: ref, Type: domain.FlowStockIn,
-			Qty: int64(res.Added), At: now}); err != nil {
+			Qty: int64(res.Uses), At: now}); err != nil {
 			return err
 		}
-		change.Stock = int64(res.Added)
+		change.Stock = int64(res.Uses)
 		m, err := gateChangeMessage(change, now)
 		if err != nil {
 			return err
@@ -540,7 +563,8 @@ func (s *stock) importBatch(ctx context.Context, id domain.ProductID, b *importB
 		}
 	}
 	b.merge(rep, res.Added)
-	if res.Added > 0 {
+	rep.Uses += res.Uses
+	if res.Uses > 0 {
 		s.applyGate(ctx, change)
 	}
 	return nil

@@ -23,6 +23,7 @@ const (
 // VoidResult counts what a void did with the codes it was given: never a code.
 type VoidResult struct {
 	Voided      int
+	Uses        int // the uses the voided codes held (Voided × uses for a multi-use product)
 	NotFound    int
 	NotVoidable int    // SOLD, VOID already (a repeat in the list included), or another product's
 	Ref         string // of the flow row and the gate change; empty when nothing was voided
@@ -93,19 +94,20 @@ func (s *Catalogue) VoidCodes(ctx context.Context, id domain.ProductID, codes []
 		if err != nil {
 			return err
 		}
-		if int64(v.Voided) > lv.Stock {
-			return &domain.VoidExceedsError{Voidable: v.Voided, Free: lv.Stock}
+		// Uses, not codes: a multi-use code takes its every sellable use out of the gate.
+		if int64(v.Uses) > lv.Stock {
+			return &domain.VoidExceedsError{Voidable: v.Uses, Free: lv.Stock}
 		}
-		res = VoidResult{Voided: v.Voided, NotFound: v.NotFound, NotVoidable: v.NotVoidable}
+		res = VoidResult{Voided: v.Voided, Uses: v.Uses, NotFound: v.NotFound, NotVoidable: v.NotVoidable}
 		if v.Voided == 0 {
 			return nil
 		}
 		res.Ref = ref
 		if err := tx.Flows().Append(ctx, domain.FlowEntry{ProductID: id, Ref: ref, Type: domain.FlowVoid,
-			Qty: int64(v.Voided), At: now}); err != nil {
+			Qty: int64(v.Uses), At: now}); err != nil {
 			return err
 		}
-		change.Stock = -int64(v.Voided)
+		change.Stock = -int64(v.Uses)
 		m, err := gateChangeMessage(change, now)
 		if err != nil {
 			return err

@@ -12,7 +12,7 @@ import (
 // (stock_state, frozen, created_at), which productTail checks; the product is in no variant
 // group and has the default minimum of 1 per order.
 func productOut(id, name, price, maxPerOrder, tiers, display, startsAt, endsAt, buyerLimit, releases, lowStock string) string {
-	return fmt.Sprintf("id: %s\nname: %s\nprice: %s\nmin_per_order: 1\nmax_per_order: %s\ngroup: none\nvariant: none\ntiers: %s\nstock_display: %s\nstarts_at: %s\nends_at: %s\n"+
+	return fmt.Sprintf("id: %s\nname: %s\nprice: %s\nmin_per_order: 1\nmax_per_order: %s\ncode_uses: 1\ngroup: none\nvariant: none\ntiers: %s\nstock_display: %s\nstarts_at: %s\nends_at: %s\n"+
 		"buyer_limit: %s\nrefund_releases_limit: %s\nlow_stock_threshold: %s\n",
 		id, name, price, maxPerOrder, tiers, display, startsAt, endsAt, buyerLimit, releases, lowStock)
 }
@@ -126,6 +126,8 @@ func TestProductCommands(t *testing.T) {
 		{[]string{"product-create", "-id", "42", "-name", "Backwards", "-price", "5", "-max-per-order", "1",
 			"-starts-at", "2030-01-02T00:00:00Z", "-ends-at", "2030-01-01T00:00:00Z"}, "cardshopctl: 400 invalid_request: ends_at: must be after starts_at\n"},
 		{[]string{"product-create", "-name", "Too many", "-price", "5", "-max-per-order", "1001"}, "cardshopctl: 400 invalid_request: max_per_order: must be between 1 and 1000\n"},
+		{[]string{"product-create", "-name", "Too many uses", "-price", "5", "-max-per-order", "1", "-code-uses", "1001"},
+			"cardshopctl: 400 invalid_request: code_uses: must be 0 (a shared key, unlimited) or 1 to 1000\n"},
 	} {
 		code, out, errOut := runCtl(append(c.args, "-url", url)...)
 		if code != 1 || out != "" || errOut != c.want {
@@ -184,6 +186,18 @@ func TestProductCommands(t *testing.T) {
 	wantProduct(t, "product-create without -id", code, out, errOut, head)
 	code, out, errOut = runCtl("product-show", "-url", url, "-product", id[1])
 	wantProduct(t, "product-show of the chosen id", code, out, errOut, head)
+
+	// -code-uses sells each code several times, 0 without a limit.
+	code, out, errOut = runCtl("product-create", "-url", url, "-id", "43", "-name", "Shared", "-price", "500", "-max-per-order", "2",
+		"-code-uses", "3")
+	if code != 0 || errOut != "" || !strings.Contains(out, "\nmax_per_order: 2\ncode_uses: 3\n") {
+		t.Fatalf("product-create -code-uses 3: exit %d, stderr %q, printed\n%s", code, errOut, out)
+	}
+	code, out, errOut = runCtl("product-create", "-url", url, "-id", "44", "-name", "Key", "-price", "500", "-max-per-order", "1",
+		"-code-uses", "0")
+	if code != 0 || errOut != "" || !strings.Contains(out, "\ncode_uses: unlimited\n") {
+		t.Fatalf("product-create -code-uses 0: exit %d, stderr %q, printed\n%s", code, errOut, out)
+	}
 
 	// No token: exit 1, as every admin command. A wrong one: the service's 401.
 	t.Setenv("CARDSHOP_ADMIN_TOKEN", "")

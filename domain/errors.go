@@ -50,6 +50,10 @@ var (
 	// ErrInsufficientCards means the card pool holds fewer sellable codes than an allocation
 	// needs: the gate promised stock the ledger does not have.
 	ErrInsufficientCards = errors.New("card pool has fewer codes than required")
+	// ErrTooFewDistinctCodes means the pool has the uses an allocation needs but on fewer
+	// distinct codes than its quantity (a multi-use product's order never gets a code twice):
+	// not an inconsistency of gate and ledger, the order waits for more codes or a refund.
+	ErrTooFewDistinctCodes = errors.New("card pool has fewer distinct codes than the order's quantity")
 	// ErrDuplicateFlow means a flow row for this (reference, change type) already exists.
 	ErrDuplicateFlow = errors.New("duplicate stock flow entry")
 	// ErrUnavailable means a dependency (database, gate, broker) cannot be reached; the

@@ -353,6 +353,7 @@ const (
 // ImportResult reports one batch of imported codes: the counts, and the outcome of each code.
 type ImportResult struct {
 	Added      int
+	Uses       int // the uses the added codes (and shared keys topped up) brought: the units of the stock-in
 	Duplicates int
 	InPool     int
 	// Outcomes holds one outcome per code given to Import, in the same order.
@@ -369,20 +370,30 @@ type CardVault interface {
 	// as ImportInPool; a repeat within the batch finds the pool as the earlier occurrence left
 	// it (ImportDuplicate, or ImportInPool again). Of concurrent imports of one code, exactly
 	// one adds it.
-	Import(ctx context.Context, p ProductID, codes []CardCode) (ImportResult, error)
-	// Allocate marks qty sellable codes of p SOLD to the order and returns them. Returns
-	// ErrInsufficientCards, changing nothing, when fewer than qty are sellable.
+	//
+	// uses is the product's Product.CodeUses: each added code brings that many uses, one row
+	// (a Card) per use, each sold, refunded, recycled and voided on its own, so every count of
+	// the pool counts uses. UnlimitedUses (a shared key) adds SharedKeyUses uses, and a shared
+	// key the product already has is topped up by SharedKeyUses more (ImportAdded, not a
+	// duplicate). Uses in the result sums them. A uses outside CheckCodeUses is a
+	// ValidationError.
+	Import(ctx context.Context, p ProductID, codes []CardCode, uses int) (ImportResult, error)
+	// Allocate marks qty sellable uses of p, each of a different code, SOLD to the order and
+	// returns them (an order never gets a code twice). Of concurrent allocations no use is
+	// taken twice. Returns ErrInsufficientCards, changing nothing, when fewer than qty uses are
+	// sellable, and ErrTooFewDistinctCodes when there are qty uses but on fewer codes.
 	Allocate(ctx context.Context, p ProductID, no OrderNo, qty int) ([]Card, error)
 	// Cards returns the codes SOLD to the order: none once a refund reclaimed them (a reveal
 	// relies on this, see OrderRepo.MarkRevealed).
 	Cards(ctx context.Context, no OrderNo) ([]Card, error)
-	// Reclaim moves the order's SOLD codes to RECYCLED (back to the pool) or VOID, and returns
-	// how many moved.
+	// Reclaim moves the order's SOLD codes (its uses of them) to RECYCLED (back to the pool)
+	// or VOID, and returns how many moved.
 	Reclaim(ctx context.Context, no OrderNo, to CardStatus) (int, error)
-	// Counts counts the product's codes by status.
+	// Counts counts the product's codes by status: uses, a code of N uses counting N.
 	Counts(ctx context.Context, p ProductID) (CardCounts, error)
-	// Void moves those of codes that are the product's and sellable (UNSOLD or RECYCLED) to
-	// VOID, each conditional on its status, and counts every code given: voided, not found in
+	// Void moves the sellable (UNSOLD or RECYCLED) uses of those of codes that are the
+	// product's to VOID, each conditional on its status, and counts every code given: voided
+	// (at least one use; VoidResult.Uses counts the uses), not found in
 	// the pool, or not voidable (SOLD, VOID already, or another product's). A code given twice
 	// finds the pool as its first occurrence left it (VOID: not voidable). Of concurrent voids
 	// of one code, exactly one voids it; an Allocate never takes a code being voided. Codes
@@ -394,7 +405,8 @@ type CardVault interface {
 // VoidResult counts what CardVault.Void did with the codes it was given; the three add up
 // to their number.
 type VoidResult struct {
-	Voided      int // moved from UNSOLD or RECYCLED to VOID
+	Voided      int // moved from UNSOLD or RECYCLED to VOID (every sellable use of the code)
+	Uses        int // the uses the voided codes held: the units taken out of the pool
 	NotFound    int // in no product's pool
 	NotVoidable int // SOLD, VOID already (a repeat included), or another product's
 }

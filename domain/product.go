@@ -20,6 +20,7 @@ type Product struct {
 	price        Money
 	minPerOrder  int
 	maxPerOrder  int
+	codeUses     int         // sales per code: 1, N >= 2, or UnlimitedUses (a shared key)
 	group        string      // the variant group the product belongs to; "" when none
 	variant      string      // the product's label within its group; "" when none
 	tiers        []PriceTier // never shared: every copy in or out is cloned, so a Product is immutable
@@ -46,8 +47,8 @@ func NewProduct(id ProductID, name string, price Money, maxPerOrder int, at time
 	case maxPerOrder < 1 || maxPerOrder > MaxQtyLimit:
 		return Product{}, Invalid("max_per_order", "must be between 1 and 1000")
 	}
-	return Product{id: id, name: name, price: price, minPerOrder: 1, maxPerOrder: maxPerOrder, stockDisplay: StockExact,
-		createdAt: at}, nil
+	return Product{id: id, name: name, price: price, minPerOrder: 1, maxPerOrder: maxPerOrder, codeUses: 1,
+		stockDisplay: StockExact, createdAt: at}, nil
 }
 
 // ProductRecord is a product as stored; RehydrateProduct turns it back into a Product.
@@ -57,6 +58,8 @@ type ProductRecord struct {
 	Price        Money
 	MinPerOrder  int // 0 reads as 1 (a row stored before the setting existed)
 	MaxPerOrder  int
+	CodeUses     int  // sales per code, N >= 1; 0 reads as 1 (a record made before the setting existed)
+	SharedKey    bool // sold without a limit (CodeUses UnlimitedUses); CodeUses is then ignored
 	Group        string
 	Variant      string
 	Tiers        []PriceTier // nil when the product has none
@@ -72,15 +75,19 @@ type ProductRecord struct {
 }
 
 // RehydrateProduct rebuilds a product from storage without re-validating it. An empty stock
-// display reads as StockExact and a MinPerOrder of 0 as 1 (a row stored before the setting
-// existed).
+// display reads as StockExact, and a MinPerOrder or CodeUses of 0 as 1 (a row stored before the
+// setting existed): only SharedKey makes a product of unlimited uses.
 func RehydrateProduct(r ProductRecord) Product {
 	if r.StockDisplay == "" {
 		r.StockDisplay = StockExact
 	}
 	r.MinPerOrder = max(r.MinPerOrder, 1)
+	r.CodeUses = max(r.CodeUses, 1)
+	if r.SharedKey {
+		r.CodeUses = UnlimitedUses
+	}
 	return Product{id: r.ID, name: r.Name, price: r.Price, minPerOrder: r.MinPerOrder, maxPerOrder: r.MaxPerOrder,
-		group: r.Group, variant: r.Variant, tiers: cloneTiers(r.Tiers),
+		codeUses: r.CodeUses, group: r.Group, variant: r.Variant, tiers: cloneTiers(r.Tiers),
 		stockDisplay: r.StockDisplay, sale: r.Sale, refundFrees: r.RefundReleasesLimit, lowStock: r.LowStockThreshold,
 		stockState: r.StockState, frozen: r.Frozen, frozenReason: r.FrozenReason, createdAt: r.CreatedAt}
 }
@@ -88,7 +95,7 @@ func RehydrateProduct(r ProductRecord) Product {
 // Record returns the storable form of p.
 func (p Product) Record() ProductRecord {
 	return ProductRecord{ID: p.id, Name: p.name, Price: p.price, MinPerOrder: p.minPerOrder, MaxPerOrder: p.maxPerOrder,
-		Group: p.group, Variant: p.variant, Tiers: cloneTiers(p.tiers),
+		CodeUses: p.codeUses, SharedKey: p.codeUses == UnlimitedUses, Group: p.group, Variant: p.variant, Tiers: cloneTiers(p.tiers),
 		StockDisplay: p.stockDisplay, Sale: p.sale, RefundReleasesLimit: p.refundFrees, LowStockThreshold: p.lowStock,
 		StockState: p.stockState, Frozen: p.frozen, FrozenReason: p.frozenReason, CreatedAt: p.createdAt}
 }
@@ -116,6 +123,49 @@ func (p Product) MinPerOrder() int { return max(p.minPerOrder, 1) }
 
 // MaxPerOrder returns the per-order quantity limit.
 func (p Product) MaxPerOrder() int { return p.maxPerOrder }
+
+// CodeUses returns how many times each code of the product may be sold: 1 (the default), N
+// >= 2, or UnlimitedUses for a shared key (see UsesPerImport).
+func (p Product) CodeUses() int { return p.codeUses }
+
+// UsesPerImport is the number of uses one imported code adds to the pool, the gate and the
+// flow: CodeUses, or SharedKeyUses for a shared key (each import of the key adds that many).
+func (p Product) UsesPerImport() int {
+	if p.codeUses == UnlimitedUses {
+		return SharedKeyUses
+	}
+	return p.codeUses
+}
+
+// WithCodeUses returns p selling each code n times (CheckCodeUses). A product's code uses are
+// set when it is created and never change (ProductRevision has no such field): the codes in
+// its pool were counted into the gate and the flow at the uses they were imported with.
+func (p Product) WithCodeUses(n int) (Product, error) {
+	if err := CheckCodeUses(n); err != nil {
+		return Product{}, err
+	}
+	p.codeUses = n
+	return p, nil
+}
+
+// UnlimitedUses is the CodeUses of a shared key: a code sold any number of times.
+const UnlimitedUses = 0
+
+// MaxCodeUses bounds a product's CodeUses.
+const MaxCodeUses = 1000
+
+// SharedKeyUses is the number of uses each import of a shared key adds: a shared key is
+// unlimited in that importing it again (the same code) adds as many uses again, never a
+// duplicate, so the pool, the gate and the flow always count the same finite number of uses.
+const SharedKeyUses = 1000
+
+// CheckCodeUses validates a product's code uses: UnlimitedUses (0) or 1 to MaxCodeUses.
+func CheckCodeUses(n int) error {
+	if n < 0 || n > MaxCodeUses {
+		return Invalid("code_uses", "must be 0 (a shared key, unlimited) or 1 to 1000")
+	}
+	return nil
+}
 
 // Group returns the name of the variant group the product belongs to ("" when none).
 func (p Product) Group() string { return p.group }
@@ -286,6 +336,7 @@ func (p Product) Revise(r ProductRevision) (Product, error) {
 	np.minPerOrder, np.group, np.variant = r.MinPerOrder, group, variant
 	np.sale, np.refundFrees, np.lowStock = r.Sale.normal(), r.RefundReleasesLimit, r.LowStockThreshold
 	np.stockState, np.frozen, np.frozenReason = p.stockState, p.frozen, p.frozenReason
+	np.codeUses = p.codeUses
 	return np, nil
 }
 

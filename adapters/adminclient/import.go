@@ -72,6 +72,7 @@ func (e *SendError) Unwrap() error { return e.Err }
 // ImportReport is the service's answer to an import (ImportReport in openapi.json).
 type ImportReport struct {
 	Added        int `json:"added"`
+	Uses         int `json:"uses"` // the units of stock the added codes brought (Added × the product's code uses)
 	Duplicates   int `json:"duplicates"`
 	InPool       int `json:"in_pool"`
 	Invalid      int `json:"invalid"`

@@ -25,8 +25,9 @@ type Product struct {
 	Price        int64  `json:"price"` // minor units
 	MinPerOrder  int    `json:"min_per_order"`
 	MaxPerOrder  int    `json:"max_per_order"`
-	Group        string `json:"group"`   // the variant group; "" for a product on its own
-	Variant      string `json:"variant"` // the label in the group
+	CodeUses     int    `json:"code_uses"` // sales per code; 0: a shared key, unlimited
+	Group        string `json:"group"`     // the variant group; "" for a product on its own
+	Variant      string `json:"variant"`   // the label in the group
 	Tiers        []Tier `json:"tiers"`
 	StockDisplay string `json:"stock_display"` // "exact" or "level"
 	// StartsAt and EndsAt bound the sale window; nil: no bound.
@@ -50,6 +51,7 @@ type NewProduct struct {
 	Price               int64      `json:"price"`
 	MinPerOrder         int        `json:"min_per_order,omitempty"`
 	MaxPerOrder         int        `json:"max_per_order"`
+	CodeUses            *int       `json:"code_uses,omitempty"` // nil: 1; 0: a shared key
 	Group               string     `json:"group,omitempty"`
 	Variant             string     `json:"variant,omitempty"`
 	Tiers               []Tier     `json:"tiers,omitempty"`

@@ -130,10 +130,14 @@ func importCodes(args []string, stdout, stderr io.Writer) error {
 // printImport writes the counts, then every line not imported that the service listed.
 func printImport(w io.Writer, r *adminclient.ImportReport) {
 	fmt.Fprintf(w, "added       %d\nduplicates  %d\ninvalid     %d\nin pool     %d\n", r.Added, r.Duplicates, r.Invalid, r.InPool)
+	uses := 0 // printed for a product of multi-use codes only: the stock the codes added
+	if r.Uses != r.Added {
+		uses = r.Uses
+	}
 	for _, c := range []struct {
 		label string
 		n     int
-	}{{"comments", r.Comments}, {"header", r.Headers}, {"cut line", r.Unterminated}, {"filled", r.Filled}} {
+	}{{"uses", uses}, {"comments", r.Comments}, {"header", r.Headers}, {"cut line", r.Unterminated}, {"filled", r.Filled}} {
 		if c.n > 0 {
 			fmt.Fprintf(w, "%-12s%d\n", c.label, c.n)
 		}

@@ -65,12 +65,14 @@ Flags:
 `
 
 const productCreateUsage = `Usage: cardshopctl product-create [-url URL] -name N -price MINOR -max-per-order N [-id ID]
-         [-tiers "10:900,20:800"] [-stock-display exact|level] [-starts-at RFC3339]
+         [-code-uses N] [-tiers "10:900,20:800"] [-stock-display exact|level] [-starts-at RFC3339]
          [-ends-at RFC3339] [-buyer-limit N] [-refund-releases-limit] [-low-stock-threshold N]
 
 Creates a product through the admin API (POST /admin/products; admin token from
 CARDSHOP_ADMIN_TOKEN). Without -id the service chooses the id. A flag not given is the
-service's default: no tiers, exact stock, always on sale, no limit, no low-stock event.
+service's default: one sale per code, no tiers, exact stock, always on sale, no limit, no
+low-stock event. -code-uses sells each code up to N times (2 to 1000; 0: a shared key without a
+limit, each import of it adding 1000 sales); it is fixed once the product exists.
 `
 
 const productUpdateUsage = `Usage: cardshopctl product-update -product ID [-url URL] [-name N] [-price MINOR]
@@ -202,6 +204,7 @@ func productFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, *strin
 func productCreate(args []string, stdout, stderr io.Writer) error {
 	fs, base, f := productFlagSet("product-create", productCreateUsage, stderr)
 	id := fs.Int64("id", 0, "the product's id (default: the service chooses)")
+	uses := fs.Int("code-uses", 1, "how many times each code is sold: 1, 2 to 1000, or 0 for a shared key (unlimited); fixed once created")
 	if err := parseUsage(fs, args); err != nil {
 		return err
 	}
@@ -218,6 +221,9 @@ func productCreate(args []string, stdout, stderr io.Writer) error {
 		MaxPerOrder: f.maxPerOrder, Group: f.group, Variant: f.variant, Tiers: f.tiers,
 		StockDisplay: f.stockDisplay, BuyerLimit: f.buyerLimit, RefundReleasesLimit: f.refundReleasesLimit,
 		LowStockThreshold: f.lowStockThreshold}
+	if set["code-uses"] {
+		np.CodeUses = uses
+	}
 	if !f.startsAt.IsZero() {
 		np.StartsAt = &f.startsAt
 	}
@@ -338,6 +344,14 @@ Flags:
 	return nil
 }
 
+// codeUses prints a product's sales per code, "unlimited" for a shared key.
+func codeUses(n int) string {
+	if n == 0 {
+		return "unlimited"
+	}
+	return strconv.Itoa(n)
+}
+
 // printProduct writes a product, one "field: value" per line, in the API's order.
 func printProduct(w io.Writer, p adminclient.Product) {
 	none := func(n int) string {
@@ -362,6 +376,7 @@ func printProduct(w io.Writer, p adminclient.Product) {
 		{"price", strconv.FormatInt(p.Price, 10)},
 		{"min_per_order", strconv.Itoa(p.MinPerOrder)},
 		{"max_per_order", strconv.Itoa(p.MaxPerOrder)},
+		{"code_uses", codeUses(p.CodeUses)},
 		{"group", printable(p.Group)},
 		{"variant", printable(p.Variant)},
 		{"tiers", strings.Join(tiers, ",")},

@@ -20,6 +20,7 @@ type productForm struct {
 	MinPerOrder, Group, Variant     string
 	StockDisplay, StartsAt, EndsAt  string
 	BuyerLimit, LowStock            string
+	CodeUses                        string // shown read-only once the product exists: it never changes
 	RefundReleasesLimit             bool
 }
 
@@ -39,7 +40,8 @@ func formOf(p domain.Product, cur domain.Currency, loc *time.Location) productFo
 		MinPerOrder: strconv.Itoa(p.MinPerOrder()), Group: p.Group(), Variant: p.Variant(),
 		Tiers: strings.Join(tiers, "\n"), StockDisplay: string(p.StockDisplay()), StartsAt: at(p.Sale().StartsAt),
 		EndsAt: at(p.Sale().EndsAt), BuyerLimit: strconv.Itoa(p.Sale().BuyerLimit),
-		LowStock: strconv.Itoa(p.LowStockThreshold()), RefundReleasesLimit: p.RefundReleasesLimit()}
+		LowStock: strconv.Itoa(p.LowStockThreshold()), CodeUses: strconv.Itoa(p.CodeUses()),
+		RefundReleasesLimit: p.RefundReleasesLimit()}
 }
 
 func readForm(c *fiber.Ctx) productForm {
@@ -47,7 +49,7 @@ func readForm(c *fiber.Ctx) productForm {
 		MinPerOrder: formValue(c, "min_per_order"), Group: formValue(c, "group"), Variant: formValue(c, "variant"),
 		Tiers: formValue(c, "tiers"), StockDisplay: formValue(c, "stock_display"), StartsAt: formValue(c, "starts_at"),
 		EndsAt: formValue(c, "ends_at"), BuyerLimit: formValue(c, "buyer_limit"), LowStock: formValue(c, "low_stock_threshold"),
-		RefundReleasesLimit: formValue(c, "refund_releases_limit") == "on"}
+		CodeUses: formValue(c, "code_uses"), RefundReleasesLimit: formValue(c, "refund_releases_limit") == "on"}
 }
 
 // params is what the audit log records of the form (nothing in it is secret), with the zone
@@ -56,7 +58,7 @@ func (f productForm) params(loc *time.Location) map[string]string {
 	return map[string]string{"name": f.Name, "price": f.Price, "min_per_order": f.MinPerOrder, "max_per_order": f.MaxPerOrder,
 		"group": f.Group, "variant": f.Variant, "tiers": f.Tiers,
 		"stock_display": f.StockDisplay, "starts_at": f.StartsAt, "ends_at": f.EndsAt, "buyer_limit": f.BuyerLimit,
-		"low_stock_threshold": f.LowStock, "refund_releases_limit": strconv.FormatBool(f.RefundReleasesLimit),
+		"low_stock_threshold": f.LowStock, "code_uses": f.CodeUses, "refund_releases_limit": strconv.FormatBool(f.RefundReleasesLimit),
 		"time_zone": loc.String()}
 }
 
@@ -66,6 +68,7 @@ type parsed struct {
 	minPerOrder             int // 0 (left empty): 1
 	maxPerOrder, buyerLimit int
 	lowStock                int
+	codeUses                *int // nil when the form has no value (left empty: 1 on a new product)
 	tiers                   []domain.PriceTier
 	display                 domain.StockDisplay
 	startsAt, endsAt        time.Time
@@ -90,6 +93,13 @@ func (f productForm) parse(cur domain.Currency, loc *time.Location) (parsed, err
 	}
 	if strings.TrimSpace(f.MinPerOrder) == "" {
 		p.minPerOrder = 1 // a form without the field (or left empty) asks for no minimum
+	}
+	if strings.TrimSpace(f.CodeUses) != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(f.CodeUses))
+		if err != nil {
+			return p, invalid("code_uses", "console.err.whole_number")
+		}
+		p.codeUses = &n
 	}
 	if p.tiers, err = parseTiers(f.Tiers, cur); err != nil {
 		return p, err
@@ -151,7 +161,8 @@ func (k *console) formPage(c *fiber.Ctx, status int, f productForm, errMsg strin
 }
 
 func (k *console) newProductPage(c *fiber.Ctx) error {
-	return k.formPage(c, fiber.StatusOK, productForm{MinPerOrder: "1", MaxPerOrder: "1", StockDisplay: string(domain.StockExact)}, "")
+	return k.formPage(c, fiber.StatusOK, productForm{MinPerOrder: "1", MaxPerOrder: "1", CodeUses: "1",
+		StockDisplay: string(domain.StockExact)}, "")
 }
 
 func (k *console) editProductPage(c *fiber.Ctx) error {
@@ -174,8 +185,13 @@ func (k *console) createProduct(c *fiber.Ctx) error {
 	p, err := f.parse(cur, k.zone(c))
 	var created domain.Product
 	if err == nil {
+		uses := 1
+		if p.codeUses != nil {
+			uses = *p.codeUses
+		}
 		created, err = k.catalogue.CreateProduct(c.UserContext(), application.NewProduct{Name: f.Name, Price: p.price,
-			MinPerOrder: p.minPerOrder, MaxPerOrder: p.maxPerOrder, Group: f.Group, Variant: f.Variant,
+			MinPerOrder: p.minPerOrder, MaxPerOrder: p.maxPerOrder, CodeUses: uses, SharedKey: uses == domain.UnlimitedUses,
+			Group: f.Group, Variant: f.Variant,
 			Tiers: p.tiers, StockDisplay: p.display,
 			Sale:                domain.SaleRules{StartsAt: p.startsAt, EndsAt: p.endsAt, BuyerLimit: p.buyerLimit},
 			RefundReleasesLimit: f.RefundReleasesLimit, LowStockThreshold: p.lowStock})
@@ -199,7 +215,7 @@ func (k *console) updateProduct(c *fiber.Ctx) error {
 	p, err := f.parse(k.sales.Currency(), k.zone(c))
 	if err == nil {
 		_, err = k.catalogue.UpdateProduct(c.UserContext(), id, application.ProductPatch{Name: &f.Name, Price: &p.price,
-			MinPerOrder: &p.minPerOrder, MaxPerOrder: &p.maxPerOrder, Group: &f.Group, Variant: &f.Variant,
+			MinPerOrder: &p.minPerOrder, MaxPerOrder: &p.maxPerOrder, CodeUses: p.codeUses, Group: &f.Group, Variant: &f.Variant,
 			Tiers: &p.tiers, StockDisplay: &p.display, StartsAt: &p.startsAt, EndsAt: &p.endsAt, BuyerLimit: &p.buyerLimit, RefundReleasesLimit: &f.RefundReleasesLimit,
 			LowStockThreshold: &p.lowStock})
 	}

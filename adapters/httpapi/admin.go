@@ -22,6 +22,7 @@ type createProductRequest struct {
 	Price               int64      `json:"price"`
 	MinPerOrder         int        `json:"min_per_order"`
 	MaxPerOrder         int        `json:"max_per_order"`
+	CodeUses            *int       `json:"code_uses"` // absent: 1
 	Group               string     `json:"group"`
 	Variant             string     `json:"variant"`
 	Tiers               []tierJSON `json:"tiers"`
@@ -71,6 +72,7 @@ type updateProductRequest struct {
 	Price               *int64      `json:"price"`
 	MinPerOrder         *int        `json:"min_per_order"`
 	MaxPerOrder         *int        `json:"max_per_order"`
+	CodeUses            *int        `json:"code_uses"` // fixed at creation: only the current value is accepted
 	Group               *string     `json:"group"`
 	Variant             *string     `json:"variant"`
 	Tiers               *[]tierJSON `json:"tiers"`
@@ -88,6 +90,7 @@ type productResponse struct {
 	Price               int64      `json:"price"`
 	MinPerOrder         int        `json:"min_per_order"`
 	MaxPerOrder         int        `json:"max_per_order"`
+	CodeUses            int        `json:"code_uses"`
 	Group               string     `json:"group"`
 	Variant             string     `json:"variant"`
 	Tiers               []tierJSON `json:"tiers"`
@@ -105,7 +108,7 @@ type productResponse struct {
 
 func newProductResponse(p domain.Product) productResponse {
 	return productResponse{ID: int64(p.ID()), Name: p.Name(), Price: int64(p.Price()),
-		MinPerOrder: p.MinPerOrder(), MaxPerOrder: p.MaxPerOrder(), Group: p.Group(), Variant: p.Variant(),
+		MinPerOrder: p.MinPerOrder(), MaxPerOrder: p.MaxPerOrder(), CodeUses: p.CodeUses(), Group: p.Group(), Variant: p.Variant(),
 		Tiers: tiersJSON(p.Tiers()), StockDisplay: string(p.StockDisplay()),
 		StartsAt: optionalTime(p.Sale().StartsAt), EndsAt: optionalTime(p.Sale().EndsAt), BuyerLimit: p.Sale().BuyerLimit,
 		RefundReleasesLimit: p.RefundReleasesLimit(), LowStockThreshold: p.LowStockThreshold(),
@@ -121,9 +124,13 @@ func (s *Server) createProduct(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	uses := 1 // absent
+	if req.CodeUses != nil {
+		uses = *req.CodeUses
+	}
 	p, err := s.products.CreateProduct(c.UserContext(), application.NewProduct{ID: domain.ProductID(req.ID),
 		Name: req.Name, Price: domain.Money(req.Price), MinPerOrder: req.MinPerOrder, MaxPerOrder: req.MaxPerOrder,
-		Group: req.Group, Variant: req.Variant,
+		CodeUses: uses, SharedKey: uses == domain.UnlimitedUses, Group: req.Group, Variant: req.Variant,
 		Tiers: domainTiers(req.Tiers), StockDisplay: display,
 		Sale:                domain.SaleRules{StartsAt: timeOrZero(req.StartsAt), EndsAt: timeOrZero(req.EndsAt), BuyerLimit: req.BuyerLimit},
 		RefundReleasesLimit: req.RefundReleasesLimit, LowStockThreshold: req.LowStockThreshold})
@@ -145,6 +152,7 @@ func (s *Server) updateProduct(c *fiber.Ctx) error {
 	}
 	var patch application.ProductPatch
 	patch.Name, patch.MinPerOrder, patch.MaxPerOrder = req.Name, req.MinPerOrder, req.MaxPerOrder
+	patch.CodeUses = req.CodeUses
 	patch.Group, patch.Variant = req.Group, req.Variant
 	if req.Price != nil {
 		price := domain.Money(*req.Price)
@@ -196,6 +204,7 @@ func (s *Server) getProduct(c *fiber.Ctx) error {
 
 type importResponse struct {
 	Added        int           `json:"added"`
+	Uses         int           `json:"uses"`
 	Duplicates   int           `json:"duplicates"`
 	InPool       int           `json:"in_pool"`
 	Invalid      int           `json:"invalid"`
@@ -217,7 +226,7 @@ type skippedLine struct {
 }
 
 func newImportResponse(rep application.ImportReport, complete bool) importResponse {
-	out := importResponse{Added: rep.Added, Duplicates: rep.Duplicates, InPool: rep.InPool, Invalid: rep.Invalid,
+	out := importResponse{Added: rep.Added, Uses: rep.Uses, Duplicates: rep.Duplicates, InPool: rep.InPool, Invalid: rep.Invalid,
 		InvalidRows: rep.InvalidRows, Comments: rep.Comments, Headers: rep.Headers, Unterminated: rep.Unterminated,
 		Skipped: make([]skippedLine, len(rep.Skipped)), Truncated: rep.Truncated, ThroughLine: rep.Through, Complete: complete,
 		Filled: rep.Filled}

@@ -209,6 +209,7 @@ type productJSON struct {
 	Price        int64      `json:"price"`
 	MinPerOrder  int        `json:"min_per_order"`
 	MaxPerOrder  int        `json:"max_per_order"`
+	CodeUses     int        `json:"code_uses"`
 	Group        string     `json:"group"`
 	Variant      string     `json:"variant"`
 	Tiers        []tierJSON `json:"tiers"`
@@ -259,6 +260,7 @@ type refundJSON struct {
 
 type importJSON struct {
 	Added        int   `json:"added"`
+	Uses         int   `json:"uses"`
 	Duplicates   int   `json:"duplicates"`
 	InPool       int   `json:"in_pool"`
 	Invalid      int   `json:"invalid"`

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"cardshop/domain"
@@ -39,9 +40,14 @@ func (q cardQueue) take(n int) ([]int64, cardQueue) {
 
 type cardVault struct{ s *store }
 
-// Import adds the new codes as UNSOLD with increasing ids, in batch order. The code index is
-// pool-wide, so a code of another product is found as ImportInPool.
-func (v cardVault) Import(_ context.Context, p domain.ProductID, codes []domain.CardCode) (domain.ImportResult, error) {
+// Import adds each new code as uses UNSOLD cards (domain.CardVault.Import), ids increasing in
+// batch order use by use: every added code's first use, then every code's second, ... so the
+// queue spreads an order's uses over as many codes as it can. The code index is pool-wide, so a
+// code of another product is found as ImportInPool.
+func (v cardVault) Import(_ context.Context, p domain.ProductID, codes []domain.CardCode, uses int) (domain.ImportResult, error) {
+	if err := domain.CheckCodeUses(uses); err != nil {
+		return domain.ImportResult{}, err
+	}
 	for _, c := range codes {
 		if c.IsZero() {
 			return domain.ImportResult{}, domain.Invalid("code", "empty")
@@ -53,39 +59,79 @@ func (v cardVault) Import(_ context.Context, p domain.ProductID, codes []domain.
 	}
 	defer release()
 	d := v.s.data
+	per := uses
+	if uses == domain.UnlimitedUses {
+		per = domain.SharedKeyUses
+	}
 	res := domain.ImportResult{Outcomes: make([]domain.ImportOutcome, len(codes))}
-	var added []int64
+	var fresh []domain.CardCode // the codes to add uses to, in batch order
+	seen := make(map[string]bool, len(codes))
 	for i, c := range codes {
-		if id, taken := d.codes[c.Reveal()]; taken {
-			if d.cards[id].ProductID == p {
-				res.Outcomes[i] = domain.ImportDuplicate
-				res.Duplicates++
-			} else {
-				res.Outcomes[i] = domain.ImportInPool
-				res.InPool++
-			}
+		id, taken := d.codes[c.Reveal()]
+		switch {
+		case taken && d.cards[id].ProductID != p:
+			res.Outcomes[i] = domain.ImportInPool
+			res.InPool++
+			continue
+		case seen[c.Reveal()] || (taken && uses != domain.UnlimitedUses):
+			res.Outcomes[i] = domain.ImportDuplicate
+			res.Duplicates++
 			continue
 		}
-		d.lastCard++
-		id := d.lastCard
-		put(v.s, d.cards, id, domain.Card{ID: id, ProductID: p, Code: c, Status: domain.CardUnsold})
-		put(v.s, d.codes, c.Reveal(), id)
+		seen[c.Reveal()] = true
 		res.Outcomes[i] = domain.ImportAdded
-		added = append(added, id)
+		res.Added++
+		fresh = append(fresh, c)
+	}
+	var added []int64
+	var usesOf map[string][]int64 // a code of several uses -> its new cards' ids
+	if per > 1 {
+		usesOf = make(map[string][]int64, len(fresh))
+	}
+	for u := 0; u < per; u++ {
+		for _, c := range fresh {
+			d.lastCard++
+			id := d.lastCard
+			put(v.s, d.cards, id, domain.Card{ID: id, ProductID: p, Code: c, Status: domain.CardUnsold})
+			if _, ok := d.codes[c.Reveal()]; !ok {
+				put(v.s, d.codes, c.Reveal(), id)
+			}
+			if usesOf != nil {
+				usesOf[c.Reveal()] = append(usesOf[c.Reveal()], id)
+			}
+			added = append(added, id)
+		}
+	}
+	for code, ids := range usesOf {
+		// A fresh array: the old one stays intact for any undo that still refers to it.
+		put(v.s, d.useIDs, code, append(slices.Clone(d.useIDs[code]), ids...))
 	}
 	if len(added) > 0 {
 		put(v.s, d.sellable, p, d.sellable[p].push(added...))
 		v.count(p, domain.CardUnsold, int64(len(added)))
 	}
-	res.Added = len(added)
+	res.Uses = len(added)
 	return res, nil
+}
+
+// uses returns the card ids of every use of code (one for a single-use code).
+func (v cardVault) uses(code string) []int64 {
+	if ids := v.s.data.useIDs[code]; len(ids) > 0 {
+		return ids
+	}
+	if id, ok := v.s.data.codes[code]; ok {
+		return []int64{id}
+	}
+	return nil
 }
 
 func (v cardVault) count(p domain.ProductID, st domain.CardStatus, delta int64) {
 	putIn(v.s, v.s.data.cardCounts, p, st, v.s.data.cardCounts[p][st]+delta)
 }
 
-// Allocate takes the qty cards at the front of the product's sellable queue (see cardQueue).
+// Allocate takes the first qty cards of the product's sellable queue (see cardQueue) that are
+// of different codes; a card passed over (a second use of a code already taken) keeps its
+// place at the front.
 func (v cardVault) Allocate(_ context.Context, p domain.ProductID, no domain.OrderNo, qty int) ([]domain.Card, error) {
 	if qty < 1 {
 		return nil, domain.Invalid("qty", "must be at least 1")
@@ -104,7 +150,10 @@ func (v cardVault) Allocate(_ context.Context, p domain.ProductID, no domain.Ord
 		return nil, fmt.Errorf("allocate %d codes of product %d (%d sellable): %w",
 			qty, p, q.len(), domain.ErrInsufficientCards)
 	}
-	ids, q := q.take(qty)
+	ids, q, ok := v.takeDistinct(q, qty)
+	if !ok {
+		return nil, fmt.Errorf("allocate %d codes of product %d: %w", qty, p, domain.ErrTooFewDistinctCodes)
+	}
 	put(v.s, d.sellable, p, q)
 	out := make([]domain.Card, len(ids))
 	for i, id := range ids {
@@ -117,6 +166,34 @@ func (v cardVault) Allocate(_ context.Context, p domain.ProductID, no domain.Ord
 	v.count(p, domain.CardSold, int64(len(ids)))
 	put(v.s, d.orderCards, no, append(d.orderCards[no], ids...))
 	return out, nil
+}
+
+// takeDistinct returns the first qty ids of q whose codes differ and q without them; ok is
+// false when q holds fewer distinct codes. Without a repeat among the first qty (every
+// single-use product) it is q.take.
+func (v cardVault) takeDistinct(q cardQueue, qty int) ([]int64, cardQueue, bool) {
+	d := v.s.data
+	codes := make(map[string]bool, qty)
+	var ids, passed []int64
+	i := q.head
+	for ; i < len(q.ids) && len(ids) < qty; i++ {
+		code := d.cards[q.ids[i]].Code.Reveal()
+		if codes[code] {
+			passed = append(passed, q.ids[i])
+			continue
+		}
+		codes[code] = true
+		ids = append(ids, q.ids[i])
+	}
+	if len(ids) < qty {
+		return nil, q, false
+	}
+	if len(passed) == 0 {
+		ids, q = q.take(qty)
+		return ids, q, true
+	}
+	// A fresh array: the old one stays intact for any undo that still refers to it.
+	return ids, cardQueue{ids: append(passed, q.ids[i:]...)}, true
 }
 
 // sold returns the order's SOLD cards by id.
@@ -186,7 +263,7 @@ func (v cardVault) Counts(_ context.Context, p domain.ProductID) (domain.CardCou
 	return out, nil
 }
 
-// Void finds the codes in the pool-wide code index and takes the voided ones out of the
+// Void finds the codes (every use of each) in the pool-wide code index and takes the voided ones out of the
 // product's sellable queue (rebuilt without them: O(pool), once per call).
 func (v cardVault) Void(_ context.Context, p domain.ProductID, codes []domain.CardCode) (domain.VoidResult, error) {
 	for _, c := range codes {
@@ -203,22 +280,30 @@ func (v cardVault) Void(_ context.Context, p domain.ProductID, codes []domain.Ca
 	var res domain.VoidResult
 	voided := make(map[int64]bool)
 	for _, c := range codes {
-		id, ok := d.codes[c.Reveal()]
-		if !ok {
+		ids := v.uses(c.Reveal())
+		if len(ids) == 0 {
 			res.NotFound++
 			continue
 		}
-		card := d.cards[id]
-		if card.ProductID != p || (card.Status != domain.CardUnsold && card.Status != domain.CardRecycled) {
+		n := 0
+		for _, id := range ids {
+			card := d.cards[id]
+			if card.ProductID != p || (card.Status != domain.CardUnsold && card.Status != domain.CardRecycled) {
+				continue
+			}
+			v.count(p, card.Status, -1)
+			v.count(p, domain.CardVoid, 1)
+			card.Status = domain.CardVoid
+			put(v.s, d.cards, id, card)
+			voided[id] = true
+			n++
+		}
+		if n == 0 {
 			res.NotVoidable++
 			continue
 		}
-		v.count(p, card.Status, -1)
-		v.count(p, domain.CardVoid, 1)
-		card.Status = domain.CardVoid
-		put(v.s, d.cards, id, card)
-		voided[id] = true
 		res.Voided++
+		res.Uses += n
 	}
 	if len(voided) > 0 {
 		q := d.sellable[p]

@@ -248,7 +248,8 @@ type ledgerData struct {
 	orderTotals  map[domain.ProductID]map[domain.OrderStatus]domain.StatusTotal
 	cards        map[int64]domain.Card
 	lastCard     int64
-	codes        map[string]int64 // code -> card id, across every product (a code is unique in the pool)
+	codes        map[string]int64   // code -> card id (of its first use), across every product (a code is unique in the pool)
+	useIDs       map[string][]int64 // a code of more than one use -> the card ids of all its uses
 	sellable     map[domain.ProductID]cardQueue
 	orderCards   map[domain.OrderNo][]int64 // every card ever allocated to the order
 	cardCounts   map[domain.ProductID]map[domain.CardStatus]int64
@@ -291,6 +292,7 @@ func newLedgerData() *ledgerData {
 		orderTotals: make(map[domain.ProductID]map[domain.OrderStatus]domain.StatusTotal),
 		cards:       make(map[int64]domain.Card),
 		codes:       make(map[string]int64),
+		useIDs:      make(map[string][]int64),
 		sellable:    make(map[domain.ProductID]cardQueue),
 		orderCards:  make(map[domain.OrderNo][]int64),
 		cardCounts:  make(map[domain.ProductID]map[domain.CardStatus]int64),

@@ -198,7 +198,7 @@ func TestLedgerAllocatesOldestSellableFirstAndRecycledLast(t *testing.T) {
 		c, _ := domain.ParseCardCode(fmt.Sprintf("CODE-%d", i))
 		codes = append(codes, c)
 	}
-	if _, err := l.Cards().Import(t.Context(), 1, codes); err != nil {
+	if _, err := l.Cards().Import(t.Context(), 1, codes, 1); err != nil {
 		t.Fatal(err)
 	}
 	first, _ := l.Cards().Allocate(t.Context(), 1, "order-1", 1)

@@ -193,7 +193,7 @@ func TestLedgerRollbackLeavesNothing(t *testing.T) {
 			func(tx domain.Store) {
 				_ = tx.Products().SetFrozen(ctx, drawProduct(rt), rapid.Bool().Draw(rt, "frozen"), "r")
 			},
-			func(tx domain.Store) { _, _ = tx.Cards().Import(ctx, drawProduct(rt), codes()) },
+			func(tx domain.Store) { _, _ = tx.Cards().Import(ctx, drawProduct(rt), codes(), 1) },
 			func(tx domain.Store) {
 				_, _ = tx.Cards().Allocate(ctx, drawProduct(rt), drawOrder(rt), rapid.IntRange(1, 3).Draw(rt, "qty"))
 			},

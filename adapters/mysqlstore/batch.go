@@ -633,7 +633,7 @@ func (c recordedCards) Allocate(_ context.Context, p domain.ProductID, no domain
 	return nil, nil
 }
 
-func (c recordedCards) Import(context.Context, domain.ProductID, []domain.CardCode) (domain.ImportResult, error) {
+func (c recordedCards) Import(context.Context, domain.ProductID, []domain.CardCode, int) (domain.ImportResult, error) {
 	c.r.refuse()
 	return domain.ImportResult{}, errNotBatchable
 }

@@ -52,17 +52,26 @@ func (v cardVault) card(r cardRow) (domain.Card, error) {
 var errImportRace = errors.New("a concurrent import took a code of this batch")
 
 // Import classifies the batch's codes by their HMAC: a repeat within the batch is a duplicate;
-// a code whose hash is in uk_pool_code (unique across every product, migration 0004) belongs to
-// this product (duplicate) or to another (in the pool); the rest is inserted. The INSERT keeps
-// ON DUPLICATE KEY UPDATE id = id, so that a code committed by a concurrent import after the
-// lookup changes no row instead of failing: the rows it changed must then be all the codes it
-// was given, otherwise the transaction is run again (errImportRace) and the next lookup sees
-// the other import's code. All chunks of a batch commit together.
-func (v cardVault) Import(ctx context.Context, p domain.ProductID, codes []domain.CardCode) (domain.ImportResult, error) {
+// a code whose hash is in uk_pool_code (unique across every product, migration 0004; the row
+// of a code's first use, migration 0025) belongs to this product (duplicate, or a shared key to
+// top up) or to another (in the pool); the rest is inserted, one row per use (use_no 0, 1, ...),
+// every code's first use before any code's second. The INSERT keeps ON DUPLICATE KEY UPDATE
+// id = id, so that a code committed by a concurrent import after the lookup changes no row
+// instead of failing: the rows it changed must then be all the rows it was given, otherwise
+// the transaction is run again (errImportRace) and the next lookup sees the other import's
+// code. All chunks of a batch commit together.
+func (v cardVault) Import(ctx context.Context, p domain.ProductID, codes []domain.CardCode, uses int) (domain.ImportResult, error) {
+	if err := domain.CheckCodeUses(uses); err != nil {
+		return domain.ImportResult{}, err
+	}
 	for _, c := range codes {
 		if c.IsZero() {
 			return domain.ImportResult{}, domain.Invalid("code", "empty")
 		}
+	}
+	per := uses
+	if uses == domain.UnlimitedUses {
+		per = domain.SharedKeyUses
 	}
 	keys := v.s.keys()
 	type row struct {
@@ -84,66 +93,96 @@ func (v cardVault) Import(ctx context.Context, p domain.ProductID, codes []domai
 	res := domain.ImportResult{}
 	err := v.s.atomic(ctx, func(s *store) error {
 		res = domain.ImportResult{Outcomes: make([]domain.ImportOutcome, len(codes))}
+		type use struct {
+			row
+			no int // use_no
+		}
+		var added []row
+		from := map[string]int{} // a shared key's hash -> the use_no its new uses start at
 		args := make([]any, 0, 5*min(len(rows), importChunk))
 		for start := 0; start < len(rows); start += importChunk {
 			chunk := rows[start:min(start+importChunk, len(rows))]
-			var q strings.Builder
-			q.WriteString("SELECT product_id, code_hash FROM card_stock WHERE pool_hash IN (")
-			args = args[:0]
+			hashes := make([][]byte, len(chunk))
 			for i, r := range chunk {
-				if i > 0 {
-					q.WriteString(", ")
-				}
-				q.WriteString("?")
-				args = append(args, r.hash)
+				hashes[i] = r.hash
 			}
-			q.WriteString(")")
 			var taken []struct {
 				ProductID int64  `bun:"product_id"`
 				CodeHash  []byte `bun:"code_hash"`
 			}
-			if err := s.get(ctx, op, &taken, q.String(), args...); err != nil {
+			if err := s.get(ctx, op, &taken, "SELECT product_id, code_hash FROM card_stock WHERE pool_hash IN (?)",
+				bun.List(hashes)); err != nil {
 				return err
 			}
 			owner := make(map[string]int64, len(taken))
+			var topUp [][]byte
 			for _, t := range taken {
 				owner[string(t.CodeHash)] = t.ProductID
-			}
-			q.Reset()
-			q.WriteString("INSERT INTO card_stock (product_id, code_cipher, key_id, code_hash, aad_version, status, created_at, updated_at) VALUES ")
-			args = args[:0]
-			inserted := 0
-			for _, r := range chunk {
-				if pid, ok := owner[string(r.hash)]; ok {
-					if pid == int64(p) {
-						res.Outcomes[r.index] = domain.ImportDuplicate
-					} else {
-						res.Outcomes[r.index] = domain.ImportInPool
-					}
-					continue
+				if t.ProductID == int64(p) && uses == domain.UnlimitedUses {
+					topUp = append(topUp, t.CodeHash)
 				}
-				if inserted > 0 {
+			}
+			if len(topUp) > 0 {
+				var last []struct {
+					CodeHash []byte `bun:"code_hash"`
+					Last     int    `bun:"last"`
+				}
+				if err := s.get(ctx, op, &last, "SELECT code_hash, MAX(use_no) AS last FROM card_stock "+
+					"WHERE product_id = ? AND code_hash IN (?) GROUP BY code_hash", int64(p), bun.List(topUp)); err != nil {
+					return err
+				}
+				for _, l := range last {
+					from[string(l.CodeHash)] = l.Last + 1
+				}
+			}
+			for _, r := range chunk {
+				pid, ok := owner[string(r.hash)]
+				switch {
+				case ok && pid != int64(p):
+					res.Outcomes[r.index] = domain.ImportInPool
+				case ok && uses != domain.UnlimitedUses:
+					res.Outcomes[r.index] = domain.ImportDuplicate
+				default:
+					res.Outcomes[r.index] = domain.ImportAdded
+					added = append(added, r)
+				}
+			}
+		}
+		all := make([]use, 0, len(added)*per)
+		for u := 0; u < per; u++ {
+			for _, r := range added {
+				all = append(all, use{row: r, no: from[string(r.hash)] + u})
+			}
+		}
+		sealed := make(map[int][]byte, len(added))
+		kids := make(map[int]string, len(added))
+		for _, r := range added {
+			sealed[r.index], kids[r.index] = keys.seal(p, codes[r.index].Reveal(), r.hash)
+		}
+		var q strings.Builder
+		for start := 0; start < len(all); start += importChunk {
+			chunk := all[start:min(start+importChunk, len(all))]
+			q.Reset()
+			q.WriteString("INSERT INTO card_stock (product_id, code_cipher, key_id, code_hash, use_no, aad_version, status, created_at, updated_at) VALUES ")
+			args = args[:0]
+			for i, u := range chunk {
+				if i > 0 {
 					q.WriteString(", ")
 				}
-				inserted++
-				sealed, kid := keys.seal(p, codes[r.index].Reveal(), r.hash)
-				q.WriteString("(?, ?, ?, ?, ?, 'UNSOLD', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
-				args = append(args, int64(p), sealed, kid, r.hash, aadProductHash)
-				res.Outcomes[r.index] = domain.ImportAdded
-			}
-			if inserted == 0 {
-				continue
+				q.WriteString("(?, ?, ?, ?, ?, ?, 'UNSOLD', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")
+				args = append(args, int64(p), sealed[u.index], kids[u.index], u.hash, u.no, aadProductHash)
 			}
 			q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
 			n, err := s.execN(ctx, op, q.String(), args...)
 			if err != nil {
 				return err
 			}
-			if n != int64(inserted) {
+			if n != int64(len(chunk)) {
 				s.tx.restart(errImportRace)
 				return fmt.Errorf("%s: %w", op, errImportRace)
 			}
 		}
+		res.Uses = len(all)
 		return nil
 	})
 	if err != nil {
@@ -171,13 +210,15 @@ func (v cardVault) Import(ctx context.Context, p domain.ProductID, codes []domai
 	return res, nil
 }
 
-// Allocate takes the qty sellable codes first in (status, id) order — UNSOLD before RECYCLED,
-// each oldest first — which is the allocation index's order, so the server reads and locks
-// only the rows it returns. It skips rows other transactions hold (SKIP LOCKED); when those
-// left are too few, a plain read tells a real shortage (ErrInsufficientCards) from codes
-// merely locked, and in that case voids the transaction (errCodesLocked) for Atomically to run
-// again with blocking reads. Why it must not wait here: docs/DESIGN.md, "The production
-// adapters".
+// Allocate takes the qty sellable uses first in (status, use_no, id) order — UNSOLD before
+// RECYCLED, each code's first use before any code's second, each oldest first — which is the
+// allocation index's order, so the server reads and locks only the rows it returns; of a code
+// whose use it already took it takes no other (a multi-use code's uses may come side by side,
+// so it reads again without those codes until it has qty or the pool has no more). It skips
+// rows other transactions hold (SKIP LOCKED); when those left are too few, a plain read tells
+// a real shortage (ErrInsufficientCards, or ErrTooFewDistinctCodes) from codes merely locked,
+// and in that case voids the transaction (errCodesLocked) for Atomically to run again with
+// blocking reads. Why it must not wait here: docs/DESIGN.md, "The production adapters".
 func (v cardVault) Allocate(ctx context.Context, p domain.ProductID, no domain.OrderNo, qty int) ([]domain.Card, error) {
 	if qty < 1 {
 		return nil, domain.Invalid("qty", "must be at least 1")
@@ -188,36 +229,21 @@ func (v cardVault) Allocate(ctx context.Context, p domain.ProductID, no domain.O
 	op := fmt.Sprintf("allocate %d codes of product %d to order %s", qty, p, no)
 	var out []domain.Card
 	err := v.s.atomic(ctx, func(s *store) error {
-		const pick = "SELECT " + cardColumns + " FROM card_stock WHERE product_id = ? AND status IN ('UNSOLD', 'RECYCLED') " +
-			"ORDER BY status, id LIMIT ? FOR UPDATE"
-		short := func(n int) error {
-			return fmt.Errorf("%s (%d sellable): %w", op, n, domain.ErrInsufficientCards)
+		wait := s.tx.run.waitForLocks.Load()
+		rows, err := v.pick(ctx, s, op, p, qty, wait)
+		if err != nil {
+			return err
 		}
-		var rows []cardRow
-		if s.tx.run.waitForLocks.Load() {
-			if err := s.get(ctx, op, &rows, pick, int64(p), qty); err != nil {
+		if len(rows) < qty {
+			if err := v.short(ctx, s, op, p, qty); err != nil || wait {
+				if err == nil {
+					err = fmt.Errorf("%s (%d sellable): %w", op, len(rows), domain.ErrInsufficientCards)
+				}
 				return err
 			}
-			if len(rows) < qty {
-				return short(len(rows))
-			}
-		} else {
-			if err := s.get(ctx, op, &rows, pick+" SKIP LOCKED", int64(p), qty); err != nil {
-				return err
-			}
-			if len(rows) < qty {
-				var sellable int
-				if err := s.get(ctx, op, &sellable, "SELECT COUNT(*) FROM (SELECT 1 FROM card_stock "+
-					"WHERE product_id = ? AND status IN ('UNSOLD', 'RECYCLED') LIMIT ?) AS sellable", int64(p), qty); err != nil {
-					return err
-				}
-				if sellable < qty {
-					return short(sellable)
-				}
-				s.tx.run.waitForLocks.Store(true)
-				s.tx.restart(errCodesLocked)
-				return fmt.Errorf("%s: %w", op, errCodesLocked)
-			}
+			s.tx.run.waitForLocks.Store(true)
+			s.tx.restart(errCodesLocked)
+			return fmt.Errorf("%s: %w", op, errCodesLocked)
 		}
 		ids := make([]int64, len(rows))
 		for i, r := range rows {
@@ -246,6 +272,67 @@ func (v cardVault) Allocate(ctx context.Context, p domain.ProductID, no domain.O
 		return nil, err
 	}
 	return out, nil
+}
+
+// pick locks up to qty sellable uses of p of distinct codes (with SKIP LOCKED unless wait).
+// Each read after the first leaves out the codes already taken; a read that returns fewer
+// rows than it asked for has seen every row it could, so the loop ends.
+func (v cardVault) pick(ctx context.Context, s *store, op string, p domain.ProductID, qty int, wait bool) ([]cardRow, error) {
+	lock := " FOR UPDATE SKIP LOCKED"
+	if wait {
+		lock = " FOR UPDATE"
+	}
+	var picked []cardRow
+	taken := make(map[string]bool, qty)
+	var hashes [][]byte
+	for len(picked) < qty {
+		need := qty - len(picked)
+		q, args := "SELECT "+cardColumns+" FROM card_stock WHERE product_id = ? AND status IN ('UNSOLD', 'RECYCLED')", []any{int64(p)}
+		if len(hashes) > 0 {
+			q += " AND code_hash NOT IN (?)"
+			args = append(args, bun.List(hashes))
+		}
+		var rows []cardRow
+		if err := s.get(ctx, op, &rows, q+" ORDER BY status, use_no, id LIMIT ?"+lock, append(args, need)...); err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if taken[string(r.CodeHash)] {
+				continue
+			}
+			taken[string(r.CodeHash)] = true
+			hashes = append(hashes, r.CodeHash)
+			picked = append(picked, r)
+		}
+		if len(rows) < need {
+			break
+		}
+	}
+	return picked, nil
+}
+
+// short tells why the pool cannot give qty uses of distinct codes, by one plain read (one view
+// of the pool, whatever the isolation level) that counts no further than qty:
+// ErrInsufficientCards when fewer than qty uses are sellable, ErrTooFewDistinctCodes when they
+// are on fewer than qty codes, nil when both are there (some are merely locked).
+func (v cardVault) short(ctx context.Context, s *store, op string, p domain.ProductID, qty int) error {
+	const sellable = "FROM card_stock WHERE product_id = ? AND status IN ('UNSOLD', 'RECYCLED') "
+	var n struct {
+		Uses  int `bun:"uses"`
+		Codes int `bun:"codes"`
+	}
+	if err := s.get(ctx, op, &n, "SELECT (SELECT COUNT(*) FROM (SELECT 1 "+sellable+"LIMIT ?) AS u) AS uses, "+
+		"(SELECT COUNT(*) FROM (SELECT DISTINCT code_hash "+sellable+"LIMIT ?) AS c) AS codes",
+		int64(p), qty, int64(p), qty); err != nil {
+		return err
+	}
+	if n.Uses < qty {
+		return fmt.Errorf("%s (%d sellable): %w", op, n.Uses, domain.ErrInsufficientCards)
+	}
+	if n.Codes < qty {
+		return fmt.Errorf("%s (%d sellable codes): %w", op, n.Codes, domain.ErrTooFewDistinctCodes)
+	}
+	return nil
 }
 
 // Cards decrypts the order's SOLD codes, ordered by id.
@@ -301,7 +388,7 @@ func (v cardVault) Counts(ctx context.Context, p domain.ProductID) (domain.CardC
 
 // Void hashes each distinct code as Import does and, chunk by chunk in hash order (so that
 // concurrent voids lock rows in one order and cannot deadlock each other), locks the
-// product's rows of those hashes (uk_product_code) with FOR UPDATE and marks the sellable
+// product's rows of those hashes (uk_product_code: every use of each) with FOR UPDATE and marks the sellable
 // ones VOID by id, still conditional on their status. A hash the product does not have is
 // looked up pool-wide (uk_pool_code, no lock): another product's code is not voidable, the
 // rest is not found. Every chunk commits together.
@@ -330,8 +417,9 @@ func (v cardVault) Void(ctx context.Context, p domain.ProductID, codes []domain.
 	)
 	op := fmt.Sprintf("void %d codes of product %d", len(codes), p)
 	var outcome map[string]int // hash -> what became of its first occurrence
+	var uses int
 	err := v.s.atomic(ctx, func(s *store) error {
-		outcome = make(map[string]int, len(hashes))
+		outcome, uses = make(map[string]int, len(hashes)), 0
 		for start := 0; start < len(hashes); start += importChunk {
 			chunk := hashes[start:min(start+importChunk, len(hashes))]
 			var rows []struct {
@@ -344,14 +432,15 @@ func (v cardVault) Void(ctx context.Context, p domain.ProductID, codes []domain.
 				return err
 			}
 			var ids []int64
-			for _, r := range rows {
+			for _, r := range rows { // a multi-use code has a row per use: voided when one was sellable
 				if r.Status == domain.CardUnsold.String() || r.Status == domain.CardRecycled.String() {
 					ids = append(ids, r.ID)
 					outcome[string(r.CodeHash)] = voided
-				} else {
+				} else if outcome[string(r.CodeHash)] != voided {
 					outcome[string(r.CodeHash)] = notVoidable
 				}
 			}
+			uses += len(ids)
 			if len(ids) > 0 {
 				n, err := s.execN(ctx, op, "UPDATE card_stock SET status = 'VOID', updated_at = UTC_TIMESTAMP(6) "+
 					"WHERE id IN (?) AND status IN ('UNSOLD', 'RECYCLED')", bun.List(ids))
@@ -386,7 +475,7 @@ func (v cardVault) Void(ctx context.Context, p domain.ProductID, codes []domain.
 	if err != nil {
 		return domain.VoidResult{}, err
 	}
-	var res domain.VoidResult
+	res := domain.VoidResult{Uses: uses}
 	first := make(map[string]bool, len(hashes))
 	for _, c := range codes {
 		h := hashOf[c.Reveal()]

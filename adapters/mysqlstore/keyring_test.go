@@ -95,7 +95,7 @@ func TestCodesEncryptedAtRest(t *testing.T) {
 	ctx := t.Context()
 	p := createProduct(t, l)
 	code := newCode(t, "PLAINTEXT-CODE")
-	if res, err := l.Cards().Import(ctx, p, []domain.CardCode{code}); err != nil || res.Added != 1 {
+	if res, err := l.Cards().Import(ctx, p, []domain.CardCode{code}, 1); err != nil || res.Added != 1 {
 		t.Fatalf("Import = %+v, %v", res, err)
 	}
 	var (
@@ -130,7 +130,7 @@ func TestCodesEncryptedAtRest(t *testing.T) {
 	}
 	// Another product cannot import it: a code is unique across the pool.
 	q := createProduct(t, l)
-	if res, err := l.Cards().Import(ctx, q, []domain.CardCode{code}); err != nil || res.InPool != 1 || res.Added != 0 {
+	if res, err := l.Cards().Import(ctx, q, []domain.CardCode{code}, 1); err != nil || res.InPool != 1 || res.Added != 0 {
 		t.Fatalf("Import for another product = %+v, %v; want it refused as in the pool", res, err)
 	}
 
@@ -164,11 +164,11 @@ func TestKeyRotation(t *testing.T) {
 
 	p := createProduct(t, old)
 	before := []domain.CardCode{newCode(t, "OLD"), newCode(t, "OLD")}
-	if res, err := old.Cards().Import(ctx, p, before); err != nil || res.Added != 2 {
+	if res, err := old.Cards().Import(ctx, p, before, 1); err != nil || res.Added != 2 {
 		t.Fatalf("Import under k1 = %+v, %v", res, err)
 	}
 	after := newCode(t, "NEW")
-	res, err := rotated.Cards().Import(ctx, p, []domain.CardCode{before[0], after, before[1]})
+	res, err := rotated.Cards().Import(ctx, p, []domain.CardCode{before[0], after, before[1]}, 1)
 	if err != nil || res.Added != 1 || res.Duplicates != 2 || res.InPool != 0 {
 		t.Fatalf("Import after rotation = %+v, %v; want 1 added, the 2 old codes duplicates", res, err)
 	}

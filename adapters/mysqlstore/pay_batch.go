@@ -139,12 +139,17 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 		}
 	}
 
-	// 2. The codes, per product, handed out in member order.
-	codes := map[domain.ProductID][]int64{}
+	// 2. The codes, per product, handed out in member order, each member's of distinct codes
+	// (a multi-use code's uses may sit side by side).
+	type free struct {
+		ID   int64  `bun:"id"`
+		Hash []byte `bun:"code_hash"`
+	}
+	codes := map[domain.ProductID][]free{}
 	for p, n := range need {
-		var ids []int64
-		if err := s.get(ctx, op, &ids, "SELECT id FROM card_stock WHERE product_id = ? AND status IN ('UNSOLD', 'RECYCLED') "+
-			"ORDER BY status, id LIMIT ? FOR UPDATE SKIP LOCKED", int64(p), n); err != nil {
+		var ids []free
+		if err := s.get(ctx, op, &ids, "SELECT id, code_hash FROM card_stock WHERE product_id = ? AND status IN ('UNSOLD', 'RECYCLED') "+
+			"ORDER BY status, use_no, id LIMIT ? FOR UPDATE SKIP LOCKED", int64(p), n); err != nil {
 			return nil, err
 		}
 		codes[p] = ids
@@ -159,16 +164,17 @@ func payBatch(ctx context.Context, s *store, members []PayMember) ([]PayOutcome,
 			continue
 		}
 		p, q := m.Paid.Product(), m.Paid.Qty()
-		if len(codes[p]) < q {
+		taken, left := distinctUses(codes[p], q, func(f free) string { return string(f.Hash) })
+		if len(taken) < q {
 			out[i] = PayAlone // the codes left for it are not free for this batch
 			continue
 		}
-		for _, id := range codes[p][:q] {
+		for _, f := range taken {
 			cardCase.WriteString(" WHEN ? THEN ?")
-			cardArgs = append(cardArgs, id, string(m.Paid.No()))
-			cardIDs = append(cardIDs, id)
+			cardArgs = append(cardArgs, f.ID, string(m.Paid.No()))
+			cardIDs = append(cardIDs, f.ID)
 		}
-		codes[p] = codes[p][q:]
+		codes[p] = left
 	}
 	// A repeat loses to the earlier member that moves its order, once that one is stored and
 	// leaves the row in another status than the repeat expects (the row's revealed mark does
@@ -260,4 +266,22 @@ func moveOrders(ctx context.Context, s *store, op string, members []PayMember, o
 		return fmt.Errorf("%s: %d of %d locked orders changed", op, n, len(winners))
 	}
 	return nil
+}
+
+// distinctUses returns the first (up to) qty of uses whose codes (key) differ, and the rest in
+// their order.
+func distinctUses[T any](uses []T, qty int, key func(T) string) (taken, left []T) {
+	seen := make(map[string]bool, qty)
+	for i, u := range uses {
+		if len(taken) == qty {
+			return taken, append(left, uses[i:]...)
+		}
+		if seen[key(u)] {
+			left = append(left, u)
+			continue
+		}
+		seen[key(u)] = true
+		taken = append(taken, u)
+	}
+	return taken, left
 }

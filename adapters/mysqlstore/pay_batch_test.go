@@ -431,3 +431,62 @@ func TestPayBatchRepeatOfAMemberLeftAloneRunsAlone(t *testing.T) {
 		t.Fatalf("the repeat alone: %v, want it to win", err)
 	}
 }
+
+// TestPayBatchGivesEachMemberDistinctCodes: on a multi-use product the batch hands each member
+// uses of different codes, every code's first use first; a member its locked uses cannot serve
+// without a repeat runs alone, where Allocate refuses it as ErrTooFewDistinctCodes.
+func TestPayBatchGivesEachMemberDistinctCodes(t *testing.T) {
+	l := newLedger(t)
+	ctx := t.Context()
+	t.Cleanup(func() { markTestMessagesSent(t) })
+	p := createProduct(t, l)
+	codes := []domain.CardCode{newCode(t, "MULTI-A"), newCode(t, "MULTI-B")}
+	if res, err := l.Cards().Import(ctx, p, codes, 3); err != nil || res.Uses != 6 {
+		t.Fatalf("Import = %+v, %v", res, err)
+	}
+	var os []domain.Order
+	var members []mysqlstore.PayMember
+	for _, q := range []int{2, 1, 1, 2} {
+		o := newPendingOrder(t, l, p, q)
+		os = append(os, o)
+		members = append(members, payMember(t, o, domain.StatusPending))
+	}
+	out, err := l.PayBatch(ctx, members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perCode := map[string]int{}
+	for i, o := range os {
+		if out[i] != mysqlstore.PayStored {
+			t.Fatalf("member %d: %v, want stored", i, out[i])
+		}
+		cards, err := l.Cards().Cards(ctx, o.No())
+		if err != nil || len(cards) != o.Qty() {
+			t.Fatalf("member %d holds %d codes, %v; want %d", i, len(cards), err, o.Qty())
+		}
+		inOrder := map[string]bool{}
+		for _, c := range cards {
+			if inOrder[c.Code.Reveal()] {
+				t.Fatalf("member %d got a code twice", i)
+			}
+			inOrder[c.Code.Reveal()] = true
+			perCode[c.Code.Reveal()]++
+		}
+	}
+	if perCode[codes[0].Reveal()] != 3 || perCode[codes[1].Reveal()] != 3 {
+		t.Fatalf("uses sold per code %v, want 3 of each", perCode)
+	}
+
+	q := createProduct(t, l)
+	if res, err := l.Cards().Import(ctx, q, []domain.CardCode{newCode(t, "MULTI-C")}, 3); err != nil || res.Uses != 3 {
+		t.Fatalf("Import = %+v, %v", res, err)
+	}
+	two := newPendingOrder(t, l, q, 2)
+	out, err = l.PayBatch(ctx, []mysqlstore.PayMember{payMember(t, two, domain.StatusPending)})
+	if err != nil || out[0] != mysqlstore.PayAlone {
+		t.Fatalf("a member of 2 on one code: %v, %v; want alone", out, err)
+	}
+	if _, err := pay(ctx, l, two, true); !errors.Is(err, domain.ErrTooFewDistinctCodes) {
+		t.Fatalf("paid alone: %v, want ErrTooFewDistinctCodes", err)
+	}
+}

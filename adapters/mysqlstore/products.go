@@ -20,6 +20,7 @@ type productRow struct {
 	Price        int64        `bun:"price"`
 	MinPerOrder  int          `bun:"min_per_order"`
 	MaxPerOrder  int          `bun:"max_per_order"`
+	CodeUses     int          `bun:"code_uses"`
 	Group        string       `bun:"variant_group"`
 	Variant      string       `bun:"variant_label"`
 	PriceTiers   string       `bun:"price_tiers"`
@@ -35,7 +36,7 @@ type productRow struct {
 	CreatedAt    time.Time    `bun:"created_at"`
 }
 
-const productColumns = "id, name, price, min_per_order, max_per_order, variant_group, variant_label, price_tiers, stock_display, starts_at, ends_at, buyer_limit, " +
+const productColumns = "id, name, price, min_per_order, max_per_order, code_uses, variant_group, variant_label, price_tiers, stock_display, starts_at, ends_at, buyer_limit, " +
 	"refund_releases_limit, low_stock_threshold, stock_state, frozen, frozen_reason, created_at"
 
 func fromNull(t sql.NullTime) time.Time {
@@ -82,7 +83,7 @@ func (r productRow) product() (domain.Product, error) {
 	}
 	return domain.RehydrateProduct(domain.ProductRecord{ID: domain.ProductID(r.ID), Name: r.Name,
 		Price: domain.Money(r.Price), MinPerOrder: r.MinPerOrder, MaxPerOrder: r.MaxPerOrder,
-		Group: r.Group, Variant: r.Variant, Tiers: tiers,
+		CodeUses: r.CodeUses, SharedKey: r.CodeUses == domain.UnlimitedUses, Group: r.Group, Variant: r.Variant, Tiers: tiers,
 		StockDisplay:        domain.StockDisplay(r.StockDisplay),
 		Sale:                domain.SaleRules{StartsAt: fromNull(r.StartsAt), EndsAt: fromNull(r.EndsAt), BuyerLimit: r.BuyerLimit},
 		RefundReleasesLimit: r.RefundFrees, LowStockThreshold: r.LowStock, StockState: domain.StockState(r.StockState),
@@ -102,8 +103,8 @@ func (c productCatalog) Create(ctx context.Context, p domain.Product) (domain.Pr
 	}
 	op := fmt.Sprintf("create product %d", r.ID)
 	res, err := c.s.exec(ctx, op,
-		"INSERT INTO products ("+productColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		id, r.Name, int64(r.Price), r.MinPerOrder, r.MaxPerOrder, r.Group, r.Variant, encodeTiers(r.Tiers), string(r.StockDisplay),
+		"INSERT INTO products ("+productColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		id, r.Name, int64(r.Price), r.MinPerOrder, r.MaxPerOrder, r.CodeUses, r.Group, r.Variant, encodeTiers(r.Tiers), string(r.StockDisplay),
 		nullTime(r.Sale.StartsAt), nullTime(r.Sale.EndsAt), r.Sale.BuyerLimit, r.RefundReleasesLimit,
 		r.LowStockThreshold, string(r.StockState), r.Frozen, r.FrozenReason, r.CreatedAt.UTC())
 	if _, dup := duplicateKey(err); dup {

@@ -46,7 +46,7 @@ func importN(t testing.TB, l domain.Store, p domain.ProductID, n int) {
 	for i := range codes {
 		codes[i] = newCode(t, fmt.Sprintf("C%05d", i))
 	}
-	if res, err := l.Cards().Import(t.Context(), p, codes); err != nil || res.Added != n {
+	if res, err := l.Cards().Import(t.Context(), p, codes, 1); err != nil || res.Added != n {
 		t.Fatalf("Import %d = %+v, %v", n, res, err)
 	}
 }
@@ -319,7 +319,7 @@ func TestUnavailable(t *testing.T) {
 	check("Product", err)
 	_, err = l.Orders().Expired(ctx, time.Now(), 10)
 	check("Expired", err)
-	_, err = l.Cards().Import(ctx, 1, []domain.CardCode{newCode(t, "X")})
+	_, err = l.Cards().Import(ctx, 1, []domain.CardCode{newCode(t, "X")}, 1)
 	check("Import", err)
 	check("Atomically", l.Atomically(ctx, func(tx domain.Store) error {
 		t.Error("fn ran without a database")
@@ -409,7 +409,7 @@ func TestImportLargeBatch(t *testing.T) {
 	for i := range first {
 		first[i] = newCode(t, "BIG")
 	}
-	if res, err := l.Cards().Import(ctx, p, first); err != nil || res.Added != 300 {
+	if res, err := l.Cards().Import(ctx, p, first, 1); err != nil || res.Added != 300 {
 		t.Fatalf("first Import = %+v, %v", res, err)
 	}
 	batch := slices.Clone(first) // 300 already in the pool
@@ -417,7 +417,7 @@ func TestImportLargeBatch(t *testing.T) {
 		batch = append(batch, newCode(t, "BIG"))
 	}
 	batch = append(batch, batch[400:410]...) // 10 repeated within the batch
-	res, err := l.Cards().Import(ctx, p, batch)
+	res, err := l.Cards().Import(ctx, p, batch, 1)
 	if err != nil || res.Added != 2200 || res.Duplicates != 310 || res.InPool != 0 || len(res.Outcomes) != len(batch) {
 		t.Fatalf("Import of 2,510 = %+v, %v; want 2200 added, 310 duplicates", res, err)
 	}

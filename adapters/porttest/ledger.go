@@ -27,6 +27,7 @@ func RunLedger(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("guest orders", func(t *testing.T) { runGuestOrders(t, newLedger) })
 	t.Run("cards", func(t *testing.T) { runCards(t, newLedger) })
 	t.Run("void", func(t *testing.T) { runVoid(t, newLedger) })
+	t.Run("multi-use codes", func(t *testing.T) { runMultiUse(t, newLedger) })
 	t.Run("flows", func(t *testing.T) { runFlows(t, newLedger) })
 	t.Run("outbox", func(t *testing.T) { runOutbox(t, newLedger) })
 	t.Run("payments", func(t *testing.T) { runPayments(t, newLedger) })
@@ -144,7 +145,7 @@ func newCodes(t *testing.T, n int) []domain.CardCode {
 
 func importCodes(t *testing.T, l domain.Store, p domain.ProductID, codes []domain.CardCode, want domain.ImportResult) {
 	t.Helper()
-	got, err := l.Cards().Import(t.Context(), p, codes)
+	got, err := l.Cards().Import(t.Context(), p, codes, 1)
 	if err != nil || got.Added != want.Added || got.Duplicates != want.Duplicates || got.InPool != want.InPool {
 		t.Fatalf("Import = %+v, %v; want %+v", got, err, want)
 	}

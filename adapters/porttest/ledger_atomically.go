@@ -55,7 +55,7 @@ func runAtomically(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		if _, err := tx.Cards().Allocate(c, w.pool, w.order.No(), 2); err != nil {
 			return err
 		}
-		_, err := tx.Cards().Import(c, w.pool, newCodes(t, 1))
+		_, err := tx.Cards().Import(c, w.pool, newCodes(t, 1), 1)
 		return err
 	}
 	wantNothing := func(t *testing.T, l domain.Ledger, w world, before int64) {

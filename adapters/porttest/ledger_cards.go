@@ -69,7 +69,7 @@ func runCards(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 				rand.Shuffle(len(batch), func(a, b int) { batch[a], batch[b] = batch[b], batch[a] })
 				errs[i] = l.Atomically(t.Context(), func(tx domain.Store) error {
 					var err error
-					results[i], err = tx.Cards().Import(t.Context(), ids[i], batch)
+					results[i], err = tx.Cards().Import(t.Context(), ids[i], batch, 1)
 					return err
 				})
 			}()

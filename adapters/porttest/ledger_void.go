@@ -34,7 +34,7 @@ func runVoid(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		// unsold[0] and recycled are voided; sold, another product's code, an unknown code, and
 		// a repeat of a voided one are counted.
 		got, err := l.Cards().Void(t.Context(), p, []domain.CardCode{unsold[0], sold, c[4], c[5], recycled, unsold[0]})
-		want := domain.VoidResult{Voided: 2, NotFound: 1, NotVoidable: 3}
+		want := domain.VoidResult{Voided: 2, Uses: 2, NotFound: 1, NotVoidable: 3}
 		if err != nil || got != want {
 			t.Fatalf("Void = %+v, %v; want %+v", got, err, want)
 		}
