@@ -1,6 +1,7 @@
 package bootstrap_test
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -14,8 +15,8 @@ import (
 // TestCouponsInABrowser drives the Coupons screen in headless Chromium, in English and in
 // Chinese: an operator creates a coupon for two products from the form (a percentage with a
 // per-product and a per-buyer limit and an end; an amount off with a minimum), the list shows
-// it with its products, uses ("used / limit"; unknown on the memory gate, which keeps no coupon
-// counts), validity and status, and the operator disables and enables it. Every screen fits a
+// it with its products, uses ("used / limit": a buyer's order with the coupon counts 1 on its
+// product), validity and status, and the operator disables and enables it. Every screen fits a
 // 390 px wide phone. With CONSOLE_SCREENSHOTS=dir the page is written as coupons.png (English,
 // desktop), coupons-zh.png and coupons-zh-phone.png (Chinese, 390 px).
 func TestCouponsInABrowser(t *testing.T) {
@@ -34,6 +35,11 @@ func TestCouponsInABrowser(t *testing.T) {
 	c := runService(t, cfg, io.Discard)
 	c.want(201, "POST", "/admin/products", adminToken, `{"id":7001,"name":"Steam 50","price":5000,"max_per_order":5}`, nil)
 	c.want(201, "POST", "/admin/products", adminToken, `{"id":7002,"name":"Xbox Game Pass 3 个月","price":9900,"max_per_order":5}`, nil)
+	c.want(200, "POST", "/admin/products/7001/codes", adminToken, "CPN-BROWSER-0001\nCPN-BROWSER-0002\nCPN-BROWSER-0003", nil)
+	var buyer struct {
+		Token string `json:"token"`
+	}
+	c.want(201, "POST", "/admin/tokens", adminToken, `{"buyer_id":"coupon-buyer"}`, &buyer)
 	var op struct {
 		Token string `json:"token"`
 	}
@@ -71,9 +77,20 @@ func TestCouponsInABrowser(t *testing.T) {
 			b.wantText(".notice", lang.created)
 			code := strings.ToUpper(lang.code)
 			row := "#coupon-" + code
+			// A buyer's order with the coupon: one use of it on Steam 50.
+			var o struct {
+				Coupon   string `json:"coupon"`
+				Discount int64  `json:"discount"`
+			}
+			c.want(201, "POST", "/api/order", buyer.Token, fmt.Sprintf(`{"product_id":7001,"qty":1,"coupon":%q}`, lang.code), &o,
+				"Idempotency-Key", "coupon-browser-"+lang.tag)
+			if o.Coupon != code || o.Discount <= 0 {
+				t.Fatalf("order with %s: %+v", code, o)
+			}
+			b.submit(chromedp.Navigate(c.base + "/console/coupons"))
 			b.wantText(row, lang.row)
 			b.wantText(row, "Steam 50")
-			b.wantText(row, "/ 100")
+			b.wantText(row, "1 / 100")
 			b.wantText(row, "2031-12-31")
 
 			b.submit(chromedp.Click(chromedp.CSS(row + ` form[action$="/disable"] button`)))
