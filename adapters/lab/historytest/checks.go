@@ -76,12 +76,12 @@ func (h *history) checkOrders(ctx context.Context, all bool) []string {
 	// The codes the re-read orders held before leave the register first: a refunded order's
 	// recycled code may have been sold again since.
 	for _, r := range recs {
-		for _, code := range r.codes {
-			if h.codeOwner[code] == r.no {
-				delete(h.codeOwner, code)
+		for _, row := range r.rows {
+			if h.codeOwner[row] == r.no {
+				delete(h.codeOwner, row)
 			}
 		}
-		r.codes = nil
+		r.codes, r.rows = nil, nil
 	}
 	var v []string
 	for _, f := range facts {
@@ -105,16 +105,24 @@ func (h *history) checkOrders(ctx context.Context, all bool) []string {
 		if len(f.cards) != want {
 			v = append(v, fmt.Sprintf("order %s (%s, qty %d) holds %d codes, want %d", r.no, st, o.Qty(), len(f.cards), want))
 		}
+		v = append(v, h.checkCouponOrder(o)...)
+		seenCodes := map[string]bool{}
 		for _, c := range f.cards {
 			if c.Status != domain.CardSold || c.OrderNo != r.no || c.ProductID != o.Product() {
 				v = append(v, fmt.Sprintf("order %s: card %d is %s for order %s of product %d", r.no, c.ID, c.Status, c.OrderNo, c.ProductID))
 			}
-			code := c.Code.Reveal()
-			if other, dup := h.codeOwner[code]; dup {
-				v = append(v, fmt.Sprintf("a code (card %d) is delivered to both %s and %s", c.ID, other, r.no))
+			// Each row is one use of a code (one row per code on a single-use product): no use is
+			// delivered to two orders, and no order gets one code twice.
+			if other, dup := h.codeOwner[c.ID]; dup {
+				v = append(v, fmt.Sprintf("a code's use (card %d) is delivered to both %s and %s", c.ID, other, r.no))
 			}
-			h.codeOwner[code] = r.no
-			r.codes = append(r.codes, code)
+			code := c.Code.Reveal()
+			if seenCodes[code] {
+				v = append(v, fmt.Sprintf("order %s holds one code twice (card %d)", r.no, c.ID))
+			}
+			seenCodes[code] = true
+			h.codeOwner[c.ID] = r.no
+			r.codes, r.rows = append(r.codes, code), append(r.rows, c.ID)
 		}
 
 		// The order's own flow rows explain what it holds.

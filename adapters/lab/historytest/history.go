@@ -83,6 +83,8 @@ const (
 	windowProduct = productsN
 	freezeProduct = productsN + 1 // refundThenFulfil's scenario (it freezes the product)
 	limitProduct  = productsN + 2 // limitLate's scenario
+	multiProduct  = 1             // a drawn product of multi-use codes
+	multiUses     = 3             // how many times each of its codes is sold
 	maxPerOrder   = 3
 	initialCodes  = 12
 	buyersN       = 6
@@ -165,6 +167,7 @@ type orderRec struct {
 	key     string
 	qty     int
 	amount  domain.Money
+	coupon  domain.CouponCode // the coupon it was placed with, or ""
 	expires time.Time
 
 	hint     atomic.Int32 // the status last seen, to aim operations; never trusted by checks
@@ -183,6 +186,7 @@ type orderRec struct {
 	// Kept by the checkpoints (which run alone): the status and the codes last checked.
 	checked domain.OrderStatus
 	codes   []string
+	rows    []int64 // the card rows (uses) of those codes
 }
 
 func (r *orderRec) status() domain.OrderStatus { return domain.OrderStatus(r.hint.Load()) }
@@ -250,7 +254,9 @@ type history struct {
 	byKey      map[buyerKey]*orderRec
 	byNo       map[domain.OrderNo]*orderRec
 	codes      map[domain.ProductID][]string // imported codes, for duplicate imports
-	codeOwner  map[string]domain.OrderNo     // every code held by an order, at the last checkpoint
+	codeOwner  map[int64]domain.OrderNo      // every code row (one use of a code) held by an order, at the last checkpoint
+	coupons    []domain.Coupon               // the history's coupons (coupons.go)
+	couponPeak map[domain.CouponCode]int64   // the most uses of each coupon on one product seen at a checkpoint
 	violations []string
 	counts     map[string]int // operation outcomes, for the summary
 }
@@ -273,8 +279,9 @@ func Run(t *testing.T, b Backend) {
 	h := &history{t: t, backend: b, s: s, cfg: cfg, ports: ports, signer: signer, alerts: newAlertLog(),
 		pub: &publishLog{inner: ports.Publisher, delivered: map[domain.OrderNo]int{}}, ops: newOpLog(logKeep),
 		pause: newPauser(), nonce: fmt.Sprintf("%08x", rand.Uint32()), byKey: map[buyerKey]*orderRec{}, byNo: map[domain.OrderNo]*orderRec{},
-		codes: map[domain.ProductID][]string{}, codeOwner: map[string]domain.OrderNo{}, counts: map[string]int{},
-		hpay: newFakeProvider(idemProvider, false, ports.Clock, s.seed), epay: newFakeProvider(epayProvider, true, ports.Clock, s.seed)}
+		codes: map[domain.ProductID][]string{}, codeOwner: map[int64]domain.OrderNo{}, counts: map[string]int{},
+		couponPeak: map[domain.CouponCode]int64{},
+		hpay:       newFakeProvider(idemProvider, false, ports.Clock, s.seed), epay: newFakeProvider(epayProvider, true, ports.Clock, s.seed)}
 	h.shop, err = application.New(cfg, application.Deps{Ledger: ports.Ledger, Gate: ports.Gate, Queue: ports.Queue,
 		Publisher: h.pub, Verifier: signer, Alerter: h.alerts, Clock: ports.Clock, Logger: slog.New(slog.DiscardHandler),
 		Gateways: []domain.PaymentGateway{h.hpay, h.epay}, Mailer: nopMailer{}})
@@ -322,20 +329,28 @@ func (h *history) setup() {
 		case i == limitProduct:
 			rules.BuyerLimit = maxPerOrder
 		}
+		// Product 1's codes are sold up to multiUses times each (multi-use codes): its pool, gate
+		// and flow count uses, and no order may get one code twice.
+		uses := 1
+		if i == multiProduct {
+			uses = multiUses
+		}
 		p, err := h.shop.Catalogue.CreateProduct(ctx, application.NewProduct{ID: id, Name: fmt.Sprintf("history %d", i),
-			Price: prices[i%len(prices)], MaxPerOrder: maxPerOrder, Sale: rules, RefundReleasesLimit: i == 0 || i == limitProduct})
+			Price: prices[i%len(prices)], MaxPerOrder: maxPerOrder, Sale: rules, RefundReleasesLimit: i == 0 || i == limitProduct,
+			CodeUses: uses})
 		if err != nil {
 			h.t.Fatalf("create product: %v", err)
 		}
 		h.products = append(h.products, product{id: p.ID(), price: p.Price(), rules: rules})
-		codes := h.newCodes(i, initialCodes)
+		codes := h.newCodes(i, initialCodes/uses)
 		rep, err := h.shop.Catalogue.ImportCodes(ctx, p.ID(), strings.NewReader(strings.Join(codes, "\n")))
-		if err != nil || rep.Added != initialCodes {
+		if err != nil || rep.Added != len(codes) || rep.Uses != initialCodes {
 			h.t.Fatalf("import the first codes: %+v, %v", rep, err)
 		}
 		h.codes[p.ID()] = codes
 	}
 	h.drawable = productsN + 1
+	h.setupCoupons(ctx)
 }
 
 func (h *history) newCodes(productIdx, n int) []string {
@@ -388,6 +403,7 @@ func (h *history) checkpoint(replay, what string, all bool) {
 	v = append(v, h.takeViolations()...)
 	v = append(v, h.reconcileAll(ctx)...)
 	v = append(v, h.checkOrders(ctx, all)...)
+	v = append(v, h.checkCouponLimits(ctx)...)
 	h.t.Logf("%s at t+%.1fs: %d orders, %d violations", what, time.Since(h.start).Seconds(), h.orderCount(), len(v))
 	if len(v) > 0 {
 		h.report(replay, what, v)
@@ -441,7 +457,7 @@ func (h *history) settle(replay string) {
 // end) is refunded instead, and must end REFUNDED.
 func (h *history) fulfilAtLast(ctx context.Context, r *orderRec) {
 	o, err := h.shop.Sales.FulfilOrder(ctx, r.no)
-	if isErr(err, domain.ErrBuyerHoldingLimit) || isErr(err, domain.ErrSaleEnded) {
+	if isErr(err, domain.ErrBuyerHoldingLimit) || isErr(err, domain.ErrSaleEnded) || isErr(err, domain.ErrCouponUsedUp) {
 		d := h.decide(r, nil)
 		res, rerr := h.shop.Payments.RefundOrder(ctx, application.Refund{OrderNo: r.no, Void: d.void, Recycle: d.recycle, Reason: d.reason})
 		if rerr == nil && res.Money.Status == domain.PaymentRefunding {
@@ -547,8 +563,18 @@ func (h *history) summary() {
 			accepted++
 		}
 	}
-	h.t.Logf("history on %s: %d orders, %d with an accepted payment, alerts %v\n  %s",
-		h.backend.Name, h.orderCount(), accepted, h.alerts.kinds(), strings.Join(lines, "\n  "))
+	var peaks []string
+	for _, c := range h.coupons {
+		limit := "no limit"
+		if c.UsesPerProduct > 0 {
+			limit = fmt.Sprintf("limit %d", c.UsesPerProduct)
+		}
+		h.mu.Lock()
+		peaks = append(peaks, fmt.Sprintf("%s %d (%s)", c.Code, h.couponPeak[c.Code], limit))
+		h.mu.Unlock()
+	}
+	h.t.Logf("history on %s: %d orders, %d with an accepted payment, alerts %v; most uses of a coupon on one product at a checkpoint: %s\n  %s",
+		h.backend.Name, h.orderCount(), accepted, h.alerts.kinds(), strings.Join(peaks, ", "), strings.Join(lines, "\n  "))
 }
 
 func (h *history) productIndex(id domain.ProductID) int {
@@ -610,7 +636,8 @@ func (h *history) recordAs(o domain.Order, key string, private bool) *orderRec {
 		}
 		return r
 	}
-	r := &orderRec{no: o.No(), product: o.Product(), buyer: o.Buyer(), key: key, qty: o.Qty(), amount: o.Amount(), expires: o.ExpiresAt()}
+	r := &orderRec{no: o.No(), product: o.Product(), buyer: o.Buyer(), key: key, qty: o.Qty(), amount: o.Amount(),
+		coupon: o.Coupon(), expires: o.ExpiresAt()}
 	r.private.Store(private)
 	r.see(o)
 	r.dirty.Store(true)

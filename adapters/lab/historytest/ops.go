@@ -21,6 +21,7 @@ import (
 // provider resending while the first attempt is in flight, a callback that lost to the sweeper.
 var opWeights = map[string]int{
 	"place":            200, // a fresh idempotency key
+	"place-coupon":     80,  // a fresh key with one of the history's coupons, sometimes twice at once
 	"guest-place":      60,  // a guest order (the storefront's), its buyer one of a few addresses
 	"replay":           40,  // an earlier key, same body
 	"reuse-key":        20,  // an earlier key, another body
@@ -90,6 +91,8 @@ func (w *worker) do(name string) {
 		w.place(ctx)
 	case "guest-place":
 		w.guestPlace(ctx)
+	case "place-coupon":
+		w.placeCoupon(ctx)
 	case "replay":
 		w.replay(ctx, true)
 	case "reuse-key":
@@ -180,7 +183,8 @@ func (w *worker) log(op, format string, args ...any) {
 var expected = []error{domain.ErrSoldOut, domain.ErrProductFrozen, domain.ErrRequestInProgress, domain.ErrIdempotencyMismatch,
 	domain.ErrInvalidTransition, domain.ErrAmountMismatch, domain.ErrGateNotReady, domain.ErrUnavailable, domain.ErrBuyerLimit,
 	domain.ErrBuyerHoldingLimit, domain.ErrProductNotFrozen, domain.ErrVoidExceedsFreeStock, domain.ErrSaleEnded,
-	domain.ErrOrderNotPayable, domain.ErrRefundRefused}
+	domain.ErrOrderNotPayable, domain.ErrRefundRefused, domain.ErrCouponUsedUp, domain.ErrCouponBuyerLimit,
+	domain.ErrCouponNotApplicable}
 
 func isErr(err, target error) bool { return errors.Is(err, target) }
 
@@ -281,7 +285,8 @@ func (w *worker) replay(ctx context.Context, same bool) {
 	if !same {
 		qty = 1 + (r.qty+w.rng.IntN(maxPerOrder-1))%maxPerOrder // any other qty
 	}
-	res, err := w.h.shop.Sales.PlaceOrder(ctx, application.PlaceOrder{Buyer: r.buyer, Product: r.product, Qty: qty, IdempotencyKey: r.key})
+	res, err := w.h.shop.Sales.PlaceOrder(ctx, application.PlaceOrder{Buyer: r.buyer, Product: r.product, Qty: qty, IdempotencyKey: r.key,
+		Coupon: string(r.coupon)})
 	switch {
 	case err == nil && !same:
 		w.h.violate("key %s of %s (qty %d) reused with qty %d answered order %s", r.key, r.no, r.qty, qty, res.Order.No())
@@ -552,7 +557,7 @@ func (w *worker) importCodes(ctx context.Context) {
 	w.h.mu.Unlock()
 	rep, err := w.h.shop.Catalogue.ImportCodes(ctx, p.id, strings.NewReader(strings.Join(lines, "\n")))
 	if err == nil {
-		if rep.Added != len(fresh) || rep.Duplicates != dup || rep.Invalid != 0 {
+		if rep.Added != len(fresh) || rep.Duplicates != dup || rep.Invalid != 0 || rep.Uses != len(fresh)*w.h.usesOf(i) {
 			w.h.violate("import of %d fresh codes and %d known one into %d reported %+v", len(fresh), dup, p.id, rep)
 		}
 		w.h.mu.Lock()
