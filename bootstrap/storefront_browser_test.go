@@ -22,12 +22,13 @@ import (
 type shopTexts struct {
 	lang, catalogue, startsIn, confirm, keep, codes, lookupFailed, order, amount string
 	mailSays, review                                                             string // in the order's e-mail; the review page's title
+	coupon                                                                       string // a coupon code the buyer types ("" none): 5.00 off
 }
 
 var shopLangs = map[string]shopTexts{
 	"zh-CN": {lang: "zh-CN", catalogue: "商品列表", startsIn: "距离开售还有", confirm: "下单成功", keep: "此密钥只显示这一次",
-		codes: "您的卡密", lookupFailed: "没有找到匹配的订单", order: "我的订单", amount: "100.00 CNY",
-		mailSays: "感谢您的购买！我们已收到您的付款", review: "确认订单"},
+		codes: "您的卡密", lookupFailed: "没有找到匹配的订单", order: "我的订单", amount: "95.00 CNY",
+		mailSays: "感谢您的购买！我们已收到您的付款", review: "确认订单", coupon: "xin-5"},
 	"en": {lang: "en", catalogue: "Products", startsIn: "The sale starts in", confirm: "Order placed",
 		keep: "This key is shown only once", codes: "Your codes", lookupFailed: "No order matches these details", order: "Your order",
 		amount: "100.00 CNY", mailSays: "Thank you for your purchase. Your payment has been received", review: "Check your order"},
@@ -36,7 +37,8 @@ var shopLangs = map[string]shopTexts{
 // TestShopInABrowser drives the built-in shop in a real headless Chromium on the memory
 // adapters, as a buyer on a 390×844 phone in Chinese and on a desktop in English: the
 // language switch, the catalogue, a product whose countdown turns into the order form without
-// a reload, an order of 2 codes with the access secret on the confirmation page, paying (on the
+// a reload, an order of 2 codes (on the phone with a coupon of 5.00 off, shown on the review
+// page and paid discounted) with the access secret on the confirmation page, paying (on the
 // phone through the dev provider's page, on the desktop through Alipay's QR code against its
 // simulator), the order page with the 2 codes, then the lookup
 // with a wrong secret (refused) and the right one (the order page). Every page must fit the
@@ -102,6 +104,10 @@ func browseShop(t *testing.T, chromium string, c client, sim *alipaysim.Sim, mp 
 		codes[i] = fmt.Sprintf("SHOP-%d-%02d", id, i)
 	}
 	c.want(200, "POST", fmt.Sprintf("/admin/products/%d/codes", id), adminToken, strings.Join(codes, "\n"), nil)
+	if txt.coupon != "" {
+		c.want(201, "POST", "/admin/coupons", adminToken, fmt.Sprintf(`{"code":"%s-%d","kind":"fixed","value":500,"products":[%d]}`,
+			txt.coupon, id, id), nil)
+	}
 
 	b := newSizedBrowser(t, chromium, c.base, shots, width, height)
 	suffix := "-" + strings.ToLower(strings.SplitN(txt.lang, "-", 2)[0]) + "-" + device
@@ -122,11 +128,17 @@ func browseShop(t *testing.T, chromium string, c client, sim *alipaysim.Sim, mp 
 	email := fmt.Sprintf("buyer%d@example.com", id)
 	b.do(chromedp.Clear(chromedp.CSS(`input[name=qty]`)), chromedp.SendKeys(chromedp.CSS(`input[name=qty]`), "2"),
 		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), email))
+	if txt.coupon != "" {
+		b.do(chromedp.SendKeys(chromedp.CSS(`input[name=coupon]`), fmt.Sprintf("%s-%d", txt.coupon, id)))
+	}
 	b.screen("product" + suffix)
 	b.submit(chromedp.Click(chromedp.CSS(`#checkout button[type=submit]`)))
 	// The review: the order priced by the shop, confirmed with its own form.
 	b.wantText("h1", txt.review)
 	b.wantText(".review .amount", txt.amount)
+	if txt.coupon != "" {
+		b.wantText(".review .discount", strings.ToUpper(txt.coupon))
+	}
 	b.screen("review" + suffix)
 	b.submit(chromedp.Click(chromedp.CSS(`#confirm button[type=submit]`)))
 	b.wantText("h1", txt.confirm)
