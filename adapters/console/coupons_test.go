@@ -172,3 +172,29 @@ func TestCouponsPageInChinese(t *testing.T) {
 		}
 	}
 }
+
+// An order placed with a coupon shows it on its console page: the code and what it took off,
+// above the amount the buyer pays.
+func TestOrderPageShowsItsCoupon(t *testing.T) {
+	h := newHarness(t, 0)
+	p := h.product("Steam 50", 5000)
+	if _, err := h.shop.Catalogue.ImportCodes(context.Background(), p.ID(), strings.NewReader("CPN-CONSOLE-1\nCPN-CONSOLE-2\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.shop.Coupons.CreateCoupon(context.Background(), domain.Coupon{Code: "TENOFF", Kind: domain.CouponPercent, Value: 10,
+		Products: []domain.ProductID{p.ID()}}); err != nil {
+		t.Fatal(err)
+	}
+	placed, err := h.shop.Sales.PlaceOrder(context.Background(), application.PlaceOrder{Buyer: "buyer-1", Product: p.ID(), Qty: 2,
+		IdempotencyKey: "key-coupon-1", Coupon: "tenoff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := h.login(h.operator("sam", domain.RoleViewer)).get("/console/orders/" + string(placed.Order.No()))
+	wantStatus(t, page, 200)
+	for _, want := range []string{"<dt>Coupon</dt><dd><code>TENOFF</code> −10.00 CNY</dd>", "90.00 CNY"} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("the order page lacks %q", want)
+		}
+	}
+}
