@@ -14,7 +14,6 @@ import (
 	"cardshop/adapters/alertpush"
 	"cardshop/adapters/lab/alertsim"
 	"cardshop/adapters/memory"
-	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/porttest"
 	"cardshop/application"
@@ -139,35 +138,9 @@ func TestAlertPushMemory(t *testing.T) {
 }
 
 func TestAlertPushMariaDB(t *testing.T) {
-	var (
-		once sync.Once
-		l    domain.Ledger
-		err  error
-	)
+	real := newRealLedger(t, "cardshop_test_alert_push", false)
 	runAlertPush(t, func(t *testing.T) domain.Ledger {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			var dsn string
-			if dsn, err = mysqlstore.CreateDatabase(ctx, porttest.MySQLDSN, "cardshop_test_alert_push"); err != nil {
-				return
-			}
-			db, oerr := mysqlstore.Open(dsn)
-			if err = oerr; err != nil {
-				return
-			}
-			if _, err = mysqlstore.Migrate(ctx, db); err != nil {
-				return
-			}
-			// Fixed keys: the channels of earlier runs stay readable.
-			kr, kerr := mysqlstore.NewKeyring("k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-				"aGFzaCBrZXkgZm9yIGNhcmRzaG9wIHRlc3RzIG9ubHkh")
-			if err = kerr; err != nil {
-				return
-			}
-			l = mysqlstore.New(db, kr)
-		})
-		porttest.RequireService(t, "MariaDB", err)
+		l, _ := real.get(t)
 		return l
 	})
 }

@@ -1,7 +1,6 @@
 package application_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,11 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"cardshop/adapters/memory"
-	"cardshop/adapters/mysqlstore"
-	"cardshop/adapters/porttest"
 	"cardshop/adapters/redisgate"
 	"cardshop/application"
 	"cardshop/domain"
@@ -215,48 +210,9 @@ func TestCouponsMemory(t *testing.T) {
 }
 
 func TestCouponsMariaDB(t *testing.T) {
-	var (
-		once sync.Once
-		l    domain.Ledger
-		rc   redis.UniversalClient
-		err  error
-		pool interface{ Close() error }
-	)
-	defer func() {
-		// The pool is the test's: a -count=N run does not pile up connections.
-		if pool != nil {
-			_ = pool.Close()
-		}
-		if rc != nil {
-			_ = rc.Close()
-		}
-	}()
+	real := newRealLedger(t, "cardshop_test_coupons", true)
 	runCoupons(t, func(t *testing.T) *restockRig {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			var dsn string
-			if dsn, err = mysqlstore.CreateDatabase(ctx, porttest.MySQLDSN, "cardshop_test_coupons"); err != nil {
-				return
-			}
-			db, oerr := mysqlstore.Open(dsn)
-			if err = oerr; err != nil {
-				return
-			}
-			pool = db
-			if _, err = mysqlstore.Migrate(ctx, db); err != nil {
-				return
-			}
-			kr, kerr := mysqlstore.NewKeyring("k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-				"aGFzaCBrZXkgZm9yIGNhcmRzaG9wIHRlc3RzIG9ubHkh")
-			if err = kerr; err != nil {
-				return
-			}
-			l = mysqlstore.New(db, kr)
-			rc = redis.NewClient(&redis.Options{Addr: porttest.RedisAddr})
-			err = rc.Ping(ctx).Err()
-		})
-		porttest.RequireService(t, "MariaDB and Redis", err)
+		l, rc := real.get(t)
 		return newRestockRig(t, l, func(domain.Clock) domain.StockGate { return redisgate.New(rc) })
 	})
 }

@@ -13,14 +13,11 @@ import (
 	"time"
 
 	"cardshop/adapters/memory"
-	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/paysig"
 	"cardshop/adapters/porttest"
 	"cardshop/adapters/redisgate"
 	"cardshop/application"
 	"cardshop/domain"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // restockRig is a shop over the ledger and gate a test is given (memory, or MariaDB and
@@ -461,37 +458,9 @@ func TestRestockFillsWaitingOrdersMemory(t *testing.T) {
 }
 
 func TestRestockFillsWaitingOrdersMariaDB(t *testing.T) {
-	var (
-		once sync.Once
-		l    domain.Ledger
-		rc   redis.UniversalClient
-		err  error
-	)
+	real := newRealLedger(t, "cardshop_test_restock", true)
 	runRestock(t, func(t *testing.T) *restockRig {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			var dsn string
-			if dsn, err = mysqlstore.CreateDatabase(ctx, porttest.MySQLDSN, "cardshop_test_restock"); err != nil {
-				return
-			}
-			db, oerr := mysqlstore.Open(dsn)
-			if err = oerr; err != nil {
-				return
-			}
-			if _, err = mysqlstore.Migrate(ctx, db); err != nil {
-				return
-			}
-			kr, kerr := mysqlstore.NewKeyring("k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-				"aGFzaCBrZXkgZm9yIGNhcmRzaG9wIHRlc3RzIG9ubHkh")
-			if err = kerr; err != nil {
-				return
-			}
-			l = mysqlstore.New(db, kr)
-			rc = redis.NewClient(&redis.Options{Addr: porttest.RedisAddr})
-			err = rc.Ping(ctx).Err()
-		})
-		porttest.RequireService(t, "MariaDB and Redis", err)
+		l, rc := real.get(t)
 		return newRestockRig(t, l, func(domain.Clock) domain.StockGate { return redisgate.New(rc) })
 	})
 }
