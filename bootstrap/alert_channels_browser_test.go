@@ -3,7 +3,6 @@ package bootstrap_test
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"testing"
 
@@ -21,13 +20,7 @@ import (
 // screen fits a 390 px wide phone. With CONSOLE_SCREENSHOTS=dir the page is written as
 // alert-channels.png (English) and alert-channels-zh.png.
 func TestAlertChannelsInABrowser(t *testing.T) {
-	chromium, err := chromiumPath()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no browser and CI=true, so this fails instead of skipping: %v", err)
-		}
-		t.Skipf("no browser (set CI=true to fail instead): %v", err)
-	}
+	chromium := needChromium(t)
 	const (
 		token    = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 		badToken = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDbad"

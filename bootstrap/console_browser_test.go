@@ -40,13 +40,7 @@ import (
 // under CI=true. With CONSOLE_SCREENSHOTS=dir (`make console-screenshots`) the memory run
 // writes a PNG of each screen there, for the README.
 func TestConsoleInABrowser(t *testing.T) {
-	chromium, err := chromiumPath()
-	if err != nil { // as porttest.RequireService: CI must not pass by skipping
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no browser and CI=true, so this fails instead of skipping: %v", err)
-		}
-		t.Skipf("no browser (set CI=true to fail instead): %v", err)
-	}
+	chromium := needChromium(t)
 
 	t.Run("memory", func(t *testing.T) {
 		cfg, err := bootstrap.LoadConfig(env())
@@ -262,6 +256,33 @@ func browseConsole(t *testing.T, chromium string, c client, shots string, before
 
 // The browser's window: screenshots are this wide.
 const browserWidth, browserHeight = 1280, 800
+
+// needChromium returns the browser's path (chromiumPath). Without one the test fails under
+// CI=true, as porttest.RequireService does (CI must not pass by skipping), and skips otherwise.
+func needChromium(t *testing.T) string {
+	t.Helper()
+	chromium, err := chromiumPath()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no browser and CI=true, so this fails instead of skipping: %v", err)
+		}
+		t.Skipf("no browser (set CI=true to fail instead): %v", err)
+	}
+	return chromium
+}
+
+// browserService is needChromium and the service on the memory adapters, configured by env
+// with the settings given (NAME=value), on a free address of its own, stopped with the test.
+func browserService(t *testing.T, settings ...string) (string, client) {
+	t.Helper()
+	chromium := needChromium(t)
+	cfg, err := bootstrap.LoadConfig(env(settings...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPAddr = freeAddr(t)
+	return chromium, runService(t, cfg, io.Discard)
+}
 
 // chromiumPath finds the browser: $CHROMIUM if set, else Debian's chromium (or another
 // Chromium or Chrome) on PATH.

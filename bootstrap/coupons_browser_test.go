@@ -2,14 +2,10 @@ package bootstrap_test
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
-
-	"cardshop/bootstrap"
 )
 
 // TestCouponsInABrowser drives the Coupons screen in headless Chromium, in English and in
@@ -20,19 +16,7 @@ import (
 // 390 px wide phone. With CONSOLE_SCREENSHOTS=dir the page is written as coupons.png (English,
 // desktop), coupons-zh.png and coupons-zh-phone.png (Chinese, 390 px).
 func TestCouponsInABrowser(t *testing.T) {
-	chromium, err := chromiumPath()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no browser and CI=true, so this fails instead of skipping: %v", err)
-		}
-		t.Skipf("no browser (set CI=true to fail instead): %v", err)
-	}
-	cfg, err := bootstrap.LoadConfig(env())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPAddr = freeAddr(t)
-	c := runService(t, cfg, io.Discard)
+	chromium, c := browserService(t)
 	c.want(201, "POST", "/admin/products", adminToken, `{"id":7001,"name":"Steam 50","price":5000,"max_per_order":5}`, nil)
 	c.want(201, "POST", "/admin/products", adminToken, `{"id":7002,"name":"Xbox Game Pass 3 个月","price":9900,"max_per_order":5}`, nil)
 	c.want(200, "POST", "/admin/products/7001/codes", adminToken, "CPN-BROWSER-0001\nCPN-BROWSER-0002\nCPN-BROWSER-0003", nil)

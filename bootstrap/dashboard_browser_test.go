@@ -2,34 +2,18 @@ package bootstrap_test
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"cardshop/bootstrap"
 )
 
 // TestDashboardInABrowser opens the live dashboard in headless Chromium during a small sale on
 // the memory adapters: its script connects to the event stream under the console's CSP and
 // the sold-out chart follows the sold-out answers, with no error or failed request in the page.
 func TestDashboardInABrowser(t *testing.T) {
-	chromium, err := chromiumPath()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no browser and CI=true, so this fails instead of skipping: %v", err)
-		}
-		t.Skipf("no browser (set CI=true to fail instead): %v", err)
-	}
-	cfg, err := bootstrap.LoadConfig(env())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPAddr = freeAddr(t)
-	c := runService(t, cfg, io.Discard)
+	chromium, c := browserService(t)
 	c.want(201, "POST", "/admin/products", adminToken, `{"id":7,"name":"Flash 7","price":1000,"max_per_order":1}`, nil)
 	c.want(200, "POST", "/admin/products/7/codes", adminToken, "FLASH-0001\n", nil)
 	var tok struct {

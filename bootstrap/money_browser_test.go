@@ -3,8 +3,6 @@ package bootstrap_test
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +18,7 @@ import (
 // console's zone (Asia/Shanghai): the cards match the orders to the cent, the server's chart is
 // an image that loaded, the low-stock product is listed, and the page fits a 390 px phone.
 func TestDashboardMoneyInABrowser(t *testing.T) {
-	chromium, err := chromiumPath()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no browser and CI=true, so this fails instead of skipping: %v", err)
-		}
-		t.Skipf("no browser (set CI=true to fail instead): %v", err)
-	}
-	cfg, err := bootstrap.LoadConfig(env("CARDSHOP_CONSOLE_TIMEZONE=Asia/Shanghai"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPAddr = freeAddr(t)
-	c := runService(t, cfg, io.Discard)
+	chromium, c := browserService(t, "CARDSHOP_CONSOLE_TIMEZONE=Asia/Shanghai")
 	c.want(201, "POST", "/admin/products", adminToken,
 		`{"id":31,"name":"Money 31","price":1999,"max_per_order":5,"low_stock_threshold":5}`, nil)
 	c.want(201, "POST", "/admin/products", adminToken, `{"id":32,"name":"礼品卡 32","price":1234,"max_per_order":5}`, nil)

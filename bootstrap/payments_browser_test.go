@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -27,13 +26,7 @@ import (
 // its code. Every console page fits 390 px; the audit log holds every change and test and no
 // secret. With CONSOLE_SCREENSHOTS=dir it writes payments.png and payments-edit.png there.
 func TestPaymentChannelsInABrowser(t *testing.T) {
-	chromium, err := chromiumPath()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no browser and CI=true, so this fails instead of skipping: %v", err)
-		}
-		t.Skipf("no browser (set CI=true to fail instead): %v", err)
-	}
+	chromium := needChromium(t)
 	sim := epaysim.New(epaysim.Config{})
 	t.Cleanup(sim.Close)
 

@@ -46,13 +46,7 @@ var shopLangs = map[string]shopTexts{
 // more fails the test. With SHOP_SCREENSHOTS=dir (`make storefront-screenshots`) it writes a
 // PNG of every page in both languages, phone and desktop.
 func TestShopInABrowser(t *testing.T) {
-	chromium, err := chromiumPath()
-	if err != nil { // as porttest.RequireService: CI must not pass by skipping
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no browser and CI=true, so this fails instead of skipping: %v", err)
-		}
-		t.Skipf("no browser (set CI=true to fail instead): %v", err)
-	}
+	chromium := needChromium(t)
 	addr := freeAddr(t)
 	// The buyers' e-mail goes through a real SMTP server, a Mailpit of this test's own.
 	mp := mailpit.Start(t, mailpit.Options{})

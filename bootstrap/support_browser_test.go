@@ -2,13 +2,9 @@ package bootstrap_test
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"testing"
 
 	"github.com/chromedp/chromedp"
-
-	"cardshop/bootstrap"
 )
 
 // TestSupportScreensInABrowser drives the Operators screen and the manual payment confirmation
@@ -20,19 +16,7 @@ import (
 // wide phone; no page reports a script error or a CSP violation. With CONSOLE_SCREENSHOTS set
 // it writes operators.png and manual-confirm.png (English) and their -zh twins.
 func TestSupportScreensInABrowser(t *testing.T) {
-	chromium, err := chromiumPath()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no browser and CI=true, so this fails instead of skipping: %v", err)
-		}
-		t.Skipf("no browser (set CI=true to fail instead): %v", err)
-	}
-	cfg, err := bootstrap.LoadConfig(env("CARDSHOP_DEV_PAYMENTS=true"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPAddr = freeAddr(t)
-	c := runService(t, cfg, io.Discard)
+	chromium, c := browserService(t, "CARDSHOP_DEV_PAYMENTS=true")
 	c.want(201, "POST", "/admin/products", adminToken, `{"id":31,"name":"Gift card 31","price":1000,"max_per_order":2}`, nil)
 	c.want(200, "POST", "/admin/products/31/codes", adminToken, "SUP-0001\nSUP-0002\nSUP-0003\nSUP-0004\nSUP-0005\n", nil)
 	shots := screenshotDir(t)

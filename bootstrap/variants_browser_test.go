@@ -3,7 +3,6 @@ package bootstrap_test
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"testing"
 
@@ -18,13 +17,7 @@ import (
 // starts at the variant's minimum. Every page must fit the window and raise no page error (a
 // CSP violation included). With SHOP_SCREENSHOTS=dir it writes docs/storefront/variants-*.png.
 func TestVariantsInABrowser(t *testing.T) {
-	chromium, err := chromiumPath()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no browser and CI=true, so this fails instead of skipping: %v", err)
-		}
-		t.Skipf("no browser (set CI=true to fail instead): %v", err)
-	}
+	chromium := needChromium(t)
 	addr := freeAddr(t)
 	cfg, err := bootstrap.LoadConfig(env("CARDSHOP_DEV_PAYMENTS=true", "CARDSHOP_PUBLIC_URL=http://"+addr))
 	if err != nil {
