@@ -181,13 +181,8 @@ func (e *env) reportAlone(st *stormResult, insts []*instance, before, after mete
 			v.excess, num(float64(a.Requests)), v.allowed, v.reloads, productsEvery, v.allowed-float64(v.reloads))})
 	fmt.Printf("             %s\n", redisReads(insts, before, after, products))
 	res.extra = append(res.extra, gateReadCheck("catalogue alone", insts, before, after))
-	if !e.o.short {
-		// The CI form prints this ratio with the other targets (summary.go) without failing on
-		// it, as it does for every ceiling ratio; the full form checks it.
-		res.extra = append(res.extra, Check{Name: fmt.Sprintf("refresh storm: catalogue reads ≥ %.2f of the hello-world ceiling", stormShare),
-			OK: ratio >= stormShare, Detail: fmt.Sprintf("%s req/s = %.2f of %s, %s req/s (the run's first hello: %s req/s, %.2f)",
-				num(a.RPS), ratio, which, num(hello), num(e.ceil.hello.RPS), a.RPS/e.ceil.hello.RPS)})
-	}
+	// The ratio to the hello ceiling is a speed target: summary.go prints it with the others, as
+	// PASS or MISS, and a miss never fails the run (only invariants do).
 }
 
 // reportDuring prints the storm during the sale and adds its checks.

@@ -76,10 +76,8 @@ func (e *env) reportPage(pr pageRun, idle dbDelta, insts []*instance, before, af
 			v.excess, num(float64(a.Requests)), v.allowed, statusMix(a.Status))})
 	fmt.Printf("             %s\n", redisReads(insts, before, after, products))
 	res.extra = append(res.extra, gateReadCheck(pr.name+" alone", insts, before, after))
-	if !e.o.short {
-		res.extra = append(res.extra, Check{Name: fmt.Sprintf("refresh storm: the %s ≥ %.2f of the hello-world ceiling", pr.name, stormShare),
-			OK: ratio >= stormShare, Detail: fmt.Sprintf("%s req/s = %.2f of %s, %s req/s", num(a.RPS), ratio, which, num(hello))})
-	}
+	// The ratio is a speed target, printed with the others by summary.go (PASS or MISS, never a
+	// failure of the run).
 }
 
 // expectPage checks that a storefront page answers 200 with HTML: the storefront is on (the
