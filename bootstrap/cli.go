@@ -32,6 +32,7 @@ Commands:
   pay     send a signed payment callback for an order, as a payment provider would
   token   issue a buyer token
   secrets print fresh random values for every secret cardshop needs, as an env file
+  version print the release, the source commit and the Go release it was built from
 
 Run "cardshop <command> -h" for a command's flags. The operators' commands (products, codes,
 reconcile, refunds, orders, operators, audit, alerts) are cardshopctl's: "cardshopctl help".
@@ -54,6 +55,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = token(args[1:], stdout, stderr)
 	case "secrets":
 		err = secretsCmd(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, ReadBuildInfo())
+		return 0
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,6 +1,7 @@
 package bootstrap_test
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -60,6 +61,9 @@ func TestMemoryServiceMetricsAndReadiness(t *testing.T) {
 		`cardshop_bot_refusals_total{reason="blocked_ip"} 1`,
 		`cardshop_bot_refusals_total{reason="human_passed_open"} 0`,
 		`go_goroutines `,
+		// The release the instance runs (a test binary: the module's "(devel)").
+		`cardshop_build_info{commit=`,
+		`goversion="` + runtime.Version() + `",version="(devel)"} 1`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -206,6 +206,19 @@ func (m *Metrics) WatchBotRefusals(refusals func() map[string]int64) {
 	}
 }
 
+// SetBuildInfo exports cardshop_build_info, always 1, labelled with the binary's version, source
+// commit and Go release: a dashboard tells which release each instance runs (and a rollout's
+// progress) by it. Call it once.
+func (m *Metrics) SetBuildInfo(version, commit, goVersion string) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "cardshop_build_info",
+		Help:        "Always 1; the labels name the running binary's version, commit and Go release.",
+		ConstLabels: prometheus.Labels{"version": version, "commit": commit, "goversion": goVersion},
+	})
+	g.Set(1)
+	m.reg.MustRegister(g)
+}
+
 // WatchCloseConfirms exports cardshop_close_schedule_unconfirmed (placed orders answered
 // before the broker confirmed the message that schedules their close, not confirmed yet) and
 // cardshop_close_schedule_lost_total (such orders whose message then failed: the sweeper closes
