@@ -33,6 +33,7 @@ Commands:
   token   issue a buyer token
   secrets print fresh random values for every secret cardshop needs, as an env file
   version print the release, the source commit and the Go release it was built from
+  healthcheck  exit 0 when the service's /readyz answers 200 (a container's health check)
 
 Run "cardshop <command> -h" for a command's flags. The operators' commands (products, codes,
 reconcile, refunds, orders, operators, audit, alerts) are cardshopctl's: "cardshopctl help".
@@ -55,6 +56,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = token(args[1:], stdout, stderr)
 	case "secrets":
 		err = secretsCmd(args[1:], stdout, stderr)
+	case "healthcheck":
+		err = healthcheck(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, ReadBuildInfo())
 		return 0

@@ -94,3 +94,26 @@ func TestVersionCommand(t *testing.T) {
 		t.Fatalf("cardshop version = %q, want %q", line, want)
 	}
 }
+
+// TestHealthcheckCommand: `cardshop healthcheck` exits 0 against a ready service (its
+// CARDSHOP_HTTP_ADDR, a wildcard host asked on 127.0.0.1) and 1 when nothing answers.
+func TestHealthcheckCommand(t *testing.T) {
+	cfg, err := bootstrap.LoadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPAddr = freeAddr(t)
+	runService(t, cfg, io.Discard)
+	_, port, _ := strings.Cut(cfg.HTTPAddr, ":")
+	t.Setenv("CARDSHOP_HTTP_ADDR", "0.0.0.0:"+port)
+	var out, errOut strings.Builder
+	if code := bootstrap.Main([]string{"healthcheck"}, &out, &errOut); code != 0 || out.String() != "ready\n" {
+		t.Fatalf("against a ready service: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := bootstrap.Main([]string{"healthcheck", "-url", "http://" + freeAddr(t) + "/readyz", "-timeout", "1s"}, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), "not reachable") {
+		t.Fatalf("against nothing: exit %d, stderr %q", code, errOut.String())
+	}
+}
