@@ -155,7 +155,7 @@ func TestRealAdaptersRefuseEverySecretTheRepositoryPrints(t *testing.T) {
 	assign := regexp.MustCompile(`CARDSHOP_(` + secretNames + `)=["']?([^\s"'$\\)]+)`)
 	bearer := regexp.MustCompile(`Bearer ([A-Za-z0-9._~+/=-]{8,})`)
 	var files []string
-	for _, pattern := range []string{"../README.md", "../Makefile", "../docs/*.md", "../scripts/*", "../docker-compose.yml", "../.ci/*"} {
+	for _, pattern := range []string{"../README.md", "../Makefile", "../docs/*.md", "../scripts/*", "../scripts/deploy/*", "../docker-compose.yml", "../.ci/*"} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)
@@ -164,6 +164,9 @@ func TestRealAdaptersRefuseEverySecretTheRepositoryPrints(t *testing.T) {
 	}
 	found := 0
 	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && st.IsDir() {
+			continue // its files are matched by a pattern of their own
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
