@@ -63,6 +63,7 @@ func TestCouponsInABrowser(t *testing.T) {
 			row := "#coupon-" + code
 			// A buyer's order with the coupon: one use of it on Steam 50.
 			var o struct {
+				OrderNo  string `json:"order_no"`
 				Coupon   string `json:"coupon"`
 				Discount int64  `json:"discount"`
 			}
@@ -89,6 +90,15 @@ func TestCouponsInABrowser(t *testing.T) {
 			}
 			b.submit(chromedp.Click(chromedp.CSS(row + ` form[action$="/enable"] button`)))
 			b.wantText(".notice", lang.enabled)
+
+			// The order's page shows its coupon and discount above the amount, on a phone too.
+			b.submit(chromedp.Navigate(c.base + "/console/orders/" + o.OrderNo))
+			b.wantText("main", code)
+			b.screen("order-coupon" + strings.TrimPrefix(lang.shot, "coupons"))
+			b.do(chromedp.EmulateViewport(phoneWidth, phoneHeight))
+			b.fits("order-coupon (phone)")
+			b.shot("order-coupon" + strings.TrimPrefix(lang.shot, "coupons") + "-phone")
+			b.do(chromedp.EmulateViewport(b.width, b.height))
 			b.checkClean()
 		})
 	}

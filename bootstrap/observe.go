@@ -39,11 +39,7 @@ func observability() fx.Option {
 		fx.Invoke(func(m *metrics.Metrics, l domain.Ledger) {
 			m.WatchOutboxBacklog(func(ctx context.Context) (int64, error) { return l.Outbox().Backlog(ctx) })
 			b := ReadBuildInfo()
-			commit := b.Commit
-			if b.Modified {
-				commit += "+modified"
-			}
-			m.SetBuildInfo(b.Version, commit, b.Go)
+			m.SetBuildInfo(b.Version, b.Revision(), b.Go)
 		}),
 	)
 }

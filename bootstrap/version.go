@@ -48,8 +48,9 @@ func ReadBuildInfo() BuildInfo {
 	return b
 }
 
-// String is the line `cardshop version` prints.
-func (b BuildInfo) String() string {
+// Revision is the commit as `cardshop version` and cardshop_build_info name it: "unknown" when
+// the build recorded none, "+modified" after it for a work tree with changes.
+func (b BuildInfo) Revision() string {
 	commit := b.Commit
 	if commit == "" {
 		commit = "unknown"
@@ -57,7 +58,12 @@ func (b BuildInfo) String() string {
 	if b.Modified {
 		commit += "+modified"
 	}
-	s := fmt.Sprintf("cardshop %s (commit %s", b.Version, commit)
+	return commit
+}
+
+// String is the line `cardshop version` prints.
+func (b BuildInfo) String() string {
+	s := fmt.Sprintf("cardshop %s (commit %s", b.Version, b.Revision())
 	if b.Time != "" {
 		s += ", " + b.Time
 	}
