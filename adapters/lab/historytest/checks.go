@@ -48,12 +48,14 @@ type orderFacts struct {
 // two orders), its flow rows, its delivery event, that an accepted payment ended PAID,
 // REFUNDED or UNFULFILLED with an alert, that its key finds it, and that the ledger holds no
 // order no buyer was answered. Unless all is set, only the orders that may have changed since
-// the last checkpoint are read again: those an operation touched and those still PENDING.
+// the last checkpoint are read again: those an operation touched, those still PENDING (a
+// timeout or a payment may end them) and those UNFULFILLED (any import into their product may
+// fill them, oldest first, without naming them).
 func (h *history) checkOrders(ctx context.Context, all bool) []string {
 	var recs []*orderRec
 	everything := h.snapshot()
 	for _, r := range everything {
-		if all || r.dirty.Swap(false) || r.checked == domain.StatusPending {
+		if all || r.dirty.Swap(false) || r.checked == domain.StatusPending || r.checked == domain.StatusUnfulfilled {
 			recs = append(recs, r)
 		}
 	}
