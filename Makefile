@@ -60,6 +60,23 @@ release: ## static linux/amd64 and linux/arm64 binaries in dist/ with SHA256SUMS
 	done; done
 	cd $(DIST) && sha256sum cardshop-linux-* cardshopctl-linux-* > SHA256SUMS
 
+# The container image (scripts/deploy/Containerfile, FROM scratch) built from the release folder:
+# the binaries and this machine's CA bundle, so no base image and no registry are needed.
+# podman writes the Docker format, the one that keeps the HEALTHCHECK (OCI has none).
+CONTAINER ?= podman
+IMAGE ?= cardshop:$(VERSION)
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+IMAGE_BUILD_FLAGS ?= $(if $(findstring podman,$(CONTAINER)),--format docker)
+
+.PHONY: image
+image: release image-only ## make release, then the container image cardshop:VERSION (CONTAINER=podman or docker)
+
+.PHONY: image-only
+image-only: ## the container image from what dist/ holds already (IMAGE_ARCH=amd64 or arm64)
+	cp $(CA_BUNDLE) $(DIST)/ca-certificates.crt
+	$(CONTAINER) build $(IMAGE_BUILD_FLAGS) -f scripts/deploy/Containerfile --build-arg ARCH=$(IMAGE_ARCH) -t $(IMAGE) $(DIST)
+
 .PHONY: services
 services: ## (re)start MariaDB, Redis, RabbitMQ and a 3-node Redis Cluster if they are down
 	@bash .ci/services.sh

@@ -67,6 +67,10 @@ missing=()
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# The container image's test (TestMakeRelease/image) builds it with podman and runs it with
+# runc (crun cannot run on this kind of machine's hybrid cgroups).
+command -v podman >/dev/null 2>&1 || missing+=(podman)
+command -v runc >/dev/null 2>&1 || missing+=(runc)
 # A font with Chinese glyphs, for the console's Chinese pages in the browser test (their width
 # on a phone, their screenshots): without one Chromium draws boxes. (Not `fc-list | grep -q`:
 # grep quits at the first match, fc-list dies of SIGPIPE, and pipefail fails the pipe.)
@@ -79,6 +83,9 @@ fi
 command -v wrk >/dev/null 2>&1 && echo "ok: wrk" || { echo "NOT INSTALLED: wrk"; failed+=(wrk); }
 command -v redis-benchmark >/dev/null 2>&1 && echo "ok: redis-benchmark" || { echo "NOT INSTALLED: redis-benchmark"; failed+=(redis-benchmark); }
 command -v chromium >/dev/null 2>&1 && echo "ok: chromium" || { echo "NOT INSTALLED: chromium"; failed+=(chromium); }
+for tool in podman runc; do
+  command -v "$tool" >/dev/null 2>&1 && echo "ok: $tool" || { echo "NOT INSTALLED: $tool"; failed+=("$tool"); }
+done
 cjk_font && echo "ok: fonts-wqy-zenhei" || { echo "NOT INSTALLED: fonts-wqy-zenhei"; failed+=(fonts-wqy-zenhei); }
 # Mailpit, the SMTP server the mail tests run one of per test (adapters/lab/mailpit) and
 # make run's inbox: installed with go install into $(go env GOPATH)/bin when missing.

@@ -109,7 +109,7 @@ func TestContainerfile(t *testing.T) {
 	s := string(b)
 	for _, want := range []string{
 		"\nFROM scratch\n",
-		"COPY dist/cardshop-linux-${ARCH} /cardshop\n", // what make release writes
+		"COPY cardshop-linux-${ARCH} /cardshop\n", // what make release writes (the context is dist/)
 		"\nUSER 65534:65534\n",
 		`CMD ["/cardshop", "healthcheck"]`,
 		"\nENTRYPOINT [\"/cardshop\"]\n",

@@ -6,12 +6,14 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"cardshop/bootstrap"
 )
@@ -75,6 +77,83 @@ func TestMakeRelease(t *testing.T) {
 	}
 	if seen != 2 {
 		t.Fatalf("SHA256SUMS lists %d files, want 2", seen)
+	}
+	t.Run("image", func(t *testing.T) { buildAndRunImage(t, dist) })
+}
+
+// buildAndRunImage builds the container image from the release with `make image-only` and
+// podman, in a store of its own (vfs, nothing of the machine's), runs it on the in-memory
+// adapters, and checks what the image promises: the service answers /readyz, the image's own
+// HEALTHCHECK passes, it runs as user 65534, and it has no shell. The run flags are this
+// sandbox's (runc, cgroupfs, limits no higher than the machine's), not the image's.
+func buildAndRunImage(t *testing.T, dist string) {
+	podman, err := exec.LookPath("podman")
+	if err == nil {
+		_, err = exec.LookPath("runc")
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("podman and runc are needed to build and run the image, and CI=true (.ci/services.sh installs them): %v", err)
+		}
+		t.Skipf("no podman or runc (set CI=true to fail instead): %v", err)
+	}
+	store := t.TempDir()
+	base := []string{"--storage-driver", "vfs", "--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"),
+		"--cgroup-manager", "cgroupfs", "--runtime", "runc"}
+	pod := func(args ...string) (string, error) {
+		out, err := exec.Command(podman, append(append([]string(nil), base...), args...)...).CombinedOutput()
+		return string(out), err
+	}
+	const image = "localhost/cardshop:imagetest"
+	container := strings.Join(append([]string{podman}, base...), " ")
+	build := exec.Command("make", "-C", "..", "image-only", "DIST="+dist, "IMAGE="+image, "IMAGE_ARCH="+runtime.GOARCH,
+		"CONTAINER="+container, "IMAGE_BUILD_FLAGS=--format docker --isolation chroot")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make image-only: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = pod("rmi", "-f", image) })
+
+	addr := freeAddr(t)
+	name := "cardshop-imagetest-" + strings.ReplaceAll(strings.TrimPrefix(addr, "127.0.0.1:"), ":", "")
+	nproc := "1024:1024" // at most the machine's: a container may not raise its limits
+	out, err := pod("run", "-d", "--name", name, "--network", "host", "--ulimit", "nofile=4096:4096", "--ulimit", "nproc="+nproc,
+		"-e", "CARDSHOP_HTTP_ADDR="+addr, "-e", "CARDSHOP_ADMIN_TOKEN=dev-admin-token-change-me",
+		"-e", "CARDSHOP_PAYMENT_SECRET=dev-payment-secret-change-me", "-e", "CARDSHOP_TOKEN_SECRET=dev-token-secret-change-me",
+		image)
+	if err != nil {
+		t.Fatalf("podman run: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = pod("rm", "-f", "-t", "2", name) })
+
+	ready := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ready = true
+				break
+			}
+		}
+	}
+	if !ready {
+		logs, _ := pod("logs", name)
+		t.Fatalf("the container did not answer /readyz 200 within 30 s; its log:\n%s", logs)
+	}
+	if out, err := pod("healthcheck", "run", name); err != nil {
+		t.Errorf("the image's HEALTHCHECK failed: %v\n%s", err, out)
+	}
+	if out, err := pod("inspect", "--format", "{{.Config.User}}", name); err != nil || lastLine(strings.TrimSpace(out)) != "65534:65534" {
+		t.Errorf("the container's user: %q, %v; want 65534:65534", out, err)
+	}
+	if out, err := pod("top", name, "user"); err != nil || !strings.Contains(out, "65534") || strings.Contains(out, "root") {
+		t.Errorf("the service's process user: %q, %v; want 65534, never root", out, err)
+	}
+	if out, err := pod("exec", name, "/bin/sh", "-c", "true"); err == nil {
+		t.Errorf("the image has a shell: /bin/sh ran (%s)", out)
+	}
+	if out, err := pod("exec", name, "/cardshop", "version"); err != nil || !strings.HasPrefix(lastLine(strings.TrimSpace(out)), "cardshop v0.0.0-releasetest ") {
+		t.Errorf("cardshop version in the image: %q, %v", out, err)
 	}
 }
 
