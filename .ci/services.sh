@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # (Re)starts every service the tests need and waits until each answers: MariaDB, Redis,
 # RabbitMQ (the machine's own, started the way the machine starts them) and a 3-master Redis
-# Cluster on 127.0.0.1:7001-7003 for the gate's cluster suite, the backup drill's mariadb-dump, and the tools wrk,
-# redis-benchmark and chromium (installed from Debian's packages when missing) and mailpit
+# Cluster on 127.0.0.1:7001-7003 for the gate's cluster suite, and the tools wrk,
+# redis-benchmark, chromium and the backup drill's mariadb-dump (installed from Debian's
+# packages when missing) and mailpit
 # (go install). With CI=true a service that still does not answer, or a tool that could not be
 # installed, fails the script (the tests must not pass by skipping).
 set -uo pipefail
