@@ -124,6 +124,13 @@ soak: services ## the concurrent history test on memory and on Redis+MariaDB+Rab
 	case "$$d" in *[0-9]s) s=$$n;; *[0-9]m) s=$$((n*60));; *[0-9]h) s=$$((n*3600));; *) echo "DURATION=$$d: want a whole number of s, m or h, e.g. 10m"; exit 2;; esac; \
 	HISTORY_DURATION=$$d $(GO) test -race -count=1 -v -run '^TestConcurrentHistory' -timeout $$((2*s+600))s ./application/ ./bootstrap/
 
+# The backup drill (docs/PRODUCTION.md, "What to back up"): an online dump during a sale,
+# restored into a fresh database with an empty Redis; it runs in `make test` too. CI=true: a
+# missing service or tool fails it rather than skipping it.
+.PHONY: backup-drill
+backup-drill: services ## dump the ledger during a sale, restore it with an empty Redis, check every paid order and print dump, restore and first-order times (~15 s)
+	CI=true $(GO) test -race -count=1 -v -run '^TestBackupDrill$$' ./bootstrap/
+
 # A duration -fuzztime can end in a bare "context deadline exceeded" with no failing input: a
 # race in Go 1.26's fuzz coordinator (golang/go#75804, fixed in Go 1.27). Only that case is run
 # a second time; a failing input, a panic or any other failure fails at once.

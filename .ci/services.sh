@@ -2,7 +2,8 @@
 # (Re)starts every service the tests need and waits until each answers: MariaDB, Redis,
 # RabbitMQ (the machine's own, started the way the machine starts them) and a 3-master Redis
 # Cluster on 127.0.0.1:7001-7003 for the gate's cluster suite, and the tools wrk,
-# redis-benchmark and chromium (installed from Debian's packages when missing) and mailpit
+# redis-benchmark, chromium and the backup drill's mariadb-dump (installed from Debian's
+# packages when missing) and mailpit
 # (go install). With CI=true a service that still does not answer, or a tool that could not be
 # installed, fails the script (the tests must not pass by skipping).
 set -uo pipefail
@@ -76,6 +77,8 @@ command -v runc >/dev/null 2>&1 || missing+=(runc)
 # grep quits at the first match, fc-list dies of SIGPIPE, and pipefail fails the pipe.)
 cjk_font() { [[ -n $(fc-list 'WenQuanYi Zen Hei' family 2>/dev/null) ]]; }
 cjk_font || missing+=(fonts-wqy-zenhei)
+# The backup drill (TestBackupDrill) dumps and restores with MariaDB's client tools.
+{ command -v mariadb-dump >/dev/null 2>&1 || command -v mysqldump >/dev/null 2>&1; } || missing+=(mariadb-client)
 if ((${#missing[@]})); then
   echo "installing ${missing[*]} with apt-get"
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >/dev/null 2>&1 || true
@@ -87,6 +90,7 @@ for tool in podman runc; do
   command -v "$tool" >/dev/null 2>&1 && echo "ok: $tool" || { echo "NOT INSTALLED: $tool"; failed+=("$tool"); }
 done
 cjk_font && echo "ok: fonts-wqy-zenhei" || { echo "NOT INSTALLED: fonts-wqy-zenhei"; failed+=(fonts-wqy-zenhei); }
+{ command -v mariadb-dump >/dev/null 2>&1 || command -v mysqldump >/dev/null 2>&1; } && echo "ok: mariadb-dump" || { echo "NOT INSTALLED: mariadb-dump"; failed+=(mariadb-dump); }
 # Mailpit, the SMTP server the mail tests run one of per test (adapters/lab/mailpit) and
 # make run's inbox: installed with go install into $(go env GOPATH)/bin when missing.
 MAILPIT_VERSION=v1.33.1

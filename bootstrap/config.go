@@ -16,6 +16,7 @@ import (
 	"cardshop/adapters/mail"
 	"cardshop/adapters/mysqlstore"
 	"cardshop/adapters/webhook"
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -96,6 +97,9 @@ type Config struct {
 	RatePerIP    int           // CARDSHOP_RATE_PER_IP: requests per window per client IP on /api (0 = off)
 	RatePerBuyer int           // CARDSHOP_RATE_PER_BUYER: orders per window per buyer (0 = off)
 	RateWindow   time.Duration // CARDSHOP_RATE_WINDOW: the window of both rate limits
+	// TrustedProxies is CARDSHOP_TRUSTED_PROXIES: the reverse proxies whose X-Forwarded-For
+	// names the client (webkit.ClientIP); none: the peer's address.
+	TrustedProxies webkit.TrustedProxies
 
 	WebhookURL     string        // CARDSHOP_WEBHOOK_URL: the storefront's endpoint for delivery events; empty = none
 	WebhookSecret  domain.Secret // CARDSHOP_WEBHOOK_SECRET: signs webhook requests (required with a URL, >= 16 chars)
@@ -203,6 +207,11 @@ func settings(c *Config) []setting {
 		rateVar(&c.RatePerIP, "CARDSHOP_RATE_PER_IP", 600),
 		rateVar(&c.RatePerBuyer, "CARDSHOP_RATE_PER_BUYER", 60),
 		durationVar(&c.RateWindow, "CARDSHOP_RATE_WINDOW", time.Minute),
+		{"CARDSHOP_TRUSTED_PROXIES", "", func(v string) error {
+			p, err := webkit.ParseTrustedProxies(v)
+			c.TrustedProxies = p
+			return err
+		}},
 		{"CARDSHOP_BUYER_CAP", strconv.Itoa(serviceBuyerCap), func(v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 || n > 1_000_000_000 {

@@ -1,6 +1,7 @@
 package bootstrap_test
 
 import (
+	"io"
 	"log/slog"
 	"os"
 	"reflect"
@@ -79,7 +80,7 @@ func TestLoadConfigValues(t *testing.T) {
 		"CARDSHOP_REDIS_ADDRS= a:1 , ,b:2 ", "CARDSHOP_MIGRATE=true", "CARDSHOP_AMQP_URL=amqp://x/",
 		"CARDSHOP_MYSQL_DSN=u@tcp(db:3306)/shop", "CARDSHOP_CODE_KEYS="+keys, "CARDSHOP_CODE_HASH_KEY="+hash,
 		"CARDSHOP_TOKEN_SECRET=a=b=c=d=e=f=g=h=i=j=k=l=m=n=o=p=q",
-		"CARDSHOP_BUYER_CAP=0", "CARDSHOP_STOCK_EVENTS_INTERVAL=0s",
+		"CARDSHOP_BUYER_CAP=0", "CARDSHOP_STOCK_EVENTS_INTERVAL=0s", "CARDSHOP_TRUSTED_PROXIES= 10.0.0.0/8, 192.168.1.7 ,fd00::/8",
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +89,8 @@ func TestLoadConfigValues(t *testing.T) {
 		c.SweepInterval != 5*time.Second || c.RelayInterval != 250*time.Millisecond || c.CallbackWindow != time.Minute ||
 		c.ShutdownGrace != 3*time.Second || c.LogLevel != slog.LevelDebug || !reflect.DeepEqual(c.RedisAddrs, []string{"a:1", "b:2"}) ||
 		!c.Migrate || c.AMQPURL != "amqp://x/" || c.MySQLDSN != "u@tcp(db:3306)/shop" || c.CodeKeys.Reveal() != keys || c.CodeHash.Reveal() != hash ||
-		c.TokenSecret != "a=b=c=d=e=f=g=h=i=j=k=l=m=n=o=p=q" || c.BuyerCap != 0 || c.StockEventsInterval != 0 {
+		c.TokenSecret != "a=b=c=d=e=f=g=h=i=j=k=l=m=n=o=p=q" || c.BuyerCap != 0 || c.StockEventsInterval != 0 ||
+		c.TrustedProxies.String() != "10.0.0.0/8,192.168.1.7,fd00::/8" {
 		t.Fatalf("config %+v", c)
 	}
 }
@@ -133,6 +135,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"bogus adapters", env("CARDSHOP_ADAPTERS=bogus"), "CARDSHOP_ADAPTERS"},
 		{"adapters in upper case", env("CARDSHOP_ADAPTERS=MEMORY"), "CARDSHOP_ADAPTERS"},
 		{"bad log level", env("CARDSHOP_LOG_LEVEL=loud"), "CARDSHOP_LOG_LEVEL"},
+		{"a trusted proxy that is no address", env("CARDSHOP_TRUSTED_PROXIES=10.0.0.1,caddy"), `"caddy" is not an IP address or a CIDR prefix`},
+		{"a trusted prefix out of range", env("CARDSHOP_TRUSTED_PROXIES=10.0.0.0/33"), "CARDSHOP_TRUSTED_PROXIES"},
 		{"no redis address", env("CARDSHOP_REDIS_ADDRS= , "), "CARDSHOP_REDIS_ADDRS"},
 		{"ledger batch neither on nor off", env("CARDSHOP_LEDGER_BATCH=true"), "CARDSHOP_LEDGER_BATCH"},
 		{"ledger batch wait over 2ms", env("CARDSHOP_LEDGER_BATCH_WAIT=3ms"), "CARDSHOP_LEDGER_BATCH_WAIT"},
@@ -303,6 +307,8 @@ func validValue(name string) string {
 		return "25"
 	case name == "CARDSHOP_RATE_PER_IP", name == "CARDSHOP_RATE_PER_BUYER":
 		return "0"
+	case name == "CARDSHOP_TRUSTED_PROXIES":
+		return "10.0.0.0/8,::1"
 	case name == "CARDSHOP_WEBHOOK_URL":
 		return "https://shop.example/hooks/cardshop"
 	case name == "CARDSHOP_REDIS_ADDRS", name == "CARDSHOP_PPROF_ADDR":
@@ -449,6 +455,33 @@ func TestPublicURLFollowsTheListenAddress(t *testing.T) {
 		}
 		if cfg.PublicURL != c.want {
 			t.Errorf("%v: public URL %q, want %q", c.env, cfg.PublicURL, c.want)
+		}
+	}
+}
+
+// CARDSHOP_TRUSTED_PROXIES reaches the API: behind the trusted 127.0.0.1 each forwarded client
+// has a per-IP budget of its own, and a client's own X-Forwarded-For entries move it to none.
+func TestTrustedProxiesReachTheAPI(t *testing.T) {
+	cfg, err := bootstrap.LoadConfig(env("CARDSHOP_TRUSTED_PROXIES=127.0.0.1,::1", "CARDSHOP_RATE_PER_IP=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPAddr = freeAddr(t)
+	c := runService(t, cfg, io.Discard)
+	const path = "/api/orders/250301120000123412345678"
+	for _, step := range []struct {
+		forwarded string
+		want      int
+	}{
+		{"198.51.100.1", 401},              // no token: refused, and counted
+		{"198.51.100.1", 429},              // the same client again
+		{"203.0.113.5, 198.51.100.1", 429}, // the same client, with a made-up entry of its own
+		{"198.51.100.2", 401},              // another client behind the proxy
+		{"2001:db8::7", 401},               // and one over IPv6
+		{"198.51.100.1, 2001:db8::7", 429}, // the IPv6 client, claiming to be another
+	} {
+		if got, body := c.do("GET", path, "", "", "X-Forwarded-For", step.forwarded); got != step.want {
+			t.Fatalf("X-Forwarded-For %q: %d %s, want %d", step.forwarded, got, body, step.want)
 		}
 	}
 }

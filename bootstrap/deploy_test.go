@@ -2,6 +2,7 @@ package bootstrap_test
 
 import (
 	"bufio"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,32 @@ func TestDeployKitNamesOnlyRealSettings(t *testing.T) {
 				t.Errorf("%s names %s, which is not a setting (docs/CONFIGURATION.md)", f, n)
 			}
 		}
+	}
+}
+
+// TestComposeTrustsCaddyOnly: the compose file's cardshop trusts exactly the fixed address it
+// gives Caddy, inside the network's range, and the service accepts the setting; so behind the
+// kit's Caddy the per-IP limit is on (not set to 0) and counts each buyer.
+func TestComposeTrustsCaddyOnly(t *testing.T) {
+	b, err := os.ReadFile("../scripts/deploy/compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compose := string(b)
+	trusted := regexp.MustCompile(`(?m)^\s+CARDSHOP_TRUSTED_PROXIES: (\S+)$`).FindStringSubmatch(compose)
+	caddy := regexp.MustCompile(`(?m)^\s+shop: \{ipv4_address: (\S+)\}$`).FindStringSubmatch(compose)
+	subnet := regexp.MustCompile(`subnet: ([0-9./]+)\}`).FindStringSubmatch(compose)
+	if trusted == nil || caddy == nil || subnet == nil || trusted[1] != caddy[1] {
+		t.Fatalf("compose.yaml: trusted proxies %q, Caddy's address %q, subnet %q; want Caddy's fixed address trusted", trusted, caddy, subnet)
+	}
+	if !netip.MustParsePrefix(subnet[1]).Contains(netip.MustParseAddr(caddy[1])) {
+		t.Fatalf("Caddy's address %s is outside the network %s", caddy[1], subnet[1])
+	}
+	if _, err := bootstrap.LoadConfig(env("CARDSHOP_TRUSTED_PROXIES=" + trusted[1])); err != nil {
+		t.Fatal(err)
+	}
+	if regexp.MustCompile(`(?m)^\s+CARDSHOP_RATE_PER_IP:`).MatchString(compose) {
+		t.Fatal("compose.yaml sets CARDSHOP_RATE_PER_IP: behind the trusted Caddy the default per-IP limit applies")
 	}
 }
 

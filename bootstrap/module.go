@@ -269,6 +269,7 @@ func newHTTP(in httpIn) (*fiber.App, error) {
 	hc.DevPay, hc.Replies = in.Payments.dev, withChannelReplies(in.Payments.replies, in.Kit)
 	hc.RequestTimeout = in.Cfg.RequestTimeout
 	hc.AccessLog = in.Cfg.AccessLog
+	hc.TrustedProxies = in.Cfg.TrustedProxies
 	// One recorder of refused tokens and logins for both doors: its bound per instance is one.
 	hc.AuthFailures = webkit.NewAuthFailures(in.Admin, in.Limiter, in.Clock, in.Log)
 	app := httpapi.New(hc, httpapi.Services{Sales: in.Sales, Payments: in.Pay, Catalogue: in.Catalogue, Admin: in.Admin,

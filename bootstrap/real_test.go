@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,6 +81,14 @@ func realConfigIn(t *testing.T, orderTimeout time.Duration, database string) (bo
 // unreachable service skips the test, or fails it under CI=true.
 func runService(t *testing.T, cfg bootstrap.Config, logs io.Writer, opts ...fx.Option) client {
 	t.Helper()
+	c, _ := runStoppable(t, cfg, logs, opts...)
+	return c
+}
+
+// runStoppable is runService that also returns stop, which stops the service before the test
+// ends (later calls, and the test's end, do nothing more).
+func runStoppable(t *testing.T, cfg bootstrap.Config, logs io.Writer, opts ...fx.Option) (client, func()) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	app := fx.New(append([]fx.Option{bootstrap.Module(cfg), fx.NopLogger, fx.Decorate(func(*slog.Logger) *slog.Logger {
@@ -95,14 +104,18 @@ func runService(t *testing.T, cfg bootstrap.Config, logs io.Writer, opts ...fx.O
 		}
 		porttest.RequireService(t, "Redis, MariaDB and RabbitMQ", started)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := app.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return client{t: t, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 10 * time.Second}}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			if err := app.Stop(ctx); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return client{t: t, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 10 * time.Second}}, stop
 }
 
 type orderBody struct {

@@ -64,7 +64,7 @@ func (k *console) login(c *fiber.Ctx) error {
 	}
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: k.seal.seal(s), Path: "/console", Expires: now.Add(SessionTTL),
 		HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode, Secure: secure(c)})
-	k.log.InfoContext(c.UserContext(), "console: login", "operator", id.Name, "role", id.Role, "client_addr", c.IP())
+	k.log.InfoContext(c.UserContext(), "console: login", "operator", id.Name, "role", id.Role, "client_addr", webkit.ClientIP(c))
 	return c.Redirect("/console", fiber.StatusSeeOther)
 }
 
@@ -85,7 +85,7 @@ func (k *console) allowLogin(c *fiber.Ctx) (bool, time.Duration) {
 	if k.cfg.Limiter == nil {
 		return true, 0
 	}
-	ok, retry, err := k.cfg.Limiter.Allow(c.UserContext(), "console-login:"+c.IP(), k.cfg.LoginsPerWindow, k.cfg.LoginWindow)
+	ok, retry, err := k.cfg.Limiter.Allow(c.UserContext(), "console-login:"+webkit.ClientIP(c), k.cfg.LoginsPerWindow, k.cfg.LoginWindow)
 	if err != nil {
 		k.log.WarnContext(c.UserContext(), "console: login limiter failed; attempt let through", "err", err)
 		return true, 0
@@ -114,7 +114,7 @@ func (k *console) logout(c *fiber.Ctx) error {
 		return k.errorPage(c, fiber.StatusServiceUnavailable,
 			"console.logout.not_recorded")
 	}
-	k.log.InfoContext(c.UserContext(), "console: logout", "operator", id.Name, "client_addr", c.IP())
+	k.log.InfoContext(c.UserContext(), "console: logout", "operator", id.Name, "client_addr", webkit.ClientIP(c))
 	return c.Redirect("/console/login", fiber.StatusSeeOther)
 }
 
@@ -151,7 +151,7 @@ func (k *console) record(c *fiber.Ctx, action string, params map[string]string, 
 func (k *console) entry(c *fiber.Ctx, action, params string, err error) domain.AuditEntry {
 	id := identityOf(c)
 	return domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: webkit.AuditTarget(c),
-		Params: params, Result: webkit.AuditResult(fiber.StatusOK, err), ClientAddr: c.IP()}
+		Params: params, Result: webkit.AuditResult(fiber.StatusOK, err), ClientAddr: webkit.ClientIP(c)}
 }
 
 // appendEntry stores an audit entry; one that cannot be stored is logged as an error.

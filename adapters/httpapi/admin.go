@@ -420,7 +420,7 @@ func (s *Server) adminOrder(c *fiber.Ctx) error {
 	// (order.codes_read) before the codes are answered.
 	var v application.OrderView
 	if withCodes {
-		v, err = s.sales.AdminOrderCodes(c.UserContext(), no, application.Reader{Identity: identityOf(c), ClientAddr: c.IP()})
+		v, err = s.sales.AdminOrderCodes(c.UserContext(), no, application.Reader{Identity: identityOf(c), ClientAddr: webkit.ClientIP(c)})
 	} else {
 		v, err = s.sales.AdminOrder(c.UserContext(), no)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
@@ -78,7 +79,7 @@ func (s *Server) removeBlock(c *fiber.Ctx) error {
 // blockIP refuses an order from a blocked client address (403 buyer_blocked, which list is
 // not told), from this instance's snapshot of the blocklists: no round trip.
 func (s *Server) blockIP(c *fiber.Ctx) error {
-	if err := s.guard.CheckIP(c.UserContext(), c.IP()); err != nil {
+	if err := s.guard.CheckIP(c.UserContext(), webkit.ClientIP(c)); err != nil {
 		return err
 	}
 	return c.Next()

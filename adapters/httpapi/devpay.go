@@ -44,7 +44,7 @@ func (s *Server) devPayConfirm(c *fiber.Ctx) error {
 		return domain.Invalid("body", "not a form")
 	}
 	deliver := func(ctx context.Context, in domain.InboundRequest) error {
-		return s.payments.HandleNotification(ctx, "dev", in, c.IP())
+		return s.payments.HandleNotification(ctx, "dev", in, webkit.ClientIP(c))
 	}
 	return writeReply(c, s.cfg.DevPay.Confirm(c.UserContext(), form, deliver))
 }

@@ -113,7 +113,7 @@ func (s *Server) audited(action string, body bool) fiber.Handler {
 		}
 		id := identityOf(c)
 		e := domain.AuditEntry{Operator: id.Name, Role: id.Role, Action: action, Target: webkit.AuditTarget(c),
-			Params: params, Result: webkit.AuditResult(c.Response().StatusCode(), err), ClientAddr: c.IP()}
+			Params: params, Result: webkit.AuditResult(c.Response().StatusCode(), err), ClientAddr: webkit.ClientIP(c)}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), 5*time.Second)
 		defer cancel()
 		if _, aerr := s.operators.Record(ctx, e); aerr != nil {

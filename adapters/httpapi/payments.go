@@ -56,7 +56,7 @@ func (s *Server) createPayment(c *fiber.Ctx) error {
 		return err
 	}
 	p, created, err := s.payments.CreatePayment(c.UserContext(), application.NewPayment{Buyer: buyerOf(c), OrderNo: no,
-		Provider: provider, ClientIP: c.IP()})
+		Provider: provider, ClientIP: webkit.ClientIP(c)})
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (s *Server) providerNotify(c *fiber.Ctx) error {
 	if !ok {
 		return domain.ErrProviderUnknown
 	}
-	err = s.payments.HandleNotification(c.UserContext(), provider, in, c.IP())
+	err = s.payments.HandleNotification(c.UserContext(), provider, in, webkit.ClientIP(c))
 	if errors.Is(err, domain.ErrProviderUnknown) {
 		return err
 	}

@@ -15,9 +15,9 @@ import (
 //
 // PerIP applies to every /api route except the payment callback: providers retry callbacks
 // in bursts from a few addresses, and each one is authenticated by its HMAC signature anyway.
-// /admin (admin token) and /healthz are not limited. The IP is Fiber's c.IP(): the peer
-// address, so behind a load balancer every buyer shares the balancer's budget unless Fiber
-// is told to trust a proxy header.
+// /admin (admin token) and /healthz are not limited. The IP is webkit.ClientIP: the peer's
+// address, or, when the peer is one of Config.TrustedProxies, the client it forwarded in
+// X-Forwarded-For; behind a load balancer that is not trusted every buyer shares its budget.
 //
 // PerBuyer applies to POST /api/order, after the buyer's token is verified (so an invalid
 // token cannot spend a real buyer's budget), counting replays of an idempotency key too.
@@ -57,7 +57,7 @@ type limiterWarnings struct {
 
 // limitIP charges the request to its client IP (see RateLimits.PerIP).
 func (s *Server) limitIP(c *fiber.Ctx) error {
-	return s.limit(c, "ip", s.cfg.RateLimits.PerIP, func() string { return "ip:" + c.IP() })
+	return s.limit(c, "ip", s.cfg.RateLimits.PerIP, func() string { return "ip:" + webkit.ClientIP(c) })
 }
 
 // limitBuyer charges the request to its buyer; it runs after s.buyer (see RateLimits.PerBuyer).

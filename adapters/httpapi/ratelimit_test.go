@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -195,5 +196,55 @@ func TestRateLimitWithoutLimiterPanics(t *testing.T) {
 			}()
 			newHarness(t, func(c *httpapi.Config) { c.RateLimits = rl })
 		}()
+	}
+}
+
+// Behind a trusted proxy the per-IP limit counts the client the proxy forwarded
+// (X-Forwarded-For), each client with a budget of its own; what a client writes into the
+// header itself moves it to no other budget. From a peer that is not trusted the header is
+// ignored: every request is the peer's.
+func TestPerIPLimitBehindATrustedProxy(t *testing.T) {
+	const none = "250301120000123412345678"
+	get := func(h *harness, tok, forwarded string) resp {
+		h.t.Helper()
+		return h.do("GET", "/api/orders/"+none, nil, "Authorization", bearer(tok), "X-Forwarded-For", forwarded)
+	}
+	// app.Test's requests come from 0.0.0.0: that is the proxy.
+	trusted, err := webkit.ParseTrustedProxies("0.0.0.0, 10.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, _, lim := limited(httpapi.RateLimits{PerIP: 2, Window: time.Minute})
+	h := newHarness(t, opt, func(c *httpapi.Config) { c.TrustedProxies = trusted })
+	alice := h.token("alice")
+	wantError(t, get(h, alice, "198.51.100.1"), 404, "order_not_found")
+	wantError(t, get(h, alice, "198.51.100.1, 10.0.0.3"), 404, "order_not_found") // through a second proxy
+	for _, spoof := range []string{"198.51.100.1", "203.0.113.7, 198.51.100.1", "10.0.0.9, 198.51.100.1", "garbage, 198.51.100.1"} {
+		wantError(t, get(h, alice, spoof), 429, "rate_limited")
+	}
+	// Another client behind the same proxy, IPv6 too, has a budget of its own.
+	wantError(t, get(h, alice, "198.51.100.2"), 404, "order_not_found")
+	wantError(t, get(h, alice, "2001:db8::1"), 404, "order_not_found")
+	for _, c := range lim.calls() {
+		if !slices.Contains([]string{"ip:198.51.100.1 2/1m0s", "ip:198.51.100.2 2/1m0s", "ip:2001:db8::1 2/1m0s"}, c) {
+			t.Fatalf("limiter called with %q", c)
+		}
+	}
+
+	// The proxy not trusted: the header is the client's word, and ignored.
+	other, err := webkit.ParseTrustedProxies("10.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, _, lim = limited(httpapi.RateLimits{PerIP: 2, Window: time.Minute})
+	h = newHarness(t, opt, func(c *httpapi.Config) { c.TrustedProxies = other })
+	alice = h.token("alice")
+	wantError(t, get(h, alice, "198.51.100.1"), 404, "order_not_found")
+	wantError(t, get(h, alice, "198.51.100.2"), 404, "order_not_found")
+	wantError(t, get(h, alice, "198.51.100.3"), 429, "rate_limited")
+	for _, c := range lim.calls() {
+		if c != "ip:0.0.0.0 2/1m0s" {
+			t.Fatalf("limiter called with %q, want the peer's address", c)
+		}
 	}
 }

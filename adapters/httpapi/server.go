@@ -52,6 +52,10 @@ type Config struct {
 	// request does (giving a reservation back, a batch its member joined) runs on its own
 	// bounded context.
 	RequestTimeout time.Duration
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client
+	// (webkit.ClientIP): the address every per-IP limit, blocklist check, audit entry and log
+	// line uses. None (the zero value): the peer's address.
+	TrustedProxies webkit.TrustedProxies
 	// AuthFailures records the refused admin tokens (log and audit log, bounded); share one
 	// with the console so that its bound per instance is one. Nil: New makes its own on the
 	// RateLimits' Limiter.
@@ -160,6 +164,9 @@ func New(cfg Config, svc Services, tokens *authtoken.Issuer, clock domain.Clock,
 		ReadTimeout:                  30 * time.Second,
 		IdleTimeout:                  60 * time.Second,
 	})
+	if !cfg.TrustedProxies.Empty() {
+		app.Use(webkit.ClientAddresses(cfg.TrustedProxies))
+	}
 	if cfg.Metrics != nil {
 		app.Use(s.observe)
 	}

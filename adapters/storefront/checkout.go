@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -52,11 +53,11 @@ func (s *shop) checkout(c *fiber.Ctx) error {
 		if s.cfg.Widget.Provider == WidgetHCaptcha {
 			human = formValue(c, hcaptchaField)
 		}
-		if err := s.cfg.Screen.Check(c.UserContext(), BuyerCheck{IP: c.IP(), Email: email, HumanToken: human}); err != nil {
+		if err := s.cfg.Screen.Check(c.UserContext(), BuyerCheck{IP: webkit.ClientIP(c), Email: email, HumanToken: human}); err != nil {
 			if errors.Is(err, domain.ErrUnavailable) {
 				return s.unavailable(c, err)
 			}
-			s.log.InfoContext(c.UserContext(), "storefront: order refused by the bot defence", "client_addr", c.IP(), "err", err)
+			s.log.InfoContext(c.UserContext(), "storefront: order refused by the bot defence", "client_addr", webkit.ClientIP(c), "err", err)
 			return s.message(c, fiber.StatusForbidden, "storefront.err_screen", back)
 		}
 	}
@@ -134,7 +135,7 @@ func (s *shop) allowCheckout(c *fiber.Ctx) (bool, time.Duration) {
 	if s.cfg.CheckoutsPerWindow <= 0 {
 		return true, 0
 	}
-	ok, retry, err := s.cfg.Limiter.Allow(c.UserContext(), "shop-checkout-ip:"+c.IP(), s.cfg.CheckoutsPerWindow, s.cfg.CheckoutWindow)
+	ok, retry, err := s.cfg.Limiter.Allow(c.UserContext(), "shop-checkout-ip:"+webkit.ClientIP(c), s.cfg.CheckoutsPerWindow, s.cfg.CheckoutWindow)
 	if err != nil {
 		s.log.WarnContext(c.UserContext(), "storefront: checkout limiter failed; order let through", "err", err)
 		return true, 0

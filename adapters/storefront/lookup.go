@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"cardshop/adapters/webkit"
 	"cardshop/domain"
 )
 
@@ -65,7 +66,7 @@ func (s *shop) allowLookup(c *fiber.Ctx, no string) (bool, time.Duration) {
 	if len(no) > 64 {
 		no = no[:64]
 	}
-	for _, key := range []string{"shop-lookup-ip:" + c.IP(), "shop-lookup-no:" + no} {
+	for _, key := range []string{"shop-lookup-ip:" + webkit.ClientIP(c), "shop-lookup-no:" + no} {
 		ok, retry, err := s.cfg.Limiter.Allow(c.UserContext(), key, s.cfg.LookupsPerWindow, s.cfg.LookupWindow)
 		if err != nil {
 			s.log.WarnContext(c.UserContext(), "storefront: lookup limiter failed; lookup let through", "err", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	qrcode "github.com/skip2/go-qrcode"
 
+	"cardshop/adapters/webkit"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -162,7 +163,7 @@ func (s *shop) pay(c *fiber.Ctx) error {
 	if err != nil {
 		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_provider", back)
 	}
-	p, _, err := s.payments.CreatePayment(c.UserContext(), newPayment(o, provider, c.IP()))
+	p, _, err := s.payments.CreatePayment(c.UserContext(), newPayment(o, provider, webkit.ClientIP(c)))
 	switch {
 	case errors.Is(err, domain.ErrProviderUnknown):
 		return s.message(c, fiber.StatusUnprocessableEntity, "storefront.err_provider", back)

@@ -68,7 +68,7 @@ func NewAuthFailures(admin *application.Admin, limiter Limiter, clock domain.Clo
 // the token that was refused (only its name part is kept) and its result ("401
 // unauthorized"), within the bounds: perIP entries per address and kind per window.
 func (a *AuthFailures) Refused(c *fiber.Ctx, action, token, result string, perIP int) {
-	ctx, ip := c.UserContext(), c.IP()
+	ctx, ip := c.UserContext(), ClientIP(c)
 	target, claimed := "", ""
 	if n, ok := application.TokenName(token); ok {
 		claimed, target = string(n), "operator "+string(n)

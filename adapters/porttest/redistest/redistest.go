@@ -2,7 +2,7 @@
 // limiter) their clients: a standalone one on a database of their own and a Cluster one, each
 // stopping the test as porttest.RequireService says when Redis cannot be reached (skipped
 // locally, failed with CI=true); and a primary, replica and Sentinel of a test's own
-// (StartFailover) for the failover tests.
+// (StartFailover) for the failover tests, and an empty Redis of a test's own (StartEmpty).
 //
 // It imports go-redis, porttest and the standard library.
 package redistest
