@@ -60,6 +60,50 @@ func (s *Sales) PlaceOrder(ctx context.Context, cmd PlaceOrder) (PlacedOrder, er
 	return s.place(ctx, cmd, nil)
 }
 
+// RefusedFromMemory returns the refusal PlaceOrder would answer cmd with when this instance
+// can tell it from what it holds in memory, without the gate or the ledger: a
+// SaleNotStartedError while this instance's clock is clearly before the product's start (the
+// check PlaceOrder makes first), ErrSoldOut while the gate's sold-out lease covers the request
+// (domain.SoldOutLeases: the gate's own first step, so the key has no claim). Neither
+// reserves anything. It returns nil whenever it cannot tell, and PlaceOrder decides: an
+// invalid request, a product not in the product cache, an order with a coupon (its checks
+// come before the gate's answer), a gate without leases. So a re-sent request whose key has an
+// order is never refused here: its claim keeps the lease from covering it, and PlaceOrder
+// replays it. The sale's end is not judged here: the gate replays a claimed key after the
+// end, and only the gate knows the claims.
+//
+// A driving adapter asks it before charging a rate limiter (adapters/httpapi): such an answer
+// costs less than the limiter's check, and the limiter is kept for requests that can reserve.
+// An ErrSoldOut it returns is counted in SoldOutAnswers, as PlaceOrder's are.
+func (s *Sales) RefusedFromMemory(cmd PlaceOrder) error {
+	key, err := domain.ParseIdempotencyKey(cmd.IdempotencyKey)
+	if err != nil {
+		return nil
+	}
+	if _, err := domain.ParseBuyerID(string(cmd.Buyer)); err != nil {
+		return nil
+	}
+	p, ok := s.cachedProduct(cmd.Product)
+	if !ok || p.CheckQty(cmd.Qty) != nil {
+		return nil
+	}
+	if err := s.clearlyBeforeStart(p); err != nil {
+		return err
+	}
+	if cmd.Coupon != "" {
+		return nil
+	}
+	if _, err := p.Amount(cmd.Qty); err != nil {
+		return nil // domain.NewOrder refuses it before the gate is asked
+	}
+	leases, ok := s.gate.(domain.SoldOutLeases)
+	if !ok || !leases.SoldOutByLease(domain.Reservation{Product: p.ID(), Buyer: cmd.Buyer, Key: key, Qty: cmd.Qty}) {
+		return nil
+	}
+	s.rates.countSoldOut(p.ID(), s.clock.Now())
+	return domain.ErrSoldOut
+}
+
 // place is PlaceOrder's path for an API order (guest nil) and a guest order alike.
 func (s *Sales) place(ctx context.Context, cmd PlaceOrder, guest *guestPart) (PlacedOrder, error) {
 	key, err := domain.ParseIdempotencyKey(cmd.IdempotencyKey)

@@ -395,6 +395,15 @@ func (s *core) product(ctx context.Context, id domain.ProductID) (domain.Product
 	return p, nil
 }
 
+// cachedProduct returns a product from the cache when it holds an unexpired copy; it never
+// reads the ledger.
+func (s *core) cachedProduct(id domain.ProductID) (domain.Product, bool) {
+	if c, ok := s.products.Load(id); ok && s.clock.Now().Before(c.(cachedProduct).expires) {
+		return c.(cachedProduct).p, true
+	}
+	return domain.Product{}, false
+}
+
 // detached returns a context that survives the caller's cancellation, for compensations and
 // best-effort follow-ups that must not be abandoned half-way.
 func detached(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -253,6 +253,15 @@ type StockGate interface {
 	ReleaseOrphan(ctx context.Context, h Hold) (released bool, err error)
 }
 
+// SoldOutLeases is a StockGate that keeps sold-out leases (see StockGate.Reserve) on this
+// instance and can tell, from memory, that Reserve would answer r SoldOut under one: a
+// keyed reservation whose key has no claim, while this instance's copy of its product's lease
+// lasts. True means Reserve(r) would answer SoldOut (with Left 0) now, and is counted as such
+// an answer; false means only that the gate cannot tell without asking.
+type SoldOutLeases interface {
+	SoldOutByLease(r Reservation) bool
+}
+
 // GateClock is a StockGate that can tell the time by its own clock (Redis's TIME), the clock
 // that judges a sale's start: the storefront's countdown runs on it.
 type GateClock interface {

@@ -70,6 +70,12 @@ func (s *Server) orderResponse(o domain.Order, cards []domain.Card, admin bool) 
 	return r
 }
 
+// placeOrder is POST /api/order. The checks, in order: the middleware's (the deadline, the
+// per-IP limit, the blocked addresses, the buyer's token), then the body, then the refusals
+// the service gives from memory (application.Sales.RefusedFromMemory: sold out under the
+// gate's lease, a sale clearly not started), then the per-buyer limit (chargeBuyer), then the
+// use case, which reserves at the gate. So a sold-out answer costs no limiter round trip,
+// while every order that can reserve is charged.
 func (s *Server) placeOrder(c *fiber.Ctx) error {
 	b, err := webkit.ReadBody(c, s.cfg.MaxBodyBytes)
 	if err != nil {
@@ -84,9 +90,17 @@ func (s *Server) placeOrder(c *fiber.Ctx) error {
 	if req.ProductID <= 0 {
 		return domain.Invalid("product_id", "must be a positive integer")
 	}
-	key := c.Get(HeaderIdempotencyKey)
-	res, err := s.sales.PlaceOrder(c.UserContext(), application.PlaceOrder{Buyer: buyerOf(c),
-		Product: domain.ProductID(req.ProductID), Qty: req.Qty, IdempotencyKey: key, Coupon: req.Coupon})
+	cmd := application.PlaceOrder{Buyer: buyerOf(c), Product: domain.ProductID(req.ProductID), Qty: req.Qty,
+		IdempotencyKey: c.Get(HeaderIdempotencyKey), Coupon: req.Coupon}
+	// Sold out under the gate's lease, or clearly before the start: answered before the buyer's
+	// budget is charged (see RateLimits.PerBuyer); every order that can reserve is charged.
+	if err := s.sales.RefusedFromMemory(cmd); err != nil {
+		return err
+	}
+	if err := s.chargeBuyer(c); err != nil {
+		return err
+	}
+	res, err := s.sales.PlaceOrder(c.UserContext(), cmd)
 	if err != nil {
 		return err
 	}

@@ -54,17 +54,46 @@ func (b *syncBuffer) String() string {
 }
 
 // faultGate is the memory gate with one injectable fault: while fail holds an error, Reserve
-// returns it, as a Redis adapter returns a connection error.
+// returns it, as a Redis adapter returns a connection error. While leased is set it also acts
+// as the Redis gate holding a sold-out lease on every product without stock
+// (domain.SoldOutLeases): SoldOutByLease is true for a key it never reserved, as the lease's
+// claim bitmap says.
 type faultGate struct {
 	*memory.Gate
-	fail atomic.Pointer[error]
+	fail    atomic.Pointer[error]
+	leased  atomic.Bool
+	claimed sync.Map // "<product>|<buyer>|<key>" of every keyed reservation it made
+	byLease atomic.Int64
 }
+
+var _ domain.SoldOutLeases = (*faultGate)(nil)
 
 func (g *faultGate) Reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
 	if err := g.fail.Load(); err != nil {
 		return domain.ReserveResult{}, *err
 	}
-	return g.Gate.Reserve(ctx, r)
+	res, err := g.Gate.Reserve(ctx, r)
+	if err == nil && res.Outcome == domain.Reserved && r.Key != "" {
+		g.claimed.Store(claimOf(r), true)
+	}
+	return res, err
+}
+
+func claimOf(r domain.Reservation) string { return fmt.Sprintf("%d|%s|%s", r.Product, r.Buyer, r.Key) }
+
+func (g *faultGate) SoldOutByLease(r domain.Reservation) bool {
+	if !g.leased.Load() || r.Key == "" {
+		return false
+	}
+	if _, claimed := g.claimed.Load(claimOf(r)); claimed {
+		return false
+	}
+	l, ok, err := g.Levels(context.Background(), r.Product)
+	if err != nil || !ok || l.Stock > 0 {
+		return false
+	}
+	g.byLease.Add(1)
+	return true
 }
 
 func (g *faultGate) failWith(err error) {

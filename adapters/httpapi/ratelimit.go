@@ -20,7 +20,11 @@ import (
 // X-Forwarded-For; behind a load balancer that is not trusted every buyer shares its budget.
 //
 // PerBuyer applies to POST /api/order, after the buyer's token is verified (so an invalid
-// token cannot spend a real buyer's budget), counting replays of an idempotency key too.
+// token cannot spend a real buyer's budget) and the body is read, counting replays of an
+// idempotency key too. It is charged to every order that can reserve; an order the service
+// answers from memory is answered first, without a charge: a body that does not parse, and
+// the refusals of application.Sales.RefusedFromMemory (sold out under the gate's lease, a
+// sale clearly not started), which cost less than the limiter's check and reserve nothing.
 //
 // With adapters/ratelimit, n per Window means a burst of n, then one every Window/n.
 //
@@ -55,30 +59,36 @@ type limiterWarnings struct {
 	suppressed int
 }
 
-// limitIP charges the request to its client IP (see RateLimits.PerIP).
+// limitIP charges the request to its client IP (see RateLimits.PerIP), a middleware.
 func (s *Server) limitIP(c *fiber.Ctx) error {
-	return s.limit(c, "ip", s.cfg.RateLimits.PerIP, func() string { return "ip:" + webkit.ClientIP(c) })
+	if err := s.charge(c, "ip", s.cfg.RateLimits.PerIP, func() string { return "ip:" + webkit.ClientIP(c) }); err != nil {
+		return err
+	}
+	return c.Next()
 }
 
-// limitBuyer charges the request to its buyer; it runs after s.buyer (see RateLimits.PerBuyer).
-func (s *Server) limitBuyer(c *fiber.Ctx) error {
-	return s.limit(c, "buyer", s.cfg.RateLimits.PerBuyer, func() string { return "buyer:" + string(buyerOf(c)) })
+// chargeBuyer charges an order to its buyer (see RateLimits.PerBuyer); placeOrder calls it
+// after s.buyer verified the token and after the answers it gives from memory.
+func (s *Server) chargeBuyer(c *fiber.Ctx) error {
+	return s.charge(c, "buyer", s.cfg.RateLimits.PerBuyer, func() string { return "buyer:" + string(buyerOf(c)) })
 }
 
-func (s *Server) limit(c *fiber.Ctx, kind string, limit int, key func() string) error {
+// charge charges the request to key's budget: nil when it may go on (the limit is off, the
+// budget allows it, or the limiter failed), else the 429 with Retry-After.
+func (s *Server) charge(c *fiber.Ctx, kind string, limit int, key func() string) error {
 	if limit <= 0 {
-		return c.Next()
+		return nil
 	}
 	ok, retry, err := s.cfg.RateLimits.Limiter.Allow(c.UserContext(), key(), limit, s.cfg.RateLimits.Window)
 	if err != nil {
 		s.warnLimiterFailed(c, kind, err)
-		return c.Next() // fail open: see RateLimits
+		return nil // fail open: see RateLimits
 	}
 	if !ok {
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt(retryAfterSeconds(retry), 10))
 		return webkit.ErrRateLimited
 	}
-	return c.Next()
+	return nil
 }
 
 // retryAfterSeconds is d in whole seconds, rounded up (Retry-After has no fractions, and a

@@ -46,6 +46,13 @@ func (t *timedGate) GateTime(ctx context.Context) (time.Time, error) {
 	return gc.GateTime(ctx)
 }
 
+// SoldOutByLease passes domain.SoldOutLeases through when the gate keeps leases (the order's
+// early sold-out answer asks it); it is not timed: it answers from memory.
+func (t *timedGate) SoldOutByLease(r domain.Reservation) bool {
+	l, ok := t.g.(domain.SoldOutLeases)
+	return ok && l.SoldOutByLease(r)
+}
+
 func since(o prometheus.Observer, start time.Time) { o.Observe(time.Since(start).Seconds()) }
 
 func (t *timedGate) Reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {

@@ -125,6 +125,27 @@ func TestGatePassesThroughAndTimes(t *testing.T) {
 	}
 }
 
+// leasedGate is a memory gate whose lease covers the product it names.
+type leasedGate struct {
+	*memory.Gate
+	p domain.ProductID
+}
+
+func (g leasedGate) SoldOutByLease(r domain.Reservation) bool { return r.Product == g.p }
+
+// The timed gate passes domain.SoldOutLeases through, and says false for a gate without leases.
+func TestGateSoldOutByLeasePassesThrough(t *testing.T) {
+	m := metrics.New()
+	raw := memory.NewGate(memory.NewFakeClock(start))
+	leases, ok := m.Gate(leasedGate{Gate: raw, p: 7}).(domain.SoldOutLeases)
+	if !ok || !leases.SoldOutByLease(domain.Reservation{Product: 7}) || leases.SoldOutByLease(domain.Reservation{Product: 8}) {
+		t.Fatal("the timed gate does not pass the lease's answers through")
+	}
+	if m.Gate(raw).(domain.SoldOutLeases).SoldOutByLease(domain.Reservation{Product: 7}) {
+		t.Fatal("a gate without leases answered sold out by lease")
+	}
+}
+
 // The ledger decorator times Atomically, commits and rolls back exactly as the ledger does,
 // and hands out the ledger's own repositories.
 func TestLedgerPassesThroughAndTimes(t *testing.T) {

@@ -323,16 +323,7 @@ func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []an
 // whose claim bit is clear is answered SoldOut (Left 0) without Redis while this instance's
 // copy of the product's lease lasts, and a SoldOut from Redis makes the gate ask for one.
 func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.ReserveResult, error) {
-	if r.Qty < 1 {
-		return domain.ReserveResult{}, domain.Invalid("qty", "must be at least 1")
-	}
-	if err := checkClaim(r); err != nil {
-		return domain.ReserveResult{}, err
-	}
-	if err := checkBudget(r); err != nil {
-		return domain.ReserveResult{}, err
-	}
-	if err := checkCouponLimits(r); err != nil {
+	if err := checkReservation(r); err != nil {
 		return domain.ReserveResult{}, err
 	}
 	k := g.keysOf(r.Product)
@@ -367,6 +358,41 @@ func (g *Gate) Reserve(ctx context.Context, r domain.Reservation) (domain.Reserv
 		g.askLease(k)
 	}
 	return res, nil
+}
+
+// checkReservation refuses what Reserve refuses before anything is read: a qty below 1, a
+// claim that cannot be stored, a cap without a window, a malformed coupon.
+func checkReservation(r domain.Reservation) error {
+	if r.Qty < 1 {
+		return domain.Invalid("qty", "must be at least 1")
+	}
+	if err := checkClaim(r); err != nil {
+		return err
+	}
+	if err := checkBudget(r); err != nil {
+		return err
+	}
+	return checkCouponLimits(r)
+}
+
+var _ domain.SoldOutLeases = (*Gate)(nil)
+
+// SoldOutByLease reports whether Reserve would answer r SoldOut under this instance's copy of
+// its product's lease, without Redis (domain.SoldOutLeases): the same test Reserve makes
+// first, so a key with a claim (its bit set) is never covered and its re-send still replays.
+// A true answer counts as a lease answer (LeaseObserver.GateLeaseAnswer), as Reserve's does.
+// False for a reservation Reserve would refuse as invalid, one without a key, and a product
+// this gate holds no lease for (it adds nothing to the cache of key names).
+func (g *Gate) SoldOutByLease(r domain.Reservation) bool {
+	if g.lease <= 0 || r.Key == "" || checkReservation(r) != nil {
+		return false
+	}
+	k, ok := g.keys.Load(r.Product)
+	if !ok || !g.soldOutUnderLease(k.(*productKeys), r) {
+		return false
+	}
+	g.leaseObs.GateLeaseAnswer()
+	return true
 }
 
 // decodeReserve reads reserve.lua's {code, claim, left}.

@@ -96,6 +96,56 @@ func TestSoldOutLeaseAnswersWithoutRedis(t *testing.T) {
 	})
 }
 
+// SoldOutByLease tells, without Redis, exactly what Reserve answers under a lease: true for a
+// new key while the lease stands, false for a claimed key (it replays), a keyless or invalid
+// reservation, a product without a lease or unknown to the gate, and once the lease ends.
+func TestSoldOutByLeaseIsReservesAnswer(t *testing.T) {
+	onBoth(t, func(t *testing.T, c redis.UniversalClient) {
+		calls := &scriptCalls{}
+		c.AddHook(calls)
+		obs := &leaseCount{}
+		const period = 300 * time.Millisecond
+		g, p := redisgate.SyncLeases(redisgate.New(c).WithSoldOutLease(period, obs)), porttest.NewProductID()
+		rebuild(t, g, p, domain.GateLevels{Stock: 1})
+		first := newReservation(p, 1)
+		if g.SoldOutByLease(first) {
+			t.Fatal("SoldOutByLease before any lease")
+		}
+		reserve(t, g, first, domain.Reserved)
+		reserve(t, g, newReservation(p, 1), domain.SoldOut) // the gate takes a lease
+		before, answers := calls.n.Load(), obs.answers.Load()
+		keyless := newReservation(p, 1)
+		keyless.Key, keyless.Ref = "", "late-1"
+		invalid := newReservation(p, 0)
+		for _, c := range []struct {
+			name string
+			r    domain.Reservation
+			want bool
+		}{
+			{"a new key", newReservation(p, 1), true},
+			{"the claimed key", first, false},
+			{"a keyless reservation", keyless, false},
+			{"qty 0", invalid, false},
+			{"another product", newReservation(porttest.NewProductID(), 1), false},
+		} {
+			if got := g.SoldOutByLease(c.r); got != c.want {
+				t.Errorf("SoldOutByLease(%s) = %v, want %v", c.name, got, c.want)
+			}
+		}
+		if n := calls.n.Load() - before; n != 0 || obs.answers.Load()-answers != 1 {
+			t.Fatalf("SoldOutByLease ran %d scripts and counted %d lease answers; want 0 and 1", n, obs.answers.Load()-answers)
+		}
+		reserve(t, g, first, domain.Replayed) // what false left to Redis
+		time.Sleep(period + 50*time.Millisecond)
+		if g.SoldOutByLease(newReservation(p, 1)) {
+			t.Fatal("SoldOutByLease after the lease ended")
+		}
+		if redisgate.New(c).SoldOutByLease(newReservation(p, 1)) {
+			t.Fatal("SoldOutByLease on a gate without leases")
+		}
+	})
+}
+
 // A buyer's claim sets its bit in the product's bitmap, which lives at least as long as the
 // claim; a keyless reservation (a late payment's) sets none.
 func TestClaimSetsItsBit(t *testing.T) {

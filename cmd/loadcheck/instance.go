@@ -47,6 +47,8 @@ func (e *env) startInstance(ctx context.Context, name string, pprofAddr string, 
 	}
 	in.cmd = exec.Command(e.binary, "serve")
 	in.cmd.Stdout, in.cmd.Stderr = logf, logf
+	// The rate limits as in production behind a load balancer: per buyer on, with a budget the
+	// load never reaches (prodBuyerBudget), per IP off (all the load comes from one address).
 	in.cmd.Env = append(filteredEnviron(),
 		"CARDSHOP_ADAPTERS=real", "CARDSHOP_HTTP_ADDR="+addr, "CARDSHOP_MYSQL_DSN="+e.dsn,
 		"CARDSHOP_REDIS_ADDRS="+e.o.redisAddr, "CARDSHOP_AMQP_URL="+e.o.amqpURL, "CARDSHOP_AMQP_PREFIX="+amqpPrefix,
@@ -54,7 +56,7 @@ func (e *env) startInstance(ctx context.Context, name string, pprofAddr string, 
 		"CARDSHOP_TOKEN_SECRET="+e.secrets.token, "CARDSHOP_CODE_KEYS="+e.secrets.codeKeys,
 		"CARDSHOP_CODE_HASH_KEY="+e.secrets.codeHash, "CARDSHOP_ORDER_TIMEOUT="+e.o.orderTimeout.String(),
 		"CARDSHOP_SWEEP_INTERVAL=1s", "CARDSHOP_ORPHAN_AFTER=10s", "CARDSHOP_MYSQL_MAX_CONNS=48", "CARDSHOP_RELAY_INTERVAL=200ms", "CARDSHOP_LOG_LEVEL=warn",
-		"CARDSHOP_PPROF_ADDR="+pprofAddr, "CARDSHOP_BUYER_CAP=1000000", "CARDSHOP_RATE_PER_IP=0", "CARDSHOP_RATE_PER_BUYER=0",
+		"CARDSHOP_PPROF_ADDR="+pprofAddr, "CARDSHOP_BUYER_CAP=1000000", "CARDSHOP_RATE_PER_IP=0", "CARDSHOP_RATE_PER_BUYER="+strconv.Itoa(prodBuyerBudget),
 		"CARDSHOP_PUBLIC_URL="+in.base, "CARDSHOP_STOCK_EVENTS_INTERVAL="+stockWatchEvery.String())
 	if e.o.chaos {
 		// The rate limiter on, as in production (two Redis scripts before every order, under

@@ -153,6 +153,9 @@ type scenarioResult struct {
 	guest *guestRun
 	// coupons is the coupon storm's measures; nil in the others.
 	coupons *couponRun
+	// limiterAB is the sold-out answer with the per-buyer limiter on and off (limiter_ab.go),
+	// in the sold-out scenario; nil in the others and with -target.
+	limiterAB *limiterABRun
 	// loadRuns is how many wrk runs one after the other made the load (0 counts as 1): each may
 	// leave up to -conns requests in flight when it stops.
 	loadRuns int
@@ -627,6 +630,14 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 			parts[i] = fmt.Sprintf("%s %s%s", res.rssNames[i], mib(b), liveNote(res.liveHeap[i]))
 		}
 		fmt.Printf("   rss       peak (VmHWM) %s: %s\n", since, strings.Join(parts, " · "))
+	}
+	if sc.soldOut && e.o.targets == "" && e.o.ab == 0 {
+		// On the warm-up's product: sold out from the start, so the A/B places no order and
+		// comes after the sale's checks. Not in an -ab run, which compares settings itself.
+		if res.limiterAB, err = e.limiterAB(ctx, sc, insts, warm); err != nil {
+			return res, err
+		}
+		res.limiterAB.print()
 	}
 	for _, c := range res.checks {
 		verdict := "PASS"

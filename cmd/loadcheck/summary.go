@@ -88,6 +88,11 @@ func (e *env) printSummary(results []scenarioResult) {
 			targetNear("successful orders (deep stock)", nearCeiling{kind: "MariaDB's single-row INSERT", short: "INSERT",
 				when: "right before them", rate: r.insertBefore, unit: "rows/s"}, ordersPerSec, e.ceil.insert, ordersShare, "orders/s")
 		}
+		if ab := r.limiterAB; ab != nil {
+			target("sold-out answers with the per-buyer limiter on vs off (alternating rounds)", ab.onRate, ab.offRate, limiterABShare, "req/s")
+			fmt.Printf("   info rate limits off vs the production defaults, sold-out answers: %s against %s req/s (%.2f×), p50 %s against %s, %.1f against %.1f µs of service CPU per answer\n",
+				num(ab.offRate), num(ab.onRate), ratio(ab.offRate, ab.onRate), ms(ab.off.P50), ms(ab.on.P50), ab.offCPU.perRequest(), ab.onCPU.perRequest())
+		}
 		if cr := r.coupons; cr != nil {
 			target("successful orders with a coupon claimed at the gate vs without (alternating rounds)", cr.couponRate, cr.plainRate, couponShare, "orders/s")
 		}
