@@ -171,6 +171,9 @@ func writeScenarioChart(path, title string, tl timeline, w *faultWindow) error {
 	}
 	top.Y.Min, top.Y.Max = 0, max(peak, 1)*1.45
 	top.Y.Tick.Marker = commaTicks{}
+	if err := shadePauses(top, tl.paused, end, 0, top.Y.Max, true); err != nil {
+		return err
+	}
 	if w != nil {
 		if err := shade(top, w, 0, top.Y.Max, true); err != nil {
 			return err
@@ -194,6 +197,9 @@ func writeScenarioChart(path, title string, tl timeline, w *faultWindow) error {
 	}
 	bottom.Y.Scale, bottom.Y.Tick.Marker = plot.LogScale{}, logTicks{}
 	bottom.Y.Min, bottom.Y.Max = lo/1.5, hi*8
+	if err := shadePauses(bottom, tl.paused, end, bottom.Y.Min, bottom.Y.Max, false); err != nil {
+		return err
+	}
 	if w != nil {
 		if err := shade(bottom, w, bottom.Y.Min, bottom.Y.Max, false); err != nil {
 			return err
@@ -245,6 +251,31 @@ func shade(p *plot.Plot, w *faultWindow, y0, y1 float64, named bool) error {
 		if named {
 			p.Legend.Add("orders placed again, none refused", l)
 		}
+	}
+	return nil
+}
+
+var pauseColor = color.NRGBA{0x80, 0x80, 0x80, 0x30}
+
+// shadePauses adds the sampler's pauses up to end to p as grey bands from y0 to y1, with one
+// legend entry when named.
+func shadePauses(p *plot.Plot, paused [][2]float64, end, y0, y1 float64, named bool) error {
+	first := true
+	for _, sp := range paused {
+		from, to := sp[0], min(sp[1], end)
+		if to <= from {
+			continue
+		}
+		band, err := plotter.NewPolygon(plotter.XYs{{X: from, Y: y0}, {X: to, Y: y0}, {X: to, Y: y1}, {X: from, Y: y1}})
+		if err != nil {
+			return err
+		}
+		band.Color, band.LineStyle.Width = pauseColor, 0
+		p.Add(band)
+		if named && first {
+			p.Legend.Add("not sampled: MariaDB's statements counted (the average drawn)", band)
+		}
+		first = false
 	}
 	return nil
 }

@@ -84,7 +84,9 @@ func saleTimeline() timeline {
 func TestScenarioChartIsAnSVGWithTheAnswersLatencyAndFault(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "scenario-11.svg")
 	w := &faultWindow{name: "redis-empty", from: 2, to: 3, recovered: 4}
-	if err := writeScenarioChart(path, "scenario 11: Redis SIGKILLed mid-sale & restarted", saleTimeline(), w); err != nil {
+	tl := saleTimeline()
+	tl.paused = [][2]float64{{0, 0.4}, {9, 12}}
+	if err := writeScenarioChart(path, "scenario 11: Redis SIGKILLed mid-sale & restarted", tl, w); err != nil {
 		t.Fatal(err)
 	}
 	root, texts, paths := svgTexts(t, path)
@@ -92,7 +94,8 @@ func TestScenarioChartIsAnSVGWithTheAnswersLatencyAndFault(t *testing.T) {
 		t.Fatalf("root element %q, want svg", root)
 	}
 	for _, want := range []string{"scenario 11: Redis SIGKILLed mid-sale & restarted", "201 created", "409 sold out", "5xx error",
-		"p50", "p99", "fault: redis-empty", "orders placed again, none refused", "answers/s", "latency, ms (service side)"} {
+		"p50", "p99", "fault: redis-empty", "orders placed again, none refused", "answers/s", "latency, ms (service side)",
+		"not sampled: MariaDB's statements counted (the average drawn)"} {
 		if !slices.Contains(texts, want) {
 			t.Errorf("no text %q in the chart (texts: %q)", want, texts)
 		}
@@ -116,8 +119,8 @@ func TestScenarioChartWithoutFaultOrSamples(t *testing.T) {
 	}
 	_, texts, _ := svgTexts(t, filepath.Join(dir, "a.svg"))
 	for _, x := range texts {
-		if strings.HasPrefix(x, "fault") {
-			t.Errorf("a chart without fault names %q", x)
+		if strings.HasPrefix(x, "fault") || strings.HasPrefix(x, "not sampled") {
+			t.Errorf("a chart without fault or pause names %q", x)
 		}
 	}
 	// A load too short for one interval still draws (empty) panels.

@@ -181,6 +181,8 @@ type timeline struct {
 	// reads is how many reads of /metrics the sampler made, readTime their time in all.
 	reads    int
 	readTime time.Duration
+	// paused are the stretches (from, to, in seconds) the sampler was paused (quietSampling).
+	paused [][2]float64
 }
 
 // seconds is t as seconds since the timeline's start.
@@ -302,6 +304,7 @@ func (s *sampler) stop(ctx context.Context) timeline {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tl.reads, s.tl.readTime = s.reads, s.readTime
+	s.tl.paused = pausedSince(s.tl.start)
 	if end := lastLoadEnd(); end.After(s.tl.start) {
 		s.tl.points = trimAfter(s.tl.points, s.tl.seconds(end)+s.interval.Seconds())
 	}
@@ -325,10 +328,35 @@ func trimAfter(points []point, end float64) []point {
 var quiet sync.RWMutex
 
 // quietSampling pauses every sampler until the returned function is called; the interval
-// that spans the pause is drawn as one step, its average.
+// that spans the pause is drawn as one step, its average, and the pause is shaded.
 func quietSampling() func() {
 	quiet.Lock()
-	return quiet.Unlock
+	began := time.Now()
+	return func() {
+		quietSpans.Lock()
+		quietSpans.spans = append(quietSpans.spans, [2]time.Time{began, time.Now()})
+		quietSpans.Unlock()
+		quiet.Unlock()
+	}
+}
+
+// quietSpans are the pauses so far, from and to.
+var quietSpans struct {
+	sync.Mutex
+	spans [][2]time.Time
+}
+
+// pausedSince returns the pauses that ended after start, in seconds since start (from ≥ 0).
+func pausedSince(start time.Time) [][2]float64 {
+	quietSpans.Lock()
+	defer quietSpans.Unlock()
+	var out [][2]float64
+	for _, sp := range quietSpans.spans {
+		if sp[1].After(start) {
+			out = append(out, [2]float64{max(sp[0].Sub(start).Seconds(), 0), sp[1].Sub(start).Seconds()})
+		}
+	}
+	return out
 }
 
 // tick reads every target at once and adds the interval since the previous tick. It skips

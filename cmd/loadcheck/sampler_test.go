@@ -252,6 +252,22 @@ func TestWatchLoadListsTheURLsWhileTheirLoadRuns(t *testing.T) {
 	}
 }
 
+func TestPausesAreListedFromTheSamplersStart(t *testing.T) {
+	before := time.Now()
+	quietSampling()()
+	start := time.Now()
+	release := quietSampling()
+	release()
+	got := pausedSince(before.Add(-time.Hour))
+	if len(got) < 2 {
+		t.Fatalf("pauses since an hour ago: %v, want both", got)
+	}
+	got = pausedSince(start)
+	if len(got) != 1 || got[0][0] < 0 || got[0][1] < got[0][0] {
+		t.Fatalf("pauses since the second began: %v, want it alone, from ≥ 0", got)
+	}
+}
+
 func TestTrimAfterKeepsTheIntervalThatHoldsTheEnd(t *testing.T) {
 	var ps []point
 	for i := 1; i <= 6; i++ {
