@@ -160,21 +160,21 @@ bench: ## Go benchmarks of the use cases on the memory adapters
 	$(GO) test -run '^$$' -bench . -benchmem ./application/
 
 .PHONY: loadcheck
-loadcheck: services ## the load proof: 11 scenarios (1-10, 20) on the real adapters, ceilings, every invariant (~13 min)
-	$(GO) run ./cmd/loadcheck
+loadcheck: services ## the load proof: 11 scenarios (1-10, 20) on the real adapters, ceilings, every invariant, charts into CHARTS (default docs/charts) (~13 min)
+	$(GO) run ./cmd/loadcheck -charts $(or $(CHARTS),docs/charts)
 
 .PHONY: loadcheck-ab
 loadcheck-ab: services ## A/B of group commit: scenarios 2 and 1, ROUNDS (default 3) rounds with batching off and on alternately (~20 min)
 	$(GO) run ./cmd/loadcheck -ab $(or $(ROUNDS),3)
 
 .PHONY: chaos
-chaos: services ## faults under load: its own Redis, MariaDB and RabbitMQ killed, failed over, slowed, stalled and cut mid-sale, two instances behind a retrying load balancer, every invariant after (~13 min)
-	$(GO) run ./cmd/loadcheck -chaos
+chaos: services ## faults under load: its own Redis, MariaDB and RabbitMQ killed, failed over, slowed, stalled and cut mid-sale, two instances behind a retrying load balancer, every invariant after, charts into CHARTS (default docs/charts) (~13 min)
+	$(GO) run ./cmd/loadcheck -chaos -charts $(or $(CHARTS),docs/charts)
 
 .PHONY: chaos-short
-chaos-short: services ## the chaos mode in CI form: 6 s per scenario, 2 s faults (~8 min)
+chaos-short: services ## the chaos mode in CI form: 6 s per scenario, 2 s faults, charts into a temporary folder (~8 min)
 	$(GO) run ./cmd/loadcheck -chaos -short
 
 .PHONY: loadcheck-short
-loadcheck-short: services ## the load proof in CI form: a few seconds per scenario, same invariants
+loadcheck-short: services ## the load proof in CI form: a few seconds per scenario, same invariants, charts into a temporary folder
 	$(GO) run ./cmd/loadcheck -short

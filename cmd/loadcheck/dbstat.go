@@ -51,6 +51,7 @@ func readCounters(ctx context.Context, db *sql.DB) (dbDelta, error) {
 
 // dbCounters measures the statements the idle service issues over d (sweeper, relay).
 func (e *env) dbCounters(ctx context.Context, d time.Duration) (dbDelta, error) {
+	defer quietSampling()() // the sampler's reads of /metrics query the database (sampler.go)
 	before, err := readCounters(ctx, e.db)
 	if err != nil {
 		return dbDelta{}, err

@@ -65,6 +65,8 @@ type options struct {
 	// setting is the "CARDSHOP_NAME=value" every instance gets on top of the harness's own
 	// (from -batch, or the A/B arm running), "" for none.
 	setting string
+	// charts is the folder the charts go to (charts.go); "" makes a temporary one.
+	charts string
 }
 
 func main() {
@@ -102,6 +104,7 @@ func main() {
 	flag.IntVar(&o.ab, "ab", 0, "A/B: run the selected scenarios (-only, default 2 and 1) this many rounds with -ab-var's\n"+
 		"two values alternately, and print orders/s and payments/s per arm (medians and spread)")
 	o.abVar = abSetting{name: "CARDSHOP_LEDGER_BATCH", a: "off", b: "on"}
+	flag.StringVar(&o.charts, "charts", "", "folder for the SVG charts of each scenario and of the ceilings (default: a new temporary folder)")
 	flag.Var(&o.abVar, "ab-var", "the setting -ab compares, NAME=A,B (the instances' CARDSHOP_NAME set to A, then to B)")
 	flag.Parse()
 	if o.batch != "" && o.batch != "on" && o.batch != "off" {
@@ -318,6 +321,9 @@ func run(ctx context.Context, o options) (checks, failed int, err error) {
 		results = append(results, res)
 	}
 	e.printSummary(results)
+	if err := e.drawSummary(results); err != nil {
+		return checks, failed, err
+	}
 	return checks, failed, nil
 }
 

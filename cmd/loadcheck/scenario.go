@@ -348,6 +348,7 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 		repaired = make(chan Check, 1)
 		go func() { repaired <- e.repairMidLoad(ctx, pid, e.o.duration/2) }()
 	}
+	samples := e.startSampler(ctx, sc, insts)
 	switch {
 	case sc.kill:
 		load, err = e.loadAndKill(ctx, sc, pid)
@@ -364,6 +365,7 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 	default:
 		load, err = e.load(ctx, sc, insts, pid, e.o.duration, "load")
 	}
+	tl := samples.stop(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -645,6 +647,9 @@ func (e *env) runScenario(ctx context.Context, sc scenario) (scenarioResult, err
 			verdict = "FAIL"
 		}
 		fmt.Printf("   %s  %s: %s\n", verdict, c.Name, c.Detail)
+	}
+	if err := e.drawScenario(tl, res); err != nil {
+		return res, err
 	}
 	fmt.Println()
 	return res, nil

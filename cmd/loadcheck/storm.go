@@ -94,10 +94,12 @@ func (e *env) refreshStorm(ctx context.Context, sc scenario, insts []*instance, 
 		return WrkResult{}, err
 	}
 	alone := WrkRun{Threads: e.o.threads, Conns: e.o.conns, Duration: e.o.duration, URL: insts[0].base + path, Script: e.helloLua}
+	quietEnd := quietSampling() // the sampler's reads of /metrics query the database (sampler.go)
 	before, after, err := e.metered(ctx, insts, func() (err error) {
 		st.alone, err = runWrk(ctx, alone)
 		return err
 	})
+	quietEnd()
 	if err != nil {
 		return WrkResult{}, err
 	}

@@ -57,6 +57,7 @@ func runWrk(ctx context.Context, r WrkRun) (WrkResult, error) {
 	if len(r.Args) > 0 {
 		args = append(append(args, "--"), r.Args...)
 	}
+	defer watchLoad(r.URL)() // the sampler reads the loaded instance's /metrics (sampler.go)
 	cmd := exec.CommandContext(ctx, "wrk", args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
