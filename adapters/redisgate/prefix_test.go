@@ -18,14 +18,29 @@ import (
 
 // The contract holds for a gate under a key prefix, on a standalone Redis and on the Cluster
 // (every script finds its keys in one slot with the prefix too).
+// Their keys are deleted when they end.
 func TestContractPrefixedStandalone(t *testing.T) {
-	g := redisgate.New(standalone(t)).WithKeyPrefix("shop-a")
+	c := standalone(t)
+	t.Cleanup(func() { deleteKeys(t, c, "contract-a:*") })
+	g := redisgate.New(c).WithKeyPrefix("contract-a")
 	porttest.RunStockGate(t, func(*testing.T) domain.StockGate { return g })
 }
 
 func TestContractPrefixedCluster(t *testing.T) {
-	g := redisgate.New(cluster(t)).WithKeyPrefix("shop.b:eu-1")
+	c := cluster(t)
+	t.Cleanup(func() { deleteKeys(t, c, "contract.b:eu-1:*") })
+	g := redisgate.New(c).WithKeyPrefix("contract.b:eu-1")
 	porttest.RunStockGate(t, func(*testing.T) domain.StockGate { return g })
+}
+
+// deleteKeys deletes the keys of c matching pattern, one at a time (on a Cluster they lie in
+// many slots).
+func deleteKeys(t *testing.T, c redis.UniversalClient, pattern string) {
+	for _, k := range scanKeys(t, c, pattern) {
+		if err := c.Del(context.Background(), k).Err(); err != nil {
+			t.Errorf("delete %s: %v", k, err)
+		}
+	}
 }
 
 // scanKeys lists the keys matching pattern on every master of c (one, standalone).
@@ -71,11 +86,7 @@ func TestPrefixedGateWritesOnlyUnderItsPrefix(t *testing.T) {
 		const prefix = "shop-a"
 		p := porttest.NewProductID()
 		tag := fmt.Sprintf("{%d}", p)
-		t.Cleanup(func() {
-			for _, k := range scanKeys(t, c, "*"+tag+"*") {
-				_ = c.Del(context.Background(), k).Err()
-			}
-		})
+		t.Cleanup(func() { deleteKeys(t, c, "*"+tag+"*") })
 		g := redisgate.SyncLeases(redisgate.New(c).WithKeyPrefix(prefix).WithSoldOutLease(time.Minute, nil))
 		must := func(what string, err error) {
 			t.Helper()
