@@ -69,6 +69,9 @@ type Config struct {
 	// RedisMaster is CARDSHOP_REDIS_MASTER: the Sentinel master name; with it RedisAddrs are
 	// the Sentinels' addresses and the client follows failovers.
 	RedisMaster string
+	// RedisPrefix is CARDSHOP_REDIS_PREFIX: the namespace of every Redis key of the shop
+	// ("" for none), so that several shops share one Redis.
+	RedisPrefix string
 	// RedisReplicaAcks is CARDSHOP_REDIS_REPLICA_ACKS: how many replicas must acknowledge a
 	// reservation within RedisReplicaWait (CARDSHOP_REDIS_REPLICA_WAIT) before it is answered.
 	RedisReplicaAcks int
@@ -323,6 +326,13 @@ func settings(c *Config) []setting {
 		}},
 		boolVar(&c.RedisAutoPipeline, "CARDSHOP_REDIS_AUTOPIPELINE", true),
 		stringVar(&c.RedisMaster, "CARDSHOP_REDIS_MASTER", ""),
+		{"CARDSHOP_REDIS_PREFIX", "", func(v string) error {
+			if err := checkRedisPrefix(v); err != nil {
+				return err
+			}
+			c.RedisPrefix = v
+			return nil
+		}},
 		{"CARDSHOP_REDIS_REPLICA_ACKS", "auto", func(v string) error {
 			if v == "auto" {
 				c.RedisReplicaAcks = autoReplicaAcks
@@ -686,6 +696,27 @@ func LoadConfig(environ []string) (Config, error) {
 
 // autoReplicaAcks is CARDSHOP_REDIS_REPLICA_ACKS=auto until LoadConfig resolves it.
 const autoReplicaAcks = -1
+
+// checkRedisPrefix accepts "" (no namespace) and 1 to 64 of A-Z a-z 0-9 . _ : -, the text
+// every Redis key of the shop starts with (followed by ':'). A brace is refused by name: the
+// prefix goes before the keys' {<pid>} hash tag, and a brace in it would make Redis Cluster
+// hash the prefix instead, scattering a product's keys over slots its scripts cannot span.
+func checkRedisPrefix(s string) error {
+	switch {
+	case s == "":
+		return nil
+	case strings.ContainsAny(s, "{}"):
+		return fmt.Errorf("must not contain '{' or '}': the prefix goes outside the keys' {<product id>} hash tag, got %q", s)
+	case len(s) > 64:
+		return fmt.Errorf("want at most 64 characters, got %d", len(s))
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:-", r)) {
+			return fmt.Errorf("want empty (no namespace) or 1 to 64 characters of A-Z a-z 0-9 . _ : -, got %q", s)
+		}
+	}
+	return nil
+}
 
 func validPrefix(s string) bool {
 	if len(s) == 0 || len(s) > 64 {

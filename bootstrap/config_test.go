@@ -81,6 +81,7 @@ func TestLoadConfigValues(t *testing.T) {
 		"CARDSHOP_MYSQL_DSN=u@tcp(db:3306)/shop", "CARDSHOP_CODE_KEYS="+keys, "CARDSHOP_CODE_HASH_KEY="+hash,
 		"CARDSHOP_TOKEN_SECRET=a=b=c=d=e=f=g=h=i=j=k=l=m=n=o=p=q",
 		"CARDSHOP_BUYER_CAP=0", "CARDSHOP_STOCK_EVENTS_INTERVAL=0s", "CARDSHOP_TRUSTED_PROXIES= 10.0.0.0/8, 192.168.1.7 ,fd00::/8",
+		"CARDSHOP_REDIS_PREFIX=shop-a",
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func TestLoadConfigValues(t *testing.T) {
 		c.ShutdownGrace != 3*time.Second || c.LogLevel != slog.LevelDebug || !reflect.DeepEqual(c.RedisAddrs, []string{"a:1", "b:2"}) ||
 		!c.Migrate || c.AMQPURL != "amqp://x/" || c.MySQLDSN != "u@tcp(db:3306)/shop" || c.CodeKeys.Reveal() != keys || c.CodeHash.Reveal() != hash ||
 		c.TokenSecret != "a=b=c=d=e=f=g=h=i=j=k=l=m=n=o=p=q" || c.BuyerCap != 0 || c.StockEventsInterval != 0 ||
-		c.TrustedProxies.String() != "10.0.0.0/8,192.168.1.7,fd00::/8" {
+		c.TrustedProxies.String() != "10.0.0.0/8,192.168.1.7,fd00::/8" || c.RedisPrefix != "shop-a" {
 		t.Fatalf("config %+v", c)
 	}
 }
@@ -150,6 +151,11 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"negative sold-out lease", env("CARDSHOP_SOLDOUT_LEASE=-1ms"), "CARDSHOP_SOLDOUT_LEASE"},
 		{"replica acks with a Cluster", env("CARDSHOP_REDIS_ADDRS=a:1,b:2", "CARDSHOP_REDIS_REPLICA_ACKS=1"), "CARDSHOP_REDIS_REPLICA_ACKS"},
 		{"replica acks not a number", env("CARDSHOP_REDIS_REPLICA_ACKS=all"), "CARDSHOP_REDIS_REPLICA_ACKS"},
+		{"Redis prefix with a hash tag", env("CARDSHOP_REDIS_PREFIX={shop}"), "CARDSHOP_REDIS_PREFIX"},
+		{"Redis prefix with a closing brace", env("CARDSHOP_REDIS_PREFIX=shop}"), "CARDSHOP_REDIS_PREFIX"},
+		{"Redis prefix with a space", env("CARDSHOP_REDIS_PREFIX=my shop"), "CARDSHOP_REDIS_PREFIX"},
+		{"Redis prefix with a star", env("CARDSHOP_REDIS_PREFIX=shop*"), "CARDSHOP_REDIS_PREFIX"},
+		{"Redis prefix of 65", env("CARDSHOP_REDIS_PREFIX=" + strings.Repeat("s", 65)), "CARDSHOP_REDIS_PREFIX"},
 		{"replica wait of nothing", env("CARDSHOP_REDIS_REPLICA_WAIT=0s"), "CARDSHOP_REDIS_REPLICA_WAIT"},
 		{"replica wait over a second", env("CARDSHOP_REDIS_REPLICA_WAIT=2s"), "CARDSHOP_REDIS_REPLICA_WAIT"},
 		{"bad bool", env("CARDSHOP_MIGRATE=maybe"), "CARDSHOP_MIGRATE"},
@@ -247,6 +253,8 @@ func validValue(name string) string {
 		return "1s"
 	case name == "CARDSHOP_AMQP_PREFIX":
 		return "shop-1"
+	case name == "CARDSHOP_REDIS_PREFIX":
+		return "Shop-1.eu:blue_2"
 	case name == "CARDSHOP_ADAPTERS":
 		return "memory"
 	case name == "CARDSHOP_LOG_LEVEL":
@@ -483,5 +491,14 @@ func TestTrustedProxiesReachTheAPI(t *testing.T) {
 		if got, body := c.do("GET", path, "", "", "X-Forwarded-For", step.forwarded); got != step.want {
 			t.Fatalf("X-Forwarded-For %q: %d %s, want %d", step.forwarded, got, body, step.want)
 		}
+	}
+}
+
+// A brace in CARDSHOP_REDIS_PREFIX is refused with the reason: the prefix sits outside the
+// keys' hash tag.
+func TestRedisPrefixWithABraceSaysWhy(t *testing.T) {
+	_, err := bootstrap.LoadConfig(env("CARDSHOP_REDIS_PREFIX=shop{1}"))
+	if err == nil || !strings.Contains(err.Error(), "CARDSHOP_REDIS_PREFIX") || !strings.Contains(err.Error(), "hash tag") {
+		t.Fatalf("LoadConfig = %v; want an error naming CARDSHOP_REDIS_PREFIX and the hash tag", err)
 	}
 }

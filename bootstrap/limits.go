@@ -19,8 +19,10 @@ func newMemoryLimiter(c domain.Clock) webkit.Limiter { return ratelimit.NewMemor
 // the limits hold across every instance on that Redis. With CARDSHOP_REDIS_AUTOPIPELINE its
 // checks share the gate's auto-pipeliner (go-redis keeps one per client): an order costs two
 // limit checks besides the reservation, so under a flash sale they are on the hot path too.
+// Its keys live under CARDSHOP_REDIS_PREFIX, as the gate's do: another shop on the same Redis
+// keeps its own limits.
 func newRedisLimiter(cfg Config, c redis.UniversalClient) (webkit.Limiter, error) {
-	l := ratelimit.NewRedis(c)
+	l := ratelimit.NewRedis(c).WithKeyPrefix(cfg.RedisPrefix)
 	if !cfg.RedisAutoPipeline {
 		return l, nil
 	}

@@ -110,9 +110,10 @@ func newRedisClient(lc fx.Lifecycle, cfg Config) (redis.UniversalClient, error) 
 // through go-redis's auto-pipeliner, so concurrent reservations share round trips, and with
 // CARDSHOP_SOLDOUT_LEASE a sold-out product's new orders are answered without one
 // (docs/BENCHMARKS.md has the numbers); with CARDSHOP_REDIS_REPLICA_ACKS a reservation is
-// answered only once that many replicas have it (a failover then loses none).
+// answered only once that many replicas have it (a failover then loses none). Its keys live
+// under CARDSHOP_REDIS_PREFIX.
 func newGate(cfg Config, c redis.UniversalClient, m *metrics.Metrics) (*redisgate.Gate, error) {
-	g := redisgate.New(c).WithSoldOutLease(cfg.SoldOutLease, m).WithReplicaAcks(cfg.RedisReplicaAcks, cfg.RedisReplicaWait)
+	g := redisgate.New(c).WithKeyPrefix(cfg.RedisPrefix).WithSoldOutLease(cfg.SoldOutLease, m).WithReplicaAcks(cfg.RedisReplicaAcks, cfg.RedisReplicaWait)
 	if !cfg.RedisAutoPipeline {
 		return g, nil
 	}

@@ -1,10 +1,10 @@
 package ratelimit
 
 // Internals the external tests look at.
-var (
-	RedisKey = redisKey
-	Rate     = rate
-)
+var Rate = rate
+
+// RedisKey names the Redis key that holds key's limit on a limiter without a key prefix.
+func RedisKey(key string) string { return (&Redis{}).redisKey(key) }
 
 // Len returns how many keys m holds.
 func Len(m *Memory) int {

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,7 +19,8 @@ var script = redis.NewScript(lua.RateLimit)
 
 // Redis is a GCRA rate limiter whose state lives in Redis (standalone or Cluster), so every
 // service instance on the same Redis shares each limit. One key per limit key, rl:{<key>}: the
-// braces are a Cluster hash tag, which keeps the key whole in one slot whatever <key> holds.
+// braces are a Cluster hash tag, which keeps the key whole in one slot whatever <key> holds;
+// WithKeyPrefix(p) names it p:rl:{<key>}, so shops that share one Redis keep their own limits.
 // Each Allow is one run of ratelimit.lua, atomic on the server and judged by Redis's clock. It
 // is safe for concurrent use.
 type Redis struct {
@@ -26,6 +28,8 @@ type Redis struct {
 	// ap is the deferred auto-pipeliner Allow queues its script on (WithAutoPipeline), waiting
 	// for the reply only while its caller's context lasts; nil runs it on run.
 	ap *redis.AutoPipeliner
+	// ns starts every key name: "" or a namespace and ':' (WithKeyPrefix).
+	ns string
 }
 
 // NewRedis returns a limiter on c, a standalone, failover or Cluster client. It does not own c:
@@ -43,6 +47,21 @@ func (r *Redis) WithAutoPipeline(ap *redis.AutoPipeliner) *Redis {
 		r.run, r.ap = ap, nil
 	} else {
 		r.ap = ap
+	}
+	return r
+}
+
+// WithKeyPrefix puts every limit of r under the namespace prefix: p:rl:{<key>} instead of
+// rl:{<key>} ("" keeps the names without a namespace). The prefix goes before the hash tag and
+// must hold no '{' or '}': WithKeyPrefix panics on one, as regexp.MustCompile does on a bad
+// expression (the configuration refuses such a prefix first). Call it before r's first use.
+func (r *Redis) WithKeyPrefix(prefix string) *Redis {
+	if strings.ContainsAny(prefix, "{}") {
+		panic(fmt.Sprintf("ratelimit: key prefix %q holds a hash tag brace", prefix))
+	}
+	r.ns = ""
+	if prefix != "" {
+		r.ns = prefix + ":"
 	}
 	return r
 }
@@ -69,7 +88,7 @@ func (r *Redis) runScript(ctx context.Context, keys []string, args ...any) ([]in
 }
 
 // redisKey names the Redis key that holds the limit of key.
-func redisKey(key string) string { return "rl:{" + key + "}" }
+func (r *Redis) redisKey(key string) string { return r.ns + "rl:{" + key + "}" }
 
 // Allow charges one request to key against limit requests per window, atomically for every
 // instance on this Redis. It reports whether the request may go ahead and, when not, how long
@@ -83,7 +102,7 @@ func (r *Redis) Allow(ctx context.Context, key string, limit int, window time.Du
 	if err != nil {
 		return false, 0, err
 	}
-	reply, err := r.runScript(ctx, []string{redisKey(key)}, interval.Microseconds(), burst.Microseconds())
+	reply, err := r.runScript(ctx, []string{r.redisKey(key)}, interval.Microseconds(), burst.Microseconds())
 	if err != nil {
 		return false, 0, fmt.Errorf("redis rate limit: %w: %w", domain.ErrUnavailable, err)
 	}

@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -118,5 +119,63 @@ func TestRedisUnreachableIsUnavailable(t *testing.T) {
 	ok, _, err := ratelimit.NewRedis(c).Allow(t.Context(), "k", 10, time.Minute)
 	if ok || !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("Allow = %v, %v; want ErrUnavailable", ok, err)
+	}
+}
+
+// Two shops on one Redis (standalone and Cluster) under different key prefixes keep their own
+// limits for the same limit key: each shop's one request of the window is allowed, and its
+// second refused. The state lives under the prefix, outside the hash tag, so on a Cluster it
+// sits in the slot of the braces alone.
+func TestRedisKeyPrefixKeepsShopsApart(t *testing.T) {
+	for name, c := range map[string]redis.UniversalClient{"standalone": standalone(t), "cluster": cluster(t)} {
+		t.Run(name, func(t *testing.T) {
+			key := "buyer:" + t.Name() + time.Now().Format(time.RFC3339Nano)
+			a := ratelimit.NewRedis(c).WithKeyPrefix("shop-a")
+			b := ratelimit.NewRedis(c).WithKeyPrefix("shop-b")
+			for _, l := range []*ratelimit.Redis{a, b} {
+				if ok, _, err := l.Allow(t.Context(), key, 1, time.Minute); !ok || err != nil {
+					t.Fatalf("first Allow = %v, %v; want allowed", ok, err)
+				}
+			}
+			for _, l := range []*ratelimit.Redis{a, b} {
+				if ok, _, err := l.Allow(t.Context(), key, 1, time.Minute); ok || err != nil {
+					t.Fatalf("second Allow = %v, %v; want refused", ok, err)
+				}
+			}
+			for _, shop := range []string{"shop-a", "shop-b"} {
+				name := shop + ":" + ratelimit.RedisKey(key)
+				if n, err := c.Exists(t.Context(), name).Result(); err != nil || n != 1 {
+					t.Fatalf("EXISTS %s = %d, %v; want 1", name, n, err)
+				}
+				t.Cleanup(func() { _ = c.Del(context.Background(), name).Err() })
+			}
+			if n, err := c.Exists(t.Context(), ratelimit.RedisKey(key)).Result(); err != nil || n != 0 {
+				t.Fatalf("EXISTS %s = %d, %v; want 0: no limit without the prefix", ratelimit.RedisKey(key), n, err)
+			}
+			if cc, ok := c.(*redis.ClusterClient); ok {
+				plain, err := cc.ClusterKeySlot(t.Context(), ratelimit.RedisKey(key)).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				prefixed, err := cc.ClusterKeySlot(t.Context(), "shop-a:"+ratelimit.RedisKey(key)).Result()
+				if err != nil || prefixed != plain {
+					t.Fatalf("slot with the prefix %d (%v), without %d: the prefix left the hash tag", prefixed, err, plain)
+				}
+			}
+		})
+	}
+}
+
+// A prefix with a hash tag brace would move the key's slot: the limiter refuses it.
+func TestRedisKeyPrefixRefusesBraces(t *testing.T) {
+	for _, p := range []string{"{shop}", "shop{", "}"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("WithKeyPrefix(%q) did not panic", p)
+				}
+			}()
+			ratelimit.NewRedis(nil).WithKeyPrefix(p)
+		}()
 	}
 }

@@ -28,6 +28,10 @@
 //	soldout:{<pid>}                    a sold-out lease: present until it ends (lease.go)
 //	claimbits:v1:{<pid>}               bitmap: a bit set for each buyer's claim (lease.go)
 //
+// A gate WithKeyPrefix(p) puts p and ':' before each name (p:stock:product:{<pid>}, ...): shops
+// that share one Redis never meet, and the hash tag, which the prefix never contains, still
+// keeps a product's keys in one slot.
+//
 // It imports the domain, package lua, adapters/redispipe and go-redis.
 package redisgate
 
@@ -105,6 +109,8 @@ const fenced = -1
 // Gate is a domain.StockGate on Redis. It is safe for concurrent use.
 type Gate struct {
 	c redis.UniversalClient
+	// ks starts every key name (WithKeyPrefix).
+	ks keyspace
 	// hot runs reserve.lua when ap is nil: the client itself, or a blocking auto-pipeliner
 	// (WithAutoPipeline).
 	hot redis.Scripter
@@ -134,6 +140,7 @@ const maxCachedProducts = 4096
 
 // productKeys are the key names of one product that reserve.lua takes.
 type productKeys struct {
+	ks                                                                                           keyspace
 	tag, stock, sold, frozen, holds, holdInfo, fence, rules, held, holdBuyer, soldOut, claimBits string
 	couponUse, couponBuyer, holdCoupon                                                           string
 	// lease is this instance's copy of the product's sold-out lease; nil for names built for
@@ -141,11 +148,11 @@ type productKeys struct {
 	lease *soldOutLease
 }
 
-func newProductKeys(p domain.ProductID) *productKeys {
-	return &productKeys{tag: productTag(p), stock: stockKey(p), sold: soldKey(p), frozen: frozenKey(p), holds: holdsKey(p),
-		holdInfo: holdInfoKey(p), fence: fenceKey(p), rules: rulesKey(p), held: heldKey(p), holdBuyer: holdBuyerKey(p),
-		soldOut: soldOutKey(p), claimBits: claimBitsKey(p), couponUse: couponUseKey(p), couponBuyer: couponBuyerKey(p),
-		holdCoupon: holdCouponKey(p)}
+func newProductKeys(ks keyspace, p domain.ProductID) *productKeys {
+	return &productKeys{ks: ks, tag: productTag(p), stock: ks.stockKey(p), sold: ks.soldKey(p), frozen: ks.frozenKey(p),
+		holds: ks.holdsKey(p), holdInfo: ks.holdInfoKey(p), fence: ks.fenceKey(p), rules: ks.rulesKey(p), held: ks.heldKey(p),
+		holdBuyer: ks.holdBuyerKey(p), soldOut: ks.soldOutKey(p), claimBits: ks.claimBitsKey(p),
+		couponUse: ks.couponUseKey(p), couponBuyer: ks.couponBuyerKey(p), holdCoupon: ks.holdCouponKey(p)}
 }
 
 // keysOf returns p's key names, from the cache when it has them.
@@ -153,7 +160,7 @@ func (g *Gate) keysOf(p domain.ProductID) *productKeys {
 	if k, ok := g.keys.Load(p); ok {
 		return k.(*productKeys)
 	}
-	k := newProductKeys(p)
+	k := newProductKeys(g.ks, p)
 	if g.cached.Load() < maxCachedProducts {
 		k.lease = &soldOutLease{}
 		got, loaded := g.keys.LoadOrStore(p, k)
@@ -173,6 +180,31 @@ func New(c redis.UniversalClient) *Gate {
 	return &Gate{c: c, hot: c, leaseObs: noLeaseObserver{}, start: time.Now()}
 }
 
+// WithKeyPrefix puts every key of the gate under the namespace prefix: its names become
+// <prefix>:stock:product:{<pid>} and so on, so gates of different shops share one Redis (or
+// one Cluster) without meeting; "" keeps the names without a namespace. The prefix goes before
+// the {<pid>} hash tag, so a Cluster still keeps all keys of a product in one slot; it must
+// therefore hold no '{' or '}' (WithKeyPrefix panics on one, as regexp.MustCompile does on a
+// bad expression: the configuration refuses such a prefix first). Call it before the gate's
+// first use.
+func (g *Gate) WithKeyPrefix(prefix string) *Gate {
+	g.ks = newKeyspace(prefix)
+	g.keys.Clear()
+	g.cached.Store(0)
+	return g
+}
+
+// newKeyspace is the keyspace of the namespace prefix ("" for none).
+func newKeyspace(prefix string) keyspace {
+	if prefix == "" {
+		return ""
+	}
+	if strings.ContainsAny(prefix, "{}") {
+		panic(fmt.Sprintf("redisgate: key prefix %q holds a hash tag brace", prefix))
+	}
+	return keyspace(prefix + ":")
+}
+
 // Ping checks that Redis answers; its error wraps domain.ErrUnavailable.
 func (g *Gate) Ping(ctx context.Context) error {
 	return wrap("ping", g.c.Ping(ctx).Err())
@@ -180,50 +212,86 @@ func (g *Gate) Ping(ctx context.Context) error {
 
 func productTag(p domain.ProductID) string { return "{" + strconv.FormatInt(int64(p), 10) + "}" }
 
-func stockKey(p domain.ProductID) string  { return "stock:product:" + productTag(p) }
-func soldKey(p domain.ProductID) string   { return "sold:product:" + productTag(p) }
-func frozenKey(p domain.ProductID) string { return "frozen:product:" + productTag(p) }
+// keyspace is what every key name of a gate starts with: "" (no namespace) or a namespace and
+// ':' (WithKeyPrefix). It stays outside the {pid} hash tag, so a Cluster still hashes only the
+// product id and every key of a product stays in one slot, whatever the namespace.
+type keyspace string
+
+func (ks keyspace) stockKey(p domain.ProductID) string {
+	return string(ks) + "stock:product:" + productTag(p)
+}
+func (ks keyspace) soldKey(p domain.ProductID) string {
+	return string(ks) + "sold:product:" + productTag(p)
+}
+func (ks keyspace) frozenKey(p domain.ProductID) string {
+	return string(ks) + "frozen:product:" + productTag(p)
+}
 
 // claimKey names a reservation's idempotency claim. Buyers' claims live under idem:order: and
 // keyless ones under idem:ref:, so a Ref can never take a buyer's key or the reverse; within
 // idem:order: the buyer cannot contain ':' (checkClaim), so <buyer>:<key> splits one way only.
-func claimKey(r domain.Reservation) string { return claimKeyOf(productTag(r.Product), r) }
+func (ks keyspace) claimKey(r domain.Reservation) string {
+	return ks.claimKeyOf(productTag(r.Product), r)
+}
 
 // claimKeyOf is claimKey with the product's hash tag given.
-func claimKeyOf(tag string, r domain.Reservation) string {
+func (ks keyspace) claimKeyOf(tag string, r domain.Reservation) string {
 	if r.Key == "" {
-		return "idem:ref:" + tag + ":" + r.Ref
+		return string(ks) + refClaim + tag + ":" + r.Ref
 	}
-	return "idem:order:" + tag + ":" + string(r.Buyer) + ":" + string(r.Key)
+	return string(ks) + "idem:order:" + tag + ":" + string(r.Buyer) + ":" + string(r.Key)
 }
 
-func markerKey(c domain.GateChange) string {
-	return "gate:applied:" + productTag(c.Product) + ":" + c.Ref
+// refClaim is what the name of a keyless reservation's claim starts with after the keyspace.
+const refClaim = "idem:ref:"
+
+func (ks keyspace) markerKey(c domain.GateChange) string {
+	return string(ks) + "gate:applied:" + productTag(c.Product) + ":" + c.Ref
 }
 
-func holdsKey(p domain.ProductID) string     { return "holds:" + productTag(p) }
-func holdInfoKey(p domain.ProductID) string  { return "holdinfo:" + productTag(p) }
-func fenceKey(p domain.ProductID) string     { return "rebuild:" + productTag(p) }
-func rulesKey(p domain.ProductID) string     { return "rules:" + productTag(p) }
-func heldKey(p domain.ProductID) string      { return "held:" + productTag(p) }
-func holdBuyerKey(p domain.ProductID) string { return "holdbuyer:" + productTag(p) }
-func soldOutKey(p domain.ProductID) string   { return "soldout:" + productTag(p) }
-func claimBitsKey(p domain.ProductID) string { return "claimbits:v1:" + productTag(p) }
+func (ks keyspace) holdsKey(p domain.ProductID) string { return string(ks) + "holds:" + productTag(p) }
+func (ks keyspace) holdInfoKey(p domain.ProductID) string {
+	return string(ks) + "holdinfo:" + productTag(p)
+}
+func (ks keyspace) fenceKey(p domain.ProductID) string {
+	return string(ks) + "rebuild:" + productTag(p)
+}
+func (ks keyspace) rulesKey(p domain.ProductID) string { return string(ks) + "rules:" + productTag(p) }
+func (ks keyspace) heldKey(p domain.ProductID) string  { return string(ks) + "held:" + productTag(p) }
+func (ks keyspace) holdBuyerKey(p domain.ProductID) string {
+	return string(ks) + "holdbuyer:" + productTag(p)
+}
+func (ks keyspace) soldOutKey(p domain.ProductID) string {
+	return string(ks) + "soldout:" + productTag(p)
+}
+func (ks keyspace) claimBitsKey(p domain.ProductID) string {
+	return string(ks) + "claimbits:v1:" + productTag(p)
+}
 
 // The coupon counts (couponBuyer's fields are <code>|<buyer>: a code holds no '|', so a field
 // splits one way) and the coupon each tracked hold claimed.
-func couponUseKey(p domain.ProductID) string   { return "couponuse:" + productTag(p) }
-func couponBuyerKey(p domain.ProductID) string { return "couponbuyer:" + productTag(p) }
-func holdCouponKey(p domain.ProductID) string  { return "holdcoupon:" + productTag(p) }
+func (ks keyspace) couponUseKey(p domain.ProductID) string {
+	return string(ks) + "couponuse:" + productTag(p)
+}
+func (ks keyspace) couponBuyerKey(p domain.ProductID) string {
+	return string(ks) + "couponbuyer:" + productTag(p)
+}
+func (ks keyspace) holdCouponKey(p domain.ProductID) string {
+	return string(ks) + "holdcoupon:" + productTag(p)
+}
 
 // couponSep separates a coupon's code from the buyer in couponbuyer:{<pid>}'s fields.
 const couponSep = "|"
 
 // budgetKey names a buyer's budget for a product; like claims, it relies on buyers without ':'.
-func budgetKey(p domain.ProductID, b domain.BuyerID) string { return budgetKeyOf(productTag(p), b) }
+func (ks keyspace) budgetKey(p domain.ProductID, b domain.BuyerID) string {
+	return ks.budgetKeyOf(productTag(p), b)
+}
 
 // budgetKeyOf is budgetKey with the product's hash tag given.
-func budgetKeyOf(tag string, b domain.BuyerID) string { return "budget:" + tag + ":" + string(b) }
+func (ks keyspace) budgetKeyOf(tag string, b domain.BuyerID) string {
+	return string(ks) + "budget:" + tag + ":" + string(b)
+}
 
 // checkClaim refuses what cannot be stored as a claim unambiguously.
 func checkClaim(r domain.Reservation) error {
@@ -301,8 +369,8 @@ func reserveArgs(k *productKeys, r domain.Reservation) (keys []string, args []an
 	case !r.PaidAt.IsZero():
 		enforce = "L" + strconv.FormatInt(max(r.PaidAt.UnixMilli(), 0), 10)
 	}
-	keys = []string{k.stock, k.sold, k.frozen, claimKeyOf(k.tag, r), k.holds, k.holdInfo,
-		budgetKeyOf(k.tag, r.Buyer), k.fence, k.rules, k.held, k.holdBuyer, k.soldOut, k.claimBits,
+	keys = []string{k.stock, k.sold, k.frozen, k.ks.claimKeyOf(k.tag, r), k.holds, k.holdInfo,
+		k.ks.budgetKeyOf(k.tag, r.Buyer), k.fence, k.rules, k.held, k.holdBuyer, k.soldOut, k.claimBits,
 		k.couponUse, k.couponBuyer, k.holdCoupon}
 	// Without a coupon its three arguments are constants, boxed without an allocation.
 	args = []any{qty, claim, strconv.FormatInt(ms, 10), track, capacity, window, string(r.Buyer), enforce, bit, "", "0", "0"}
@@ -472,8 +540,8 @@ func (g *Gate) Cancel(ctx context.Context, r domain.Reservation) (bool, error) {
 		return false, err
 	}
 	p := r.Product
-	n, err := cancelScript.Run(ctx, g.c, []string{stockKey(p), soldKey(p), claimKey(r), holdsKey(p), holdInfoKey(p),
-		fenceKey(p), rulesKey(p), heldKey(p), holdBuyerKey(p), couponUseKey(p), couponBuyerKey(p), holdCouponKey(p)},
+	n, err := cancelScript.Run(ctx, g.c, []string{g.ks.stockKey(p), g.ks.soldKey(p), g.ks.claimKey(r), g.ks.holdsKey(p), g.ks.holdInfoKey(p),
+		g.ks.fenceKey(p), g.ks.rulesKey(p), g.ks.heldKey(p), g.ks.holdBuyerKey(p), g.ks.couponUseKey(p), g.ks.couponBuyerKey(p), g.ks.holdCouponKey(p)},
 		string(r.OrderNo), r.Fingerprint).Int64()
 	if err != nil {
 		return false, wrap("cancel", err)
@@ -494,8 +562,8 @@ func (g *Gate) Apply(ctx context.Context, c domain.GateChange) (bool, error) {
 		return false, err
 	}
 	p := c.Product
-	n, err := applyScript.Run(ctx, g.c, []string{stockKey(p), soldKey(p), markerKey(c), fenceKey(p), rulesKey(p),
-		heldKey(p), couponUseKey(p), couponBuyerKey(p)},
+	n, err := applyScript.Run(ctx, g.c, []string{g.ks.stockKey(p), g.ks.soldKey(p), g.ks.markerKey(c), g.ks.fenceKey(p), g.ks.rulesKey(p),
+		g.ks.heldKey(p), g.ks.couponUseKey(p), g.ks.couponBuyerKey(p)},
 		strconv.FormatInt(c.Stock, 10), strconv.FormatInt(c.Sold, 10),
 		strconv.FormatInt(MarkerTTL.Milliseconds(), 10), string(c.Buyer), strconv.FormatInt(c.Held, 10),
 		string(c.Coupon), strconv.FormatInt(c.CouponUses, 10)).Int64()
@@ -512,7 +580,7 @@ func (g *Gate) Apply(ctx context.Context, c domain.GateChange) (bool, error) {
 // the gate has no stock key for it, and then only Frozen is reported. An error reaching Redis
 // wraps domain.ErrUnavailable.
 func (g *Gate) Levels(ctx context.Context, p domain.ProductID) (domain.GateLevels, bool, error) {
-	vals, err := g.c.MGet(ctx, stockKey(p), soldKey(p), frozenKey(p)).Result()
+	vals, err := g.c.MGet(ctx, g.ks.stockKey(p), g.ks.soldKey(p), g.ks.frozenKey(p)).Result()
 	if err != nil {
 		return domain.GateLevels{}, false, wrap("levels", err)
 	}
@@ -532,7 +600,7 @@ func (g *Gate) LevelsMany(ctx context.Context, ids []domain.ProductID) (map[doma
 	cmds := make([]*redis.SliceCmd, len(ids))
 	_, err := g.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, p := range ids {
-			cmds[i] = pipe.MGet(ctx, stockKey(p), soldKey(p), frozenKey(p))
+			cmds[i] = pipe.MGet(ctx, g.ks.stockKey(p), g.ks.soldKey(p), g.ks.frozenKey(p))
 		}
 		return nil
 	})
@@ -586,9 +654,9 @@ func counter(v any) (int64, error) {
 func (g *Gate) SetFrozen(ctx context.Context, p domain.ProductID, frozen bool) error {
 	var err error
 	if frozen {
-		err = g.c.Set(ctx, frozenKey(p), "1", 0).Err()
+		err = g.c.Set(ctx, g.ks.frozenKey(p), "1", 0).Err()
 	} else {
-		err = g.c.Del(ctx, frozenKey(p)).Err()
+		err = g.c.Del(ctx, g.ks.frozenKey(p)).Err()
 	}
 	return wrap("set frozen", err)
 }
@@ -601,7 +669,7 @@ func (g *Gate) SetRules(ctx context.Context, p domain.ProductID, r domain.SaleRu
 		return err
 	}
 	starts, ends, limit := rulesArgs(r)
-	n, err := rulesScript.Run(ctx, g.c, []string{rulesKey(p), heldKey(p), fenceKey(p)}, starts, ends, limit).Int64()
+	n, err := rulesScript.Run(ctx, g.c, []string{g.ks.rulesKey(p), g.ks.heldKey(p), g.ks.fenceKey(p)}, starts, ends, limit).Int64()
 	if err != nil {
 		return wrap("set rules", err)
 	}
@@ -614,7 +682,7 @@ func (g *Gate) SetRules(ctx context.Context, p domain.ProductID, r domain.SaleRu
 // HeldCounts reads the product's holding counts (one HGETALL). An error reaching Redis wraps
 // domain.ErrUnavailable.
 func (g *Gate) HeldCounts(ctx context.Context, p domain.ProductID) (map[domain.BuyerID]int64, error) {
-	vals, err := g.c.HGetAll(ctx, heldKey(p)).Result()
+	vals, err := g.c.HGetAll(ctx, g.ks.heldKey(p)).Result()
 	if err != nil {
 		return nil, wrap("held counts", err)
 	}
@@ -635,8 +703,8 @@ func (g *Gate) HeldCounts(ctx context.Context, p domain.ProductID) (map[domain.B
 func (g *Gate) CouponCounts(ctx context.Context, p domain.ProductID) (domain.CouponCounts, error) {
 	var uses, buyers *redis.MapStringStringCmd
 	_, err := g.c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		uses = pipe.HGetAll(ctx, couponUseKey(p))
-		buyers = pipe.HGetAll(ctx, couponBuyerKey(p))
+		uses = pipe.HGetAll(ctx, g.ks.couponUseKey(p))
+		buyers = pipe.HGetAll(ctx, g.ks.couponBuyerKey(p))
 		return nil
 	})
 	if err != nil {

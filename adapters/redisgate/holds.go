@@ -27,7 +27,7 @@ func (g *Gate) Holds(ctx context.Context, p domain.ProductID, minAge time.Durati
 	if limit <= 0 {
 		return nil, nil
 	}
-	reply, err := holdsScript.Run(ctx, g.c, []string{holdsKey(p), holdInfoKey(p), holdBuyerKey(p), holdCouponKey(p)},
+	reply, err := holdsScript.Run(ctx, g.c, []string{g.ks.holdsKey(p), g.ks.holdInfoKey(p), g.ks.holdBuyerKey(p), g.ks.holdCouponKey(p)},
 		strconv.FormatInt(max(minAge.Milliseconds(), 0), 10), strconv.Itoa(limit)).StringSlice()
 	if err != nil {
 		return nil, wrap("holds", err)
@@ -40,7 +40,7 @@ func (g *Gate) Holds(ctx context.Context, p domain.ProductID, minAge time.Durati
 		if reply[i+2] == "" {
 			continue // a member without info: nothing to release it with (never written so)
 		}
-		h, err := decodeHold(p, reply[i:i+holdValues])
+		h, err := g.ks.decodeHold(p, reply[i:i+holdValues])
 		if err != nil {
 			return nil, fmt.Errorf("redis gate holds: %w", err)
 		}
@@ -55,7 +55,7 @@ const holdValues = 5
 
 // decodeHold reads a hold from its member, score, <qty>|<claim key>, buyer and coupon (the
 // last two "" for none); a hold made by a keyless claim (idem:ref:) is a late re-reservation.
-func decodeHold(p domain.ProductID, v []string) (domain.Hold, error) {
+func (ks keyspace) decodeHold(p domain.ProductID, v []string) (domain.Hold, error) {
 	member, score, info := v[0], v[1], v[2]
 	ms, err := strconv.ParseFloat(score, 64)
 	if err != nil {
@@ -66,7 +66,7 @@ func decodeHold(p domain.ProductID, v []string) (domain.Hold, error) {
 		return domain.Hold{}, fmt.Errorf("%s: %w", member, err)
 	}
 	return domain.Hold{Product: p, OrderNo: domain.OrderNo(member), Qty: qty, At: time.UnixMilli(int64(ms)),
-		Late: strings.HasPrefix(claim, "idem:ref:"), Buyer: domain.BuyerID(v[3]), Coupon: domain.CouponCode(v[4])}, nil
+		Late: strings.HasPrefix(claim, string(ks)+refClaim), Buyer: domain.BuyerID(v[3]), Coupon: domain.CouponCode(v[4])}, nil
 }
 
 // parseHoldInfo splits a hold's <qty>|<claim key>.
@@ -91,7 +91,7 @@ func (g *Gate) Forget(ctx context.Context, p domain.ProductID, nos []domain.Orde
 		for i, no := range chunk {
 			args[i] = string(no)
 		}
-		keys := []string{holdsKey(p), holdInfoKey(p), holdBuyerKey(p), holdCouponKey(p)}
+		keys := []string{g.ks.holdsKey(p), g.ks.holdInfoKey(p), g.ks.holdBuyerKey(p), g.ks.holdCouponKey(p)}
 		if err := forgetScript.Run(ctx, g.c, keys, args...).Err(); err != nil {
 			return wrap("forget", err)
 		}
@@ -106,7 +106,7 @@ func (g *Gate) Forget(ctx context.Context, p domain.ProductID, nos []domain.Orde
 // released it. The claim's name is read from the hold first (HGET), because a script may only
 // touch the keys it is given. An error reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) ReleaseOrphan(ctx context.Context, h domain.Hold) (bool, error) {
-	info, err := g.c.HGet(ctx, holdInfoKey(h.Product), string(h.OrderNo)).Result()
+	info, err := g.c.HGet(ctx, g.ks.holdInfoKey(h.Product), string(h.OrderNo)).Result()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
@@ -117,9 +117,9 @@ func (g *Gate) ReleaseOrphan(ctx context.Context, h domain.Hold) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("redis gate release orphan %s: %w", h.OrderNo, err)
 	}
-	n, err := releaseScript.Run(ctx, g.c, []string{stockKey(h.Product), soldKey(h.Product), holdsKey(h.Product),
-		holdInfoKey(h.Product), claim, fenceKey(h.Product), rulesKey(h.Product), heldKey(h.Product),
-		holdBuyerKey(h.Product), couponUseKey(h.Product), couponBuyerKey(h.Product), holdCouponKey(h.Product)},
+	n, err := releaseScript.Run(ctx, g.c, []string{g.ks.stockKey(h.Product), g.ks.soldKey(h.Product), g.ks.holdsKey(h.Product),
+		g.ks.holdInfoKey(h.Product), claim, g.ks.fenceKey(h.Product), g.ks.rulesKey(h.Product), g.ks.heldKey(h.Product),
+		g.ks.holdBuyerKey(h.Product), g.ks.couponUseKey(h.Product), g.ks.couponBuyerKey(h.Product), g.ks.holdCouponKey(h.Product)},
 		string(h.OrderNo)).Int64()
 	if err != nil {
 		return false, wrap("release orphan", err)

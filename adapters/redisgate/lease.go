@@ -151,7 +151,8 @@ func decodeLease(reply []any) (granted bool, left time.Duration, bits string, er
 }
 
 // claimBit is the claim's bit in the product's bitmap: FNV-1a (64 bits) of the claim key
-// claimKeyOf builds, without building it, folded to claimBits.
+// claimKeyOf builds without a keyspace, without building it, folded to claimBits. The bitmap's
+// own name carries the keyspace, so the bit needs none.
 func claimBit(tag string, r domain.Reservation) int {
 	const offset, prime = 14695981039346656037, 1099511628211
 	h := uint64(offset)

@@ -20,8 +20,8 @@ func (g *Gate) Rebuild(ctx context.Context, p domain.ProductID, l domain.GateLev
 	if l.Frozen {
 		frozen = "1"
 	}
-	err := rebuildScript.Run(ctx, g.c, []string{stockKey(p), soldKey(p), frozenKey(p), holdsKey(p), holdInfoKey(p),
-		heldKey(p), holdBuyerKey(p), couponUseKey(p), couponBuyerKey(p), holdCouponKey(p)},
+	err := rebuildScript.Run(ctx, g.c, []string{g.ks.stockKey(p), g.ks.soldKey(p), g.ks.frozenKey(p), g.ks.holdsKey(p), g.ks.holdInfoKey(p),
+		g.ks.heldKey(p), g.ks.holdBuyerKey(p), g.ks.couponUseKey(p), g.ks.couponBuyerKey(p), g.ks.holdCouponKey(p)},
 		strconv.FormatInt(l.Stock, 10), strconv.FormatInt(l.Sold, 10), frozen).Err()
 	return wrap("rebuild", err)
 }
@@ -33,7 +33,7 @@ func (g *Gate) BeginRebuild(ctx context.Context, p domain.ProductID, token strin
 	if token == "" || ttl <= 0 {
 		return nil, domain.Invalid("token", "a rebuild needs a token and a positive fence time")
 	}
-	reply, err := fenceScript.Run(ctx, g.c, []string{fenceKey(p), holdsKey(p), holdInfoKey(p), holdBuyerKey(p), holdCouponKey(p)},
+	reply, err := fenceScript.Run(ctx, g.c, []string{g.ks.fenceKey(p), g.ks.holdsKey(p), g.ks.holdInfoKey(p), g.ks.holdBuyerKey(p), g.ks.holdCouponKey(p)},
 		token, strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)).Slice()
 	if err != nil {
 		return nil, wrap("begin rebuild", err)
@@ -53,7 +53,7 @@ func (g *Gate) BeginRebuild(ctx context.Context, p domain.ProductID, token strin
 		if v[2] == "" {
 			continue // a member without info: nothing to account it by (never written so)
 		}
-		h, err := decodeHold(p, v)
+		h, err := g.ks.decodeHold(p, v)
 		if err != nil {
 			return nil, fmt.Errorf("redis gate begin rebuild: %w", err)
 		}
@@ -75,10 +75,10 @@ func (g *Gate) FinishRebuild(ctx context.Context, p domain.ProductID, plan domai
 	if err := plan.Rules.Check(); err != nil {
 		return err
 	}
-	keys := []string{stockKey(p), soldKey(p), frozenKey(p), fenceKey(p), holdsKey(p), holdInfoKey(p),
-		rulesKey(p), heldKey(p), holdBuyerKey(p), couponUseKey(p), couponBuyerKey(p), holdCouponKey(p)}
+	keys := []string{g.ks.stockKey(p), g.ks.soldKey(p), g.ks.frozenKey(p), g.ks.fenceKey(p), g.ks.holdsKey(p), g.ks.holdInfoKey(p),
+		g.ks.rulesKey(p), g.ks.heldKey(p), g.ks.holdBuyerKey(p), g.ks.couponUseKey(p), g.ks.couponBuyerKey(p), g.ks.holdCouponKey(p)}
 	for _, ref := range plan.Counted {
-		keys = append(keys, markerKey(domain.GateChange{Product: p, Ref: ref}))
+		keys = append(keys, g.ks.markerKey(domain.GateChange{Product: p, Ref: ref}))
 	}
 	starts, ends, limit := rulesArgs(plan.Rules)
 	var held, uses, buyers []any
@@ -122,5 +122,5 @@ func (g *Gate) FinishRebuild(ctx context.Context, p domain.ProductID, plan domai
 // AbortRebuild lifts the fence if it is still held under token (unfence.lua). An error
 // reaching Redis wraps domain.ErrUnavailable.
 func (g *Gate) AbortRebuild(ctx context.Context, p domain.ProductID, token string) error {
-	return wrap("abort rebuild", unfenceScript.Run(ctx, g.c, []string{fenceKey(p)}, token).Err())
+	return wrap("abort rebuild", unfenceScript.Run(ctx, g.c, []string{g.ks.fenceKey(p)}, token).Err())
 }

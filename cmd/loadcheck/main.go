@@ -95,7 +95,8 @@ func main() {
 	flag.StringVar(&o.targets, "target", "", "comma-separated base URLs of already running instances to load instead of starting them\n"+
 		"(secrets from CARDSHOP_ADMIN_TOKEN, CARDSHOP_PAYMENT_SECRET, CARDSHOP_TOKEN_SECRET; their database from\n"+
 		"CARDSHOP_MYSQL_DSN; -order-timeout must match theirs; start them with CARDSHOP_RATE_PER_IP=0,\n"+
-		"CARDSHOP_RATE_PER_BUYER=0 and CARDSHOP_BUYER_CAP=0, as all load comes from one IP; scenarios 5, 7 and 9 need two,\n"+
+		"CARDSHOP_RATE_PER_BUYER=0 and CARDSHOP_BUYER_CAP=0, as all load comes from one IP, and without CARDSHOP_REDIS_PREFIX,\n"+
+		"as the checks read the gate's keys by their bare names; scenarios 5, 7 and 9 need two,\n"+
 		"scenario 8 needs instances it starts itself and is skipped)")
 	flag.StringVar(&o.mysqlServer, "mysql", envOr("TEST_MYSQL_DSN", "root@tcp(127.0.0.1:3306)/"), "MariaDB server DSN (a database cardshop_load is created)")
 	flag.StringVar(&o.redisAddr, "redis", envOr("TEST_REDIS_ADDR", "127.0.0.1:6379"), "Redis address")
