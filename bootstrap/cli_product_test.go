@@ -211,7 +211,7 @@ func TestProductCommands(t *testing.T) {
 		t.Fatalf("product-update -description: exit %d, stderr %q, printed\n%s", code, errOut, out)
 	}
 	code, out, errOut = runCtl("product-update", "-url", url, "-product", "45", "-description", "bell\a")
-	if want := "cardshopctl: 400 invalid_request: description: must not contain control characters (newlines and tabs are allowed)\n"; code != 1 || out != "" || errOut != want {
+	if want := "cardshopctl: 400 invalid_request: description: must not contain control characters other than newline and tab\n"; code != 1 || out != "" || errOut != want {
 		t.Fatalf("product-update -description with a control character: exit %d, %q %q; want exit 1 and %q", code, out, errOut, want)
 	}
 	code, out, errOut = runCtl("product-update", "-url", url, "-product", "45", "-description", "")

@@ -424,7 +424,7 @@ func CheckDescription(s string) (string, error) {
 			continue
 		}
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return "", Invalid("description", "must not contain control characters (newlines and tabs are allowed)")
+			return "", Invalid("description", "must not contain control characters other than newline and tab")
 		}
 	}
 	return s, nil
