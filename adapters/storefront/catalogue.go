@@ -89,7 +89,8 @@ func paragraphs(desc string) [][]string {
 const excerptWidth = 90
 
 // excerpt is what the catalogue card shows of a description: its first non-blank line, cut at
-// excerptWidth columns with "…".
+// excerptWidth columns with "…" — at the last space when the cut falls inside a word and a
+// space is near (text of words; Chinese has no spaces and is cut at the character).
 func excerpt(desc string) string {
 	var first string
 	for line := range strings.SplitSeq(desc, "\n") {
@@ -100,9 +101,16 @@ func excerpt(desc string) string {
 	width := 0
 	for i, r := range first {
 		width += runeWidth(r)
-		if width > excerptWidth {
-			return strings.TrimSpace(first[:i]) + "…"
+		if width <= excerptWidth {
+			continue
 		}
+		cut := first[:i]
+		if r != ' ' && r != '\t' {
+			if sp := strings.LastIndexAny(cut, " \t"); sp >= len(cut)*2/3 {
+				cut = cut[:sp]
+			}
+		}
+		return strings.TrimSpace(cut) + "…"
 	}
 	return first
 }
