@@ -32,6 +32,7 @@ const (
 type CatalogueItem struct {
 	ID          domain.ProductID
 	Name        string
+	Description string       // plain text, lines separated by "\n" (domain.Product.Description)
 	Price       domain.Money // the base unit price
 	Tiers       []domain.PriceTier
 	MinPerOrder int
@@ -242,7 +243,7 @@ func (s *core) refreshCatalogue(ctx context.Context, prev *CatalogueSnapshot, no
 func catalogueItem(p domain.Product, levels map[domain.ProductID]domain.GateLevels, now time.Time) CatalogueItem {
 	l, known := levels[p.ID()]
 	stock := max(l.Stock, 0)
-	it := CatalogueItem{ID: p.ID(), Name: p.Name(), Price: p.Price(), Tiers: p.Tiers(), MinPerOrder: p.MinPerOrder(),
+	it := CatalogueItem{ID: p.ID(), Name: p.Name(), Description: p.Description(), Price: p.Price(), Tiers: p.Tiers(), MinPerOrder: p.MinPerOrder(),
 		MaxPerOrder: p.MaxPerOrder(), Group: p.Group(), Variant: p.Variant(), Sale: p.Sale(), Display: p.StockDisplay()}
 	switch {
 	case p.Frozen() || l.Frozen:

@@ -22,6 +22,7 @@ import (
 type NewProduct struct {
 	ID                  domain.ProductID
 	Name                string
+	Description         string // plain text shown to buyers (domain.CheckDescription)
 	Price               domain.Money
 	MinPerOrder         int
 	MaxPerOrder         int
@@ -57,7 +58,7 @@ func (s *Catalogue) CreateProduct(ctx context.Context, cmd NewProduct) (domain.P
 	}
 	r := p.Revision()
 	r.Tiers, r.StockDisplay = cmd.Tiers, cmd.StockDisplay
-	r.MinPerOrder, r.Group, r.Variant = cmd.MinPerOrder, cmd.Group, cmd.Variant
+	r.MinPerOrder, r.Group, r.Variant, r.Description = cmd.MinPerOrder, cmd.Group, cmd.Variant, cmd.Description
 	if r.MinPerOrder == 0 {
 		r.MinPerOrder = 1
 	}
@@ -92,6 +93,7 @@ func (s *Catalogue) Product(ctx context.Context, id domain.ProductID) (domain.Pr
 // StartsAt and EndsAt set to a pointer to the zero time remove that bound.
 type ProductPatch struct {
 	Name        *string
+	Description *string // "" removes the description
 	Price       *domain.Money
 	MinPerOrder *int
 	MaxPerOrder *int
@@ -133,6 +135,9 @@ func (s *Catalogue) UpdateProduct(ctx context.Context, id domain.ProductID, patc
 	r := p.Revision()
 	if patch.Name != nil {
 		r.Name = *patch.Name
+	}
+	if patch.Description != nil {
+		r.Description = *patch.Description
 	}
 	if patch.Price != nil {
 		r.Price = *patch.Price

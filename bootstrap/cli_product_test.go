@@ -9,10 +9,10 @@ import (
 )
 
 // productOut is what the product commands print for a product, without its last lines
-// (stock_state, frozen, created_at), which productTail checks; the product is in no variant
-// group and has the default minimum of 1 per order.
+// (stock_state, frozen, created_at), which productTail checks; the product has no
+// description, is in no variant group and has the default minimum of 1 per order.
 func productOut(id, name, price, maxPerOrder, tiers, display, startsAt, endsAt, buyerLimit, releases, lowStock string) string {
-	return fmt.Sprintf("id: %s\nname: %s\nprice: %s\nmin_per_order: 1\nmax_per_order: %s\ncode_uses: 1\ngroup: none\nvariant: none\ntiers: %s\nstock_display: %s\nstarts_at: %s\nends_at: %s\n"+
+	return fmt.Sprintf("id: %s\nname: %s\ndescription: none\nprice: %s\nmin_per_order: 1\nmax_per_order: %s\ncode_uses: 1\ngroup: none\nvariant: none\ntiers: %s\nstock_display: %s\nstarts_at: %s\nends_at: %s\n"+
 		"buyer_limit: %s\nrefund_releases_limit: %s\nlow_stock_threshold: %s\n",
 		id, name, price, maxPerOrder, tiers, display, startsAt, endsAt, buyerLimit, releases, lowStock)
 }
@@ -197,6 +197,26 @@ func TestProductCommands(t *testing.T) {
 		"-code-uses", "0")
 	if code != 0 || errOut != "" || !strings.Contains(out, "\ncode_uses: unlimited\n") {
 		t.Fatalf("product-create -code-uses 0: exit %d, stderr %q, printed\n%s", code, errOut, out)
+	}
+
+	// -description: plain text kept as written, a multi-line one printed quoted on one line;
+	// "" removes it; a control character is the service's refusal.
+	code, out, errOut = runCtl("product-create", "-url", url, "-id", "45", "-name", "Described", "-price", "500", "-max-per-order", "1",
+		"-description", " 充值卡\n<b>line two</b> ")
+	if code != 0 || errOut != "" || !strings.Contains(out, "\nname: Described\ndescription: \"充值卡\\n<b>line two</b>\"\nprice: 500\n") {
+		t.Fatalf("product-create -description: exit %d, stderr %q, printed\n%s", code, errOut, out)
+	}
+	code, out, errOut = runCtl("product-update", "-url", url, "-product", "45", "-description", "one line")
+	if code != 0 || errOut != "" || !strings.Contains(out, "\ndescription: one line\n") {
+		t.Fatalf("product-update -description: exit %d, stderr %q, printed\n%s", code, errOut, out)
+	}
+	code, out, errOut = runCtl("product-update", "-url", url, "-product", "45", "-description", "bell\a")
+	if want := "cardshopctl: 400 invalid_request: description: must not contain control characters other than newline and tab\n"; code != 1 || out != "" || errOut != want {
+		t.Fatalf("product-update -description with a control character: exit %d, %q %q; want exit 1 and %q", code, out, errOut, want)
+	}
+	code, out, errOut = runCtl("product-update", "-url", url, "-product", "45", "-description", "")
+	if code != 0 || errOut != "" || !strings.Contains(out, "\ndescription: none\n") {
+		t.Fatalf(`product-update -description "": exit %d, stderr %q, printed\n%s`, code, errOut, out)
 	}
 
 	// No token: exit 1, as every admin command. A wrong one: the service's 401.

@@ -23,15 +23,26 @@ type shopTexts struct {
 	lang, catalogue, startsIn, confirm, keep, codes, lookupFailed, order, amount string
 	mailSays, review                                                             string // in the order's e-mail; the review page's title
 	coupon                                                                       string // a coupon code the buyer types ("" none): 5.00 off
+	// description is the product's, as a shop in that language writes one: lines, paragraphs
+	// and a long link that must wrap on a phone rather than scroll.
+	description string
 }
 
 var shopLangs = map[string]shopTexts{
 	"zh-CN": {lang: "zh-CN", catalogue: "商品列表", startsIn: "距离开售还有", confirm: "下单成功", keep: "此密钥只显示这一次",
 		codes: "您的卡密", lookupFailed: "没有找到匹配的订单", order: "我的订单", amount: "95.00 CNY",
-		mailSays: "感谢您的购买！我们已收到您的付款", review: "确认订单", coupon: "xin-5"},
+		mailSays: "感谢您的购买！我们已收到您的付款", review: "确认订单", coupon: "xin-5",
+		description: "可在官方商城购买游戏、应用和会员服务的礼品卡，面值 50 元，长期有效。\n" +
+			"兑换：打开商城 → 我的 → 兑换礼品卡，输入卡密即可到账。\n\n" +
+			"每个邮箱最多购买 4 张。卡密会发到您的邮箱，也可以在本店用订单号、邮箱和查询密钥找回。\n\n" +
+			"兑换说明：https://store.example.com/help/redeem-gift-card-step-by-step-guide-for-new-customers"},
 	"en": {lang: "en", catalogue: "Products", startsIn: "The sale starts in", confirm: "Order placed",
 		keep: "This key is shown only once", codes: "Your codes", lookupFailed: "No order matches these details", order: "Your order",
-		amount: "100.00 CNY", mailSays: "Thank you for your purchase. Your payment has been received", review: "Check your order"},
+		amount: "100.00 CNY", mailSays: "Thank you for your purchase. Your payment has been received", review: "Check your order",
+		description: "A gift card of 50 CNY for games, apps and memberships in the official store. It never expires.\n" +
+			"To redeem: open the store → Me → Redeem a gift card, and enter the code.\n\n" +
+			"Up to 4 per e-mail address. Your codes are e-mailed to you, and this shop finds them again by order number, " +
+			"e-mail and access key.\n\nHow to redeem: https://store.example.com/help/redeem-gift-card-step-by-step-guide-for-new-customers"},
 }
 
 // TestShopInABrowser drives the built-in shop in a real headless Chromium on the memory
@@ -91,8 +102,9 @@ func TestShopInABrowser(t *testing.T) {
 func browseShop(t *testing.T, chromium string, c client, sim *alipaysim.Sim, mp *mailpit.Server, txt shopTexts, id int, width, height int64, shots, device string) {
 	name := fmt.Sprintf("礼品卡 Gift card %d", id)
 	startsAt := time.Now().Add(9 * time.Second).UTC().Format(time.RFC3339Nano)
-	c.want(201, "POST", "/admin/products", adminToken, fmt.Sprintf(`{"id":%d,"name":%q,"price":5000,"max_per_order":5,`+
-		`"tiers":[{"min_qty":3,"unit_price":4800}],"buyer_limit":4,"starts_at":%q}`, id, name, startsAt), nil)
+	c.want(201, "POST", "/admin/products", adminToken, fmt.Sprintf(`{"id":%d,"name":%q,"description":%q,"price":5000,"max_per_order":5,`+
+		`"tiers":[{"min_qty":3,"unit_price":4800}],"buyer_limit":4,"starts_at":%q}`, id, name, txt.description, startsAt), nil)
+	firstLine, _, _ := strings.Cut(txt.description, "\n")
 	codes := make([]string, 5)
 	for i := range codes {
 		codes[i] = fmt.Sprintf("SHOP-%d-%02d", id, i)
@@ -110,12 +122,16 @@ func browseShop(t *testing.T, chromium string, c client, sim *alipaysim.Sim, mp 
 	b.wantText("h1", txt.catalogue)
 	b.wantText("main", name)
 	b.checkWatcherSeesCSP()
+	// The card shows the description's first line (cut when long).
+	b.wantText(fmt.Sprintf(`a[href="/p/%d"] + .excerpt`, id), string([]rune(firstLine)[:20]))
 	b.screen("catalogue" + suffix)
 
 	// The product: a countdown, which turns into the order form without a reload.
 	b.submit(chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="/p/%d"]`, id))))
 	b.wantText("h1", name)
 	b.wantText("#countdown", txt.startsIn)
+	b.wantText(".description", firstLine)
+	b.wantText(".description", "https://store.example.com/help/redeem")
 	b.screen("product-upcoming" + suffix)
 	b.do(chromedp.WaitVisible(chromedp.ID("checkout")))
 	b.wantPath(fmt.Sprintf("/p/%d", id))

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -17,6 +18,7 @@ const MaxQtyLimit = 1000
 type Product struct {
 	id           ProductID
 	name         string
+	description  string // plain text shown to buyers (CheckDescription); "" when none
 	price        Money
 	minPerOrder  int
 	maxPerOrder  int
@@ -55,6 +57,7 @@ func NewProduct(id ProductID, name string, price Money, maxPerOrder int, at time
 type ProductRecord struct {
 	ID           ProductID
 	Name         string
+	Description  string
 	Price        Money
 	MinPerOrder  int // 0 reads as 1 (a row stored before the setting existed)
 	MaxPerOrder  int
@@ -86,7 +89,7 @@ func RehydrateProduct(r ProductRecord) Product {
 	if r.SharedKey {
 		r.CodeUses = UnlimitedUses
 	}
-	return Product{id: r.ID, name: r.Name, price: r.Price, minPerOrder: r.MinPerOrder, maxPerOrder: r.MaxPerOrder,
+	return Product{id: r.ID, name: r.Name, description: r.Description, price: r.Price, minPerOrder: r.MinPerOrder, maxPerOrder: r.MaxPerOrder,
 		codeUses: r.CodeUses, group: r.Group, variant: r.Variant, tiers: cloneTiers(r.Tiers),
 		stockDisplay: r.StockDisplay, sale: r.Sale, refundFrees: r.RefundReleasesLimit, lowStock: r.LowStockThreshold,
 		stockState: r.StockState, frozen: r.Frozen, frozenReason: r.FrozenReason, createdAt: r.CreatedAt}
@@ -94,7 +97,7 @@ func RehydrateProduct(r ProductRecord) Product {
 
 // Record returns the storable form of p.
 func (p Product) Record() ProductRecord {
-	return ProductRecord{ID: p.id, Name: p.name, Price: p.price, MinPerOrder: p.minPerOrder, MaxPerOrder: p.maxPerOrder,
+	return ProductRecord{ID: p.id, Name: p.name, Description: p.description, Price: p.price, MinPerOrder: p.minPerOrder, MaxPerOrder: p.maxPerOrder,
 		CodeUses: p.codeUses, SharedKey: p.codeUses == UnlimitedUses, Group: p.group, Variant: p.variant, Tiers: cloneTiers(p.tiers),
 		StockDisplay: p.stockDisplay, Sale: p.sale, RefundReleasesLimit: p.refundFrees, LowStockThreshold: p.lowStock,
 		StockState: p.stockState, Frozen: p.frozen, FrozenReason: p.frozenReason, CreatedAt: p.createdAt}
@@ -108,6 +111,10 @@ func (p Product) ID() ProductID { return p.id }
 
 // Name returns the display name.
 func (p Product) Name() string { return p.name }
+
+// Description returns the product's description: plain text (never HTML) of at most
+// MaxDescription characters, lines separated by "\n"; "" when the product has none.
+func (p Product) Description() string { return p.description }
 
 // Price returns the base unit price: the price of a quantity below the first tier.
 func (p Product) Price() Money { return p.price }
@@ -281,6 +288,7 @@ func StockLevelOf(stock int64) string {
 // existing order.
 type ProductRevision struct {
 	Name                string
+	Description         string // plain text, CheckDescription
 	Price               Money
 	MinPerOrder         int
 	MaxPerOrder         int
@@ -295,7 +303,7 @@ type ProductRevision struct {
 
 // Revision returns the product's current revisable fields (Tiers is a copy).
 func (p Product) Revision() ProductRevision {
-	return ProductRevision{Name: p.name, Price: p.price, MinPerOrder: p.MinPerOrder(), MaxPerOrder: p.maxPerOrder,
+	return ProductRevision{Name: p.name, Description: p.description, Price: p.price, MinPerOrder: p.MinPerOrder(), MaxPerOrder: p.maxPerOrder,
 		Group: p.group, Variant: p.variant, Tiers: cloneTiers(p.tiers),
 		StockDisplay: p.stockDisplay, Sale: p.sale, RefundReleasesLimit: p.refundFrees, LowStockThreshold: p.lowStock}
 }
@@ -319,6 +327,10 @@ func (p Product) Revise(r ProductRevision) (Product, error) {
 	if err != nil {
 		return Product{}, err
 	}
+	description, err := CheckDescription(r.Description)
+	if err != nil {
+		return Product{}, err
+	}
 	display, err := ParseStockDisplay(string(r.StockDisplay))
 	if err != nil {
 		return Product{}, err
@@ -333,7 +345,7 @@ func (p Product) Revise(r ProductRevision) (Product, error) {
 		return Product{}, Invalid("low_stock_threshold", "must be between 0 and 1000000")
 	}
 	np.tiers, np.stockDisplay = cloneTiers(r.Tiers), display
-	np.minPerOrder, np.group, np.variant = r.MinPerOrder, group, variant
+	np.minPerOrder, np.group, np.variant, np.description = r.MinPerOrder, group, variant, description
 	np.sale, np.refundFrees, np.lowStock = r.Sale.normal(), r.RefundReleasesLimit, r.LowStockThreshold
 	np.stockState, np.frozen, np.frozenReason = p.stockState, p.frozen, p.frozenReason
 	np.codeUses = p.codeUses
@@ -388,6 +400,34 @@ func CheckVariant(group, variant string) (string, string, error) {
 		return "", "", Invalid("variant", "is required for a product in a group")
 	}
 	return group, variant, nil
+}
+
+// MaxDescription bounds a product's description, in characters.
+const MaxDescription = 2000
+
+// CheckDescription validates a product's description and returns it normalised: line ends
+// ("\r\n", "\r") read as "\n", surrounding white space trimmed, at most MaxDescription
+// characters of valid UTF-8, and no control character but newline and tab. It is plain text:
+// whatever reads like markup is kept as written and every page escapes it.
+func CheckDescription(s string) (string, error) {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	s = strings.TrimSpace(s)
+	if !utf8.ValidString(s) {
+		return "", Invalid("description", "must be valid UTF-8 text")
+	}
+	if utf8.RuneCountInString(s) > MaxDescription {
+		return "", Invalid("description", "must be at most 2000 characters")
+	}
+	for _, r := range s {
+		if r == '\n' || r == '\t' {
+			continue
+		}
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return "", Invalid("description", "must not contain control characters other than newline and tab")
+		}
+	}
+	return s, nil
 }
 
 func cloneTiers(t []PriceTier) []PriceTier {

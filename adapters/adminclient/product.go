@@ -22,7 +22,8 @@ type Tier struct {
 type Product struct {
 	ID           int64  `json:"id"`
 	Name         string `json:"name"`
-	Price        int64  `json:"price"` // minor units
+	Description  string `json:"description"` // plain text, "\n" between lines; "" when none
+	Price        int64  `json:"price"`       // minor units
 	MinPerOrder  int    `json:"min_per_order"`
 	MaxPerOrder  int    `json:"max_per_order"`
 	CodeUses     int    `json:"code_uses"` // sales per code; 0: a shared key, unlimited
@@ -48,6 +49,7 @@ type Product struct {
 type NewProduct struct {
 	ID                  int64      `json:"id,omitempty"`
 	Name                string     `json:"name"`
+	Description         string     `json:"description,omitempty"`
 	Price               int64      `json:"price"`
 	MinPerOrder         int        `json:"min_per_order,omitempty"`
 	MaxPerOrder         int        `json:"max_per_order"`
@@ -69,6 +71,7 @@ type NewProduct struct {
 // removes that bound of the sale window (sent as null).
 type ProductPatch struct {
 	Name                *string
+	Description         *string // "" removes it
 	Price               *int64
 	MinPerOrder         *int
 	MaxPerOrder         *int
@@ -88,6 +91,9 @@ func (p ProductPatch) body() map[string]any {
 	m := map[string]any{}
 	if p.Name != nil {
 		m["name"] = *p.Name
+	}
+	if p.Description != nil {
+		m["description"] = *p.Description
 	}
 	if p.Price != nil {
 		m["price"] = *p.Price

@@ -65,8 +65,9 @@ Flags:
 `
 
 const productCreateUsage = `Usage: cardshopctl product-create [-url URL] -name N -price MINOR -max-per-order N [-id ID]
-         [-code-uses N] [-tiers "10:900,20:800"] [-stock-display exact|level] [-starts-at RFC3339]
-         [-ends-at RFC3339] [-buyer-limit N] [-refund-releases-limit] [-low-stock-threshold N]
+         [-description TEXT] [-code-uses N] [-tiers "10:900,20:800"] [-stock-display exact|level]
+         [-starts-at RFC3339] [-ends-at RFC3339] [-buyer-limit N] [-refund-releases-limit]
+         [-low-stock-threshold N]
 
 Creates a product through the admin API (POST /admin/products; admin token from
 CARDSHOP_ADMIN_TOKEN). Without -id the service chooses the id. A flag not given is the
@@ -75,8 +76,9 @@ low-stock event. -code-uses sells each code up to N times (2 to 1000; 0: a share
 limit, each import of it adding 1000 sales); it is fixed once the product exists.
 `
 
-const productUpdateUsage = `Usage: cardshopctl product-update -product ID [-url URL] [-name N] [-price MINOR]
-         [-max-per-order N] [-tiers "10:900,20:800" | -tiers ""] [-stock-display exact|level]
+const productUpdateUsage = `Usage: cardshopctl product-update -product ID [-url URL] [-name N] [-description TEXT]
+         [-price MINOR] [-max-per-order N] [-tiers "10:900,20:800" | -tiers ""]
+         [-stock-display exact|level]
          [-starts-at RFC3339 | -starts-at ""] [-ends-at RFC3339 | -ends-at ""] [-buyer-limit N]
          [-refund-releases-limit[=false]] [-low-stock-threshold N]
 
@@ -84,14 +86,15 @@ Changes a product through the admin API (PATCH /admin/products/ID; admin token f
 CARDSHOP_ADMIN_TOKEN), sending only the flags given: every other field stays as it is.
 -starts-at "" and -ends-at "" remove that bound of the sale window, -tiers "" removes the
 quantity prices, -buyer-limit 0 and -low-stock-threshold 0 remove the limit and the threshold,
--refund-releases-limit=false turns it off. The service checks the product whole after the
-change (the tiers against the new price, the end after the start); orders already placed keep
-their prices.
+-refund-releases-limit=false turns it off, -description "" removes the description. The
+service checks the product whole after the change (the tiers against the new price, the end
+after the start); orders already placed keep their prices.
 `
 
 // productFlags are the fields of a product as flags; set names the ones given.
 type productFlags struct {
 	name                string
+	description         string
 	price               int64
 	minPerOrder         int
 	maxPerOrder         int
@@ -108,6 +111,7 @@ type productFlags struct {
 // and the stock display as they are parsed.
 func defineProductFlags(fs *flag.FlagSet, f *productFlags) {
 	fs.StringVar(&f.name, "name", "", "the product's name, 1 to 128 characters")
+	fs.StringVar(&f.description, "description", "", "what buyers read about the product: plain text (never HTML), lines as given, at most 2000 characters (\"\": none)")
 	fs.Int64Var(&f.price, "price", 0, "the unit price in minor units (cents)")
 	fs.IntVar(&f.minPerOrder, "min-per-order", 0, "the fewest units one order may buy, 1 to -max-per-order (0 or absent on create: 1)")
 	fs.IntVar(&f.maxPerOrder, "max-per-order", 0, "the most units one order may buy, 1 to 1000")
@@ -217,7 +221,7 @@ func productCreate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	np := adminclient.NewProduct{ID: *id, Name: f.name, Price: f.price, MinPerOrder: f.minPerOrder,
+	np := adminclient.NewProduct{ID: *id, Name: f.name, Description: f.description, Price: f.price, MinPerOrder: f.minPerOrder,
 		MaxPerOrder: f.maxPerOrder, Group: f.group, Variant: f.variant, Tiers: f.tiers,
 		StockDisplay: f.stockDisplay, BuyerLimit: f.buyerLimit, RefundReleasesLimit: f.refundReleasesLimit,
 		LowStockThreshold: f.lowStockThreshold}
@@ -254,6 +258,9 @@ func productUpdate(args []string, stdout, stderr io.Writer) error {
 	var patch adminclient.ProductPatch
 	if set["name"] {
 		patch.Name = &f.name
+	}
+	if set["description"] {
+		patch.Description = &f.description
 	}
 	if set["price"] {
 		patch.Price = &f.price
@@ -373,6 +380,7 @@ func printProduct(w io.Writer, p adminclient.Product) {
 	lines := [][2]string{
 		{"id", strconv.FormatInt(p.ID, 10)},
 		{"name", printable(p.Name)},
+		{"description", printable(p.Description)},
 		{"price", strconv.FormatInt(p.Price, 10)},
 		{"min_per_order", strconv.Itoa(p.MinPerOrder)},
 		{"max_per_order", strconv.Itoa(p.MaxPerOrder)},

@@ -170,7 +170,8 @@ func (e *fieldError) Unwrap() error { return e.english() }
 
 // reasonIDs are the message ids of the reasons the domain and the import give in English for
 // a code that is not valid or a line not imported (domain.ParseCardCode, application's
-// import): a page shows them in the operator's language. A reason may end in the character
+// import), and for a product description refused (domain.CheckDescription): a page shows them
+// in the operator's language. A reason may end in the character
 // it names, " (U+00E9 at character 3)", which reasonText words too.
 var reasonIDs = []struct{ en, id string }{
 	{"must be valid UTF-8 text", "console.reason.utf8"},
@@ -184,6 +185,8 @@ var reasonIDs = []struct{ en, id string }{
 	{"already in this product (an earlier line or an earlier import)", "console.reason.duplicate"},
 	{"already in another product's pool", "console.reason.in_pool"},
 	{"the body ended inside this line", "console.reason.unterminated"},
+	{"must be at most 2000 characters", "console.reason.description_length"},
+	{"must not contain control characters other than newline and tab", "console.reason.description_control"},
 }
 
 // atCharRE is the end of a reason that names a character: " (U+00E9 at character 3)".

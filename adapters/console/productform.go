@@ -17,6 +17,7 @@ import (
 type productForm struct {
 	ID                              domain.ProductID // 0 on the new product form
 	Name, Price, MaxPerOrder, Tiers string
+	Description                     string
 	MinPerOrder, Group, Variant     string
 	StockDisplay, StartsAt, EndsAt  string
 	BuyerLimit, LowStock            string
@@ -36,7 +37,7 @@ func formOf(p domain.Product, cur domain.Currency, loc *time.Location) productFo
 		}
 		return t.In(loc).Format(formTimeLayout + ":05")
 	}
-	return productForm{ID: p.ID(), Name: p.Name(), Price: cur.Format(p.Price()), MaxPerOrder: strconv.Itoa(p.MaxPerOrder()),
+	return productForm{ID: p.ID(), Name: p.Name(), Description: p.Description(), Price: cur.Format(p.Price()), MaxPerOrder: strconv.Itoa(p.MaxPerOrder()),
 		MinPerOrder: strconv.Itoa(p.MinPerOrder()), Group: p.Group(), Variant: p.Variant(),
 		Tiers: strings.Join(tiers, "\n"), StockDisplay: string(p.StockDisplay()), StartsAt: at(p.Sale().StartsAt),
 		EndsAt: at(p.Sale().EndsAt), BuyerLimit: strconv.Itoa(p.Sale().BuyerLimit),
@@ -45,7 +46,7 @@ func formOf(p domain.Product, cur domain.Currency, loc *time.Location) productFo
 }
 
 func readForm(c *fiber.Ctx) productForm {
-	return productForm{Name: formValue(c, "name"), Price: formValue(c, "price"), MaxPerOrder: formValue(c, "max_per_order"),
+	return productForm{Name: formValue(c, "name"), Description: formValue(c, "description"), Price: formValue(c, "price"), MaxPerOrder: formValue(c, "max_per_order"),
 		MinPerOrder: formValue(c, "min_per_order"), Group: formValue(c, "group"), Variant: formValue(c, "variant"),
 		Tiers: formValue(c, "tiers"), StockDisplay: formValue(c, "stock_display"), StartsAt: formValue(c, "starts_at"),
 		EndsAt: formValue(c, "ends_at"), BuyerLimit: formValue(c, "buyer_limit"), LowStock: formValue(c, "low_stock_threshold"),
@@ -53,13 +54,28 @@ func readForm(c *fiber.Ctx) productForm {
 }
 
 // params is what the audit log records of the form (nothing in it is secret), with the zone
-// its sale times were read in.
+// its sale times were read in. Of the description it keeps the first auditDescription
+// characters, so the entry stays within maxAuditParams with every other field whole.
 func (f productForm) params(loc *time.Location) map[string]string {
-	return map[string]string{"name": f.Name, "price": f.Price, "min_per_order": f.MinPerOrder, "max_per_order": f.MaxPerOrder,
+	return map[string]string{"name": f.Name, "description": clip(f.Description, auditDescription), "price": f.Price, "min_per_order": f.MinPerOrder, "max_per_order": f.MaxPerOrder,
 		"group": f.Group, "variant": f.Variant, "tiers": f.Tiers,
 		"stock_display": f.StockDisplay, "starts_at": f.StartsAt, "ends_at": f.EndsAt, "buyer_limit": f.BuyerLimit,
 		"low_stock_threshold": f.LowStock, "code_uses": f.CodeUses, "refund_releases_limit": strconv.FormatBool(f.RefundReleasesLimit),
 		"time_zone": loc.String()}
+}
+
+// auditDescription is how many characters of a description the audit log keeps.
+const auditDescription = 200
+
+// clip is s cut to its first n characters, with "…" when it was longer.
+func clip(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i] + "…"
+		}
+		n--
+	}
+	return s
 }
 
 // parsed is the form read into the use case's terms; the use case validates the values.
@@ -189,7 +205,7 @@ func (k *console) createProduct(c *fiber.Ctx) error {
 		if p.codeUses != nil {
 			uses = *p.codeUses
 		}
-		created, err = k.catalogue.CreateProduct(c.UserContext(), application.NewProduct{Name: f.Name, Price: p.price,
+		created, err = k.catalogue.CreateProduct(c.UserContext(), application.NewProduct{Name: f.Name, Description: f.Description, Price: p.price,
 			MinPerOrder: p.minPerOrder, MaxPerOrder: p.maxPerOrder, CodeUses: uses, SharedKey: uses == domain.UnlimitedUses,
 			Group: f.Group, Variant: f.Variant,
 			Tiers: p.tiers, StockDisplay: p.display,
@@ -214,7 +230,7 @@ func (k *console) updateProduct(c *fiber.Ctx) error {
 	f.ID = id
 	p, err := f.parse(k.sales.Currency(), k.zone(c))
 	if err == nil {
-		_, err = k.catalogue.UpdateProduct(c.UserContext(), id, application.ProductPatch{Name: &f.Name, Price: &p.price,
+		_, err = k.catalogue.UpdateProduct(c.UserContext(), id, application.ProductPatch{Name: &f.Name, Description: &f.Description, Price: &p.price,
 			MinPerOrder: &p.minPerOrder, MaxPerOrder: &p.maxPerOrder, CodeUses: p.codeUses, Group: &f.Group, Variant: &f.Variant,
 			Tiers: &p.tiers, StockDisplay: &p.display, StartsAt: &p.startsAt, EndsAt: &p.endsAt, BuyerLimit: &p.buyerLimit, RefundReleasesLimit: &f.RefundReleasesLimit,
 			LowStockThreshold: &p.lowStock})

@@ -19,6 +19,7 @@ import (
 type createProductRequest struct {
 	ID                  int64      `json:"id"`
 	Name                string     `json:"name"`
+	Description         string     `json:"description"`
 	Price               int64      `json:"price"`
 	MinPerOrder         int        `json:"min_per_order"`
 	MaxPerOrder         int        `json:"max_per_order"`
@@ -69,6 +70,7 @@ func timeOrZero(t *time.Time) time.Time {
 // "starts_at": null and "ends_at": null remove the bound.
 type updateProductRequest struct {
 	Name                *string     `json:"name"`
+	Description         *string     `json:"description"` // "" removes it
 	Price               *int64      `json:"price"`
 	MinPerOrder         *int        `json:"min_per_order"`
 	MaxPerOrder         *int        `json:"max_per_order"`
@@ -87,6 +89,7 @@ type updateProductRequest struct {
 type productResponse struct {
 	ID                  int64      `json:"id"`
 	Name                string     `json:"name"`
+	Description         string     `json:"description"`
 	Price               int64      `json:"price"`
 	MinPerOrder         int        `json:"min_per_order"`
 	MaxPerOrder         int        `json:"max_per_order"`
@@ -107,7 +110,7 @@ type productResponse struct {
 }
 
 func newProductResponse(p domain.Product) productResponse {
-	return productResponse{ID: int64(p.ID()), Name: p.Name(), Price: int64(p.Price()),
+	return productResponse{ID: int64(p.ID()), Name: p.Name(), Description: p.Description(), Price: int64(p.Price()),
 		MinPerOrder: p.MinPerOrder(), MaxPerOrder: p.MaxPerOrder(), CodeUses: p.CodeUses(), Group: p.Group(), Variant: p.Variant(),
 		Tiers: tiersJSON(p.Tiers()), StockDisplay: string(p.StockDisplay()),
 		StartsAt: optionalTime(p.Sale().StartsAt), EndsAt: optionalTime(p.Sale().EndsAt), BuyerLimit: p.Sale().BuyerLimit,
@@ -129,7 +132,7 @@ func (s *Server) createProduct(c *fiber.Ctx) error {
 		uses = *req.CodeUses
 	}
 	p, err := s.products.CreateProduct(c.UserContext(), application.NewProduct{ID: domain.ProductID(req.ID),
-		Name: req.Name, Price: domain.Money(req.Price), MinPerOrder: req.MinPerOrder, MaxPerOrder: req.MaxPerOrder,
+		Name: req.Name, Description: req.Description, Price: domain.Money(req.Price), MinPerOrder: req.MinPerOrder, MaxPerOrder: req.MaxPerOrder,
 		CodeUses: uses, SharedKey: uses == domain.UnlimitedUses, Group: req.Group, Variant: req.Variant,
 		Tiers: domainTiers(req.Tiers), StockDisplay: display,
 		Sale:                domain.SaleRules{StartsAt: timeOrZero(req.StartsAt), EndsAt: timeOrZero(req.EndsAt), BuyerLimit: req.BuyerLimit},
@@ -152,6 +155,7 @@ func (s *Server) updateProduct(c *fiber.Ctx) error {
 	}
 	var patch application.ProductPatch
 	patch.Name, patch.MinPerOrder, patch.MaxPerOrder = req.Name, req.MinPerOrder, req.MaxPerOrder
+	patch.Description = req.Description
 	patch.CodeUses = req.CodeUses
 	patch.Group, patch.Variant = req.Group, req.Variant
 	if req.Price != nil {

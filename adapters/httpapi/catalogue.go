@@ -43,6 +43,7 @@ func domainTiers(in []tierJSON) []domain.PriceTier {
 type catalogueProduct struct {
 	ID           int64      `json:"id"`
 	Name         string     `json:"name"`
+	Description  string     `json:"description"` // plain text, "\n" between lines; "" when none
 	Price        int64      `json:"price"`
 	Currency     string     `json:"currency"`
 	Tiers        []tierJSON `json:"tiers"`
@@ -92,7 +93,7 @@ func renderCatalogue(snap *application.CatalogueSnapshot) (*renderedCatalogue, e
 	r := &renderedCatalogue{version: snap.Version, items: make(map[domain.ProductID]cachedBody, len(snap.Items))}
 	list := catalogueList{Products: make([]catalogueProduct, 0, len(snap.Items)), UpdatedAt: snap.UpdatedAt.UTC()}
 	for _, it := range snap.Items {
-		p := catalogueProduct{ID: int64(it.ID), Name: it.Name, Price: int64(it.Price), Currency: snap.Currency.Code,
+		p := catalogueProduct{ID: int64(it.ID), Name: it.Name, Description: it.Description, Price: int64(it.Price), Currency: snap.Currency.Code,
 			Tiers: tiersJSON(it.Tiers), MinPerOrder: it.MinPerOrder, MaxPerOrder: it.MaxPerOrder,
 			Group: it.Group, Variant: it.Variant, BuyerLimit: it.Sale.BuyerLimit,
 			StartsAt: optionalTime(it.Sale.StartsAt), EndsAt: optionalTime(it.Sale.EndsAt), Status: string(it.Status),

@@ -18,6 +18,7 @@ import (
 type catalogueProductJSON struct {
 	ID           int64      `json:"id"`
 	Name         string     `json:"name"`
+	Description  string     `json:"description"`
 	Price        int64      `json:"price"`
 	Currency     string     `json:"currency"`
 	Tiers        []tierJSON `json:"tiers"`

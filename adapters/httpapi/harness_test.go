@@ -235,6 +235,7 @@ func (h *harness) admin(method, target, body string) resp {
 type productJSON struct {
 	ID           int64      `json:"id"`
 	Name         string     `json:"name"`
+	Description  string     `json:"description"`
 	Price        int64      `json:"price"`
 	MinPerOrder  int        `json:"min_per_order"`
 	MaxPerOrder  int        `json:"max_per_order"`

@@ -17,6 +17,7 @@ type productCatalog struct{ s *store }
 type productRow struct {
 	ID           int64        `bun:"id"`
 	Name         string       `bun:"name"`
+	Description  string       `bun:"description"`
 	Price        int64        `bun:"price"`
 	MinPerOrder  int          `bun:"min_per_order"`
 	MaxPerOrder  int          `bun:"max_per_order"`
@@ -36,7 +37,7 @@ type productRow struct {
 	CreatedAt    time.Time    `bun:"created_at"`
 }
 
-const productColumns = "id, name, price, min_per_order, max_per_order, code_uses, variant_group, variant_label, price_tiers, stock_display, starts_at, ends_at, buyer_limit, " +
+const productColumns = "id, name, description, price, min_per_order, max_per_order, code_uses, variant_group, variant_label, price_tiers, stock_display, starts_at, ends_at, buyer_limit, " +
 	"refund_releases_limit, low_stock_threshold, stock_state, frozen, frozen_reason, created_at"
 
 func fromNull(t sql.NullTime) time.Time {
@@ -81,7 +82,7 @@ func (r productRow) product() (domain.Product, error) {
 	if err != nil {
 		return domain.Product{}, fmt.Errorf("product %d: %w", r.ID, err)
 	}
-	return domain.RehydrateProduct(domain.ProductRecord{ID: domain.ProductID(r.ID), Name: r.Name,
+	return domain.RehydrateProduct(domain.ProductRecord{ID: domain.ProductID(r.ID), Name: r.Name, Description: r.Description,
 		Price: domain.Money(r.Price), MinPerOrder: r.MinPerOrder, MaxPerOrder: r.MaxPerOrder,
 		CodeUses: r.CodeUses, SharedKey: r.CodeUses == domain.UnlimitedUses, Group: r.Group, Variant: r.Variant, Tiers: tiers,
 		StockDisplay:        domain.StockDisplay(r.StockDisplay),
@@ -103,8 +104,8 @@ func (c productCatalog) Create(ctx context.Context, p domain.Product) (domain.Pr
 	}
 	op := fmt.Sprintf("create product %d", r.ID)
 	res, err := c.s.exec(ctx, op,
-		"INSERT INTO products ("+productColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		id, r.Name, int64(r.Price), r.MinPerOrder, r.MaxPerOrder, r.CodeUses, r.Group, r.Variant, encodeTiers(r.Tiers), string(r.StockDisplay),
+		"INSERT INTO products ("+productColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		id, r.Name, r.Description, int64(r.Price), r.MinPerOrder, r.MaxPerOrder, r.CodeUses, r.Group, r.Variant, encodeTiers(r.Tiers), string(r.StockDisplay),
 		nullTime(r.Sale.StartsAt), nullTime(r.Sale.EndsAt), r.Sale.BuyerLimit, r.RefundReleasesLimit,
 		r.LowStockThreshold, string(r.StockState), r.Frozen, r.FrozenReason, r.CreatedAt.UTC())
 	if _, dup := duplicateKey(err); dup {
@@ -175,10 +176,10 @@ func (c productCatalog) SetFrozen(ctx context.Context, id domain.ProductID, froz
 func (c productCatalog) Update(ctx context.Context, p domain.Product) error {
 	r := p.Record()
 	op := fmt.Sprintf("update product %d", r.ID)
-	n, err := c.s.execN(ctx, op, "UPDATE products SET name = ?, price = ?, min_per_order = ?, max_per_order = ?, "+
+	n, err := c.s.execN(ctx, op, "UPDATE products SET name = ?, description = ?, price = ?, min_per_order = ?, max_per_order = ?, "+
 		"variant_group = ?, variant_label = ?, price_tiers = ?, stock_display = ?, "+
 		"starts_at = ?, ends_at = ?, buyer_limit = ?, refund_releases_limit = ?, low_stock_threshold = ? WHERE id = ?",
-		r.Name, int64(r.Price), r.MinPerOrder, r.MaxPerOrder, r.Group, r.Variant, encodeTiers(r.Tiers), string(r.StockDisplay),
+		r.Name, r.Description, int64(r.Price), r.MinPerOrder, r.MaxPerOrder, r.Group, r.Variant, encodeTiers(r.Tiers), string(r.StockDisplay),
 		nullTime(r.Sale.StartsAt), nullTime(r.Sale.EndsAt), r.Sale.BuyerLimit, r.RefundReleasesLimit,
 		r.LowStockThreshold, int64(r.ID))
 	if err != nil || n == 1 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 
 // runProducts checks the product repository: Create assigns an id to a zero id, keeps an
 // explicit one and refuses a taken one; an unknown id is ErrProductNotFound; Products lists
-// them in id order; SetFrozen freezes and unfreezes.
+// them in id order; SetFrozen freezes and unfreezes; a description (lines, markup kept as
+// text, four-byte characters) is stored as written, up to domain.MaxDescription characters.
 func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 	t.Run("create assigns an id to a zero id", func(t *testing.T) {
 		l := newLedger(t)
@@ -23,6 +25,9 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		r := p.Revision()
 		r.Tiers, r.StockDisplay = []domain.PriceTier{{MinQty: 3, UnitPrice: 200}}, domain.StockLevel
 		r.MinPerOrder, r.Group, r.Variant = 2, "Steam 充值卡 · Steam card", "100 元"
+		// A description as an operator writes one: lines, a tab, markup kept as text, and
+		// characters outside the Basic Multilingual Plane (four bytes in UTF-8).
+		r.Description = "充值卡 🃏 for <b>Steam</b> & \"friends\"\n\n\tline two\nlast 'line'"
 		if p, err = p.Revise(r); err != nil {
 			t.Fatal(err)
 		}
@@ -32,6 +37,36 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 		if created.ID() <= 0 {
 			t.Fatalf("Create assigned id %d, want a positive id", created.ID())
+		}
+		wantProduct(t, l, created)
+	})
+
+	t.Run("a description of the longest length is stored whole", func(t *testing.T) {
+		l := newLedger(t)
+		p := createProduct(t, l)
+		r := p.Revision()
+		// MaxDescription characters, each of four bytes in UTF-8.
+		r.Description = strings.Repeat("🃏", domain.MaxDescription-1) + "卡"
+		revised, err := p.Revise(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Products().Update(t.Context(), revised); err != nil {
+			t.Fatal(err)
+		}
+		wantProduct(t, l, revised)
+		fresh, err := domain.NewProduct(0, "porttest long description", 100, 1, now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr := fresh.Revision()
+		fr.Description = r.Description
+		if fresh, err = fresh.Revise(fr); err != nil {
+			t.Fatal(err)
+		}
+		created, err := l.Products().Create(t.Context(), fresh)
+		if err != nil {
+			t.Fatal(err)
 		}
 		wantProduct(t, l, created)
 	})
@@ -101,6 +136,7 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 		}
 		r := p.Revision()
 		r.Name, r.Price, r.MaxPerOrder, r.StockDisplay = "porttest revised", 700, 50, domain.StockLevel
+		r.Description = "revised\ndescription"
 		r.MinPerOrder, r.Group, r.Variant = 2, "Steam card", "200" // at most the buyer limit below
 		r.Tiers = []domain.PriceTier{{MinQty: 10, UnitPrice: 650}, {MinQty: 50, UnitPrice: 600}}
 		// Sub-millisecond and local times: stored to the millisecond, in UTC.
@@ -121,7 +157,7 @@ func runProducts(t *testing.T, newLedger func(t *testing.T) domain.Ledger) {
 			t.Fatalf("StartsAt stored as %v, want millisecond precision in UTC", got)
 		}
 		r.Tiers, r.Sale = nil, domain.SaleRules{} // and back to no window, no limit, no group
-		r.MinPerOrder, r.Group, r.Variant = 1, "", ""
+		r.MinPerOrder, r.Group, r.Variant, r.Description = 1, "", "", ""
 		plain, _ := p.Revise(r)
 		if err := l.Products().Update(t.Context(), plain); err != nil {
 			t.Fatal(err)

@@ -25,6 +25,8 @@ type tierView struct {
 type itemView struct {
 	ID          domain.ProductID
 	Name        string
+	Description [][]string // paragraphs (split at blank lines) of lines, as the product page shows them
+	Excerpt     string     // the description's first line, cut to excerptWidth; "" when none
 	Price       string
 	Tiers       []tierView
 	Status      application.CatalogueStatus
@@ -45,7 +47,8 @@ func (v itemView) Upcoming() bool { return v.Status == application.CatalogueUpco
 // viewOf is what the pages show of a catalogue entry: never a code, a stock count the
 // product chose to hide, or an operator's freeze reason.
 func viewOf(cur domain.Currency, it application.CatalogueItem) itemView {
-	v := itemView{ID: it.ID, Name: it.Name, Price: money(cur, it.Price), Status: it.Status,
+	v := itemView{ID: it.ID, Name: it.Name, Description: paragraphs(it.Description), Excerpt: excerpt(it.Description),
+		Price: money(cur, it.Price), Status: it.Status,
 		StatusText: "storefront.status_" + string(it.Status), MinPerOrder: it.MinPerOrder, MaxPerOrder: it.MaxPerOrder,
 		BuyerLimit: it.Sale.BuyerLimit, StartsAt: it.Sale.StartsAt, EndsAt: it.Sale.EndsAt}
 	for _, t := range it.Tiers {
@@ -57,6 +60,71 @@ func viewOf(cur domain.Currency, it application.CatalogueItem) itemView {
 		v.Stock, v.StockCount = "storefront.stock_exact", it.Stock
 	}
 	return v
+}
+
+// paragraphs is a description as the product page shows it: paragraphs at blank lines, each
+// a list of its lines (the page puts a line break between them). The text stays text: the
+// template escapes every line.
+func paragraphs(desc string) [][]string {
+	var out [][]string
+	var para []string
+	for _, line := range strings.Split(desc, "\n") {
+		if strings.TrimSpace(line) == "" {
+			if para != nil {
+				out, para = append(out, para), nil
+			}
+			continue
+		}
+		para = append(para, strings.TrimRight(line, " \t"))
+	}
+	if para != nil {
+		out = append(out, para)
+	}
+	return out
+}
+
+// excerptWidth bounds the catalogue's excerpt of a description, in columns: a character of
+// East Asian width (Chinese, Japanese, Korean, full-width forms) takes two, so an excerpt
+// fills about two lines of a phone's card in either language.
+const excerptWidth = 90
+
+// excerpt is what the catalogue card shows of a description: its first non-blank line, cut at
+// excerptWidth columns with "…" — at the last space when the cut falls inside a word and a
+// space is near (text of words; Chinese has no spaces and is cut at the character).
+func excerpt(desc string) string {
+	var first string
+	for line := range strings.SplitSeq(desc, "\n") {
+		if first = strings.TrimSpace(line); first != "" {
+			break
+		}
+	}
+	width := 0
+	for i, r := range first {
+		width += runeWidth(r)
+		if width <= excerptWidth {
+			continue
+		}
+		cut := first[:i]
+		if r != ' ' && r != '\t' {
+			if sp := strings.LastIndexAny(cut, " \t"); sp >= len(cut)*2/3 {
+				cut = cut[:sp]
+			}
+		}
+		return strings.TrimSpace(cut) + "…"
+	}
+	return first
+}
+
+// runeWidth is 2 for a character shown at double width (East Asian wide and full-width), 1
+// otherwise: close enough to cut an excerpt, never to lay out text.
+func runeWidth(r rune) int {
+	switch {
+	case r >= 0x1100 && r <= 0x115F, r >= 0x2E80 && r <= 0xA4CF, r >= 0xAC00 && r <= 0xD7A3,
+		r >= 0xF900 && r <= 0xFAFF, r >= 0xFE30 && r <= 0xFE4F, r >= 0xFF00 && r <= 0xFF60,
+		r >= 0xFFE0 && r <= 0xFFE6, r >= 0x1F300 && r <= 0x1FAFF, r >= 0x20000 && r <= 0x3FFFD:
+		return 2
+	}
+	return 1
 }
 
 // entryView is one card of the catalogue page: a product on its own, or a variant group shown

@@ -30,16 +30,18 @@ var funcs = template.FuncMap{
 	"t":        func(id string, kv ...any) string { return id },
 	"n":        func(id string, count int, kv ...any) string { return id },
 	"provider": func(p domain.Provider) string { return string(p) },
-	"clock":    clock,
+	"clock":    func(secs int64) string { return clock(secs, "d") },
 }
 
-// clock is seconds as a countdown shows them: "1:02:03", or "2d 1:02:03" from a day on.
-func clock(secs int64) string {
+// clock is seconds as a countdown shows them: "1:02:03", or from a day on the days with day,
+// the suffix of the page's language (storefront.day_suffix): "2d 1:02:03", "2天 1:02:03".
+// countdown.js counts on in the same form.
+func clock(secs int64, day string) string {
 	secs = max(secs, 0)
 	d, h, m, s := secs/86400, secs/3600%24, secs/60%60, secs%60
 	out := fmt.Sprintf("%d:%02d:%02d", h, m, s)
 	if d > 0 {
-		out = fmt.Sprintf("%dd %s", d, out)
+		out = fmt.Sprintf("%d%s %s", d, day, out)
 	}
 	return out
 }
@@ -127,8 +129,9 @@ func (s *shop) render(c *fiber.Ctx, status int, page, back string, v view) error
 	t, err := s.pages[page].Clone()
 	if err == nil {
 		err = t.Funcs(template.FuncMap{
-			"t": func(id string, kv ...any) string { return s.msgs.T(l, id, i18n.Args(kv)) },
-			"n": func(id string, count int, kv ...any) string { return s.msgs.N(l, id, count, i18n.Args(kv)) },
+			"t":     func(id string, kv ...any) string { return s.msgs.T(l, id, i18n.Args(kv)) },
+			"n":     func(id string, count int, kv ...any) string { return s.msgs.N(l, id, count, i18n.Args(kv)) },
+			"clock": func(secs int64) string { return clock(secs, s.msgs.T(l, "storefront.day_suffix")) },
 			"provider": func(p domain.Provider) string {
 				if id := "storefront.provider_" + string(p); s.msgs.Has(l, id) {
 					return s.msgs.T(l, id)

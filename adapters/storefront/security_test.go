@@ -14,13 +14,28 @@ import (
 
 const evil = `<script>alert(1)</script>&"'`
 
+// evilDescription is a description written to break out of its element, its attribute or the
+// page: a tag with a handler, a script, a closed paragraph, a comment and a template action,
+// over lines and paragraphs. descEscaped are its lines as a page must show them: text.
+const evilDescription = `Read me "><img src=x onerror=alert(2)> <script>alert(3)</script>` + "\n" +
+	`</p><p onclick=alert(4)>second line & more` + "\n\n" +
+	`<!-- comment --> third paragraph ]]> {{.Evil}}`
+
+var descEscaped = []string{
+	`Read me &#34;&gt;&lt;img src=x onerror=alert(2)&gt; &lt;script&gt;alert(3)&lt;/script&gt;`,
+	`&lt;/p&gt;&lt;p onclick=alert(4)&gt;second line &amp; more`,
+	`&lt;!-- comment --&gt; third paragraph ]]&gt; {{.Evil}}`,
+}
+
 // every page of a whole purchase, in both languages: the catalogue, the product pages (on
 // sale, upcoming), the confirmation, the order page (pending, paid), the QR page, the lookup
 // page (empty, failed), refusals and not-found pages.
 func everyPage(t *testing.T, h *harness) map[string]resp {
 	t.Helper()
-	p := h.product(application.NewProduct{Name: evil, Price: 100, Tiers: []domain.PriceTier{{MinQty: 2, UnitPrice: 90}}}, 5)
-	later := h.product(application.NewProduct{Name: evil + " later", Price: 100, Sale: domain.SaleRules{StartsAt: start.Add(time.Hour)}}, 1)
+	p := h.product(application.NewProduct{Name: evil, Description: evilDescription, Price: 100,
+		Tiers: []domain.PriceTier{{MinQty: 2, UnitPrice: 90}}}, 5)
+	later := h.product(application.NewProduct{Name: evil + " later", Description: evilDescription, Price: 100,
+		Sale: domain.SaleRules{StartsAt: start.Add(time.Hour)}}, 1)
 	pages := map[string]resp{}
 	for _, lang := range []string{"en", "zh-CN"} {
 		b := h.browser(lang)
@@ -56,6 +71,9 @@ func everyPage(t *testing.T, h *harness) map[string]resp {
 }
 
 var (
+	// anyTag is a start tag as the page has it: text on a page has no "<" left (escaped), and
+	// an attribute's value no ">", so an attribute is only ever looked for inside a real tag.
+	anyTag       = regexp.MustCompile(`<[a-zA-Z][^>]*>`)
 	scriptTag    = regexp.MustCompile(`(?i)<script\b[^>]*>`)
 	styleAttr    = regexp.MustCompile(`(?i)\sstyle\s*=`)
 	handlerAttr  = regexp.MustCompile(`(?i)\son[a-z]+\s*=`)
@@ -87,8 +105,13 @@ func TestEveryPageIsLockedDown(t *testing.T) {
 				t.Errorf("%s: inline script %s", name, tag)
 			}
 		}
-		if styleAttr.MatchString(r.body) || styleElement.MatchString(r.body) || handlerAttr.MatchString(r.body) {
-			t.Errorf("%s: inline style or handler in %s", name, r.body)
+		if styleElement.MatchString(r.body) {
+			t.Errorf("%s: a style element in %s", name, r.body)
+		}
+		for _, tag := range anyTag.FindAllString(r.body, -1) {
+			if styleAttr.MatchString(tag) || handlerAttr.MatchString(tag) {
+				t.Errorf("%s: inline style or handler in %s", name, tag)
+			}
 		}
 	}
 	for _, f := range []string{"/static/shop/shop.css", "/static/shop/countdown.js", "/static/shop/follow.js", "/static/shop/copy.js"} {
@@ -100,19 +123,34 @@ func TestEveryPageIsLockedDown(t *testing.T) {
 	}
 }
 
-// TestOperatorTextIsEscaped: a product named like a script is text on every page that shows
-// it, never markup.
+// TestOperatorTextIsEscaped: a product named like a script, and described like one, is text
+// on every page that shows it, never markup: the name wherever the product is named, the
+// description's first line on the catalogue, its lines (with line breaks and paragraphs of the
+// page's own) on the product pages.
 func TestOperatorTextIsEscaped(t *testing.T) {
 	opt, _ := withAlipay(t)
 	h := newHarness(t, opt)
 	escaped := `&lt;script&gt;alert(1)&lt;/script&gt;&amp;&#34;&#39;`
 	for name, r := range everyPage(t, h) {
-		if strings.Contains(r.body, "<script>alert") || strings.Contains(r.body, `&"'`) {
-			t.Errorf("%s: the name is not escaped", name)
+		for _, raw := range []string{"<script>alert", `&"'`, "<img src=x", "<p onclick", "<!-- comment"} {
+			if strings.Contains(r.body, raw) {
+				t.Errorf("%s: operator text is not escaped: %q", name, raw)
+			}
 		}
 		for _, show := range []string{"catalogue", "product", "review", "confirm", "order pending", "order paid", "qr"} {
 			if strings.HasSuffix(name, " "+show) && !strings.Contains(r.body, escaped) {
 				t.Errorf("%s: the escaped name is missing", name)
+			}
+		}
+		if strings.HasSuffix(name, " catalogue") && (!strings.Contains(r.body, `<span class="excerpt">`+descEscaped[0]+`</span>`) ||
+			strings.Contains(r.body, descEscaped[1])) {
+			t.Errorf("%s: the excerpt is not the description's first line, escaped: %s", name, r.body)
+		}
+		if strings.HasSuffix(name, " product") || strings.HasSuffix(name, " upcoming") {
+			// Lines joined by the page's <br>, paragraphs in the page's <p>.
+			want := "<p>" + descEscaped[0] + "<br>" + descEscaped[1] + "</p>"
+			if !strings.Contains(r.body, want) || !strings.Contains(r.body, "<p>"+descEscaped[2]+"</p>") {
+				t.Errorf("%s: the description is not shown escaped, in its lines and paragraphs: %s", name, r.body)
 			}
 		}
 	}

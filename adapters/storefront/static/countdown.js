@@ -7,12 +7,14 @@
   var out = document.getElementById("countdown-clock");
   if (!box || !out) { return; }
   var end = Date.now() + Number(box.getAttribute("data-remaining")) * 1000;
+  // The day's suffix in the page's language ("d", "天"), from the message catalogues.
+  var day = box.getAttribute("data-day-suffix") || "d";
   var hint = document.getElementById("countdown-hint");
   if (hint) { hint.hidden = true; }
   function pad(n) { return n < 10 ? "0" + n : String(n); }
   function show(secs) {
     var d = Math.floor(secs / 86400), h = Math.floor(secs / 3600) % 24, m = Math.floor(secs / 60) % 60, s = secs % 60;
-    out.textContent = (d > 0 ? d + "d " : "") + h + ":" + pad(m) + ":" + pad(s);
+    out.textContent = (d > 0 ? d + day + " " : "") + h + ":" + pad(m) + ":" + pad(s);
   }
   function tick() {
     var secs = Math.max(0, Math.ceil((end - Date.now()) / 1000));
