@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/dig"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
@@ -93,7 +94,7 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	app := fx.New(Module(cfg), fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }))
 	if err := app.Err(); err != nil {
-		return err
+		return wiringError(err)
 	}
 	app.Run() // blocks until a signal, then stops every hook in reverse order
 	return nil
@@ -218,4 +219,10 @@ func noArguments(fs *flag.FlagSet) error {
 	}
 	fs.Usage()
 	return fmt.Errorf("%s: unexpected argument %q (every value is given with a flag)", fs.Name(), fs.Arg(0))
+}
+
+// wiringError is a failed start's root cause: the constructor's own error, without the
+// dependency chain fx and dig wrap around it ("could not build arguments for function …").
+func wiringError(err error) error {
+	return dig.RootCause(err)
 }

@@ -93,15 +93,26 @@ func checkSecret(what, v string, shape *regexp.Regexp, prefixParts int) error {
 	return nil
 }
 
+// CheckSecretKey refuses a secret key New refuses (the error never quotes it).
+func CheckSecretKey(s string) error {
+	if err := checkSecret("secret key", s, keyShape, 2); err != nil {
+		return err
+	}
+	if documentedKeys[s] {
+		return errors.New("stripe: the secret key is the one printed in Stripe's documentation")
+	}
+	return nil
+}
+
+// CheckWebhookSecret refuses a webhook signing secret New refuses (the error never quotes it).
+func CheckWebhookSecret(s string) error { return checkSecret("webhook secret", s, webhookShape, 1) }
+
 // New returns the gateway. It refuses an empty, malformed, placeholder or documented key, a
 // missing, malformed or placeholder webhook secret, a base URL that would send the key in
 // clear to another host, and an HTTP client without a timeout.
 func New(cfg Config) (*Gateway, error) {
-	if err := checkSecret("secret key", cfg.SecretKey, keyShape, 2); err != nil {
+	if err := CheckSecretKey(cfg.SecretKey); err != nil {
 		return nil, err
-	}
-	if documentedKeys[cfg.SecretKey] {
-		return nil, errors.New("stripe: the secret key is the one printed in Stripe's documentation")
 	}
 	if len(cfg.WebhookSecrets) == 0 {
 		return nil, errors.New("stripe: no webhook signing secret")
