@@ -96,7 +96,22 @@ func serve(args []string, stderr io.Writer) error {
 	if err := app.Err(); err != nil {
 		return wiringError(err)
 	}
-	app.Run() // blocks until a signal, then stops every hook in reverse order
+	// Not app.Run: it exits 1 without a word when a start hook fails (the listen address taken),
+	// as the fx logger is silenced.
+	start, cancel := context.WithTimeout(context.Background(), app.StartTimeout())
+	defer cancel()
+	if err := app.Start(start); err != nil {
+		return fmt.Errorf("start: %w", wiringError(err))
+	}
+	sig := <-app.Wait() // until a signal, then every hook stops in reverse order
+	stop, cancelStop := context.WithTimeout(context.Background(), app.StopTimeout())
+	defer cancelStop()
+	if err := app.Stop(stop); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	if sig.ExitCode != 0 {
+		return fmt.Errorf("stopped with exit code %d", sig.ExitCode)
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -155,5 +156,27 @@ func wellFormedProviderSettings(t *testing.T) map[string]string {
 		"CARDSHOP_WECHAT_PUBLIC_KEY_ID":   "PUB_KEY_ID_0114232134912410000000",
 		"CARDSHOP_WECHAT_PUBLIC_KEY":      file("wechat.pem", publicKeyPEM(t, &keys.wechatPublic.PublicKey)),
 		"CARDSHOP_WECHAT_PLATFORM_CERTS":  file("platform.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert}))),
+	}
+}
+
+// TestServeSaysWhyItCannotStart: a start hook's failure (the listen address taken) is printed
+// in one line, not an exit 1 without a word.
+func TestServeSaysWhyItCannotStart(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, kv := range env("CARDSHOP_HTTP_ADDR=" + taken.Addr().String()) {
+		if name, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, "CARDSHOP_") {
+			t.Setenv(name, v)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := bootstrap.Main([]string{"serve"}, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	if got := stderr.String(); !strings.HasPrefix(got, "cardshop: start: ") || !strings.Contains(got, "address already in use") {
+		t.Fatalf("stderr %q: want the start's failure, naming the address in use", got)
 	}
 }
