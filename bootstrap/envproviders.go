@@ -57,6 +57,7 @@ func parsed[T any](parse func(string) (T, error)) func(string) error {
 var providerSettings = []providerSetting{
 	{"CARDSHOP_STRIPE_SECRET_KEY", func(c Config) string { return c.StripeKey.Reveal() }, false, stripe.CheckSecretKey},
 	{"CARDSHOP_STRIPE_WEBHOOK_SECRETS", func(c Config) string { return c.StripeWebhook.Reveal() }, false, each(stripe.CheckWebhookSecret)},
+	{"CARDSHOP_STRIPE_API_URL", func(c Config) string { return c.StripeAPIURL }, false, stripe.CheckBaseURL},
 	{"CARDSHOP_EPAY_URL", func(c Config) string { return c.EpayURL }, false, epay.CheckGatewayURL},
 	{"CARDSHOP_EPAY_PID", func(c Config) string { return c.EpayPID }, false, epay.CheckPID},
 	{"CARDSHOP_EPAY_KEY", func(c Config) string { return c.EpayKey.Reveal() }, false, func(v string) error { return epay.CheckKey(domain.Secret(v)) }},

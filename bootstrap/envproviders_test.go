@@ -64,6 +64,7 @@ func TestMalformedProviderSettingsAreRefusedInOneLine(t *testing.T) {
 			"CARDSHOP_STRIPE_WEBHOOK_SECRETS=whsec_0123456789abcdefghijKLMNOP"}, "CARDSHOP_STRIPE_SECRET_KEY", "not shaped like one"},
 		{"Stripe webhook secret, Stripe on", []string{"CARDSHOP_STRIPE_SECRET_KEY=sk_test_0123456789abcdefghijKLMN",
 			"CARDSHOP_STRIPE_WEBHOOK_SECRETS=whsec_0123456789abcdefghijKLMNOP, whsec_x"}, "CARDSHOP_STRIPE_WEBHOOK_SECRETS", "not shaped like one"},
+		{"Stripe API URL in clear, Stripe off", []string{"CARDSHOP_STRIPE_API_URL=http://api.stripe.example"}, "CARDSHOP_STRIPE_API_URL", "loopback address only"},
 		{"Stripe with a key of the documentation", []string{"CARDSHOP_STRIPE_SECRET_KEY=sk_test_4eC39HqLyjWDarjtT1zdp7dc",
 			"CARDSHOP_STRIPE_WEBHOOK_SECRETS=whsec_0123456789abcdefghijKLMNOP"}, "CARDSHOP_STRIPE_SECRET_KEY", "Stripe's documentation"},
 	} {
@@ -135,6 +136,7 @@ func wellFormedProviderSettings(t *testing.T) map[string]string {
 	return map[string]string{
 		"CARDSHOP_STRIPE_SECRET_KEY":      "sk_test_0123456789abcdefghijKLMN",
 		"CARDSHOP_STRIPE_WEBHOOK_SECRETS": "whsec_0123456789abcdefghijKLMNOP",
+		"CARDSHOP_STRIPE_API_URL":         "http://127.0.0.1:12111",
 		"CARDSHOP_EPAY_KEY":               "epay-key-0123456789",
 		"CARDSHOP_EPAY_URL":               "https://pay.example",
 		"CARDSHOP_EPAY_PID":               "1001",

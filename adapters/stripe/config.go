@@ -124,7 +124,31 @@ func New(cfg Config) (*Gateway, error) {
 		}
 		g.whsecs = append(g.whsecs, domain.Secret(s))
 	}
-	base := cfg.BaseURL
+	u, err := baseURL(cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	g.base = u
+	if g.client == nil {
+		g.client = &http.Client{Timeout: DefaultTimeout}
+	} else if g.client.Timeout <= 0 {
+		return nil, errors.New("stripe: the HTTP client has no timeout")
+	}
+	if g.clock == nil {
+		g.clock = wallClock{}
+	}
+	return g, nil
+}
+
+// CheckBaseURL refuses a base URL New refuses.
+func CheckBaseURL(s string) error {
+	_, err := baseURL(s)
+	return err
+}
+
+// baseURL is the API's base URL: DefaultBaseURL when empty; https, or plain http to a loopback
+// address (a simulator) only.
+func baseURL(base string) (*url.URL, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
@@ -142,16 +166,7 @@ func New(cfg Config) (*Gateway, error) {
 	default:
 		return nil, errors.New("stripe: the base URL is not an absolute http(s) URL")
 	}
-	g.base = u
-	if g.client == nil {
-		g.client = &http.Client{Timeout: DefaultTimeout}
-	} else if g.client.Timeout <= 0 {
-		return nil, errors.New("stripe: the HTTP client has no timeout")
-	}
-	if g.clock == nil {
-		g.clock = wallClock{}
-	}
-	return g, nil
+	return u, nil
 }
 
 type wallClock struct{}
