@@ -32,6 +32,12 @@ type RefundPreview struct {
 	Why        string
 }
 
+// RefundApplies says whether RefundOrder would take the order's money back now: a PAID or an
+// UNFULFILLED order (the console links a refund from those only).
+func RefundApplies(o domain.Order) bool {
+	return o.Status() == domain.StatusPaid || o.Status() == domain.StatusUnfulfilled
+}
+
 // PreviewRefund says what RefundOrder would do with the order now; it changes nothing.
 //
 // Errors: ErrOrderNotFound, ErrUnavailable.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/dig"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
@@ -93,9 +94,24 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	app := fx.New(Module(cfg), fx.WithLogger(func() fxevent.Logger { return fxevent.NopLogger }))
 	if err := app.Err(); err != nil {
-		return err
+		return wiringError(err)
 	}
-	app.Run() // blocks until a signal, then stops every hook in reverse order
+	// Not app.Run: it exits 1 without a word when a start hook fails (the listen address taken),
+	// as the fx logger is silenced.
+	start, cancel := context.WithTimeout(context.Background(), app.StartTimeout())
+	defer cancel()
+	if err := app.Start(start); err != nil {
+		return fmt.Errorf("start: %w", wiringError(err))
+	}
+	sig := <-app.Wait() // until a signal, then every hook stops in reverse order
+	stop, cancelStop := context.WithTimeout(context.Background(), app.StopTimeout())
+	defer cancelStop()
+	if err := app.Stop(stop); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	if sig.ExitCode != 0 {
+		return fmt.Errorf("stopped with exit code %d", sig.ExitCode)
+	}
 	return nil
 }
 
@@ -218,4 +234,10 @@ func noArguments(fs *flag.FlagSet) error {
 	}
 	fs.Usage()
 	return fmt.Errorf("%s: unexpected argument %q (every value is given with a flag)", fs.Name(), fs.Arg(0))
+}
+
+// wiringError is a failed start's root cause: the constructor's own error, without the
+// dependency chain fx and dig wrap around it ("could not build arguments for function …").
+func wiringError(err error) error {
+	return dig.RootCause(err)
 }

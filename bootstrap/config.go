@@ -691,6 +691,10 @@ func LoadConfig(environ []string) (Config, error) {
 	if err := checkSecrets(c); err != nil {
 		return Config{}, err
 	}
+	// After the secrets' judgement: a weak key is told how to make a fresh one.
+	if err := checkProviders(c); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 

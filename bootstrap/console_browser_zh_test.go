@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"cardshop/bootstrap"
 )
 
 // browseConsoleInChinese walks the console of c once more, in Chinese: a new browser (which
@@ -75,11 +77,30 @@ func browseConsoleInChinese(t *testing.T, chromium string, c client, shots, pid,
 
 	b.submit(chromedp.Click(chromedp.CSS(`nav a[href="/console/orders"]`)))
 	b.zhScreen("orders", "", true)
+	// The refunded order offers no second refund; a PAID one, placed and paid now, offers it,
+	// and its confirmation says where its code and its money would go.
 	b.submit(chromedp.Navigate(c.base + "/console/orders/" + orderNo))
 	b.wantText("dl", "已退款")
+	if n, err := run(b, chromedp.Evaluate[int](`document.querySelectorAll('main a[href$="/refund"]').length`)); err != nil || n != 0 {
+		t.Fatalf("the refunded order's page offers a refund (%d links, %v)", n, err)
+	}
+	b.check("order-refunded-zh")
+	var buyer struct {
+		Token string `json:"token"`
+	}
+	c.want(201, "POST", "/admin/tokens", adminToken, `{"buyer_id":"browser-buyer-zh-`+pid+`"}`, &buyer)
+	var paid orderBody
+	c.want(201, "POST", "/api/order", buyer.Token, `{"product_id":`+pid+`,"qty":1}`, &paid, "Idempotency-Key", "browser-zh-"+pid)
+	var out, errOut strings.Builder
+	if code := bootstrap.Main([]string{"pay", "-url", c.base, "-order", paid.OrderNo}, &out, &errOut); code != 0 {
+		t.Fatalf("pay exited %d: %s %s", code, out.String(), errOut.String())
+	}
+	b.submit(chromedp.Navigate(c.base + "/console/orders/" + paid.OrderNo))
+	b.wantText("dl", "已支付")
 	b.zhScreen("order", "", true)
-	b.submit(chromedp.Navigate(c.base + "/console/orders/" + orderNo + "/refund"))
-	b.zhScreen("refund-confirm", "确认：退款订单 "+orderNo, true)
+	b.submit(chromedp.Click(chromedp.CSS(`main a[href$="/refund"]`)))
+	b.wantText("#refund-money", "cardshop")
+	b.zhScreen("refund-confirm", "确认：退款订单 "+paid.OrderNo, true)
 
 	b.submit(chromedp.Click(chromedp.CSS(`nav a[href="/console/blocklist"]`)))
 	b.wantText("main tbody", "邮箱域名")

@@ -216,8 +216,11 @@ func TestRealAdaptersRefuseWeakSecrets(t *testing.T) {
 			case "CARDSHOP_EPAY_KEY":
 				extra = append(extra, "CARDSHOP_EPAY_URL=https://pay.example", "CARDSHOP_EPAY_PID=1001")
 			case "CARDSHOP_WECHAT_APIV3_KEY":
-				extra = append(extra, "CARDSHOP_WECHAT_MCHID=1900000109", "CARDSHOP_WECHAT_APPID=wx1", "CARDSHOP_WECHAT_SERIAL=S1",
-					"CARDSHOP_WECHAT_PRIVATE_KEY=/keys/m.pem", "CARDSHOP_WECHAT_PUBLIC_KEY=/keys/wx.pem")
+				p := wellFormedProviderSettings(t)
+				for _, n := range []string{"CARDSHOP_WECHAT_MCHID", "CARDSHOP_WECHAT_APPID", "CARDSHOP_WECHAT_SERIAL",
+					"CARDSHOP_WECHAT_PRIVATE_KEY", "CARDSHOP_WECHAT_PUBLIC_KEY_ID", "CARDSHOP_WECHAT_PUBLIC_KEY"} {
+					extra = append(extra, n+"="+p[n])
+				}
 			}
 			refused(t, realEnv(t, extra...), tc.name)
 			// The memory adapters judge none of it.

@@ -83,6 +83,9 @@ func TestSupportScreensInABrowser(t *testing.T) {
 			br.wantText(".notice", lang.paid)
 			br.wantText("main", ref)
 			br.check("order-confirmed" + lang.suffix)
+			// The Fulfil confirmation's page (its layout, whatever the order's state) fits a phone.
+			br.do(chromedp.Navigate(c.base + "/console/orders/" + a.OrderNo + "/fulfil"))
+			br.check("fulfil-confirm" + lang.suffix)
 
 			// The same reference on another order is refused.
 			br.do(chromedp.Navigate(c.base + "/console/orders/" + b.OrderNo + "/confirm-payment"))

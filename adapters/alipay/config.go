@@ -135,11 +135,13 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !appIDPattern.MatchString(cfg.AppID) {
-		return nil, errors.New("alipay app_id must be 1 to 32 digits")
+	if err := CheckAppID(cfg.AppID); err != nil {
+		return nil, err
 	}
-	if cfg.SellerID != "" && !sellerPattern.MatchString(cfg.SellerID) {
-		return nil, errors.New("alipay seller_id must be 16 digits starting with 2088")
+	if cfg.SellerID != "" {
+		if err := CheckSellerID(cfg.SellerID); err != nil {
+			return nil, err
+		}
 	}
 	key, err := ParsePrivateKey(cfg.PrivateKey.Reveal())
 	if err != nil {
@@ -178,6 +180,28 @@ func New(cfg Config) (*Gateway, error) {
 type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }
+
+// CheckAppID refuses an app_id New refuses.
+func CheckAppID(s string) error {
+	if !appIDPattern.MatchString(s) {
+		return errors.New("alipay app_id must be 1 to 32 digits")
+	}
+	return nil
+}
+
+// CheckSellerID refuses a seller_id New refuses.
+func CheckSellerID(s string) error {
+	if !sellerPattern.MatchString(s) {
+		return errors.New("alipay seller_id must be 16 digits starting with 2088")
+	}
+	return nil
+}
+
+// CheckGatewayURL refuses a gateway URL New refuses.
+func CheckGatewayURL(s string) error {
+	_, err := checkGatewayURL(s)
+	return err
+}
 
 func checkGatewayURL(s string) (string, error) {
 	if s == "" {

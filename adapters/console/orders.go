@@ -208,6 +208,7 @@ func (k *console) orderHistory(c *fiber.Ctx, d *orderData) error {
 		return err
 	}
 	d.CanConfirm = application.ManualPaymentApplies(d.Order)
+	d.CanRefund = application.RefundApplies(d.Order)
 	d.GivenUp = map[int64]bool{}
 	for _, r := range d.Deliveries {
 		if k.sales.MailGivenUp(r) {

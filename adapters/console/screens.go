@@ -176,10 +176,12 @@ type orderData struct {
 	// GivenUp holds the ids of the order's e-mails the mail relay gave up (Sales.MailGivenUp).
 	GivenUp map[int64]bool
 	// On the order's page (orderHistory): the product's name, the order's manual payment
-	// confirmations, and whether one may be made now.
+	// confirmations, whether one may be made now, and whether a refund applies (the link is
+	// shown only then).
 	ProductName string
 	Manual      []domain.ManualPayment
 	CanConfirm  bool
+	CanRefund   bool
 }
 
 // loadOrder reads an order for a page, never with its codes: the console shows no code to

@@ -138,6 +138,22 @@ func TestManualPaymentPage(t *testing.T) {
 	if h.orderStatus(a) != domain.StatusPaid || !strings.Contains(r.body, "BANK-77") || strings.Contains(r.body, "/confirm-payment\"") {
 		t.Fatalf("after the override: %s", h.orderStatus(a))
 	}
+	// The PAID order's page: the buyer, the product's name, the payment at the provider with its
+	// reference; a refund offered, no fulfil. The PENDING order's page offers no refund.
+	paid := boss.get("/console/orders/" + a)
+	wantStatus(t, paid, 200)
+	for _, want := range []string{`<dd class="ref">alice</dd>`, "<dd>Gift card</dd>", "Payments at providers",
+		`<td class="ref" data-label="Reference">BANK-77</td>`, "/console/orders/" + a + `/refund"`} {
+		if !strings.Contains(paid.body, want) {
+			t.Errorf("the PAID order's page lacks %q", want)
+		}
+	}
+	if strings.Contains(paid.body, `/fulfil"`) {
+		t.Error("a PAID order's page offers a fulfil")
+	}
+	if pending := boss.get("/console/orders/" + b); strings.Contains(pending.body, `/refund"`) || !strings.Contains(pending.body, "<dd>Gift card</dd>") {
+		t.Error("a PENDING order's page offers a refund, or lacks its product's name")
+	}
 	r = boss.post("/console/orders/"+b+"/confirm-payment", send)
 	wantStatus(t, r, 409)
 	if !strings.Contains(r.body, "already paid another order") || h.orderStatus(b) != domain.StatusPending {

@@ -106,6 +106,43 @@ var (
 // cny is the only currency epay charges in: amounts are yuan with 2 decimals.
 var cny = domain.Currency{Code: "CNY", Exponent: 2}
 
+// CheckGatewayURL refuses a gateway URL New refuses.
+func CheckGatewayURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return errors.New("epay gateway URL must be an http(s) URL without credentials, query or fragment")
+	}
+	return nil
+}
+
+// CheckPID refuses a merchant id New refuses.
+func CheckPID(s string) error {
+	if !pidPattern.MatchString(s) {
+		return errors.New("epay pid must be 1 to 32 characters of A-Z a-z 0-9 _ -")
+	}
+	return nil
+}
+
+// CheckKey refuses a merchant key New refuses (the error never quotes it).
+func CheckKey(k domain.Secret) error {
+	if len(k) < MinKeyLength {
+		return fmt.Errorf("epay merchant key must be at least %d characters", MinKeyLength)
+	}
+	if strings.TrimSpace(k.Reveal()) != k.Reveal() || strings.ContainsAny(k.Reveal(), "\r\n\t") {
+		return errors.New("epay merchant key has white space: a copy-paste error")
+	}
+	return nil
+}
+
+// CheckType refuses a payment type New refuses.
+func CheckType(s string) error {
+	if !typePattern.MatchString(s) {
+		return fmt.Errorf("epay payment type %q: want lower-case letters and digits (alipay, wxpay, qqpay, …)", s)
+	}
+	return nil
+}
+
 // New checks cfg and returns a Gateway. An empty, short or padded KEY is refused: a shop must
 // not start with notifications anyone can forge.
 func New(cfg Config) (*Gateway, error) {
@@ -116,19 +153,15 @@ func New(cfg Config) (*Gateway, error) {
 	if _, err := domain.ParseProvider(string(name)); err != nil {
 		return nil, fmt.Errorf("epay provider name %q: %w", name, err)
 	}
-	u, err := url.Parse(cfg.GatewayURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
-		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return nil, errors.New("epay gateway URL must be an http(s) URL without credentials, query or fragment")
+	if err := CheckGatewayURL(cfg.GatewayURL); err != nil {
+		return nil, err
 	}
-	if !pidPattern.MatchString(cfg.PID) {
-		return nil, errors.New("epay pid must be 1 to 32 characters of A-Z a-z 0-9 _ -")
+	u, _ := url.Parse(cfg.GatewayURL) // checked above
+	if err := CheckPID(cfg.PID); err != nil {
+		return nil, err
 	}
-	if len(cfg.Key) < MinKeyLength {
-		return nil, fmt.Errorf("epay merchant key must be at least %d characters", MinKeyLength)
-	}
-	if strings.TrimSpace(cfg.Key.Reveal()) != cfg.Key.Reveal() || strings.ContainsAny(cfg.Key.Reveal(), "\r\n\t") {
-		return nil, errors.New("epay merchant key has white space: a copy-paste error")
+	if err := CheckKey(cfg.Key); err != nil {
+		return nil, err
 	}
 	if cfg.Variant != SignAppend && cfg.Variant != SignAmpKey {
 		return nil, errors.New("epay sign variant unknown")
@@ -137,8 +170,8 @@ func New(cfg Config) (*Gateway, error) {
 	if typ == "" {
 		typ = "alipay"
 	}
-	if !typePattern.MatchString(typ) {
-		return nil, fmt.Errorf("epay payment type %q: want lower-case letters and digits (alipay, wxpay, qqpay, …)", typ)
+	if err := CheckType(typ); err != nil {
+		return nil, err
 	}
 	if cfg.Mode != ModeRedirect && cfg.Mode != ModeAPI {
 		return nil, errors.New("epay mode unknown")

@@ -93,15 +93,26 @@ func checkSecret(what, v string, shape *regexp.Regexp, prefixParts int) error {
 	return nil
 }
 
+// CheckSecretKey refuses a secret key New refuses (the error never quotes it).
+func CheckSecretKey(s string) error {
+	if err := checkSecret("secret key", s, keyShape, 2); err != nil {
+		return err
+	}
+	if documentedKeys[s] {
+		return errors.New("stripe: the secret key is the one printed in Stripe's documentation")
+	}
+	return nil
+}
+
+// CheckWebhookSecret refuses a webhook signing secret New refuses (the error never quotes it).
+func CheckWebhookSecret(s string) error { return checkSecret("webhook secret", s, webhookShape, 1) }
+
 // New returns the gateway. It refuses an empty, malformed, placeholder or documented key, a
 // missing, malformed or placeholder webhook secret, a base URL that would send the key in
 // clear to another host, and an HTTP client without a timeout.
 func New(cfg Config) (*Gateway, error) {
-	if err := checkSecret("secret key", cfg.SecretKey, keyShape, 2); err != nil {
+	if err := CheckSecretKey(cfg.SecretKey); err != nil {
 		return nil, err
-	}
-	if documentedKeys[cfg.SecretKey] {
-		return nil, errors.New("stripe: the secret key is the one printed in Stripe's documentation")
 	}
 	if len(cfg.WebhookSecrets) == 0 {
 		return nil, errors.New("stripe: no webhook signing secret")
@@ -113,7 +124,31 @@ func New(cfg Config) (*Gateway, error) {
 		}
 		g.whsecs = append(g.whsecs, domain.Secret(s))
 	}
-	base := cfg.BaseURL
+	u, err := baseURL(cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	g.base = u
+	if g.client == nil {
+		g.client = &http.Client{Timeout: DefaultTimeout}
+	} else if g.client.Timeout <= 0 {
+		return nil, errors.New("stripe: the HTTP client has no timeout")
+	}
+	if g.clock == nil {
+		g.clock = wallClock{}
+	}
+	return g, nil
+}
+
+// CheckBaseURL refuses a base URL New refuses.
+func CheckBaseURL(s string) error {
+	_, err := baseURL(s)
+	return err
+}
+
+// baseURL is the API's base URL: DefaultBaseURL when empty; https, or plain http to a loopback
+// address (a simulator) only.
+func baseURL(base string) (*url.URL, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
@@ -131,16 +166,7 @@ func New(cfg Config) (*Gateway, error) {
 	default:
 		return nil, errors.New("stripe: the base URL is not an absolute http(s) URL")
 	}
-	g.base = u
-	if g.client == nil {
-		g.client = &http.Client{Timeout: DefaultTimeout}
-	} else if g.client.Timeout <= 0 {
-		return nil, errors.New("stripe: the HTTP client has no timeout")
-	}
-	if g.clock == nil {
-		g.clock = wallClock{}
-	}
-	return g, nil
+	return u, nil
 }
 
 type wallClock struct{}

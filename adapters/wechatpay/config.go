@@ -97,6 +97,67 @@ var (
 	placeholders = []string{"xxxx", "your", "change", "placeholder", "example", "replace", "secret", "dummy", "apiv3", "test"}
 )
 
+// CheckMchID refuses a merchant number New refuses.
+func CheckMchID(s string) error {
+	if !mchIDShape.MatchString(s) {
+		return errors.New("wechatpay: the merchant number (mchid) is missing or not 6 to 32 digits")
+	}
+	return nil
+}
+
+// CheckAppID refuses an appid New refuses.
+func CheckAppID(s string) error {
+	if !appIDShape.MatchString(s) {
+		return errors.New("wechatpay: the appid is missing or not shaped like wx and 16 letters or digits")
+	}
+	return nil
+}
+
+// CheckSerial refuses a merchant certificate serial number New refuses.
+func CheckSerial(s string) error {
+	if !serialShape.MatchString(s) {
+		return errors.New("wechatpay: the merchant certificate serial number is missing or not hexadecimal")
+	}
+	return nil
+}
+
+// CheckPrivateKey refuses a merchant private key New refuses (the error never quotes it).
+func CheckPrivateKey(s string) error {
+	_, err := parsePrivateKey(s)
+	return err
+}
+
+// CheckAPIv3Key refuses an API v3 key New refuses (the error never quotes it).
+func CheckAPIv3Key(s string) error { return checkV3Key(s) }
+
+// CheckPublicKeyID refuses a WeChat Pay public key id New refuses.
+func CheckPublicKeyID(s string) error {
+	if !pubKeyID.MatchString(s) {
+		return errors.New("wechatpay: the public key id is not PUB_KEY_ID_ and letters or digits")
+	}
+	return nil
+}
+
+// CheckPublicKey refuses a WeChat Pay public key New refuses.
+func CheckPublicKey(s string) error {
+	_, err := parsePublicKey(s)
+	return err
+}
+
+// CheckPlatformCertificate refuses a platform certificate New refuses.
+func CheckPlatformCertificate(s string) error {
+	if _, err := parseCertificate(s); err != nil {
+		return fmt.Errorf("wechatpay: platform certificate: %w", err)
+	}
+	return nil
+}
+
+// CheckBaseURL refuses a base URL New refuses.
+func CheckBaseURL(s string) error {
+	_, err := baseURL(s)
+	return err
+}
+
 // checkV3Key refuses a key that is not 32 letters and digits, or that is a placeholder: one
 // repeated character, fewer than 10 distinct characters, or a placeholder word at its start.
 func checkV3Key(k string) error {
@@ -129,14 +190,14 @@ func checkV3Key(k string) error {
 // client without a timeout. Nothing is fetched: the platform certificates and the public key
 // are the configuration's.
 func New(cfg Config) (*Gateway, error) {
-	if !mchIDShape.MatchString(cfg.MchID) {
-		return nil, errors.New("wechatpay: the merchant number (mchid) is missing or not 6 to 32 digits")
+	if err := CheckMchID(cfg.MchID); err != nil {
+		return nil, err
 	}
-	if !appIDShape.MatchString(cfg.AppID) {
-		return nil, errors.New("wechatpay: the appid is missing or not shaped like wx and 16 letters or digits")
+	if err := CheckAppID(cfg.AppID); err != nil {
+		return nil, err
 	}
-	if !serialShape.MatchString(cfg.MerchantSerial) {
-		return nil, errors.New("wechatpay: the merchant certificate serial number is missing or not hexadecimal")
+	if err := CheckSerial(cfg.MerchantSerial); err != nil {
+		return nil, err
 	}
 	priv, err := parsePrivateKey(cfg.MerchantPrivateKeyPEM)
 	if err != nil {
@@ -205,8 +266,8 @@ func (g *Gateway) addVerifiers(cfg Config) error {
 		}
 	}
 	if cfg.PublicKeyID != "" || cfg.PublicKeyPEM != "" {
-		if !pubKeyID.MatchString(cfg.PublicKeyID) {
-			return errors.New("wechatpay: the public key id is not PUB_KEY_ID_ and letters or digits")
+		if err := CheckPublicKeyID(cfg.PublicKeyID); err != nil {
+			return err
 		}
 		pub, err := parsePublicKey(cfg.PublicKeyPEM)
 		if err != nil {
