@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"cardshop/adapters/lab/paysim/alipaysim"
@@ -106,6 +107,92 @@ func TestShopRefusalsInABrowser(t *testing.T) {
 			b.checkClean()
 		}
 	})
+}
+
+// TestQRPageMovesOnInABrowser: the QR pay page, on a 390 px phone in Chinese, leaves for the
+// order page by itself when the order's payment fails (another payment of the order, at the
+// dev provider in a second tab, reports a failure) and when the order is closed for want of
+// payment (a service whose orders wait 8 s, swept every second); the order page then says so.
+// TestShopInABrowser covers the payment; the status endpoint's answers are
+// TestQRPageMovesOnWhenClosedOrFailed's (adapters/storefront).
+func TestQRPageMovesOnInABrowser(t *testing.T) {
+	chromium := needChromium(t)
+	addr := freeAddr(t)
+	const timeout = 8 * time.Second
+	cfg, err := bootstrap.LoadConfig(env("CARDSHOP_DEV_PAYMENTS=true", "CARDSHOP_PUBLIC_URL=http://"+addr,
+		"CARDSHOP_ORDER_TIMEOUT="+timeout.String(), "CARDSHOP_SWEEP_INTERVAL=1s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPAddr = addr
+	keys := testPayKeys()
+	sim, err := alipaysim.New(alipaysim.Config{MerchantKey: &keys.alipayApp.PublicKey, AlipayKey: keys.alipay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	cfg.AlipayURL, cfg.AlipayAppID, cfg.AlipaySellerID = sim.URL(), sim.AppID(), sim.SellerID()
+	cfg.AlipayPrivateKey, cfg.AlipayPublicKey, cfg.AlipayMethod = domain.Secret(privateKeyPEM(keys.alipayApp)), sim.PublicKeyPEM(), "precreate"
+	c := runService(t, cfg, io.Discard)
+	c.want(201, "POST", "/admin/products", adminToken, `{"id":1100,"name":"扫码卡 QR card","price":1000,"max_per_order":5}`, nil)
+	c.want(200, "POST", "/admin/products/1100/codes", adminToken, "QR-01\nQR-02\nQR-03", nil)
+	b := newSizedBrowser(t, chromium, c.base, "", 390, 844)
+	b.do(chromedp.Navigate(c.base + "/lang?to=zh-CN&back=%2F"))
+	qrPage := func(email string) string {
+		b.do(chromedp.Navigate(c.base+"/p/1100"), chromedp.SendKeys(chromedp.CSS(`input[name=email]`), email))
+		b.submit(chromedp.Click(chromedp.CSS(`#checkout button[type=submit]`)))
+		b.submit(chromedp.Click(chromedp.CSS(`#confirm button[type=submit]`)))
+		no := b.text(".summary code")
+		b.do(chromedp.Click(chromedp.CSS(`form.pay input[value=alipay]`)))
+		b.submit(chromedp.Click(chromedp.CSS(`form.pay button[type=submit]`)))
+		b.wantPath("/orders/" + no + "/pay/alipay")
+		b.wantText("h1", "扫码支付")
+		return no
+	}
+	movesOn := func(no, shown string, within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for b.path() != "/orders/"+no {
+			if time.Now().After(deadline) {
+				t.Fatalf("the QR page did not move on to the order page within %s (at %s)", within, b.path())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		b.wantText("main", shown)
+		b.fits("order " + shown)
+	}
+
+	// FAILED: the buyer tries the dev provider in another tab, and that payment fails.
+	no := qrPage("failed@example.com")
+	tctx, cancel := chromedp.NewContext(b.ctx)
+	defer cancel()
+	if err := chromedp.Do(tctx, chromedp.EmulateViewport(b.width, b.height)); err != nil { // opens the tab: no deadline, it lives on
+		t.Fatal(err)
+	}
+	tab := &browser{t: t, ctx: tctx, base: b.base, width: b.width, height: b.height, urls: map[network.RequestID]string{},
+		expected: map[string]int{}, allowed: map[network.RequestID]bool{}}
+	tab.do(chromedp.Navigate(c.base + "/orders/" + no))
+	tab.do(chromedp.Click(chromedp.CSS(`form.pay input[value=dev]`)))
+	tab.submit(chromedp.Click(chromedp.CSS(`form.pay button[type=submit]`)))
+	tab.wantPath("/dev/pay/" + no)
+	tab.submit(chromedp.Click(chromedp.CSS(`button.fail`)))
+	movesOn(no, "支付失败", stepTimeout)
+
+	// CLOSED: nobody pays; the order times out and the sweeper closes it.
+	no = qrPage("closed@example.com")
+	movesOn(no, "已关闭", timeout+stepTimeout)
+	// A poll in flight when the page leaves (the script's own move, or its meta refresh) is
+	// cancelled by the browser: that is the page working, not a failure.
+	b.mu.Lock()
+	kept := b.problems[:0]
+	for _, p := range b.problems {
+		if !(strings.Contains(p, "net::ERR_ABORTED") && strings.Contains(p, "/status.json")) {
+			kept = append(kept, p)
+		}
+	}
+	b.problems = kept
+	b.mu.Unlock()
+	b.checkClean()
 }
 
 // refusalRuns are the browsers of TestShopRefusalsInABrowser: a phone in Chinese, a desktop in
