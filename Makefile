@@ -92,7 +92,7 @@ test-quick: ## unit tests only against memory (no services, integration suites s
 
 .PHONY: storefront-screenshots
 storefront-screenshots: ## write docs/storefront/*.png: every page of the shop in both languages, phone and desktop, in headless Chromium
-	SHOP_SCREENSHOTS=docs/storefront $(GO) test -count=1 -run '^(TestShopInABrowser|TestVariantsInABrowser)$$' ./bootstrap/
+	SHOP_SCREENSHOTS=docs/storefront $(GO) test -count=1 -run '^(TestShopInABrowser|TestVariantsInABrowser|TestShopRefusalsInABrowser)$$' ./bootstrap/
 
 .PHONY: console-screenshots
 console-screenshots: services ## write docs/console/*.png: every console screen in both languages in headless Chromium (payment channels on the real adapters)

@@ -2,6 +2,7 @@ package storefront_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -15,6 +16,7 @@ import (
 
 	"cardshop/adapters/alipay"
 	"cardshop/adapters/lab/paysim/alipaysim"
+	"cardshop/adapters/paysig"
 	"cardshop/application"
 	"cardshop/domain"
 )
@@ -123,4 +125,78 @@ func TestPayByQRCode(t *testing.T) {
 	}
 	wantStatus(t, b.get(base+"/qr.png?provider=alipay"), 404)
 	wantStatus(t, h.browser("en").get(base+"/status.json"), 404)
+}
+
+// TestQRPageMovesOnWhenClosedOrFailed: the QR page's status endpoint reports an order that
+// expired (CLOSED, closed by the sweeper) or whose payment failed (FAILED, the provider's
+// signed notice) as a fresh 200 under the old ETag — not a 304 — so follow.js, which moves on
+// to the page's data-next on any status but PENDING, leaves; the QR page itself (its meta
+// refresh, without the script) is then a 303 to the order page, which shows the state.
+func TestQRPageMovesOnWhenClosedOrFailed(t *testing.T) {
+	for _, tc := range []struct {
+		state, shown string
+		move         func(h *harness, no domain.OrderNo)
+	}{
+		{"CLOSED", "Closed (not paid in time)", func(h *harness, no domain.OrderNo) {
+			h.clock.Advance(application.DefaultConfig().OrderTimeout + time.Minute)
+			if _, err := h.shop.Sales.Sweep(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"FAILED", "Payment failed", func(h *harness, no domain.OrderNo) {
+			v, err := h.shop.Sales.AdminOrder(context.Background(), no)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, ts, sig, err := h.signer.SignedBody(paysig.Notice{OrderNo: string(no), Status: "failed",
+				Amount: int64(v.Order.Amount()), PaymentRef: "pay-" + string(no)}, h.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantStatus(t, h.do("POST", "/api/payments/callback", bytes.NewReader(body), "Content-Type", "application/json",
+				paysig.HeaderTimestamp, ts, paysig.HeaderSignature, sig), 200)
+		}},
+	} {
+		t.Run(tc.state, func(t *testing.T) {
+			opt, _ := withAlipay(t)
+			h := newHarness(t, opt)
+			p := h.product(application.NewProduct{Name: "QR " + tc.state, Price: 500}, 2)
+			b, no, _ := buy(t, h, p, 1, strings.ToLower(tc.state)+"@example.com")
+			base := "/orders/" + string(no)
+			tok := field(t, csrfField, b.get(base).body)
+			wantStatus(t, b.post(base+"/pay", url.Values{"csrf": {tok}, "provider": {"alipay"}}), 303)
+			page := b.get(base + "/pay/alipay")
+			wantStatus(t, page, 200)
+			// What follow.js reads: where to ask, and where to go once the order moved on.
+			wantContains(t, page, `data-status="`+base+`/status.json"`, `data-next="`+base+`"`, `http-equiv="refresh"`)
+			st := b.get(base + "/status.json")
+			wantStatus(t, st, 200)
+			etag := st.header.Get("ETag")
+			wantStatus(t, b.do("GET", base+"/status.json", nil, "If-None-Match", etag), 304)
+
+			tc.move(h, no)
+			moved := b.do("GET", base+"/status.json", nil, "If-None-Match", etag)
+			wantStatus(t, moved, 200)
+			var body struct{ Status string }
+			if err := json.Unmarshal([]byte(moved.body), &body); err != nil || body.Status != tc.state {
+				t.Fatalf("status.json once %s: %s", tc.state, moved)
+			}
+			if got := moved.header.Get("ETag"); got == etag || got == "" {
+				t.Fatalf("status.json once %s: ETag %q, want a new one (was %q)", tc.state, got, etag)
+			}
+			wantStatus(t, b.do("GET", base+"/status.json", nil, "If-None-Match", moved.header.Get("ETag")), 304)
+			again := b.get(base + "/pay/alipay")
+			wantStatus(t, again, 303)
+			if loc := again.header.Get("Location"); loc != base {
+				t.Fatalf("the QR page once %s sends to %q, want %s", tc.state, loc, base)
+			}
+			order := b.get(base)
+			wantStatus(t, order, 200)
+			wantContains(t, order, tc.shown)
+			if strings.Contains(order.body, `class="pay"`) {
+				t.Errorf("the order page once %s still offers to pay", tc.state)
+			}
+			wantStatus(t, b.get(base+"/qr.png?provider=alipay"), 404)
+		})
+	}
 }
