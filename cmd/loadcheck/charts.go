@@ -129,6 +129,7 @@ func writeScenarioChart(path, title string, tl timeline, w *faultWindow) error {
 	top.Y.Label.Text = "answers/s"
 	bottom.X.Label.Text = fmt.Sprintf("seconds into the load (the instances' /metrics every %s)", tl.interval)
 	bottom.Y.Label.Text = "latency, ms (service side)"
+	top.X.Tick.Marker, bottom.X.Tick.Marker = secondsTicks{}, secondsTicks{}
 	end := 1.0
 	if n := len(tl.points); n > 0 {
 		end = tl.points[n-1].at
@@ -453,6 +454,34 @@ func (commaTicks) Ticks(lo, hi float64) []plot.Tick {
 		if t.Label != "" {
 			ticks[i].Label = num(t.Value)
 		}
+	}
+	return ticks
+}
+
+// secondsTicks label whole seconds at a step of 1, 2, 5, 10, 15, 30 or 60 s, the smallest that
+// gives at most 8 labels (gonum's default may label only both ends of a 27 s axis, "0.00" and
+// "25.00"), with an unlabelled tick at each labelled step's fifth.
+type secondsTicks struct{}
+
+func (secondsTicks) Ticks(lo, hi float64) []plot.Tick {
+	step := 60.0
+	for _, s := range []float64{1, 2, 5, 10, 15, 30, 60} {
+		if (hi-lo)/s <= 8 {
+			step = s
+			break
+		}
+	}
+	minor := step / 5
+	if step == 15 || step == 30 {
+		minor = step / 3
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/minor) * minor; v <= hi+1e-9; v += minor {
+		t := plot.Tick{Value: v}
+		if r := math.Mod(v, step); math.Abs(r) < 1e-9 || math.Abs(r-step) < 1e-9 {
+			t.Label = strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+		}
+		ticks = append(ticks, t)
 	}
 	return ticks
 }

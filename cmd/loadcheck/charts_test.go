@@ -159,3 +159,27 @@ func TestCeilingsChartShowsTheRatesBesideTheCeilings(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondsTicksLabelWholeSeconds: a run's time axis is labelled in whole seconds at a
+// readable step, never only at both ends.
+func TestSecondsTicksLabelWholeSeconds(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		want   []string
+	}{
+		{0, 27.3, []string{"0", "5", "10", "15", "20", "25"}},
+		{0, 3.2, []string{"0", "1", "2", "3"}},
+		{0, 9.7, []string{"0", "2", "4", "6", "8"}},
+		{0, 200, []string{"0", "30", "60", "90", "120", "150", "180"}},
+	} {
+		var got []string
+		for _, tk := range (secondsTicks{}).Ticks(c.lo, c.hi) {
+			if tk.Label != "" {
+				got = append(got, tk.Label)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("ticks of [%g, %g]: labels %v, want %v", c.lo, c.hi, got, c.want)
+		}
+	}
+}
