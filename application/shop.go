@@ -379,10 +379,10 @@ type cachedProduct struct {
 
 // product returns a product from the cache or, when absent or expired, the catalogue.
 func (s *core) product(ctx context.Context, id domain.ProductID) (domain.Product, error) {
-	now := s.clock.Now()
-	if c, ok := s.products.Load(id); ok && now.Before(c.(cachedProduct).expires) {
-		return c.(cachedProduct).p, nil
+	if p, ok := s.cachedProduct(id); ok {
+		return p, nil
 	}
+	now := s.clock.Now()
 	gen := s.productGen.Load()
 	p, err := s.ledger.Products().Product(ctx, id)
 	if err != nil {
