@@ -67,16 +67,7 @@ func TestShopInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.HTTPAddr = addr
-	// Alipay in precreate mode (a QR code to scan), against its simulator, which notifies the
-	// service at its public URL.
-	keys := testPayKeys()
-	sim, err := alipaysim.New(alipaysim.Config{MerchantKey: &keys.alipayApp.PublicKey, AlipayKey: keys.alipay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	cfg.AlipayURL, cfg.AlipayAppID, cfg.AlipaySellerID = sim.URL(), sim.AppID(), sim.SellerID()
-	cfg.AlipayPrivateKey, cfg.AlipayPublicKey, cfg.AlipayMethod = domain.Secret(privateKeyPEM(keys.alipayApp)), sim.PublicKeyPEM(), "precreate"
+	sim := withAlipayQR(t, &cfg)
 	c := runService(t, cfg, io.Discard)
 	shots := shopScreenshotDir(t)
 	for i, run := range []struct {
@@ -290,4 +281,19 @@ func mailTo(t *testing.T, mp *mailpit.Server, to string) mailpit.Message {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// withAlipayQR configures Alipay in precreate mode (a QR code to scan) against a simulator of
+// the test's own, which notifies the service at its public URL; it returns the simulator.
+func withAlipayQR(t *testing.T, cfg *bootstrap.Config) *alipaysim.Sim {
+	t.Helper()
+	keys := testPayKeys()
+	sim, err := alipaysim.New(alipaysim.Config{MerchantKey: &keys.alipayApp.PublicKey, AlipayKey: keys.alipay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	cfg.AlipayURL, cfg.AlipayAppID, cfg.AlipaySellerID = sim.URL(), sim.AppID(), sim.SellerID()
+	cfg.AlipayPrivateKey, cfg.AlipayPublicKey, cfg.AlipayMethod = domain.Secret(privateKeyPEM(keys.alipayApp)), sim.PublicKeyPEM(), "precreate"
+	return sim
 }

@@ -11,9 +11,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"cardshop/adapters/lab/paysim/alipaysim"
 	"cardshop/bootstrap"
-	"cardshop/domain"
 )
 
 // refusalTexts are the words of the catalogue (adapters/i18n) each refusal page must show in
@@ -51,14 +49,7 @@ func TestShopRefusalsInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.HTTPAddr = addr
-	keys := testPayKeys()
-	sim, err := alipaysim.New(alipaysim.Config{MerchantKey: &keys.alipayApp.PublicKey, AlipayKey: keys.alipay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	cfg.AlipayURL, cfg.AlipayAppID, cfg.AlipaySellerID = sim.URL(), sim.AppID(), sim.SellerID()
-	cfg.AlipayPrivateKey, cfg.AlipayPublicKey, cfg.AlipayMethod = domain.Secret(privateKeyPEM(keys.alipayApp)), sim.PublicKeyPEM(), "precreate"
+	withAlipayQR(t, &cfg)
 	c := runService(t, cfg, io.Discard)
 	// 1000 is sold out (no codes), 1001 starts in an hour, 1002 lets one buyer hold one code.
 	c.want(201, "POST", "/admin/products", adminToken, `{"id":1000,"name":"售罄的卡 Sold-out card","price":1000,"max_per_order":5}`, nil)
@@ -125,14 +116,7 @@ func TestQRPageMovesOnInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.HTTPAddr = addr
-	keys := testPayKeys()
-	sim, err := alipaysim.New(alipaysim.Config{MerchantKey: &keys.alipayApp.PublicKey, AlipayKey: keys.alipay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	cfg.AlipayURL, cfg.AlipayAppID, cfg.AlipaySellerID = sim.URL(), sim.AppID(), sim.SellerID()
-	cfg.AlipayPrivateKey, cfg.AlipayPublicKey, cfg.AlipayMethod = domain.Secret(privateKeyPEM(keys.alipayApp)), sim.PublicKeyPEM(), "precreate"
+	withAlipayQR(t, &cfg)
 	c := runService(t, cfg, io.Discard)
 	c.want(201, "POST", "/admin/products", adminToken, `{"id":1100,"name":"扫码卡 QR card","price":1000,"max_per_order":5}`, nil)
 	c.want(200, "POST", "/admin/products/1100/codes", adminToken, "QR-01\nQR-02\nQR-03", nil)
