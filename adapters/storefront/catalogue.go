@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"golang.org/x/text/width"
 
 	"cardshop/application"
 	"cardshop/domain"
@@ -115,13 +116,12 @@ func excerpt(desc string) string {
 	return first
 }
 
-// runeWidth is 2 for a character shown at double width (East Asian wide and full-width), 1
-// otherwise: close enough to cut an excerpt, never to lay out text.
+// runeWidth is 2 for a character shown at double width (East Asian wide and full-width, by
+// Unicode's East Asian Width property), 1 otherwise: close enough to cut an excerpt, never to
+// lay out text.
 func runeWidth(r rune) int {
-	switch {
-	case r >= 0x1100 && r <= 0x115F, r >= 0x2E80 && r <= 0xA4CF, r >= 0xAC00 && r <= 0xD7A3,
-		r >= 0xF900 && r <= 0xFAFF, r >= 0xFE30 && r <= 0xFE4F, r >= 0xFF00 && r <= 0xFF60,
-		r >= 0xFFE0 && r <= 0xFFE6, r >= 0x1F300 && r <= 0x1FAFF, r >= 0x20000 && r <= 0x3FFFD:
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
 		return 2
 	}
 	return 1
