@@ -217,15 +217,14 @@ func productTag(p domain.ProductID) string { return "{" + strconv.FormatInt(int6
 // product id and every key of a product stays in one slot, whatever the namespace.
 type keyspace string
 
-func (ks keyspace) stockKey(p domain.ProductID) string {
-	return string(ks) + "stock:product:" + productTag(p)
+// of names the product's key of the kind ("stock:product:", "holds:", …) in the keyspace.
+func (ks keyspace) of(kind string, p domain.ProductID) string {
+	return string(ks) + kind + productTag(p)
 }
-func (ks keyspace) soldKey(p domain.ProductID) string {
-	return string(ks) + "sold:product:" + productTag(p)
-}
-func (ks keyspace) frozenKey(p domain.ProductID) string {
-	return string(ks) + "frozen:product:" + productTag(p)
-}
+
+func (ks keyspace) stockKey(p domain.ProductID) string  { return ks.of("stock:product:", p) }
+func (ks keyspace) soldKey(p domain.ProductID) string   { return ks.of("sold:product:", p) }
+func (ks keyspace) frozenKey(p domain.ProductID) string { return ks.of("frozen:product:", p) }
 
 // claimKey names a reservation's idempotency claim. Buyers' claims live under idem:order: and
 // keyless ones under idem:ref:, so a Ref can never take a buyer's key or the reverse; within
@@ -249,36 +248,20 @@ func (ks keyspace) markerKey(c domain.GateChange) string {
 	return string(ks) + "gate:applied:" + productTag(c.Product) + ":" + c.Ref
 }
 
-func (ks keyspace) holdsKey(p domain.ProductID) string { return string(ks) + "holds:" + productTag(p) }
-func (ks keyspace) holdInfoKey(p domain.ProductID) string {
-	return string(ks) + "holdinfo:" + productTag(p)
-}
-func (ks keyspace) fenceKey(p domain.ProductID) string {
-	return string(ks) + "rebuild:" + productTag(p)
-}
-func (ks keyspace) rulesKey(p domain.ProductID) string { return string(ks) + "rules:" + productTag(p) }
-func (ks keyspace) heldKey(p domain.ProductID) string  { return string(ks) + "held:" + productTag(p) }
-func (ks keyspace) holdBuyerKey(p domain.ProductID) string {
-	return string(ks) + "holdbuyer:" + productTag(p)
-}
-func (ks keyspace) soldOutKey(p domain.ProductID) string {
-	return string(ks) + "soldout:" + productTag(p)
-}
-func (ks keyspace) claimBitsKey(p domain.ProductID) string {
-	return string(ks) + "claimbits:v1:" + productTag(p)
-}
+func (ks keyspace) holdsKey(p domain.ProductID) string     { return ks.of("holds:", p) }
+func (ks keyspace) holdInfoKey(p domain.ProductID) string  { return ks.of("holdinfo:", p) }
+func (ks keyspace) fenceKey(p domain.ProductID) string     { return ks.of("rebuild:", p) }
+func (ks keyspace) rulesKey(p domain.ProductID) string     { return ks.of("rules:", p) }
+func (ks keyspace) heldKey(p domain.ProductID) string      { return ks.of("held:", p) }
+func (ks keyspace) holdBuyerKey(p domain.ProductID) string { return ks.of("holdbuyer:", p) }
+func (ks keyspace) soldOutKey(p domain.ProductID) string   { return ks.of("soldout:", p) }
+func (ks keyspace) claimBitsKey(p domain.ProductID) string { return ks.of("claimbits:v1:", p) }
 
 // The coupon counts (couponBuyer's fields are <code>|<buyer>: a code holds no '|', so a field
 // splits one way) and the coupon each tracked hold claimed.
-func (ks keyspace) couponUseKey(p domain.ProductID) string {
-	return string(ks) + "couponuse:" + productTag(p)
-}
-func (ks keyspace) couponBuyerKey(p domain.ProductID) string {
-	return string(ks) + "couponbuyer:" + productTag(p)
-}
-func (ks keyspace) holdCouponKey(p domain.ProductID) string {
-	return string(ks) + "holdcoupon:" + productTag(p)
-}
+func (ks keyspace) couponUseKey(p domain.ProductID) string   { return ks.of("couponuse:", p) }
+func (ks keyspace) couponBuyerKey(p domain.ProductID) string { return ks.of("couponbuyer:", p) }
+func (ks keyspace) holdCouponKey(p domain.ProductID) string  { return ks.of("holdcoupon:", p) }
 
 // couponSep separates a coupon's code from the buyer in couponbuyer:{<pid>}'s fields.
 const couponSep = "|"
