@@ -120,8 +120,7 @@ func excerpt(desc string) string {
 // Unicode's East Asian Width property), 1 otherwise: close enough to cut an excerpt, never to
 // lay out text.
 func runeWidth(r rune) int {
-	switch width.LookupRune(r).Kind() {
-	case width.EastAsianWide, width.EastAsianFullwidth:
+	if k := width.LookupRune(r).Kind(); k == width.EastAsianWide || k == width.EastAsianFullwidth {
 		return 2
 	}
 	return 1
